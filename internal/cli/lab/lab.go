@@ -1,0 +1,240 @@
+// Package lab is the `kubeslow lab` command group: build, start, inspect and stop the local lab cluster.
+package lab
+
+import (
+	"encoding/json"
+	"fmt"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kubeslow/kubeslow/internal/cli/common"
+	"github.com/kubeslow/kubeslow/internal/lab"
+)
+
+// NewCommand returns `kubeslow lab`.
+func NewCommand(streams common.IOStreams) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "lab",
+		Short: "A real local Kubernetes (etcd, apiserver, controller-manager, scheduler, kwok nodes) to try kubeslow on",
+		Long: `The lab runs real Kubernetes components, built from the Go module proxy, inside a network namespace
+with addresses from 198.18.0.0/15 (the benchmarking range). It needs root.
+
+Build cache: $KUBESLOW_CACHE_DIR or $XDG_CACHE_HOME/kubeslow. State: $KUBESLOW_STATE_DIR or
+$XDG_STATE_HOME/kubeslow/lab.`,
+	}
+	cmd.AddCommand(newBuild(streams), newUp(streams), newDown(streams), newStatus(streams), newKubeconfig(streams))
+	return cmd
+}
+
+func progress(streams common.IOStreams) lab.Progress {
+	return func(format string, args ...any) { streams.Progressf(format, args...) }
+}
+
+func newBuild(streams common.IOStreams) *cobra.Command {
+	return &cobra.Command{
+		Use:   "build",
+		Short: "Build the lab's pinned components into the cache (idempotent; verifies what is there)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			d, err := lab.DefaultDirs()
+			if err != nil {
+				return err
+			}
+			man, err := lab.Build(common.Context(cmd), d, progress(streams))
+			if err != nil {
+				return err
+			}
+			tw := tabwriter.NewWriter(streams.Out, 2, 4, 2, ' ', 0)
+			for _, n := range man.Names() {
+				c := man.Components[n]
+				fmt.Fprintf(tw, "%s\tv%s\t%s\t%s\n", n, c.Version, c.Path, c.SHA256[:12])
+			}
+			return tw.Flush()
+		},
+	}
+}
+
+type upFlags struct {
+	nodes              int
+	etcd               string
+	etcdQuota          int64
+	kcmQPS, schedQPS   float32
+	kcmBurst, schedBur int
+	podReadyDelay      time.Duration
+	podReadyJitter     time.Duration
+	slowNodes          []string
+	slowNodeDelay      time.Duration
+	apiserverArgs      []string
+}
+
+func (f *upFlags) config() (lab.Config, error) {
+	etcd, err := lab.ParseEtcdStorage(f.etcd)
+	if err != nil {
+		return lab.Config{}, err
+	}
+	c := lab.Config{
+		Nodes: f.nodes, Etcd: etcd, EtcdQuotaBytes: f.etcdQuota,
+		ControllerManager:  lab.ClientSettings{QPS: f.kcmQPS, Burst: f.kcmBurst},
+		Scheduler:          lab.ClientSettings{QPS: f.schedQPS, Burst: f.schedBur},
+		APIServerExtraArgs: f.apiserverArgs,
+		Kwok: lab.KwokSettings{PodReadyDelay: lab.Duration{Duration: f.podReadyDelay}, PodReadyJitter: lab.Duration{Duration: f.podReadyJitter},
+			SlowNodes: f.slowNodes, SlowNodeDelay: lab.Duration{Duration: f.slowNodeDelay}},
+	}
+	return c, c.Validate()
+}
+
+func newUp(streams common.IOStreams) *cobra.Command {
+	f := &upFlags{}
+	cmd := &cobra.Command{
+		Use:   "up",
+		Short: "Start the lab (building what is missing) and wait until it is ready",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := f.config()
+			if err != nil {
+				return err
+			}
+			d, err := lab.DefaultDirs()
+			if err != nil {
+				return err
+			}
+			if _, err := lab.Up(common.Context(cmd), d, c, progress(streams)); err != nil {
+				return fmt.Errorf("%w\n(the lab may be partly up: `kubeslow lab status` shows it, `kubeslow lab down` removes it)", err)
+			}
+			_, err = fmt.Fprintf(streams.Out, "lab is up: kubectl --kubeconfig %s get nodes\n", d.AdminKubeconfig())
+			return err
+		},
+	}
+	fl := cmd.Flags()
+	fl.IntVar(&f.nodes, "nodes", 10, fmt.Sprintf("number of simulated (kwok) nodes, 0..%d", lab.MaxKwokNodes))
+	fl.StringVar(&f.etcd, "etcd-storage", "tmpfs", "etcd data: tmpfs, dir:/path, or device:/dev/name (a block device with a filesystem)")
+	fl.Int64Var(&f.etcdQuota, "etcd-quota-bytes", 0, "etcd --quota-backend-bytes (0: etcd's default, 2 GiB)")
+	fl.Float32Var(&f.kcmQPS, "controller-manager-qps", 0, "kube-controller-manager --kube-api-qps (0: default 20)")
+	fl.IntVar(&f.kcmBurst, "controller-manager-burst", 0, "kube-controller-manager --kube-api-burst (0: default 30)")
+	fl.Float32Var(&f.schedQPS, "scheduler-qps", 0, "kube-scheduler clientConnection.qps (0: default 50)")
+	fl.IntVar(&f.schedBur, "scheduler-burst", 0, "kube-scheduler clientConnection.burst (0: default 100)")
+	fl.DurationVar(&f.podReadyDelay, "kwok-pod-ready-delay", 0, "delay before kwok marks a pod Running")
+	fl.DurationVar(&f.podReadyJitter, "kwok-pod-ready-jitter", 0, "extra random delay, up to this much, before kwok marks a pod Running")
+	fl.StringSliceVar(&f.slowNodes, "kwok-slow-nodes", nil, "kwok nodes whose pods get --kwok-slow-node-delay instead")
+	fl.DurationVar(&f.slowNodeDelay, "kwok-slow-node-delay", 0, "pod-ready delay on --kwok-slow-nodes")
+	fl.StringArrayVar(&f.apiserverArgs, "apiserver-arg", nil, "extra kube-apiserver flag (repeatable)")
+	return cmd
+}
+
+func newDown(streams common.IOStreams) *cobra.Command {
+	return &cobra.Command{
+		Use:   "down",
+		Short: "Stop the lab and remove everything it made (processes, mounts, cgroups, namespace, state)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			d, err := lab.DefaultDirs()
+			if err != nil {
+				return err
+			}
+			if err := lab.Down(common.Context(cmd), d, progress(streams)); err != nil {
+				return err
+			}
+			_, err = fmt.Fprintln(streams.Out, "lab is down")
+			return err
+		},
+	}
+}
+
+func newStatus(streams common.IOStreams) *cobra.Command {
+	var out common.OutputFlag
+	cmd := &cobra.Command{
+		Use:   "status",
+		Short: "Show the lab's components, nodes, kubeconfig and audit log",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := out.Validate(); err != nil {
+				return err
+			}
+			d, err := lab.DefaultDirs()
+			if err != nil {
+				return err
+			}
+			s, err := lab.GetStatus(common.Context(cmd), d)
+			if err != nil {
+				return err
+			}
+			if out.Format == "json" {
+				enc := json.NewEncoder(streams.Out)
+				enc.SetIndent("", "  ")
+				return enc.Encode(s)
+			}
+			return writeStatus(streams, s)
+		},
+	}
+	out.Add(cmd)
+	return cmd
+}
+
+func writeStatus(streams common.IOStreams, s *lab.Status) error {
+	w := streams.Out
+	if len(s.Components) == 0 {
+		_, err := fmt.Fprintf(w, "lab: down (state %s)\n", s.StateDir)
+		return err
+	}
+	state := "up"
+	if !s.Up {
+		state = "DEGRADED (some components are not running)"
+	}
+	fmt.Fprintf(w, "lab: %s since %s\n  apiserver  %s\n  kubeconfig %s\n  audit log  %s\n  etcd       %s (storage %s)\n\n",
+		state, s.Started.Local().Format(time.RFC3339), s.APIServer, s.Kubeconfig, s.AuditLog, s.Etcd, s.EtcdData)
+	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "COMPONENT\tVERSION\tPID\tRUNNING\tLOG")
+	for _, c := range s.Components {
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%v\t%s\n", c.Name, c.Version, c.PID, c.Running, c.Log)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if s.NodesError != "" {
+		_, err := fmt.Fprintf(w, "\nnodes: %s\n", s.NodesError)
+		return err
+	}
+	kinds := map[string][2]int{}
+	versions := map[string]string{}
+	for _, n := range s.Nodes {
+		k := kinds[n.Kind]
+		k[0]++
+		if n.Ready {
+			k[1]++
+		}
+		kinds[n.Kind] = k
+		versions[n.Kind] = n.Kubelet + " / " + n.Runtime
+	}
+	fmt.Fprintln(w)
+	for _, kind := range []string{"real", "kwok"} {
+		if k, ok := kinds[kind]; ok {
+			fmt.Fprintf(w, "nodes (%s): %d, %d Ready  (kubelet/runtime %s)\n", kind, k[0], k[1], versions[kind])
+		}
+	}
+	return nil
+}
+
+func newKubeconfig(streams common.IOStreams) *cobra.Command {
+	return &cobra.Command{
+		Use:   "kubeconfig",
+		Short: "Print the path of the lab's admin kubeconfig (kubectl --kubeconfig \"$(kubeslow lab kubeconfig)\" ...)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			d, err := lab.DefaultDirs()
+			if err != nil {
+				return err
+			}
+			s, err := lab.GetStatus(common.Context(cmd), d)
+			if err != nil {
+				return err
+			}
+			if s.Kubeconfig == "" {
+				return &common.ExitError{Code: 2, Err: fmt.Errorf("the lab is not up (no state in %s): run `kubeslow lab up`", d.State)}
+			}
+			_, err = fmt.Fprintln(streams.Out, s.Kubeconfig)
+			return err
+		},
+	}
+}

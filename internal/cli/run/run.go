@@ -1,0 +1,129 @@
+// Package run is `kubeslow run`: the main job. It measures the cluster and names what makes it slow.
+package run
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/utils/clock"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kubeslow/kubeslow/internal/cli/common"
+	"github.com/kubeslow/kubeslow/internal/kube"
+	"github.com/kubeslow/kubeslow/internal/measure"
+	"github.com/kubeslow/kubeslow/internal/measure/all"
+	"github.com/kubeslow/kubeslow/internal/runner"
+	"github.com/kubeslow/kubeslow/pkg/result"
+)
+
+type flags struct {
+	cluster common.ClusterFlags
+	out     common.OutputFlag
+	only    []string
+	skip    []string
+	profile string
+	budget  time.Duration
+	failOn  string
+	verbose bool
+}
+
+// NewCommand returns `kubeslow run`.
+func NewCommand(streams common.IOStreams) *cobra.Command {
+	f := &flags{}
+	cmd := &cobra.Command{
+		Use:   "run",
+		Short: "Measure the cluster and name what makes it slow",
+		Long: `run discovers the cluster, runs the read-only checks, then the benchmarks within a time budget,
+and prints the findings, worst first, each with its evidence, threshold and fix.
+
+Exit codes: 0 no finding at or above --fail-on, 1 findings, 2 could not run.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			rep, err := f.run(common.Context(cmd), streams)
+			if err != nil {
+				return &common.ExitError{Code: 2, Err: err}
+			}
+			if err := f.out.Write(streams, rep); err != nil {
+				return &common.ExitError{Code: 2, Err: err}
+			}
+			sev, _ := result.ParseSeverity(f.failOn)
+			if code := runner.ExitCode(rep, sev); code != 0 {
+				return &common.ExitError{Code: code}
+			}
+			return nil
+		},
+	}
+	f.cluster.Add(cmd)
+	f.out.Add(cmd)
+	fl := cmd.Flags()
+	fl.StringSliceVar(&f.only, "only", nil, "run only these measurements (names or prefixes ending in '.')")
+	fl.StringSliceVar(&f.skip, "skip", nil, "skip these measurements (names or prefixes ending in '.')")
+	fl.StringVar(&f.profile, "profile", "quick", "quick (read-only checks and short benchmarks) or full")
+	fl.DurationVar(&f.budget, "budget", 10*time.Minute, "time budget for the benchmarks (read-only checks always run)")
+	fl.StringVar(&f.failOn, "fail-on", "warning", "lowest finding severity that makes the exit code 1: info, warning, error, critical")
+	fl.BoolVarP(&f.verbose, "verbose", "v", false, "debug logging on stderr")
+	return cmd
+}
+
+func (f *flags) run(ctx context.Context, streams common.IOStreams) (*result.Report, error) {
+	if err := f.out.Validate(); err != nil {
+		return nil, err
+	}
+	if _, err := result.ParseSeverity(f.failOn); err != nil {
+		return nil, err
+	}
+	if f.profile != "quick" && f.profile != "full" {
+		return nil, fmt.Errorf("unknown profile %q (want quick or full)", f.profile)
+	}
+	ms, err := all.Registry().Select(f.only, f.skip)
+	if err != nil {
+		return nil, err
+	}
+	c, labInfo, err := f.cluster.Connect()
+	if err != nil {
+		return nil, err
+	}
+	clk := clock.RealClock{}
+	log := streams.Logger(f.verbose)
+	streams.Progressf("connecting to %s (%s)", c.Config.Host, c.Context)
+	cl, err := kube.Discover(ctx, c.Client, c.Context, c.Config.Host)
+	if err != nil {
+		return nil, err
+	}
+	cl.Lab = labInfo != nil
+	streams.Progressf("cluster %s: %d nodes (%d ready, %d simulated)", cl.Version, cl.Nodes.Total, cl.Nodes.Ready, cl.Nodes.Simulated)
+
+	runID := kube.NewRunID(clk.Now())
+	ns := "kubeslow-" + runID
+	needNS := false
+	for _, m := range ms {
+		needNS = needNS || measure.KindOf(m) == measure.Benchmark
+	}
+	if needNS {
+		if _, err := c.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: kube.ObjectMeta(ns, "", runID)}, metav1.CreateOptions{}); err != nil {
+			return nil, fmt.Errorf("creating the run's namespace %s: %w", ns, err)
+		}
+		defer func() {
+			// A fresh context: cleanup must run after Ctrl-C too.
+			cctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			dyn, err := dynamic.NewForConfig(c.Config)
+			if err == nil {
+				_, err = kube.Cleanup(cctx, dyn, runID, log)
+			}
+			if err != nil {
+				streams.Progressf("cleanup of run %s failed: %v (run `kubeslow cleanup --run %s`)", runID, err, runID)
+			}
+		}()
+	}
+	rep := runner.Run(ctx, runner.Options{
+		Client: c.Client, Config: c.Config, Cluster: cl, Clock: clk, Log: log, RunID: runID, Namespace: ns,
+		Lab: labInfo, Budget: f.budget, Progress: streams.Progressf,
+	}, ms)
+	return rep, nil
+}

@@ -1,0 +1,66 @@
+// Package kube holds kubeslow's cluster access: clients, run labels and the cleanup of what kubeslow created.
+package kube
+
+import (
+	"errors"
+	"fmt"
+	"os"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// ClientOptions select the cluster and bound the client's request rate.
+type ClientOptions struct {
+	Kubeconfig string
+	Context    string
+	// QPS and Burst bound kubeslow's own request rate to the apiserver (client-side).
+	QPS   float32
+	Burst int
+}
+
+// Cluster is a connected cluster.
+type Cluster struct {
+	Config  *rest.Config
+	Client  kubernetes.Interface
+	Context string
+}
+
+// Connect loads the kubeconfig (explicit path, $KUBECONFIG, ~/.kube/config, or in-cluster) and builds a client.
+// It reports a malformed kubeconfig plainly; reachability is checked by the caller with a request.
+func Connect(o ClientOptions) (*Cluster, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	if o.Kubeconfig != "" {
+		if _, err := os.Stat(o.Kubeconfig); err != nil {
+			return nil, fmt.Errorf("kubeconfig %s: %w", o.Kubeconfig, err)
+		}
+		rules.ExplicitPath = o.Kubeconfig
+	}
+	overrides := &clientcmd.ConfigOverrides{CurrentContext: o.Context}
+	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, overrides)
+	cfg, err := cc.ClientConfig()
+	if err != nil {
+		if clientcmd.IsEmptyConfig(err) {
+			return nil, errors.New("no kubeconfig found: pass --kubeconfig, set $KUBECONFIG, or use --lab for the local lab")
+		}
+		return nil, fmt.Errorf("loading kubeconfig: %w", err)
+	}
+	raw, err := cc.RawConfig()
+	ctxName := o.Context
+	if err == nil && ctxName == "" {
+		ctxName = raw.CurrentContext
+	}
+	if o.QPS > 0 {
+		cfg.QPS = o.QPS
+	}
+	if o.Burst > 0 {
+		cfg.Burst = o.Burst
+	}
+	cfg.UserAgent = "kubeslow"
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("building client: %w", err)
+	}
+	return &Cluster{Config: cfg, Client: client, Context: ctxName}, nil
+}

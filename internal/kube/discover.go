@@ -1,0 +1,91 @@
+package kube
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/kubeslow/kubeslow/pkg/result"
+)
+
+// knownCNIs maps DaemonSet name fragments in kube-system (or their own namespaces) to CNI names.
+var knownCNIs = []struct{ fragment, name string }{
+	{"calico-node", "calico"}, {"cilium", "cilium"}, {"kube-flannel", "flannel"}, {"flannel", "flannel"},
+	{"weave-net", "weave"}, {"kube-router", "kube-router"}, {"aws-node", "aws-vpc-cni"}, {"antrea-agent", "antrea"},
+	{"canal", "canal"}, {"azure-cni", "azure-cni"},
+}
+
+// Discover identifies the cluster: apiserver version, kube-system UID, node counts and a few facts (CNI,
+// kube-proxy, DNS, managed). It needs read access; anything it may not read is recorded as "unknown".
+// An unreachable apiserver is an error: nothing else can run.
+func Discover(ctx context.Context, c kubernetes.Interface, name, server string) (result.Cluster, error) {
+	cl := result.Cluster{Name: name, Server: server, Facts: map[string]string{}}
+	v, err := c.Discovery().ServerVersion()
+	if err != nil {
+		return cl, fmt.Errorf("cannot reach the apiserver at %s: %w", server, err)
+	}
+	cl.Version = v.GitVersion
+	if ns, err := c.CoreV1().Namespaces().Get(ctx, "kube-system", metav1.GetOptions{}); err == nil {
+		cl.UID = string(ns.UID)
+	}
+	nodes, err := c.CoreV1().Nodes().List(ctx, metav1.ListOptions{ResourceVersion: "0"})
+	switch {
+	case apierrors.IsForbidden(err):
+		cl.Facts["nodes"] = "unknown (no permission to list nodes)"
+	case err != nil:
+		return cl, fmt.Errorf("listing nodes: %w", err)
+	default:
+		managed := ""
+		for i := range nodes.Items {
+			n := &nodes.Items[i]
+			cl.Nodes.Total++
+			for _, cond := range n.Status.Conditions {
+				if cond.Type == "Ready" && cond.Status == "True" {
+					cl.Nodes.Ready++
+				}
+			}
+			if n.Annotations["kwok.x-k8s.io/node"] == "fake" {
+				cl.Nodes.Simulated++
+			}
+			if p := n.Spec.ProviderID; p != "" && managed == "" {
+				managed, _, _ = strings.Cut(p, "://")
+			}
+		}
+		if managed != "" {
+			cl.Facts["provider"] = managed
+		}
+	}
+	ds, err := c.AppsV1().DaemonSets("").List(ctx, metav1.ListOptions{ResourceVersion: "0"})
+	if err == nil {
+		cl.Facts["cni"] = "unknown"
+		for _, d := range ds.Items {
+			for _, k := range knownCNIs {
+				if strings.Contains(d.Name, k.fragment) {
+					cl.Facts["cni"] = k.name
+				}
+			}
+			if d.Name == "kube-proxy" {
+				cl.Facts["kube-proxy"] = "daemonset"
+			}
+		}
+	}
+	if cm, err := c.CoreV1().ConfigMaps("kube-system").Get(ctx, "kube-proxy", metav1.GetOptions{}); err == nil {
+		for _, v := range cm.Data {
+			for _, line := range strings.Split(v, "\n") {
+				if mode, ok := strings.CutPrefix(strings.TrimSpace(line), "mode:"); ok {
+					if m := strings.Trim(strings.TrimSpace(mode), `"'`); m != "" {
+						cl.Facts["kube-proxy-mode"] = m
+					}
+				}
+			}
+		}
+	}
+	if svc, err := c.CoreV1().Services("kube-system").Get(ctx, "kube-dns", metav1.GetOptions{}); err == nil {
+		cl.Facts["dns-service"] = svc.Spec.ClusterIP
+	}
+	return cl, nil
+}

@@ -1,0 +1,121 @@
+package lab
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+const auditPolicy = `apiVersion: audit.k8s.io/v1
+kind: Policy
+# Metadata for every request: who (user, user agent), what (verb, resource, object), outcome (code), when.
+# RequestReceived is omitted: each request is logged once, at ResponseComplete (or Panic).
+omitStages: ["RequestReceived"]
+rules:
+- level: Metadata
+`
+
+func etcdArgs(d Dirs, c *Config, bin string) []string {
+	client := fmt.Sprintf("http://127.0.0.1:%d,http://%s:%d", EtcdPort, ControlPlaneIP, EtcdPort)
+	peer := fmt.Sprintf("http://127.0.0.1:%d", EtcdPeerPort)
+	args := []string{bin,
+		"--name=kubeslow-lab", "--data-dir=" + etcdDataDir(d, c),
+		"--listen-client-urls=" + client, "--advertise-client-urls=" + fmt.Sprintf("http://%s:%d", ControlPlaneIP, EtcdPort),
+		"--listen-peer-urls=" + peer, "--initial-advertise-peer-urls=" + peer,
+		"--initial-cluster=kubeslow-lab=" + peer, "--log-level=warn",
+	}
+	if c.EtcdQuotaBytes > 0 {
+		args = append(args, "--quota-backend-bytes="+strconv.FormatInt(c.EtcdQuotaBytes, 10))
+	}
+	return args
+}
+
+// etcdDataDir is inside the etcd mount (tmpfs or device) or the user's directory.
+func etcdDataDir(d Dirs, c *Config) string {
+	if c.Etcd.Kind == "dir" {
+		return filepath.Join(c.Etcd.Path, "kubeslow-etcd")
+	}
+	return filepath.Join(d.EtcdDir(), "data")
+}
+
+// EtcdEndpoint is etcd's client URL as seen from the host.
+func EtcdEndpoint() string { return fmt.Sprintf("http://%s:%d", ControlPlaneIP, EtcdPort) }
+
+func apiserverArgs(d Dirs, c *Config, bin string) ([]string, error) {
+	policy := filepath.Join(d.ConfDir(), "audit-policy.yaml")
+	if err := os.WriteFile(policy, []byte(auditPolicy), 0o644); err != nil {
+		return nil, err
+	}
+	p := func(n string) string { return filepath.Join(d.PKIDir(), n) }
+	args := []string{bin,
+		fmt.Sprintf("--etcd-servers=http://127.0.0.1:%d", EtcdPort),
+		"--bind-address=0.0.0.0", fmt.Sprintf("--secure-port=%d", APIServerPort), "--advertise-address=" + ControlPlaneIP,
+		"--tls-cert-file=" + p("apiserver.crt"), "--tls-private-key-file=" + p("apiserver.key"),
+		"--client-ca-file=" + p("ca.crt"),
+		"--service-account-key-file=" + p("sa.pub"), "--service-account-signing-key-file=" + p("sa.key"),
+		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+		"--service-cluster-ip-range=" + ServiceCIDR,
+		"--authorization-mode=Node,RBAC", "--enable-admission-plugins=NodeRestriction",
+		"--kubelet-client-certificate=" + p("apiserver-kubelet-client.crt"), "--kubelet-client-key=" + p("apiserver-kubelet-client.key"),
+		"--kubelet-certificate-authority=" + p("ca.crt"), "--kubelet-preferred-address-types=InternalIP",
+		"--allow-privileged=true", "--profiling=false",
+		"--audit-policy-file=" + policy, "--audit-log-path=" + d.AuditLog(), "--audit-log-format=json",
+		"--audit-log-maxsize=200", "--audit-log-maxbackup=5", "--audit-log-compress=false",
+	}
+	return append(args, c.APIServerExtraArgs...), nil
+}
+
+func controllerManagerArgs(d Dirs, c *Config, bin string) []string {
+	kc := d.componentKubeconfig("controller-manager")
+	p := func(n string) string { return filepath.Join(d.PKIDir(), n) }
+	args := []string{bin,
+		"--kubeconfig=" + kc, "--authentication-kubeconfig=" + kc, "--authorization-kubeconfig=" + kc,
+		"--bind-address=" + ControlPlaneIP, "--leader-elect=false", "--use-service-account-credentials=true",
+		"--allocate-node-cidrs=true", "--cluster-cidr=" + PodCIDR, "--node-cidr-mask-size=" + strconv.Itoa(NodeCIDRMask),
+		"--service-cluster-ip-range=" + ServiceCIDR,
+		"--root-ca-file=" + p("ca.crt"), "--service-account-private-key-file=" + p("sa.key"),
+		"--cluster-signing-cert-file=" + p("ca.crt"), "--cluster-signing-key-file=" + p("ca.key"),
+	}
+	if c.ControllerManager.QPS > 0 {
+		args = append(args, "--kube-api-qps="+strconv.FormatFloat(float64(c.ControllerManager.QPS), 'f', -1, 32))
+	}
+	if c.ControllerManager.Burst > 0 {
+		args = append(args, "--kube-api-burst="+strconv.Itoa(c.ControllerManager.Burst))
+	}
+	return args
+}
+
+func schedulerArgs(d Dirs, c *Config, bin string) ([]string, error) {
+	kc := d.componentKubeconfig("scheduler")
+	var cc strings.Builder
+	fmt.Fprintf(&cc, "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\nleaderElection:\n  leaderElect: false\nclientConnection:\n  kubeconfig: %q\n", kc)
+	if c.Scheduler.QPS > 0 {
+		fmt.Fprintf(&cc, "  qps: %g\n", c.Scheduler.QPS)
+	}
+	if c.Scheduler.Burst > 0 {
+		fmt.Fprintf(&cc, "  burst: %d\n", c.Scheduler.Burst)
+	}
+	path := filepath.Join(d.ConfDir(), "scheduler.yaml")
+	if err := os.WriteFile(path, []byte(cc.String()), 0o644); err != nil {
+		return nil, err
+	}
+	return []string{bin, "--config=" + path,
+		"--authentication-kubeconfig=" + kc, "--authorization-kubeconfig=" + kc, "--bind-address=" + ControlPlaneIP}, nil
+}
+
+func kwokArgs(d Dirs, c *Config, bin string) ([]string, error) {
+	stages, err := kwokStages(c.Kwok)
+	if err != nil {
+		return nil, err
+	}
+	path := filepath.Join(d.ConfDir(), "kwok-stages.yaml")
+	if err := os.WriteFile(path, stages, 0o644); err != nil {
+		return nil, err
+	}
+	return []string{bin, "--config=" + path, "--kubeconfig=" + d.componentKubeconfig("kwok"),
+		"--manage-all-nodes=false", "--manage-nodes-with-annotation-selector=" + KwokNodeAnnotation + "=fake",
+		"--cidr=" + KwokPodCIDR, "--node-ip=" + ControlPlaneIP,
+		fmt.Sprintf("--server-address=%s:%d", ControlPlaneIP, KwokPort)}, nil
+}

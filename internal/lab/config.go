@@ -1,0 +1,154 @@
+package lab
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+)
+
+// Config is how a lab is started. It is saved in the state directory so that `lab status`, `lab down` and the
+// measurements know what is running.
+type Config struct {
+	// Nodes is the number of kwok (simulated) nodes.
+	Nodes int `json:"nodes"`
+	// Etcd is where etcd keeps its data.
+	Etcd EtcdStorage `json:"etcd"`
+	// EtcdQuotaBytes is etcd's --quota-backend-bytes (0: etcd's default, 2 GiB).
+	EtcdQuotaBytes int64 `json:"etcdQuotaBytes,omitempty"`
+	// ControllerManager and Scheduler client settings (0: the component's default).
+	ControllerManager ClientSettings `json:"controllerManager"`
+	Scheduler         ClientSettings `json:"scheduler"`
+	// Kwok stage delays.
+	Kwok KwokSettings `json:"kwok"`
+	// APIServerExtraArgs are appended to kube-apiserver's flags (scenarios use this).
+	APIServerExtraArgs []string `json:"apiServerExtraArgs,omitempty"`
+}
+
+// ClientSettings are a component's API client limits.
+type ClientSettings struct {
+	QPS   float32 `json:"qps,omitempty"`
+	Burst int     `json:"burst,omitempty"`
+}
+
+// KwokSettings inject per-phase slowness into simulated nodes through kwok's Stage API.
+type KwokSettings struct {
+	// PodReadyDelay delays every pod's transition to Running (sandbox, network and start, all at once in kwok);
+	// PodReadyJitter adds up to that much more at random.
+	PodReadyDelay  Duration `json:"podReadyDelay,omitempty"`
+	PodReadyJitter Duration `json:"podReadyJitter,omitempty"`
+	// SlowNodes get SlowNodeDelay instead (one slow node among fast ones).
+	SlowNodes     []string `json:"slowNodes,omitempty"`
+	SlowNodeDelay Duration `json:"slowNodeDelay,omitempty"`
+}
+
+// EtcdStorage selects etcd's data directory: a tmpfs (default; immune to a busy shared disk), an existing
+// directory, or a block device with a filesystem, mounted by the lab.
+type EtcdStorage struct {
+	Kind string `json:"kind"` // "tmpfs", "dir" or "device"
+	Path string `json:"path,omitempty"`
+}
+
+// ParseEtcdStorage parses "tmpfs", "dir:/path" or "device:/dev/xyz".
+func ParseEtcdStorage(s string) (EtcdStorage, error) {
+	if s == "" || s == "tmpfs" {
+		return EtcdStorage{Kind: "tmpfs"}, nil
+	}
+	kind, path, ok := strings.Cut(s, ":")
+	if !ok || path == "" || (kind != "dir" && kind != "device") {
+		return EtcdStorage{}, fmt.Errorf("etcd storage %q: want tmpfs, dir:/path or device:/dev/name", s)
+	}
+	if !strings.HasPrefix(path, "/") {
+		return EtcdStorage{}, fmt.Errorf("etcd storage %q: path must be absolute", s)
+	}
+	return EtcdStorage{Kind: kind, Path: path}, nil
+}
+
+func (e EtcdStorage) String() string {
+	if e.Kind == "tmpfs" || e.Kind == "" {
+		return "tmpfs"
+	}
+	return e.Kind + ":" + e.Path
+}
+
+// Duration is a time.Duration that reads and writes as "1.5s" in JSON.
+type Duration struct{ time.Duration }
+
+// MarshalJSON writes the duration as a string.
+func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(d.String()) }
+
+// UnmarshalJSON reads "1.5s".
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return err
+	}
+	v, err := time.ParseDuration(s)
+	d.Duration = v
+	return err
+}
+
+// Validate checks the configuration before anything is started.
+func (c *Config) Validate() error {
+	if c.Nodes < 0 || c.Nodes > MaxKwokNodes {
+		return fmt.Errorf("--nodes %d: want 0..%d (the lab gives each node a /%d of %s)", c.Nodes, MaxKwokNodes, NodeCIDRMask, PodCIDR)
+	}
+	if c.EtcdQuotaBytes < 0 {
+		return errors.New("etcd quota must not be negative")
+	}
+	for _, s := range []ClientSettings{c.ControllerManager, c.Scheduler} {
+		if s.QPS < 0 || s.Burst < 0 {
+			return errors.New("QPS and burst must not be negative")
+		}
+	}
+	for _, d := range []Duration{c.Kwok.PodReadyDelay, c.Kwok.PodReadyJitter, c.Kwok.SlowNodeDelay} {
+		if d.Duration < 0 {
+			return errors.New("kwok delays must not be negative")
+		}
+	}
+	return nil
+}
+
+// State is what `lab up` records about a running lab.
+type State struct {
+	Config  Config    `json:"config"`
+	Started time.Time `json:"started"`
+	// Binaries maps component name to the binary path it runs.
+	Binaries map[string]string `json:"binaries"`
+	// Versions maps component name to its version.
+	Versions map[string]string `json:"versions"`
+	// Cgroups are the cgroup directories the lab made (removed by down).
+	Cgroups []string `json:"cgroups,omitempty"`
+	// Mounts are the mount points the lab made (unmounted by down).
+	Mounts []string `json:"mounts,omitempty"`
+}
+
+func (d Dirs) loadState() (*State, error) {
+	b, err := os.ReadFile(d.ConfigFile())
+	if err != nil {
+		return nil, err
+	}
+	var s State
+	if err := json.Unmarshal(b, &s); err != nil {
+		return nil, fmt.Errorf("%s: %w", d.ConfigFile(), err)
+	}
+	return &s, nil
+}
+
+func (d Dirs) saveState(s *State) error {
+	b, err := json.MarshalIndent(s, "", "  ")
+	if err != nil {
+		return err
+	}
+	return writeFileAtomic(d.ConfigFile(), b, 0o600)
+}
+
+func writeFileAtomic(path string, data []byte, mode os.FileMode) error {
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, data, mode); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}

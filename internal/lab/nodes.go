@@ -1,0 +1,130 @@
+package lab
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	watchtools "k8s.io/client-go/tools/watch"
+)
+
+// kwokNode is a simulated node as kwok expects it: annotated for kwok, tainted so that only pods that
+// tolerate simulated nodes land there.
+func kwokNode(i int) *corev1.Node {
+	name := KwokNodeName(i)
+	res := corev1.ResourceList{
+		corev1.ResourceCPU:    resource.MustParse("32"),
+		corev1.ResourceMemory: resource.MustParse("256Gi"),
+		corev1.ResourcePods:   resource.MustParse("110"),
+	}
+	return &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:        name,
+			Annotations: map[string]string{KwokNodeAnnotation: "fake", "node.alpha.kubernetes.io/ttl": "0"},
+			Labels: map[string]string{KwokNodeLabel: KwokNodeLabelValue, "kubernetes.io/hostname": name,
+				"kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64", "kubeslow.dev/lab-node-index": strconv.Itoa(i)},
+		},
+		Spec:   corev1.NodeSpec{Taints: []corev1.Taint{{Key: KwokNodeAnnotation, Value: "fake", Effect: corev1.TaintEffectNoSchedule}}},
+		Status: corev1.NodeStatus{Allocatable: res, Capacity: res},
+	}
+}
+
+// ensureKwokNodes creates kwok-node-1..n (those that do not exist yet), 16 at a time.
+func ensureKwokNodes(ctx context.Context, c kubernetes.Interface, n int) error {
+	g, ctx := errgroup.WithContext(ctx)
+	g.SetLimit(16)
+	for i := 1; i <= n; i++ {
+		g.Go(func() error {
+			_, err := c.CoreV1().Nodes().Create(ctx, kwokNode(i), metav1.CreateOptions{})
+			if err != nil && !apierrors.IsAlreadyExists(err) {
+				return fmt.Errorf("creating node %s: %w", KwokNodeName(i), err)
+			}
+			return nil
+		})
+	}
+	return g.Wait()
+}
+
+func nodeReady(n *corev1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// waitNodesReady watches nodes matching selector until want of them are Ready.
+func waitNodesReady(ctx context.Context, c kubernetes.Interface, selector string, want int) error {
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+	defer cancel()
+	ready := map[string]bool{}
+	lw := &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			o.LabelSelector = selector
+			return c.CoreV1().Nodes().List(ctx, o)
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			o.LabelSelector = selector
+			return c.CoreV1().Nodes().Watch(ctx, o)
+		},
+	}
+	_, err := watchtools.UntilWithSync(ctx, lw, &corev1.Node{}, nil, func(ev watch.Event) (bool, error) {
+		n, ok := ev.Object.(*corev1.Node)
+		if !ok {
+			return false, nil
+		}
+		if ev.Type == watch.Deleted {
+			delete(ready, n.Name)
+		} else {
+			ready[n.Name] = nodeReady(n)
+		}
+		count := 0
+		for _, r := range ready {
+			if r {
+				count++
+			}
+		}
+		return count >= want, nil
+	})
+	if err != nil {
+		return fmt.Errorf("waiting for %d Ready nodes (%s): %w", want, selector, err)
+	}
+	return nil
+}
+
+// waitDefaultServiceAccount waits until the controller-manager has made the default ServiceAccount, the
+// point from which pods can be created.
+func waitDefaultServiceAccount(ctx context.Context, c kubernetes.Interface) error {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	sel := fields.OneTermEqualSelector("metadata.name", "default").String()
+	lw := &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			o.FieldSelector = sel
+			return c.CoreV1().ServiceAccounts("default").List(ctx, o)
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			o.FieldSelector = sel
+			return c.CoreV1().ServiceAccounts("default").Watch(ctx, o)
+		},
+	}
+	_, err := watchtools.UntilWithSync(ctx, lw, &corev1.ServiceAccount{}, nil, func(ev watch.Event) (bool, error) {
+		return ev.Type != watch.Deleted, nil
+	})
+	if err != nil {
+		return fmt.Errorf("waiting for the default ServiceAccount: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,56 @@
+package lab
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+)
+
+// Dirs are the two roots of the lab: the build cache (binaries, Go caches; survives `lab down`) and the
+// state directory (PKI, logs, process records, etcd mount point; removed by `lab down`).
+type Dirs struct {
+	Cache string
+	State string
+}
+
+// DefaultDirs honours $KUBESLOW_CACHE_DIR / $KUBESLOW_STATE_DIR, then the XDG base directories.
+func DefaultDirs() (Dirs, error) {
+	cache := os.Getenv("KUBESLOW_CACHE_DIR")
+	if cache == "" {
+		c, err := os.UserCacheDir()
+		if err != nil {
+			return Dirs{}, err
+		}
+		cache = filepath.Join(c, "kubeslow")
+	}
+	state := os.Getenv("KUBESLOW_STATE_DIR")
+	if state == "" {
+		s := os.Getenv("XDG_STATE_HOME")
+		if s == "" {
+			home, err := os.UserHomeDir()
+			if err != nil {
+				return Dirs{}, errors.New("cannot find a state directory: set $KUBESLOW_STATE_DIR or $HOME")
+			}
+			s = filepath.Join(home, ".local", "state")
+		}
+		state = filepath.Join(s, "kubeslow", "lab")
+	}
+	return Dirs{Cache: cache, State: state}, nil
+}
+
+// Paths inside the state directory.
+func (d Dirs) ConfigFile() string      { return filepath.Join(d.State, "lab.json") }
+func (d Dirs) PKIDir() string          { return filepath.Join(d.State, "pki") }
+func (d Dirs) LogDir() string          { return filepath.Join(d.State, "logs") }
+func (d Dirs) ProcDir() string         { return filepath.Join(d.State, "procs") }
+func (d Dirs) EtcdDir() string         { return filepath.Join(d.State, "etcd") }
+func (d Dirs) ConfDir() string         { return filepath.Join(d.State, "config") }
+func (d Dirs) AuditLog() string        { return filepath.Join(d.LogDir(), "audit.log") }
+func (d Dirs) AdminKubeconfig() string { return filepath.Join(d.State, "kubeconfig") }
+
+// Paths inside the cache directory.
+func (d Dirs) BinDir() string       { return filepath.Join(d.Cache, "bin") }
+func (d Dirs) SrcDir() string       { return filepath.Join(d.Cache, "src") }
+func (d Dirs) GoModCache() string   { return filepath.Join(d.Cache, "gomod") }
+func (d Dirs) GoBuildCache() string { return filepath.Join(d.Cache, "gobuild") }
+func (d Dirs) BuildLogDir() string  { return filepath.Join(d.Cache, "logs") }

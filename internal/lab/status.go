@@ -1,0 +1,92 @@
+package lab
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Status describes a lab for `lab status`.
+type Status struct {
+	Up         bool              `json:"up"`
+	StateDir   string            `json:"stateDir"`
+	Kubeconfig string            `json:"kubeconfig,omitempty"`
+	APIServer  string            `json:"apiServer,omitempty"`
+	AuditLog   string            `json:"auditLog,omitempty"`
+	Etcd       string            `json:"etcdEndpoint,omitempty"`
+	EtcdData   string            `json:"etcdStorage,omitempty"`
+	Started    time.Time         `json:"started,omitzero"`
+	Components []ComponentStatus `json:"components"`
+	Nodes      []NodeStatus      `json:"nodes,omitempty"`
+	// NodesError says why nodes could not be listed.
+	NodesError string `json:"nodesError,omitempty"`
+}
+
+// ComponentStatus is one lab process.
+type ComponentStatus struct {
+	Name    string `json:"name"`
+	PID     int    `json:"pid"`
+	Running bool   `json:"running"`
+	Version string `json:"version,omitempty"`
+	Log     string `json:"log"`
+}
+
+// NodeStatus is one node as the apiserver sees it.
+type NodeStatus struct {
+	Name    string `json:"name"`
+	Kind    string `json:"kind"` // "kwok" or "real"
+	Ready   bool   `json:"ready"`
+	Kubelet string `json:"kubeletVersion"`
+	Runtime string `json:"containerRuntime"`
+}
+
+// GetStatus reads the lab's records and, if the apiserver answers, its nodes.
+func GetStatus(ctx context.Context, d Dirs) (*Status, error) {
+	s := &Status{StateDir: d.State}
+	st, err := d.loadState()
+	if err != nil {
+		return s, nil //nolint:nilerr // no state: the lab is down
+	}
+	s.Kubeconfig, s.APIServer, s.AuditLog, s.Etcd = d.AdminKubeconfig(), APIServerURL(), d.AuditLog(), EtcdEndpoint()
+	s.EtcdData, s.Started = st.Config.Etcd.String(), st.Started
+	recs, err := readRecords(d)
+	if err != nil {
+		return nil, err
+	}
+	sort.Slice(recs, func(i, j int) bool { return recs[i].Name < recs[j].Name })
+	up := len(recs) > 0
+	for _, r := range recs {
+		alive := r.alive()
+		up = up && alive
+		s.Components = append(s.Components, ComponentStatus{Name: r.Name, PID: r.PID, Running: alive, Version: st.Versions[r.Name], Log: r.Log})
+	}
+	s.Up = up
+	if !up {
+		return s, nil
+	}
+	c, err := AdminClient(d)
+	if err != nil {
+		s.NodesError = err.Error()
+		return s, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	nodes, err := c.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		s.NodesError = fmt.Sprintf("listing nodes: %v", err)
+		return s, nil
+	}
+	for i := range nodes.Items {
+		n := &nodes.Items[i]
+		kind := "real"
+		if n.Annotations[KwokNodeAnnotation] == "fake" {
+			kind = "kwok"
+		}
+		s.Nodes = append(s.Nodes, NodeStatus{Name: n.Name, Kind: kind, Ready: nodeReady(n),
+			Kubelet: n.Status.NodeInfo.KubeletVersion, Runtime: n.Status.NodeInfo.ContainerRuntimeVersion})
+	}
+	return s, nil
+}

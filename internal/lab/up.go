@@ -1,0 +1,223 @@
+package lab
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"reflect"
+	"strconv"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// Up starts the lab (or completes a partly started one) and waits until it is ready: control plane healthy,
+// the default ServiceAccount present, and every kwok node Ready. It is safe to run twice.
+func Up(ctx context.Context, d Dirs, c Config, progress Progress) (*State, error) {
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	if os.Geteuid() != 0 {
+		return nil, errors.New("the lab needs root: it creates a network namespace, mounts etcd's storage and runs Kubernetes components")
+	}
+	t0 := time.Now()
+	step := func(format string, args ...any) {
+		progress("[%5.1fs] %s", time.Since(t0).Seconds(), fmt.Sprintf(format, args...))
+	}
+	if old, err := d.loadState(); err == nil {
+		if !reflect.DeepEqual(old.Config, c) {
+			return nil, errors.New("a lab with different settings is already up: run `kubeslow lab down` first")
+		}
+		step("lab already recorded in %s: checking its components", d.State)
+	}
+
+	man, err := Build(ctx, d, progress)
+	if err != nil {
+		return nil, err
+	}
+	st := &State{Config: c, Started: time.Now().UTC(), Binaries: map[string]string{}, Versions: map[string]string{}}
+	for _, comp := range []string{Etcd, KubeAPIServer, KubeControllerMgr, KubeScheduler, Kwok} {
+		p, err := man.Binary(comp)
+		if err != nil {
+			return nil, err
+		}
+		st.Binaries[comp] = p
+		st.Versions[comp] = man.Components[comp].Version
+	}
+	for _, dir := range []string{d.State, d.PKIDir(), d.LogDir(), d.ProcDir(), d.ConfDir(), d.EtcdDir()} {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return nil, err
+		}
+	}
+	if root := cgroupRoot(); root != "" {
+		st.Cgroups = []string{labCgroup(root)}
+	}
+	if c.Etcd.Kind != "dir" {
+		st.Mounts = []string{d.EtcdDir()}
+	}
+	// Record before creating anything, so that `lab down` can undo a half-finished start.
+	if err := d.saveState(st); err != nil {
+		return nil, err
+	}
+
+	if err := setupNetwork(ctx); err != nil {
+		return nil, fmt.Errorf("network: %w", err)
+	}
+	step("network namespace %s ready (control plane %s, host link %s)", NetNS, ControlPlaneIP, HostLinkIP)
+	if err := ensurePKI(d); err != nil {
+		return nil, fmt.Errorf("pki: %w", err)
+	}
+	if err := ensureKubeconfigs(d); err != nil {
+		return nil, fmt.Errorf("kubeconfigs: %w", err)
+	}
+	step("PKI and kubeconfigs in %s", d.PKIDir())
+
+	if err := mountEtcdStorage(ctx, d, &c); err != nil {
+		return nil, fmt.Errorf("etcd storage: %w", err)
+	}
+	if err := startAndWait(ctx, d, Etcd, etcdArgs(d, &c, st.Binaries[Etcd]), step, httpOK(EtcdEndpoint()+"/health")); err != nil {
+		return nil, err
+	}
+	args, err := apiserverArgs(d, &c, st.Binaries[KubeAPIServer])
+	if err != nil {
+		return nil, err
+	}
+	client, err := AdminClient(d)
+	if err != nil {
+		return nil, err
+	}
+	if err := startAndWait(ctx, d, KubeAPIServer, args, step, readyz(client)); err != nil {
+		return nil, err
+	}
+	if err := startAndWait(ctx, d, KubeControllerMgr, controllerManagerArgs(d, &c, st.Binaries[KubeControllerMgr]), step,
+		httpOK(fmt.Sprintf("https://%s:10257/healthz", ControlPlaneIP))); err != nil {
+		return nil, err
+	}
+	args, err = schedulerArgs(d, &c, st.Binaries[KubeScheduler])
+	if err != nil {
+		return nil, err
+	}
+	if err := startAndWait(ctx, d, KubeScheduler, args, step, httpOK(fmt.Sprintf("https://%s:10259/readyz", ControlPlaneIP))); err != nil {
+		return nil, err
+	}
+	if err := waitDefaultServiceAccount(ctx, client); err != nil {
+		return nil, err
+	}
+	step("default ServiceAccount present: control plane up")
+
+	if args, err = kwokArgs(d, &c, st.Binaries[Kwok]); err != nil {
+		return nil, err
+	}
+	if err := startAndWait(ctx, d, Kwok, args, step, httpOK(fmt.Sprintf("http://%s:%d/healthz", ControlPlaneIP, KwokPort))); err != nil {
+		return nil, err
+	}
+	if c.Nodes > 0 {
+		if err := ensureKwokNodes(ctx, client, c.Nodes); err != nil {
+			return nil, err
+		}
+		step("%d kwok nodes created; waiting for Ready", c.Nodes)
+		if err := waitNodesReady(ctx, client, KwokNodeLabel+"="+KwokNodeLabelValue, c.Nodes); err != nil {
+			return nil, err
+		}
+		step("%d kwok nodes Ready", c.Nodes)
+	}
+	step("lab up: kubeconfig %s, audit log %s", d.AdminKubeconfig(), d.AuditLog())
+	return st, nil
+}
+
+// startAndWait starts a component (unless it runs) and waits for its health check, failing fast if the
+// process dies meanwhile.
+func startAndWait(ctx context.Context, d Dirs, name string, argv []string, step func(string, ...any), healthy func(context.Context) bool) error {
+	rec, err := startProcess(d, name, argv, os.Environ())
+	if err != nil {
+		return err
+	}
+	step("%s started (pid %d)", name, rec.PID)
+	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
+		if !rec.alive() {
+			return false, fmt.Errorf("%s exited; last lines of %s:\n%s", name, rec.Log, tail(rec.Log, 15))
+		}
+		return healthy(ctx), nil
+	})
+	if err != nil {
+		return fmt.Errorf("waiting for %s: %w", name, err)
+	}
+	step("%s healthy", name)
+	return nil
+}
+
+// httpOK checks that a URL answers 200. TLS is not verified: this only asks a component on the lab's own
+// address whether it is up.
+func httpOK(url string) func(context.Context) bool {
+	hc := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // health probe of the lab's own components
+	return func(ctx context.Context) bool {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			return false
+		}
+		resp, err := hc.Do(req)
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	}
+}
+
+func readyz(c kubernetes.Interface) func(context.Context) bool {
+	return func(ctx context.Context) bool {
+		_, err := c.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
+		return err == nil
+	}
+}
+
+// AdminRESTConfig returns a client configuration for the lab with generous client-side limits (the lab is
+// kubeslow's own; measurements set their own limits).
+func AdminRESTConfig(d Dirs) (*rest.Config, error) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", d.AdminKubeconfig())
+	if err != nil {
+		return nil, fmt.Errorf("lab kubeconfig: %w (is the lab up?)", err)
+	}
+	cfg.QPS, cfg.Burst, cfg.UserAgent = 200, 400, "kubeslow-lab"
+	return cfg, nil
+}
+
+// AdminClient returns a clientset for the lab.
+func AdminClient(d Dirs) (kubernetes.Interface, error) {
+	cfg, err := AdminRESTConfig(d)
+	if err != nil {
+		return nil, err
+	}
+	return kubernetes.NewForConfig(cfg)
+}
+
+// mountEtcdStorage mounts a tmpfs (default) or the given block device on the etcd directory.
+func mountEtcdStorage(ctx context.Context, d Dirs, c *Config) error {
+	switch c.Etcd.Kind {
+	case "dir":
+		return os.MkdirAll(etcdDataDir(d, c), 0o700)
+	case "device":
+		if !isMountpoint(d.EtcdDir()) {
+			if _, err := run(ctx, short, "mount", c.Etcd.Path, d.EtcdDir()); err != nil {
+				return fmt.Errorf("%w (the device needs a filesystem, e.g. mkfs.ext4)", err)
+			}
+		}
+	default:
+		if !isMountpoint(d.EtcdDir()) {
+			size := int64(4 << 30)
+			if c.EtcdQuotaBytes+(1<<30) > size {
+				size = c.EtcdQuotaBytes + (1 << 30)
+			}
+			if _, err := run(ctx, short, "mount", "-t", "tmpfs", "-o", "mode=0700,size="+strconv.FormatInt(size, 10), "kubeslow-etcd", d.EtcdDir()); err != nil {
+				return err
+			}
+		}
+	}
+	return os.MkdirAll(etcdDataDir(d, c), 0o700)
+}

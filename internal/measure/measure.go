@@ -1,0 +1,204 @@
+// Package measure defines what a measurement is and how measurements are registered and run.
+//
+// A measurement is one package under internal/measure/<name> that implements Measurement; it is added to
+// kubeslow by one line in internal/measure/all.
+package measure
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/clock"
+
+	"github.com/kubeslow/kubeslow/pkg/result"
+)
+
+// Env is everything a measurement may use. Measurements must not reach for globals.
+type Env struct {
+	// Client and Config talk to the cluster under test.
+	Client kubernetes.Interface
+	Config *rest.Config
+	// Clock is the time source; tests pass a fake clock.
+	Clock clock.Clock
+	Log   *slog.Logger
+	// Namespace is where the measurement may create objects; it belongs to this run.
+	Namespace string
+	// RunID is the value of the run label that every created object must carry (see internal/kube).
+	RunID string
+	// Lab is set when the cluster is kubeslow's own lab; it gives access to what a real cluster hides
+	// (etcd's endpoint, the audit log).
+	Lab *LabInfo
+}
+
+// LabInfo describes the local lab to measurements that can use it.
+type LabInfo struct {
+	EtcdEndpoint string
+	AuditLogPath string
+	StateDir     string
+}
+
+// Measurement is one kind of measurement.
+type Measurement interface {
+	// Name is stable and dotted, e.g. "pods.startup"; it names the Result.
+	Name() string
+	// Description is one line for --help and reports.
+	Description() string
+	// Run measures. A returned error means "could not measure" (the result becomes Error, or Skip for a
+	// SkipError); a measured problem is a Result with status Warn or Fail and no error.
+	Run(ctx context.Context, env *Env) (result.Result, error)
+}
+
+// Kind tells read-only checks from benchmarks that create load or objects.
+type Kind int
+
+const (
+	// ReadOnly measurements only read the cluster; they run first and need only read RBAC.
+	ReadOnly Kind = iota
+	// Benchmark measurements create objects or load; they run after the read-only ones within a budget.
+	Benchmark
+)
+
+// Classified is implemented by measurements that are not read-only.
+type Classified interface{ Kind() Kind }
+
+// KindOf returns m's kind (ReadOnly unless it says otherwise).
+func KindOf(m Measurement) Kind {
+	if c, ok := m.(Classified); ok {
+		return c.Kind()
+	}
+	return ReadOnly
+}
+
+// SkipError says a measurement could not run for a reason that is not a fault: missing permission,
+// a capability the cluster lacks, a source that is unreachable by design.
+type SkipError struct{ Reason string }
+
+func (e *SkipError) Error() string { return "skipped: " + e.Reason }
+
+// Skipf returns a SkipError.
+func Skipf(format string, args ...any) error { return &SkipError{Reason: fmt.Sprintf(format, args...)} }
+
+// Registry is an explicit, ordered set of measurements.
+type Registry struct {
+	byName map[string]Measurement
+	order  []string
+}
+
+// NewRegistry returns a registry holding ms; it panics on a duplicate name, which is a programming error.
+func NewRegistry(ms ...Measurement) *Registry {
+	r := &Registry{byName: map[string]Measurement{}}
+	for _, m := range ms {
+		if _, dup := r.byName[m.Name()]; dup {
+			panic("measure: duplicate measurement " + m.Name())
+		}
+		r.byName[m.Name()] = m
+		r.order = append(r.order, m.Name())
+	}
+	return r
+}
+
+// All returns the measurements in registration order.
+func (r *Registry) All() []Measurement {
+	out := make([]Measurement, 0, len(r.order))
+	for _, n := range r.order {
+		out = append(out, r.byName[n])
+	}
+	return out
+}
+
+// Get returns the named measurement.
+func (r *Registry) Get(name string) (Measurement, bool) {
+	m, ok := r.byName[name]
+	return m, ok
+}
+
+// Select returns the measurements to run: all of them, or those named in only, minus those in skip.
+// Names may be prefixes ending in "." ("pods." selects every pods measurement). Unknown names are errors.
+func (r *Registry) Select(only, skip []string) ([]Measurement, error) {
+	match := func(pattern, name string) bool {
+		if pattern == name {
+			return true
+		}
+		return len(pattern) > 0 && pattern[len(pattern)-1] == '.' && len(name) > len(pattern) && name[:len(pattern)] == pattern
+	}
+	check := func(list []string) error {
+		for _, p := range list {
+			found := false
+			for _, n := range r.order {
+				if match(p, n) {
+					found = true
+					break
+				}
+			}
+			if !found {
+				names := append([]string(nil), r.order...)
+				sort.Strings(names)
+				return fmt.Errorf("unknown measurement %q (known: %v)", p, names)
+			}
+		}
+		return nil
+	}
+	if err := check(only); err != nil {
+		return nil, err
+	}
+	if err := check(skip); err != nil {
+		return nil, err
+	}
+	var out []Measurement
+	for _, n := range r.order {
+		sel := len(only) == 0
+		for _, p := range only {
+			sel = sel || match(p, n)
+		}
+		for _, p := range skip {
+			if match(p, n) {
+				sel = false
+			}
+		}
+		if sel {
+			out = append(out, r.byName[n])
+		}
+	}
+	return out, nil
+}
+
+// RunOne runs m and always returns a well-formed Result: errors become Error (or Skip) with the reason,
+// and the start and end times are filled in.
+func RunOne(ctx context.Context, env *Env, m Measurement) result.Result {
+	start := env.Clock.Now()
+	res, err := m.Run(ctx, env)
+	if res.Name == "" {
+		res.Name = m.Name()
+	}
+	if res.Start.IsZero() {
+		res.Start = start
+	}
+	if res.End.IsZero() {
+		res.End = env.Clock.Now()
+	}
+	var skip *SkipError
+	switch {
+	case errors.As(err, &skip):
+		res.Status, res.Reason = result.StatusSkip, skip.Reason
+	case err != nil:
+		res.Status, res.Reason = result.StatusError, err.Error()
+	case !res.Status.Valid():
+		res.Status, res.Reason = result.StatusError, fmt.Sprintf("measurement returned invalid status %q", res.Status)
+	}
+	return res
+}
+
+// Elapsed is a convenience for measurements: the duration since t on env's clock.
+func (e *Env) Elapsed(t time.Time) time.Duration { return e.Clock.Since(t) }
+
+// Diagnoser is implemented by measurements that name causes from their own result. Diagnose is pure: it
+// sees only the result, so findings can be recomputed from a saved report.
+type Diagnoser interface {
+	Diagnose(res result.Result) []result.Finding
+}

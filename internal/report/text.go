@@ -1,0 +1,121 @@
+// Package report renders a result.Report for people (text) and machines (JSON is in pkg/result).
+package report
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/kubeslow/kubeslow/pkg/result"
+)
+
+// WriteText renders the report for a terminal: findings first (worst first), then each result with its
+// metrics.
+func WriteText(w io.Writer, r *result.Report) error {
+	ew := &errWriter{w: w}
+	ew.printf("kubeslow %s  run %s  cluster %s (%s)", r.Tool.Version, r.RunID, r.Cluster.Name, r.Cluster.Server)
+	if r.Cluster.Version != "" {
+		ew.printf("  %s", r.Cluster.Version)
+	}
+	ew.printf("\nnodes: %d (%d ready", r.Cluster.Nodes.Total, r.Cluster.Nodes.Ready)
+	if r.Cluster.Nodes.Simulated > 0 {
+		ew.printf(", %d simulated", r.Cluster.Nodes.Simulated)
+	}
+	ew.printf(")  duration %s\n\n", r.End.Sub(r.Start).Round(1e6))
+
+	findings := SortedFindings(r.Findings)
+	if len(findings) == 0 {
+		ew.printf("FINDINGS: none\n\n")
+	} else {
+		ew.printf("FINDINGS (%d)\n", len(findings))
+		for _, f := range findings {
+			ew.printf("  [%s] %s %s\n      %s\n", strings.ToUpper(string(f.Severity)), f.ID, f.Title, f.Summary)
+			ew.printf("      threshold: %s %s %s (%s)\n", f.Threshold.Op, FormatValue(f.Threshold.Value), f.Threshold.Unit, f.Threshold.Source)
+			ew.printf("      fix: %s\n", f.Remediation)
+		}
+		ew.printf("\n")
+	}
+
+	ew.printf("RESULTS\n")
+	tw := tabwriter.NewWriter(ew, 2, 4, 2, ' ', 0)
+	for _, res := range r.Results {
+		fmt.Fprintf(tw, "  %s\t%s\t%s\n", res.Name, res.Status, res.Reason)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, res := range r.Results {
+		if len(res.Metrics) == 0 {
+			continue
+		}
+		ew.printf("\n%s\n", res.Name)
+		tw := tabwriter.NewWriter(ew, 2, 4, 2, ' ', 0)
+		for _, m := range res.Metrics {
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", m.Name, FormatValue(m.Value), m.Unit, FormatLabels(m.Labels))
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	return ew.err
+}
+
+// SortedFindings returns findings worst first, then by ID.
+func SortedFindings(fs []result.Finding) []result.Finding {
+	out := append([]result.Finding(nil), fs...)
+	sort.SliceStable(out, func(i, j int) bool {
+		if a, b := out[i].Severity.Rank(), out[j].Severity.Rank(); a != b {
+			return a > b
+		}
+		return out[i].ID < out[j].ID
+	})
+	return out
+}
+
+// FormatValue prints a number compactly: integers without decimals, others with 3 significant digits.
+func FormatValue(v float64) string {
+	if v == float64(int64(v)) && v < 1e15 && v > -1e15 {
+		return strconv.FormatInt(int64(v), 10)
+	}
+	return strconv.FormatFloat(v, 'g', 3, 64)
+}
+
+// FormatLabels prints labels as k=v pairs in key order.
+func FormatLabels(l map[string]string) string {
+	if len(l) == 0 {
+		return ""
+	}
+	keys := make([]string, 0, len(l))
+	for k := range l {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = k + "=" + l[k]
+	}
+	return strings.Join(parts, " ")
+}
+
+type errWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (e *errWriter) Write(p []byte) (int, error) {
+	if e.err != nil {
+		return 0, e.err
+	}
+	n, err := e.w.Write(p)
+	e.err = err
+	return n, err
+}
+
+func (e *errWriter) printf(format string, args ...any) {
+	if e.err == nil {
+		_, e.err = fmt.Fprintf(e.w, format, args...)
+	}
+}

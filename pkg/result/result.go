@@ -1,0 +1,290 @@
+// Package result is kubeslow's report schema: data only, shared by every measurement, check and renderer.
+//
+// The JSON form is versioned by APIVersion. Additive changes keep the version; renaming or removing a field,
+// or changing a field's meaning, bumps it.
+package result
+
+import (
+	"fmt"
+	"math"
+	"time"
+)
+
+// APIVersion and Kind identify the JSON document.
+const (
+	APIVersion = "kubeslow.dev/v1alpha1"
+	Kind       = "Report"
+)
+
+// Report is one run of kubeslow against one cluster.
+type Report struct {
+	APIVersion string    `json:"apiVersion"`
+	Kind       string    `json:"kind"`
+	RunID      string    `json:"runID"`
+	Tool       Tool      `json:"tool"`
+	Cluster    Cluster   `json:"cluster"`
+	Start      time.Time `json:"start"`
+	End        time.Time `json:"end"`
+	// Results holds one entry per measurement or check that was attempted, including skipped and failed ones.
+	Results []Result `json:"results"`
+	// Findings are the named causes, each resting on numbers from Results.
+	Findings []Finding `json:"findings"`
+}
+
+// Tool identifies the kubeslow build that produced a report.
+type Tool struct {
+	Name    string `json:"name"`
+	Version string `json:"version"`
+	Commit  string `json:"commit,omitempty"`
+}
+
+// Cluster identifies the cluster a report is about.
+type Cluster struct {
+	// Name is the kubeconfig context (or "lab").
+	Name string `json:"name"`
+	// Server is the apiserver URL.
+	Server string `json:"server"`
+	// UID is the kube-system namespace's UID: stable for a cluster's lifetime, so runs can be matched.
+	UID string `json:"uid,omitempty"`
+	// Version is the apiserver's gitVersion.
+	Version string `json:"version,omitempty"`
+	// Lab is true when the cluster is kubeslow's own local lab.
+	Lab bool `json:"lab,omitempty"`
+	// Nodes counts nodes by kind ("real", "kwok") and readiness.
+	Nodes NodeCounts `json:"nodes"`
+	// Facts are discovered properties (CNI, kube-proxy mode, DNS deployment, managed or not...).
+	Facts map[string]string `json:"facts,omitempty"`
+}
+
+// NodeCounts summarises the nodes of a cluster.
+type NodeCounts struct {
+	Total int `json:"total"`
+	Ready int `json:"ready"`
+	// Simulated counts kwok (fake) nodes.
+	Simulated int `json:"simulated,omitempty"`
+}
+
+// Status is the outcome of one measurement. Error and Skip mean "could not measure"; Pass, Warn and Fail
+// mean "measured" with a verdict.
+type Status string
+
+const (
+	StatusPass  Status = "Pass"
+	StatusWarn  Status = "Warn"
+	StatusFail  Status = "Fail"
+	StatusSkip  Status = "Skip"
+	StatusError Status = "Error"
+)
+
+// Measured reports whether the status carries a measurement (as opposed to skip/error).
+func (s Status) Measured() bool { return s == StatusPass || s == StatusWarn || s == StatusFail }
+
+// Valid reports whether s is one of the defined statuses.
+func (s Status) Valid() bool {
+	switch s {
+	case StatusPass, StatusWarn, StatusFail, StatusSkip, StatusError:
+		return true
+	}
+	return false
+}
+
+// Result is what one measurement produced.
+type Result struct {
+	// Name is the measurement's stable name, e.g. "pods.startup".
+	Name string `json:"name"`
+	// Status is the verdict, or why there is none (Skip/Error).
+	Status Status `json:"status"`
+	// Reason explains Skip, Error, Warn and Fail; optional for Pass.
+	Reason string    `json:"reason,omitempty"`
+	Start  time.Time `json:"start,omitzero"`
+	End    time.Time `json:"end,omitzero"`
+	// Metrics are the numbers, each with its unit and labels.
+	Metrics []Metric `json:"metrics,omitempty"`
+	// Records are per-item details (per pod, per node, per client...).
+	Records []Record `json:"records,omitempty"`
+	// Series are time series (latency over time, rates per minute...).
+	Series []Series `json:"series,omitempty"`
+}
+
+// Metric is one number.
+type Metric struct {
+	Name   string            `json:"name"`
+	Unit   string            `json:"unit"`
+	Value  float64           `json:"value"`
+	Labels map[string]string `json:"labels,omitempty"`
+}
+
+// Record is one item's details: a pod's timeline, a client's request counts.
+type Record struct {
+	// ID names the item, e.g. "namespace/pod".
+	ID     string               `json:"id"`
+	Labels map[string]string    `json:"labels,omitempty"`
+	Values map[string]float64   `json:"values,omitempty"`
+	Times  map[string]time.Time `json:"times,omitempty"`
+}
+
+// Series is a time series of one quantity.
+type Series struct {
+	Name   string            `json:"name"`
+	Unit   string            `json:"unit"`
+	Labels map[string]string `json:"labels,omitempty"`
+	Points []Point           `json:"points"`
+	// Marks are notable instants (change points, fault injection...).
+	Marks []Mark `json:"marks,omitempty"`
+}
+
+// Point is one sample of a Series.
+type Point struct {
+	T time.Time `json:"t"`
+	V float64   `json:"v"`
+}
+
+// Mark labels an instant of a Series.
+type Mark struct {
+	T     time.Time `json:"t"`
+	Label string    `json:"label"`
+}
+
+// Severity ranks findings; higher is worse.
+type Severity string
+
+const (
+	SeverityInfo     Severity = "info"
+	SeverityWarning  Severity = "warning"
+	SeverityError    Severity = "error"
+	SeverityCritical Severity = "critical"
+)
+
+// Rank orders severities (info=1 .. critical=4); unknown severities rank 0.
+func (s Severity) Rank() int {
+	switch s {
+	case SeverityInfo:
+		return 1
+	case SeverityWarning:
+		return 2
+	case SeverityError:
+		return 3
+	case SeverityCritical:
+		return 4
+	}
+	return 0
+}
+
+// ParseSeverity accepts the lower-case severity names.
+func ParseSeverity(s string) (Severity, error) {
+	sv := Severity(s)
+	if sv.Rank() == 0 {
+		return "", fmt.Errorf("unknown severity %q (want info, warning, error or critical)", s)
+	}
+	return sv, nil
+}
+
+// Finding is a named cause: what is wrong, the numbers it rests on, the threshold and its source, and the fix.
+type Finding struct {
+	// ID is stable across versions, e.g. "KS-ETCD-001".
+	ID       string   `json:"id"`
+	Severity Severity `json:"severity"`
+	Title    string   `json:"title"`
+	// Summary is the one-line statement with the evidence filled in.
+	Summary   string     `json:"summary"`
+	Evidence  []Evidence `json:"evidence"`
+	Threshold Threshold  `json:"threshold"`
+	// Remediation says what to change.
+	Remediation string `json:"remediation"`
+	// Cases lists the field cases (A..E of the project's case book) this finding matches.
+	Cases []string `json:"cases,omitempty"`
+	// Results names the results the evidence comes from.
+	Results []string `json:"results,omitempty"`
+}
+
+// Evidence is one number a finding rests on.
+type Evidence struct {
+	Name   string            `json:"name"`
+	Value  float64           `json:"value"`
+	Unit   string            `json:"unit"`
+	Labels map[string]string `json:"labels,omitempty"`
+	// Result is the name of the Result the number was taken from.
+	Result string `json:"result,omitempty"`
+}
+
+// Threshold is the line that was crossed and where it comes from.
+type Threshold struct {
+	// Op is the comparison that makes a finding: ">", ">=", "<", "<=".
+	Op    string  `json:"op"`
+	Value float64 `json:"value"`
+	Unit  string  `json:"unit"`
+	// Source names where the threshold comes from (an SLO, a project's documentation, a kernel default).
+	Source string `json:"source"`
+}
+
+// Validate checks the invariants renderers and consumers rely on.
+func (r *Report) Validate() error {
+	if r.APIVersion != APIVersion || r.Kind != Kind {
+		return fmt.Errorf("not a kubeslow report: apiVersion %q kind %q (want %q %q)", r.APIVersion, r.Kind, APIVersion, Kind)
+	}
+	for i, res := range r.Results {
+		if res.Name == "" {
+			return fmt.Errorf("results[%d]: empty name", i)
+		}
+		if !res.Status.Valid() {
+			return fmt.Errorf("result %q: invalid status %q", res.Name, res.Status)
+		}
+		if (res.Status == StatusSkip || res.Status == StatusError) && res.Reason == "" {
+			return fmt.Errorf("result %q: status %s needs a reason", res.Name, res.Status)
+		}
+		for _, m := range res.Metrics {
+			if math.IsNaN(m.Value) || math.IsInf(m.Value, 0) {
+				return fmt.Errorf("result %q: metric %q is not finite", res.Name, m.Name)
+			}
+		}
+	}
+	for i, f := range r.Findings {
+		if f.ID == "" || f.Title == "" {
+			return fmt.Errorf("findings[%d]: id and title are required", i)
+		}
+		if f.Severity.Rank() == 0 {
+			return fmt.Errorf("finding %s: invalid severity %q", f.ID, f.Severity)
+		}
+		if len(f.Evidence) == 0 {
+			return fmt.Errorf("finding %s: no evidence", f.ID)
+		}
+		if f.Threshold.Source == "" {
+			return fmt.Errorf("finding %s: threshold has no source", f.ID)
+		}
+		if f.Remediation == "" {
+			return fmt.Errorf("finding %s: no remediation", f.ID)
+		}
+	}
+	return nil
+}
+
+// Result returns the named result, or nil.
+func (r *Report) Result(name string) *Result {
+	for i := range r.Results {
+		if r.Results[i].Name == name {
+			return &r.Results[i]
+		}
+	}
+	return nil
+}
+
+// Metric returns the first metric with the given name whose labels include all of match, or nil.
+func (r *Result) Metric(name string, match map[string]string) *Metric {
+	for i := range r.Metrics {
+		m := &r.Metrics[i]
+		if m.Name != name {
+			continue
+		}
+		ok := true
+		for k, v := range match {
+			if m.Labels[k] != v {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			return m
+		}
+	}
+	return nil
+}

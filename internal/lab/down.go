@@ -69,9 +69,9 @@ func Down(ctx context.Context, d Dirs, progress Progress) error {
 	if err := unmountAll(ctx, d.State); err != nil {
 		errs = append(errs, fmt.Errorf("unmounting: %w", err))
 	}
-	if err := teardownNetwork(ctx); err != nil {
+	if removed, err := teardownNetwork(ctx); err != nil {
 		errs = append(errs, fmt.Errorf("network: %w", err))
-	} else {
+	} else if removed {
 		progress("network namespace %s removed", NetNS)
 	}
 	if st != nil && st.Config.Etcd.Kind == "dir" {
@@ -79,7 +79,8 @@ func Down(ctx context.Context, d Dirs, progress Progress) error {
 			errs = append(errs, err)
 		}
 	}
-	if len(errs) == 0 {
+	_, statErr := os.Stat(d.State)
+	if len(errs) == 0 && statErr == nil {
 		// Only when nothing is mounted or running any more: never delete below a live mount.
 		if err := os.RemoveAll(d.State); err != nil {
 			errs = append(errs, err)

@@ -82,11 +82,12 @@ func setupNetwork(ctx context.Context) error {
 
 // teardownNetwork deletes the namespace; the kernel removes its links (and so the host's veth end and the
 // routes through it) and its iptables rules with it.
-func teardownNetwork(ctx context.Context) error {
-	var firstErr error
+func teardownNetwork(ctx context.Context) (removed bool, firstErr error) {
 	if netnsExists(NetNS) {
 		if _, err := run(ctx, short, "ip", "netns", "del", NetNS); err != nil {
 			firstErr = err
+		} else {
+			removed = true
 		}
 	}
 	// If the namespace was lost some other way, the host end may linger.
@@ -95,5 +96,5 @@ func teardownNetwork(ctx context.Context) error {
 			firstErr = err
 		}
 	}
-	return firstErr
+	return removed, firstErr
 }

@@ -1,0 +1,48 @@
+# kubeslow — the two commands a new user needs:
+#   make demo   installs and builds what it needs, starts the lab and runs `kubeslow run --lab` against it
+#   make test   lint + unit tests + integration tests against the real lab (needs root)
+SHELL := /bin/bash
+export PATH := /usr/local/go/bin:$(PATH)
+GO ?= go
+BIN := bin/kubeslow
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS := -X github.com/kubeslow/kubeslow/internal/version.Version=$(VERSION)
+DEMO_NODES ?= 50
+
+.PHONY: all deps build lint unit integration test lab-build demo demo-down clean
+
+all: build
+
+deps:
+	@hack/deps.sh
+
+build:
+	$(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/kubeslow
+
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+	$(GO) tool staticcheck ./...
+
+unit:
+	$(GO) test -count=1 ./...
+
+lab-build: build
+	$(BIN) lab build
+
+# Integration tests run one package at a time: there is one lab per machine.
+integration: lab-build
+	KUBESLOW_INTEGRATION=1 $(GO) test -p 1 -count=1 -timeout 60m -run '^TestIntegration' ./...
+
+test: deps build lint unit integration
+
+demo: deps lab-build
+	$(BIN) lab up --nodes $(DEMO_NODES)
+	$(BIN) run --lab -o text || test $$? -eq 1
+	@echo "the lab is still up: kubectl --kubeconfig \"$$($(BIN) lab kubeconfig)\" get nodes; 'make demo-down' stops it"
+
+demo-down: build
+	$(BIN) lab down
+
+clean:
+	rm -rf bin

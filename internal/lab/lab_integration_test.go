@@ -166,8 +166,8 @@ func checkAudit(t *testing.T, path string, pods int) {
 	sc.Buffer(make([]byte, 1<<20), 16<<20)
 	for sc.Scan() {
 		var ev struct {
-			Stage     string `json:"stage"`
-			Verb      string `json:"verb"`
+			Stage     string                    `json:"stage"`
+			Verb      string                    `json:"verb"`
 			User      struct{ Username string } `json:"user"`
 			ObjectRef *struct {
 				Resource, Namespace, Name string

@@ -24,17 +24,22 @@ lint:
 	$(GO) vet ./...
 	$(GO) tool staticcheck ./...
 
+GOTESTSUM := $(GO) tool gotestsum --format pkgname-and-test-fails
+
 unit:
-	$(GO) test -count=1 ./...
+	@mkdir -p out
+	$(GOTESTSUM) --jsonfile out/unit.json -- -count=1 ./...
 
 lab-build: build
 	$(BIN) lab build
 
 # Integration tests run one package at a time: there is one lab per machine.
 integration: lab-build
-	KUBESLOW_INTEGRATION=1 $(GO) test -p 1 -count=1 -timeout 60m -run '^TestIntegration' ./...
+	@mkdir -p out
+	KUBESLOW_INTEGRATION=1 $(GOTESTSUM) --jsonfile out/integration.json -- -p 1 -count=1 -timeout 60m -run '^TestIntegration' ./...
 
 test: deps build lint unit integration
+	@hack/summary.sh out/unit.json out/integration.json
 
 demo: deps lab-build
 	$(BIN) lab up --nodes $(DEMO_NODES)

@@ -17,6 +17,8 @@ import (
 	"github.com/kubeslow/kubeslow/internal/cli/cleanup"
 	"github.com/kubeslow/kubeslow/internal/cli/common"
 	"github.com/kubeslow/kubeslow/internal/cli/lab"
+	"github.com/kubeslow/kubeslow/internal/cli/pause"
+	"github.com/kubeslow/kubeslow/internal/cli/probe"
 	"github.com/kubeslow/kubeslow/internal/cli/run"
 	versioncmd "github.com/kubeslow/kubeslow/internal/cli/version"
 )
@@ -76,6 +78,8 @@ With no cluster at hand, "kubeslow lab up" starts a real local Kubernetes to try
 		lab.NewCommand(streams),
 		run.NewCommand(streams),
 		cleanup.NewCommand(streams),
+		pause.NewCommand(streams),
+		probe.NewCommand(streams),
 	)
 	return root
 }

@@ -25,6 +25,35 @@ type Config struct {
 	Kwok KwokSettings `json:"kwok"`
 	// APIServerExtraArgs are appended to kube-apiserver's flags (scenarios use this).
 	APIServerExtraArgs []string `json:"apiServerExtraArgs,omitempty"`
+	// RealNodes is the number of real nodes (containerd, kubelet, kube-proxy), 0..MaxRealNodes.
+	RealNodes int `json:"realNodes,omitempty"`
+	// AgentBinary is the kubeslow binary packed into the lab's images (default: the running executable).
+	AgentBinary string `json:"agentBinary,omitempty"`
+	// ImagePulls are the real nodes' kubelet image-pull settings.
+	ImagePulls ImagePullSettings `json:"imagePulls"`
+	// DNS configures CoreDNS (run when there are real nodes).
+	DNS DNSSettings `json:"dns"`
+	// Registry shapes the lab registry's serving speed.
+	Registry RegistrySettings `json:"registry"`
+}
+
+// ImagePullSettings are kubelet's serializeImagePulls and maxParallelImagePulls.
+type ImagePullSettings struct {
+	Serialize   bool `json:"serialize"`
+	MaxParallel int  `json:"maxParallel,omitempty"`
+}
+
+// DNSSettings are CoreDNS's cache settings: how long positive and negative (NXDOMAIN) answers are cached.
+type DNSSettings struct {
+	CacheTTL  Duration `json:"cacheTTL,omitempty"`
+	DenialTTL Duration `json:"denialTTL,omitempty"`
+}
+
+// RegistrySettings shape the lab registry: bandwidth per response (bytes/s, 0 = unlimited) and added latency
+// per request.
+type RegistrySettings struct {
+	BytesPerSecond int64    `json:"bytesPerSecond,omitempty"`
+	Latency        Duration `json:"latency,omitempty"`
 }
 
 // ClientSettings are a component's API client limits.
@@ -98,6 +127,15 @@ func (c *Config) Validate() error {
 	if c.EtcdQuotaBytes < 0 {
 		return errors.New("etcd quota must not be negative")
 	}
+	if c.RealNodes < 0 || c.RealNodes > MaxRealNodes {
+		return fmt.Errorf("--real-nodes %d: want 0..%d", c.RealNodes, MaxRealNodes)
+	}
+	if c.ImagePulls.MaxParallel < 0 || c.Registry.BytesPerSecond < 0 || c.Registry.Latency.Duration < 0 {
+		return errors.New("image-pull and registry settings must not be negative")
+	}
+	if c.ImagePulls.Serialize && c.ImagePulls.MaxParallel > 1 {
+		return errors.New("maxParallelImagePulls needs serializeImagePulls=false (kubelet refuses both)")
+	}
 	for _, s := range []ClientSettings{c.ControllerManager, c.Scheduler} {
 		if s.QPS < 0 || s.Burst < 0 {
 			return errors.New("QPS and burst must not be negative")
@@ -123,6 +161,8 @@ type State struct {
 	Cgroups []string `json:"cgroups,omitempty"`
 	// Mounts are the mount points the lab made (unmounted by down).
 	Mounts []string `json:"mounts,omitempty"`
+	// HostPaths are fixed host paths that did not exist before the lab's real nodes made them (removed by down).
+	HostPaths []string `json:"hostPaths,omitempty"`
 }
 
 func (d Dirs) loadState() (*State, error) {

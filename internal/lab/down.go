@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
+	"strings"
 	"time"
 )
 
@@ -22,6 +24,12 @@ func Down(ctx context.Context, d Dirs, progress Progress) error {
 	recs, err := readRecords(d)
 	if err != nil {
 		errs = append(errs, err)
+	}
+	// Real nodes first, gracefully: kubelet off, then containerd removes its containers while it still runs.
+	nodeIDs := map[int][]string{}
+	for i := 1; i <= MaxRealNodes; i++ {
+		nodeIDs[i] = nodeContainerIDs(d, i)
+		drainNode(ctx, d, i, progress)
 	}
 	byName := map[string]*procRecord{}
 	for _, r := range recs {
@@ -54,12 +62,17 @@ func Down(ctx context.Context, d Dirs, progress Progress) error {
 		}
 	}
 	// Whatever descendants are left (the components' own children) sit in the lab's cgroups.
+	// The pids hierarchy first: it holds every process, so the other hierarchies are empty afterwards.
 	cgroups := []string{}
-	if st != nil {
-		cgroups = append(cgroups, st.Cgroups...)
-	}
-	if root := cgroupRoot(); root != "" && !contains(cgroups, labCgroup(root)) {
+	if root := cgroupRoot(); root != "" {
 		cgroups = append(cgroups, labCgroup(root))
+	}
+	if st != nil {
+		for _, cg := range st.Cgroups {
+			if !contains(cgroups, cg) {
+				cgroups = append(cgroups, cg)
+			}
+		}
 	}
 	for _, cg := range cgroups {
 		if err := killCgroup(ctx, cg); err != nil {
@@ -69,6 +82,17 @@ func Down(ctx context.Context, d Dirs, progress Progress) error {
 	if err := unmountAll(ctx, d.State); err != nil {
 		errs = append(errs, fmt.Errorf("unmounting: %w", err))
 	}
+	for i := 1; i <= MaxRealNodes; i++ {
+		if removed, err := deleteNodeNetns(ctx, i); err != nil {
+			errs = append(errs, err)
+		} else if removed {
+			progress("network namespace %s removed", RealNodeNetNS(i))
+		}
+	}
+	for i, ids := range nodeIDs {
+		errs = append(errs, removeNodeHostEntries(d, i, ids)...)
+	}
+	errs = append(errs, removeHostLeftovers(d, st)...)
 	if removed, err := teardownNetwork(ctx); err != nil {
 		errs = append(errs, fmt.Errorf("network: %w", err))
 	} else if removed {
@@ -92,6 +116,31 @@ func Down(ctx context.Context, d Dirs, progress Progress) error {
 		errs = append(errs, stErr)
 	}
 	return errors.Join(errs...)
+}
+
+// removeHostLeftovers removes the few entries that the kubelet, containerd and the CNI plugins write to
+// fixed host paths whatever their configuration says: only entries that point into the lab's state, or that
+// carry the lab's network name, and directories only when empty.
+func removeHostLeftovers(d Dirs, st *State) []error {
+	var errs []error
+	if st != nil {
+		for _, p := range st.HostPaths {
+			if err := os.RemoveAll(p); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	if links, err := os.ReadDir("/var/log/containers"); err == nil {
+		for _, l := range links {
+			p := filepath.Join("/var/log/containers", l.Name())
+			if target, err := os.Readlink(p); err == nil && strings.HasPrefix(target, d.State+"/") {
+				if err := os.Remove(p); err != nil {
+					errs = append(errs, err)
+				}
+			}
+		}
+	}
+	return errs
 }
 
 func contains(list []string, s string) bool {

@@ -196,3 +196,42 @@ func ensureKubeconfigs(d Dirs) error {
 	}
 	return nil
 }
+
+// ensureCert issues spec from the lab's CA unless its certificate exists. Real nodes, kube-proxy and CoreDNS
+// get their certificates this way, when they are first started.
+func ensureCert(d Dirs, spec certSpec) error {
+	dir := d.PKIDir()
+	if _, err := os.Stat(filepath.Join(dir, spec.name+".crt")); err == nil {
+		return nil
+	}
+	caPEM, err := os.ReadFile(filepath.Join(dir, "ca.crt"))
+	if err != nil {
+		return err
+	}
+	keyPEM, err := os.ReadFile(filepath.Join(dir, "ca.key"))
+	if err != nil {
+		return err
+	}
+	cb, _ := pem.Decode(caPEM)
+	kb, _ := pem.Decode(keyPEM)
+	if cb == nil || kb == nil {
+		return fmt.Errorf("lab CA in %s is damaged", dir)
+	}
+	ca, err := x509.ParseCertificate(cb.Bytes)
+	if err != nil {
+		return err
+	}
+	k, err := x509.ParsePKCS8PrivateKey(kb.Bytes)
+	if err != nil {
+		return err
+	}
+	signer, ok := k.(crypto.Signer)
+	if !ok {
+		return fmt.Errorf("lab CA key is not a signer")
+	}
+	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 62))
+	if err != nil {
+		return err
+	}
+	return issue(dir, spec, serial.Int64()+1000, ca, signer, time.Now())
+}

@@ -42,9 +42,9 @@ func cgroupRoot() string {
 // labCgroup is the lab's parent cgroup in root.
 func labCgroup(root string) string { return filepath.Join(root, "kubeslow-lab") }
 
-// startProcess starts argv inside the lab's network namespace, in its own session and cgroup, with output to
+// startProcess starts argv inside the network namespace ns, in its own session and cgroup, with output to
 // a log file, and records it. It does not wait for readiness.
-func startProcess(d Dirs, name string, argv []string, env []string) (*procRecord, error) {
+func startProcess(d Dirs, name, ns string, argv []string, env []string) (*procRecord, error) {
 	if rec, err := readRecord(d, name); err == nil && rec.alive() {
 		return rec, nil // idempotent: already running
 	}
@@ -58,7 +58,7 @@ func startProcess(d Dirs, name string, argv []string, env []string) (*procRecord
 	}
 	defer logf.Close()
 
-	full := append([]string{"nsenter", "--net=" + netnsPath(NetNS), "--"}, argv...)
+	full := append([]string{"nsenter", "--net=" + netnsPath(ns), "--"}, argv...)
 	var cg string
 	if root := cgroupRoot(); root != "" {
 		cg = filepath.Join(labCgroup(root), name)

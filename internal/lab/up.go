@@ -42,7 +42,7 @@ func Up(ctx context.Context, d Dirs, c Config, progress Progress) (*State, error
 		return nil, err
 	}
 	st := &State{Config: c, Started: time.Now().UTC(), Binaries: map[string]string{}, Versions: map[string]string{}}
-	for _, comp := range []string{Etcd, KubeAPIServer, KubeControllerMgr, KubeScheduler, Kwok} {
+	for _, comp := range []string{Etcd, KubeAPIServer, KubeControllerMgr, KubeScheduler, Kwok, Kubelet, KubeProxy, CoreDNS} {
 		p, err := man.Binary(comp)
 		if err != nil {
 			return nil, err
@@ -55,8 +55,8 @@ func Up(ctx context.Context, d Dirs, c Config, progress Progress) (*State, error
 			return nil, err
 		}
 	}
-	if root := cgroupRoot(); root != "" {
-		st.Cgroups = []string{labCgroup(root)}
+	for _, h := range cgroupHierarchies() {
+		st.Cgroups = append(st.Cgroups, labCgroup(h))
 	}
 	if c.Etcd.Kind != "dir" {
 		st.Mounts = []string{d.EtcdDir()}
@@ -127,6 +127,11 @@ func Up(ctx context.Context, d Dirs, c Config, progress Progress) (*State, error
 		}
 		step("%d kwok nodes Ready", c.Nodes)
 	}
+	if c.RealNodes > 0 {
+		if err := upRealNodes(ctx, d, &c, st, client, step); err != nil {
+			return nil, err
+		}
+	}
 	step("lab up: kubeconfig %s, audit log %s", d.AdminKubeconfig(), d.AuditLog())
 	return st, nil
 }
@@ -134,7 +139,12 @@ func Up(ctx context.Context, d Dirs, c Config, progress Progress) (*State, error
 // startAndWait starts a component (unless it runs) and waits for its health check, failing fast if the
 // process dies meanwhile.
 func startAndWait(ctx context.Context, d Dirs, name string, argv []string, step func(string, ...any), healthy func(context.Context) bool) error {
-	rec, err := startProcess(d, name, argv, os.Environ())
+	return startInAndWait(ctx, d, name, NetNS, argv, os.Environ(), step, healthy)
+}
+
+// startInAndWait is startAndWait in network namespace ns with environment env.
+func startInAndWait(ctx context.Context, d Dirs, name, ns string, argv, env []string, step func(string, ...any), healthy func(context.Context) bool) error {
+	rec, err := startProcess(d, name, ns, argv, env)
 	if err != nil {
 		return err
 	}

@@ -3,12 +3,24 @@
 package labtest
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	watchtools "k8s.io/client-go/tools/watch"
 
 	"github.com/kubeslow/kubeslow/internal/lab"
 )
@@ -91,10 +103,72 @@ func AssertGone(t *testing.T, d lab.Dirs, procs []Process) {
 	if strings.Contains(string(mi), d.State) {
 		t.Errorf("mounts left under %s", d.State)
 	}
-	for _, path := range []string{"/run/netns/" + lab.NetNS, "/sys/class/net/" + lab.HostVeth, d.State,
-		"/sys/fs/cgroup/pids/kubeslow-lab", "/sys/fs/cgroup/unified/kubeslow-lab"} {
+	paths := []string{"/run/netns/" + lab.NetNS, "/sys/class/net/" + lab.HostVeth, d.State}
+	for i := 1; i <= lab.MaxRealNodes; i++ {
+		paths = append(paths, "/run/netns/"+lab.RealNodeNetNS(i))
+	}
+	cgs, _ := filepath.Glob("/sys/fs/cgroup/*/kubeslow-lab")
+	paths = append(paths, cgs...)
+	// Host paths the kubelet, containerd and CNI write whatever their configuration: nothing of ours may stay.
+	if links, _ := filepath.Glob("/var/log/containers/*"); len(links) > 0 {
+		for _, l := range links {
+			if target, err := os.Readlink(l); err == nil && strings.HasPrefix(target, d.State) {
+				t.Errorf("container log link %s -> %s left behind", l, target)
+			}
+		}
+	}
+	for _, path := range paths {
 		if _, err := os.Stat(path); err == nil {
 			t.Errorf("%s still exists after lab down", path)
 		}
 	}
+}
+
+// WaitPodRunning watches a pod until it is Running (and fails the test if it fails or the context ends).
+func WaitPodRunning(ctx context.Context, t *testing.T, c kubernetes.Interface, ns, name string) *corev1.Pod {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+	defer cancel()
+	sel := fields.OneTermEqualSelector("metadata.name", name).String()
+	lw := &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			o.FieldSelector = sel
+			return c.CoreV1().Pods(ns).List(ctx, o)
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			o.FieldSelector = sel
+			return c.CoreV1().Pods(ns).Watch(ctx, o)
+		},
+	}
+	var pod *corev1.Pod
+	_, err := watchtools.UntilWithSync(ctx, lw, &corev1.Pod{}, nil, func(ev watch.Event) (bool, error) {
+		p, ok := ev.Object.(*corev1.Pod)
+		if !ok {
+			return false, nil
+		}
+		if p.Status.Phase == corev1.PodFailed {
+			return false, fmt.Errorf("pod %s failed: %s", name, p.Status.Message)
+		}
+		pod = p
+		return p.Status.Phase == corev1.PodRunning, nil
+	})
+	if err != nil {
+		t.Fatalf("waiting for pod %s/%s to run: %v", ns, name, err)
+	}
+	return pod
+}
+
+// Eventually retries check (a network path that needs a moment to program: iptables rules, DNS records)
+// with a short back-off until it succeeds or 60 s pass.
+func Eventually(ctx context.Context, t *testing.T, what string, check func() error) {
+	t.Helper()
+	var last error
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 60*time.Second, true, func(context.Context) (bool, error) {
+		last = check()
+		return last == nil, nil
+	})
+	if err != nil {
+		t.Fatalf("%s: %v (last error: %v)", what, err, last)
+	}
+	t.Logf("%s: ok", what)
 }

@@ -4,6 +4,7 @@ package lab
 import (
 	"encoding/json"
 	"fmt"
+	"os"
 	"text/tabwriter"
 	"time"
 
@@ -24,7 +25,7 @@ with addresses from 198.18.0.0/15 (the benchmarking range). It needs root.
 Build cache: $KUBESLOW_CACHE_DIR or $XDG_CACHE_HOME/kubeslow. State: $KUBESLOW_STATE_DIR or
 $XDG_STATE_HOME/kubeslow/lab.`,
 	}
-	cmd.AddCommand(newBuild(streams), newUp(streams), newDown(streams), newStatus(streams), newKubeconfig(streams))
+	cmd.AddCommand(newBuild(streams), newUp(streams), newDown(streams), newStatus(streams), newKubeconfig(streams), newRegistryServe(streams))
 	return cmd
 }
 
@@ -67,6 +68,13 @@ type upFlags struct {
 	slowNodes          []string
 	slowNodeDelay      time.Duration
 	apiserverArgs      []string
+	realNodes          int
+	serializePulls     bool
+	maxParallelPulls   int
+	dnsCacheTTL        time.Duration
+	dnsDenialTTL       time.Duration
+	registryBPS        int64
+	registryLatency    time.Duration
 }
 
 func (f *upFlags) config() (lab.Config, error) {
@@ -74,8 +82,15 @@ func (f *upFlags) config() (lab.Config, error) {
 	if err != nil {
 		return lab.Config{}, err
 	}
+	agent, err := os.Executable()
+	if err != nil {
+		return lab.Config{}, fmt.Errorf("finding the kubeslow binary for the lab images: %w", err)
+	}
 	c := lab.Config{
-		Nodes: f.nodes, Etcd: etcd, EtcdQuotaBytes: f.etcdQuota,
+		Nodes: f.nodes, Etcd: etcd, EtcdQuotaBytes: f.etcdQuota, RealNodes: f.realNodes, AgentBinary: agent,
+		ImagePulls: lab.ImagePullSettings{Serialize: f.serializePulls, MaxParallel: f.maxParallelPulls},
+		DNS:        lab.DNSSettings{CacheTTL: lab.Duration{Duration: f.dnsCacheTTL}, DenialTTL: lab.Duration{Duration: f.dnsDenialTTL}},
+		Registry:   lab.RegistrySettings{BytesPerSecond: f.registryBPS, Latency: lab.Duration{Duration: f.registryLatency}},
 		ControllerManager:  lab.ClientSettings{QPS: f.kcmQPS, Burst: f.kcmBurst},
 		Scheduler:          lab.ClientSettings{QPS: f.schedQPS, Burst: f.schedBur},
 		APIServerExtraArgs: f.apiserverArgs,
@@ -120,6 +135,13 @@ func newUp(streams common.IOStreams) *cobra.Command {
 	fl.StringSliceVar(&f.slowNodes, "kwok-slow-nodes", nil, "kwok nodes whose pods get --kwok-slow-node-delay instead")
 	fl.DurationVar(&f.slowNodeDelay, "kwok-slow-node-delay", 0, "pod-ready delay on --kwok-slow-nodes")
 	fl.StringArrayVar(&f.apiserverArgs, "apiserver-arg", nil, "extra kube-apiserver flag (repeatable)")
+	fl.IntVar(&f.realNodes, "real-nodes", 1, fmt.Sprintf("real nodes (containerd, runc, kubelet, kube-proxy), each in its own network namespace, 0..%d; with any, CoreDNS and the lab registry run too", lab.MaxRealNodes))
+	fl.BoolVar(&f.serializePulls, "serialize-image-pulls", true, "kubelet serializeImagePulls on real nodes (kubelet's default: true)")
+	fl.IntVar(&f.maxParallelPulls, "max-parallel-image-pulls", 0, "kubelet maxParallelImagePulls (needs --serialize-image-pulls=false; 0: unlimited)")
+	fl.DurationVar(&f.dnsCacheTTL, "dns-cache-ttl", 30*time.Second, "CoreDNS cache TTL for answers")
+	fl.DurationVar(&f.dnsDenialTTL, "dns-denial-ttl", 5*time.Second, "CoreDNS cache TTL for negative answers (NXDOMAIN)")
+	fl.Int64Var(&f.registryBPS, "registry-bytes-per-second", 0, "lab registry download speed per response (0: unlimited)")
+	fl.DurationVar(&f.registryLatency, "registry-latency", 0, "lab registry latency added to every request")
 	return cmd
 }
 
@@ -237,4 +259,25 @@ func newKubeconfig(streams common.IOStreams) *cobra.Command {
 			return err
 		},
 	}
+}
+
+func newRegistryServe(streams common.IOStreams) *cobra.Command {
+	var addr, dir string
+	var bps int64
+	var latency time.Duration
+	cmd := &cobra.Command{
+		Use:    "registry-serve",
+		Short:  "Serve the lab's OCI registry (run by `lab up` as a lab process)",
+		Hidden: true,
+		Args:   cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return lab.ServeRegistry(common.Context(cmd), addr, dir, bps, latency, streams.Logger(false))
+		},
+	}
+	cmd.Flags().StringVar(&addr, "addr", lab.RegistryHost(), "listen address")
+	cmd.Flags().StringVar(&dir, "dir", "", "blob directory")
+	cmd.Flags().Int64Var(&bps, "bytes-per-second", 0, "download speed per response (0: unlimited)")
+	cmd.Flags().DurationVar(&latency, "latency", 0, "latency added to every request")
+	_ = cmd.MarkFlagRequired("dir")
+	return cmd
 }

@@ -1,0 +1,246 @@
+package lab
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// MaxRealNodes is how many real nodes (containerd + kubelet + kube-proxy, each in its own network
+// namespace) the lab runs next to the kwok nodes.
+const MaxRealNodes = 2
+
+// RealNodeLabel marks nodes backed by a real kubelet.
+const RealNodeLabel = "kubeslow.dev/lab-node"
+
+// realNode is the i-th real node (1-based).
+type realNode struct{ index int }
+
+func (n realNode) name() string       { return fmt.Sprintf("lab-node-%d", n.index) }
+func (n realNode) netns() string      { return fmt.Sprintf("kubeslow-node-%d", n.index) }
+func (n realNode) ip() string         { return fmt.Sprintf("198.19.255.%d", 10+n.index) }
+func (n realNode) bridgePort() string { return fmt.Sprintf("ksl-n%d", n.index) }
+func (n realNode) dir(d Dirs) string  { return filepath.Join(d.State, "nodes", n.name()) }
+func (n realNode) proc(c string) string {
+	return n.name() + "." + c
+}
+func (n realNode) sock(d Dirs) string {
+	return filepath.Join(n.dir(d), "containerd", "containerd.sock")
+}
+
+// cgroupRoot is the kubelet's --cgroup-root: under the lab's own cgroup, so teardown finds every container.
+func (n realNode) cgroupRoot() string { return "/kubeslow-lab/pods-" + n.name() }
+
+// RealNodeName is the name of the i-th real node.
+func RealNodeName(i int) string { return realNode{i}.name() }
+
+// RealNodeIP is the address of the i-th real node on the lab's node network.
+func RealNodeIP(i int) string { return realNode{i}.ip() }
+
+// RealNodeNetNS is the network namespace of the i-th real node.
+func RealNodeNetNS(i int) string { return realNode{i}.netns() }
+
+// setupNodeNetwork gives the node its namespace, with eth0 on the lab bridge and a default route through
+// the control-plane namespace.
+func setupNodeNetwork(ctx context.Context, n realNode) error {
+	if netnsExists(n.netns()) {
+		return nil
+	}
+	if _, err := run(ctx, short, "ip", "netns", "add", n.netns()); err != nil {
+		return err
+	}
+	if err := ipIn(ctx, NetNS, "link", "add", n.bridgePort(), "type", "veth", "peer", "name", "eth0", "netns", n.netns()); err != nil {
+		return err
+	}
+	for _, s := range [][]string{{"link", "set", n.bridgePort(), "master", Bridge}, {"link", "set", n.bridgePort(), "up"}} {
+		if err := ipIn(ctx, NetNS, s...); err != nil {
+			return err
+		}
+	}
+	for _, s := range [][]string{
+		{"link", "set", "lo", "up"},
+		{"addr", "add", fmt.Sprintf("%s/%d", n.ip(), NodeNetPrefix), "dev", "eth0"},
+		{"link", "set", "eth0", "up"},
+		{"route", "add", "default", "via", ControlPlaneIP},
+	} {
+		if err := ipIn(ctx, n.netns(), s...); err != nil {
+			return err
+		}
+	}
+	_, err := run(ctx, short, "ip", "netns", "exec", n.netns(), "sysctl", "-qw", "net.ipv4.ip_forward=1")
+	return err
+}
+
+// addPodRoutes routes every real node's pod CIDR to that node, in the control-plane namespace and in the
+// other nodes' namespaces (a routed pod network, like flannel's host-gw or Calico without encapsulation).
+func addPodRoutes(ctx context.Context, podCIDRs map[int]string, nodes []realNode) error {
+	for _, owner := range nodes {
+		cidr := podCIDRs[owner.index]
+		if cidr == "" {
+			return fmt.Errorf("node %s has no pod CIDR", owner.name())
+		}
+		if err := ipIn(ctx, NetNS, "route", "replace", cidr, "via", owner.ip()); err != nil {
+			return err
+		}
+		for _, other := range nodes {
+			if other.index == owner.index {
+				continue
+			}
+			if err := ipIn(ctx, other.netns(), "route", "replace", cidr, "via", owner.ip()); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func deleteNodeNetns(ctx context.Context, i int) (bool, error) {
+	ns := realNode{i}.netns()
+	if !netnsExists(ns) {
+		return false, nil
+	}
+	_, err := run(ctx, short, "ip", "netns", "del", ns)
+	return err == nil, err
+}
+
+// containerdConfig is containerd 1.6's CRI configuration for a lab node. The sandbox image is the lab's own
+// pause image (nothing is ever pulled from outside); the lab registry is reachable over plain HTTP.
+func containerdConfig(d Dirs, n realNode) string {
+	dir := filepath.Join(n.dir(d), "containerd")
+	return fmt.Sprintf(`version = 2
+root = %[1]q
+state = %[2]q
+disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.zfs", "io.containerd.snapshotter.v1.aufs", "io.containerd.snapshotter.v1.devmapper"]
+[grpc]
+  address = %[3]q
+[ttrpc]
+  address = "%[3]s.ttrpc"
+[plugins."io.containerd.internal.v1.opt"]
+  path = %[4]q
+[plugins."io.containerd.grpc.v1.cri"]
+  sandbox_image = %[5]q
+  stream_server_address = "127.0.0.1"
+  netns_mounts_under_state_dir = true
+  # runc cannot set a negative oom_score_adj here (the VM's bounding set lacks CAP_SYS_RESOURCE).
+  restrict_oom_score_adj = true
+  [plugins."io.containerd.grpc.v1.cri".containerd]
+    snapshotter = "overlayfs"
+    default_runtime_name = "runc"
+    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+      runtime_type = "io.containerd.runc.v2"
+      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
+        SystemdCgroup = false
+        Root = %[6]q
+  [plugins."io.containerd.grpc.v1.cri".cni]
+    bin_dir = "/usr/lib/cni"
+    conf_dir = %[7]q
+    conf_template = %[8]q
+  [plugins."io.containerd.grpc.v1.cri".registry.mirrors.%[9]q]
+    endpoint = ["http://%[9]s"]
+`, filepath.Join(dir, "root"), filepath.Join(dir, "state"), n.sock(d), filepath.Join(dir, "opt"), PauseImage,
+		filepath.Join(dir, "runc"), filepath.Join(n.dir(d), "cni", "net.d"), filepath.Join(n.dir(d), "cni", "template.conflist"), RegistryHost())
+}
+
+// cniTemplate is rendered by containerd once the kubelet reports the node's pod CIDR.
+func cniTemplate(d Dirs, n realNode) string {
+	return fmt.Sprintf(`{
+  "cniVersion": "1.0.0",
+  "name": "kubeslow-lab",
+  "plugins": [
+    {"type": "bridge", "bridge": "cni0", "isGateway": true, "ipMasq": false, "hairpinMode": true,
+     "ipam": {"type": "host-local", "dataDir": %q,
+              "ranges": [[{"subnet": "{{.PodCIDR}}"}]], "routes": [{"dst": "0.0.0.0/0"}]}},
+    {"type": "portmap", "capabilities": {"portMappings": true}}
+  ]
+}
+`, filepath.Join(n.dir(d), "cni", "ipam"))
+}
+
+func kubeletConfig(d Dirs, c *Config, n realNode) string {
+	p := func(f string) string { return filepath.Join(d.PKIDir(), f) }
+	var b strings.Builder
+	fmt.Fprintf(&b, `apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+address: %s
+port: 10250
+readOnlyPort: 0
+healthzBindAddress: 127.0.0.1
+healthzPort: 10248
+authentication:
+  anonymous: {enabled: false}
+  webhook: {enabled: true}
+  x509: {clientCAFile: %q}
+authorization: {mode: Webhook}
+tlsCertFile: %q
+tlsPrivateKeyFile: %q
+cgroupDriver: cgroupfs
+cgroupRoot: %q
+failCgroupV1: false
+failSwapOn: false
+containerRuntimeEndpoint: unix://%s
+clusterDNS: [%s]
+clusterDomain: cluster.local
+resolvConf: %q
+podLogsDir: %q
+maxPods: 110
+serializeImagePulls: %v
+`, n.ip(), p("ca.crt"), p(n.name()+"-serving.crt"), p(n.name()+"-serving.key"), n.cgroupRoot(), n.sock(d), ClusterDNSIP,
+		filepath.Join(n.dir(d), "resolv.conf"), filepath.Join(n.dir(d), "pod-logs"), c.ImagePulls.Serialize)
+	if !c.ImagePulls.Serialize && c.ImagePulls.MaxParallel > 0 {
+		fmt.Fprintf(&b, "maxParallelImagePulls: %d\n", c.ImagePulls.MaxParallel)
+	}
+	return b.String()
+}
+
+func kubeProxyConfig(d Dirs, n realNode) string {
+	return fmt.Sprintf(`apiVersion: kubeproxy.config.k8s.io/v1alpha1
+kind: KubeProxyConfiguration
+mode: iptables
+clientConnection: {kubeconfig: %q}
+clusterCIDR: %s
+hostnameOverride: %s
+bindAddress: %s
+healthzBindAddress: 127.0.0.1:10256
+metricsBindAddress: 127.0.0.1:10249
+conntrack: {maxPerCore: 0}
+`, d.componentKubeconfig("kube-proxy"), PodCIDR, n.name(), n.ip())
+}
+
+// nodeFiles writes a node's configuration files and certificates.
+func nodeFiles(d Dirs, c *Config, n realNode) error {
+	for _, sub := range []string{"containerd", "cni/net.d", "cni/ipam", "kubelet", "pod-logs"} {
+		if err := os.MkdirAll(filepath.Join(n.dir(d), sub), 0o755); err != nil {
+			return err
+		}
+	}
+	for _, spec := range []certSpec{
+		{name: n.name(), cn: "system:node:" + n.name(), org: "system:nodes"},
+		{name: n.name() + "-serving", cn: n.name(), server: true, dns: []string{n.name(), "localhost"}, ips: []string{"127.0.0.1", n.ip()}},
+		{name: "kube-proxy", cn: "system:kube-proxy"},
+	} {
+		if err := ensureCert(d, spec); err != nil {
+			return err
+		}
+	}
+	if err := writeKubeconfig(d, d.componentKubeconfig(n.name()), n.name()); err != nil {
+		return err
+	}
+	if err := writeKubeconfig(d, d.componentKubeconfig("kube-proxy"), "kube-proxy"); err != nil {
+		return err
+	}
+	files := map[string]string{
+		filepath.Join(n.dir(d), "containerd", "config.toml"): containerdConfig(d, n),
+		filepath.Join(n.dir(d), "cni", "template.conflist"):  cniTemplate(d, n),
+		filepath.Join(n.dir(d), "kubelet-config.yaml"):       kubeletConfig(d, c, n),
+		filepath.Join(n.dir(d), "kube-proxy.yaml"):           kubeProxyConfig(d, n),
+		filepath.Join(n.dir(d), "resolv.conf"):               "nameserver " + ClusterDNSIP + "\n", // pods with dnsPolicy Default never see the host's resolver
+	}
+	for path, content := range files {
+		if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -2,9 +2,9 @@ package lab
 
 import (
 	"archive/tar"
-	"debug/elf"
 	"bytes"
 	"context"
+	"debug/elf"
 	"fmt"
 	"io"
 	"os"

@@ -88,9 +88,9 @@ func (f *upFlags) config() (lab.Config, error) {
 	}
 	c := lab.Config{
 		Nodes: f.nodes, Etcd: etcd, EtcdQuotaBytes: f.etcdQuota, RealNodes: f.realNodes, AgentBinary: agent,
-		ImagePulls: lab.ImagePullSettings{Serialize: f.serializePulls, MaxParallel: f.maxParallelPulls},
-		DNS:        lab.DNSSettings{CacheTTL: lab.Duration{Duration: f.dnsCacheTTL}, DenialTTL: lab.Duration{Duration: f.dnsDenialTTL}},
-		Registry:   lab.RegistrySettings{BytesPerSecond: f.registryBPS, Latency: lab.Duration{Duration: f.registryLatency}},
+		ImagePulls:         lab.ImagePullSettings{Serialize: f.serializePulls, MaxParallel: f.maxParallelPulls},
+		DNS:                lab.DNSSettings{CacheTTL: lab.Duration{Duration: f.dnsCacheTTL}, DenialTTL: lab.Duration{Duration: f.dnsDenialTTL}},
+		Registry:           lab.RegistrySettings{BytesPerSecond: f.registryBPS, Latency: lab.Duration{Duration: f.registryLatency}},
 		ControllerManager:  lab.ClientSettings{QPS: f.kcmQPS, Burst: f.kcmBurst},
 		Scheduler:          lab.ClientSettings{QPS: f.schedQPS, Burst: f.schedBur},
 		APIServerExtraArgs: f.apiserverArgs,

@@ -44,10 +44,10 @@ func RegistryImages() []RegistryImage {
 	}
 }
 
-// ServeRegistry runs an OCI registry (go-containerregistry's implementation, blobs on disk) on addr until ctx
+// ServeRegistry runs an OCI registry (go-containerregistry's implementation, blobs on disk) on ln until ctx
 // ends. Each request waits latency first; blob downloads are paced to bytesPerSec (0: unlimited), so that
 // pulls take real time.
-func ServeRegistry(ctx context.Context, addr, dir string, bytesPerSec int64, latency time.Duration, log *slog.Logger) error {
+func ServeRegistry(ctx context.Context, ln net.Listener, dir string, bytesPerSec int64, latency time.Duration, log *slog.Logger) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
@@ -67,10 +67,6 @@ func ServeRegistry(ctx context.Context, addr, dir string, bytesPerSec int64, lat
 		}
 		reg.ServeHTTP(w, r)
 	})
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return err
-	}
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	go func() {
 		<-ctx.Done()
@@ -78,7 +74,7 @@ func ServeRegistry(ctx context.Context, addr, dir string, bytesPerSec int64, lat
 		defer cancel()
 		_ = srv.Shutdown(sctx)
 	}()
-	log.Info("lab registry serving", "addr", addr, "dir", dir, "bytesPerSecond", bytesPerSec, "latency", latency)
+	log.Info("lab registry serving", "addr", ln.Addr().String(), "dir", dir, "bytesPerSecond", bytesPerSec, "latency", latency)
 	if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}

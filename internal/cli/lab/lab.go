@@ -4,6 +4,7 @@ package lab
 import (
 	"encoding/json"
 	"fmt"
+	"net"
 	"os"
 	"text/tabwriter"
 	"time"
@@ -271,7 +272,11 @@ func newRegistryServe(streams common.IOStreams) *cobra.Command {
 		Hidden: true,
 		Args:   cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return lab.ServeRegistry(common.Context(cmd), addr, dir, bps, latency, streams.Logger(false))
+			ln, err := net.Listen("tcp", addr)
+			if err != nil {
+				return err
+			}
+			return lab.ServeRegistry(common.Context(cmd), ln, dir, bps, latency, streams.Logger(false))
 		},
 	}
 	cmd.Flags().StringVar(&addr, "addr", lab.RegistryHost(), "listen address")

@@ -1,0 +1,123 @@
+package lab
+
+import (
+	"context"
+	"crypto/sha256"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/time/rate"
+	"sigs.k8s.io/yaml"
+)
+
+func TestKubeletConfig(t *testing.T) {
+	d := Dirs{State: "/state", Cache: "/cache"}
+	cases := []struct {
+		pulls ImagePullSettings
+		want  map[string]any
+	}{
+		{ImagePullSettings{Serialize: true}, map[string]any{"serializeImagePulls": true, "maxParallelImagePulls": nil}},
+		{ImagePullSettings{Serialize: false, MaxParallel: 3}, map[string]any{"serializeImagePulls": false, "maxParallelImagePulls": float64(3)}},
+	}
+	for _, c := range cases {
+		var got map[string]any
+		if err := yaml.Unmarshal([]byte(kubeletConfig(d, &Config{ImagePulls: c.pulls}, realNode{2})), &got); err != nil {
+			t.Fatal(err)
+		}
+		for k, v := range c.want {
+			if got[k] != v {
+				t.Errorf("%s = %v, want %v", k, got[k], v)
+			}
+		}
+		if got["cgroupRoot"] != "/kubeslow-lab/pods-lab-node-2" || got["address"] != "198.19.255.12" || got["failCgroupV1"] != false {
+			t.Errorf("node identity or cgroup settings wrong: %v", got)
+		}
+		if dns, _ := got["clusterDNS"].([]any); len(dns) != 1 || dns[0] != ClusterDNSIP {
+			t.Errorf("clusterDNS = %v", got["clusterDNS"])
+		}
+	}
+}
+
+func TestContainerdConfigPointsAtLab(t *testing.T) {
+	s := containerdConfig(Dirs{State: "/st"}, realNode{1})
+	for _, want := range []string{`sandbox_image = "` + PauseImage + `"`, "restrict_oom_score_adj = true", `address = "/st/nodes/lab-node-1/containerd/containerd.sock"`,
+		`endpoint = ["http://` + RegistryHost() + `"]`, "SystemdCgroup = false"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("containerd config lacks %q", want)
+		}
+	}
+}
+
+func TestCorefileTTLs(t *testing.T) {
+	s := corefile(Dirs{State: "/st"}, DNSSettings{CacheTTL: Duration{10 * time.Second}, DenialTTL: Duration{2 * time.Second}})
+	if !strings.Contains(s, "success 9984 10") || !strings.Contains(s, "denial 9984 2") || !strings.Contains(s, "bind "+ControlPlaneIP) {
+		t.Fatalf("corefile:\n%s", s)
+	}
+	def := corefile(Dirs{State: "/st"}, DNSSettings{})
+	if !strings.Contains(def, "success 9984 30") || !strings.Contains(def, "denial 9984 5") {
+		t.Fatalf("default TTLs:\n%s", def)
+	}
+}
+
+func TestShimSocketFormula(t *testing.T) {
+	// containerd 1.6 runtime/v2/shim.SocketAddress: sha256 of filepath.Join(address, namespace, id) under /run/containerd/s.
+	sum := sha256.Sum256([]byte("/a/containerd.sock/k8s.io/abc"))
+	if got, want := shimSocket("/a/containerd.sock", "k8s.io", "abc"), fmt.Sprintf("/run/containerd/s/%x", sum); got != want {
+		t.Fatalf("shimSocket = %s, want %s", got, want)
+	}
+}
+
+func TestPacedWriterLimitsRate(t *testing.T) {
+	// 64 KiB at 256 KiB/s with a 16 KiB burst must take ~0.19 s; the limiter's own reservation tells how long it
+	// had to wait, so the assertion does not depend on the machine's speed.
+	lim := rate.NewLimiter(rate.Limit(256<<10), 16<<10)
+	rec := httptest.NewRecorder()
+	pw := &pacedWriter{ResponseWriter: rec, ctx: context.Background(), lim: lim}
+	start := time.Now()
+	n, err := pw.Write(make([]byte, 64<<10))
+	if err != nil || n != 64<<10 || rec.Body.Len() != 64<<10 {
+		t.Fatalf("wrote %d (%v), body %d", n, err, rec.Body.Len())
+	}
+	if el := time.Since(start); el < 150*time.Millisecond {
+		t.Fatalf("64 KiB at 256 KiB/s took %s: not paced", el)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	pw = &pacedWriter{ResponseWriter: httptest.NewRecorder(), ctx: ctx, lim: rate.NewLimiter(1, 1)}
+	if _, err := pw.Write(make([]byte, 10)); err == nil {
+		t.Fatal("a cancelled request kept writing")
+	}
+}
+
+func TestRegistryServesV2(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- ServeRegistry(ctx, ln, t.TempDir(), 0, 0, discardLogger()) }()
+	resp, err := http.Get("http://" + ln.Addr().String() + "/v2/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("/v2/ = %d", resp.StatusCode)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
+func discardLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }

@@ -18,6 +18,9 @@ type Config struct {
 	Etcd EtcdStorage `json:"etcd"`
 	// EtcdQuotaBytes is etcd's --quota-backend-bytes (0: etcd's default, 2 GiB).
 	EtcdQuotaBytes int64 `json:"etcdQuotaBytes,omitempty"`
+	// EtcdWriteIOPS throttles etcd's writes to its data device (blkio cgroup; 0: no limit). Needs a device
+	// (storage "loop" or "device:").
+	EtcdWriteIOPS int `json:"etcdWriteIOPS,omitempty"`
 	// ControllerManager and Scheduler client settings (0: the component's default).
 	ControllerManager ClientSettings `json:"controllerManager"`
 	Scheduler         ClientSettings `json:"scheduler"`
@@ -74,20 +77,23 @@ type KwokSettings struct {
 }
 
 // EtcdStorage selects etcd's data directory: a tmpfs (default; immune to a busy shared disk), an existing
-// directory, or a block device with a filesystem, mounted by the lab.
+// directory, a block device with a filesystem, or a loop device the lab makes (for disk scenarios).
 type EtcdStorage struct {
-	Kind string `json:"kind"` // "tmpfs", "dir" or "device"
+	Kind string `json:"kind"` // "tmpfs", "dir", "device" or "loop"
 	Path string `json:"path,omitempty"`
 }
 
-// ParseEtcdStorage parses "tmpfs", "dir:/path" or "device:/dev/xyz".
+// ParseEtcdStorage parses "tmpfs", "loop", "dir:/path" or "device:/dev/xyz".
 func ParseEtcdStorage(s string) (EtcdStorage, error) {
 	if s == "" || s == "tmpfs" {
 		return EtcdStorage{Kind: "tmpfs"}, nil
 	}
+	if s == "loop" {
+		return EtcdStorage{Kind: "loop"}, nil
+	}
 	kind, path, ok := strings.Cut(s, ":")
 	if !ok || path == "" || (kind != "dir" && kind != "device") {
-		return EtcdStorage{}, fmt.Errorf("etcd storage %q: want tmpfs, dir:/path or device:/dev/name", s)
+		return EtcdStorage{}, fmt.Errorf("etcd storage %q: want tmpfs, loop, dir:/path or device:/dev/name", s)
 	}
 	if !strings.HasPrefix(path, "/") {
 		return EtcdStorage{}, fmt.Errorf("etcd storage %q: path must be absolute", s)
@@ -96,8 +102,11 @@ func ParseEtcdStorage(s string) (EtcdStorage, error) {
 }
 
 func (e EtcdStorage) String() string {
-	if e.Kind == "tmpfs" || e.Kind == "" {
+	switch e.Kind {
+	case "", "tmpfs":
 		return "tmpfs"
+	case "loop":
+		return "loop"
 	}
 	return e.Kind + ":" + e.Path
 }
@@ -124,8 +133,11 @@ func (c *Config) Validate() error {
 	if c.Nodes < 0 || c.Nodes > MaxKwokNodes {
 		return fmt.Errorf("--nodes %d: want 0..%d (the lab gives each node a /%d of %s)", c.Nodes, MaxKwokNodes, NodeCIDRMask, PodCIDR)
 	}
-	if c.EtcdQuotaBytes < 0 {
-		return errors.New("etcd quota must not be negative")
+	if c.EtcdQuotaBytes < 0 || c.EtcdWriteIOPS < 0 {
+		return errors.New("etcd quota and write IOPS must not be negative")
+	}
+	if c.EtcdWriteIOPS > 0 && c.Etcd.Kind != "loop" && c.Etcd.Kind != "device" {
+		return errors.New("--etcd-write-iops needs etcd on a block device: --etcd-storage loop or device:/dev/x")
 	}
 	if c.RealNodes < 0 || c.RealNodes > MaxRealNodes {
 		return fmt.Errorf("--real-nodes %d: want 0..%d", c.RealNodes, MaxRealNodes)
@@ -161,6 +173,8 @@ type State struct {
 	Cgroups []string `json:"cgroups,omitempty"`
 	// Mounts are the mount points the lab made (unmounted by down).
 	Mounts []string `json:"mounts,omitempty"`
+	// LoopDevice is the loop device the lab attached for etcd (detached by down).
+	LoopDevice string `json:"loopDevice,omitempty"`
 	// HostPaths are fixed host paths that did not exist before the lab's real nodes made them (removed by down).
 	HostPaths []string `json:"hostPaths,omitempty"`
 }

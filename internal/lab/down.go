@@ -82,6 +82,13 @@ func Down(ctx context.Context, d Dirs, progress Progress) error {
 	if err := unmountAll(ctx, d.State); err != nil {
 		errs = append(errs, fmt.Errorf("unmounting: %w", err))
 	}
+	for _, dev := range loopDevicesOf(etcdDiskImage(d)) {
+		if _, err := run(ctx, short, "losetup", "-d", dev); err != nil {
+			errs = append(errs, err)
+		} else {
+			progress("detached %s", dev)
+		}
+	}
 	for i := 1; i <= MaxRealNodes; i++ {
 		if removed, err := deleteNodeNetns(ctx, i); err != nil {
 			errs = append(errs, err)

@@ -17,6 +17,7 @@ func TestParseEtcdStorage(t *testing.T) {
 		"tmpfs":           {want: EtcdStorage{Kind: "tmpfs"}},
 		"dir:/var/etcd":   {want: EtcdStorage{Kind: "dir", Path: "/var/etcd"}},
 		"device:/dev/vdb": {want: EtcdStorage{Kind: "device", Path: "/dev/vdb"}},
+		"loop":            {want: EtcdStorage{Kind: "loop"}},
 		"dir:relative":    {err: true},
 		"disk:/dev/vdb":   {err: true},
 		"dir:":            {err: true},

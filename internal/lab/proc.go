@@ -25,7 +25,40 @@ type procRecord struct {
 	StartTick uint64   `json:"startTick"`
 	Argv      []string `json:"argv"`
 	Log       string   `json:"log"`
-	Cgroup    string   `json:"cgroup,omitempty"`
+	Cgroups   []string `json:"cgroups,omitempty"`
+}
+
+// processHierarchies are the cgroup hierarchies every lab process joins: pids (to find every descendant at
+// teardown) and blkio (so that scenarios can throttle one component's disk I/O).
+var processHierarchies = []string{"pids", "blkio"}
+
+// processCgroups creates and returns the process's own cgroups, kubeslow-lab/<name> in each hierarchy that
+// exists (the cgroup2 mount when there is no v1 pids hierarchy).
+func processCgroups(name string) ([]string, error) {
+	var out []string
+	for _, h := range processHierarchies {
+		root := filepath.Join("/sys/fs/cgroup", h)
+		if _, err := os.Stat(filepath.Join(root, "cgroup.procs")); err != nil {
+			continue
+		}
+		out = append(out, filepath.Join(labCgroup(root), name))
+	}
+	if len(out) == 0 {
+		if root := cgroupRoot(); root != "" {
+			out = append(out, filepath.Join(labCgroup(root), name))
+		}
+	}
+	for _, cg := range out {
+		if err := os.MkdirAll(cg, 0o755); err != nil {
+			return nil, fmt.Errorf("cgroup %s: %w", cg, err)
+		}
+	}
+	return out, nil
+}
+
+// ProcessCgroup returns the directory of a lab process's cgroup in the given hierarchy ("blkio", "pids").
+func ProcessCgroup(hierarchy, name string) string {
+	return filepath.Join(labCgroup(filepath.Join("/sys/fs/cgroup", hierarchy)), name)
 }
 
 // cgroupRoot returns the hierarchy the lab puts its processes in (to find every descendant at teardown):
@@ -59,14 +92,18 @@ func startProcess(d Dirs, name, ns string, argv []string, env []string) (*procRe
 	defer logf.Close()
 
 	full := append([]string{"nsenter", "--net=" + netnsPath(ns), "--"}, argv...)
-	var cg string
-	if root := cgroupRoot(); root != "" {
-		cg = filepath.Join(labCgroup(root), name)
-		if err := os.MkdirAll(cg, 0o755); err != nil {
-			return nil, fmt.Errorf("cgroup for %s: %w", name, err)
+	cgs, err := processCgroups(name)
+	if err != nil {
+		return nil, err
+	}
+	if len(cgs) > 0 {
+		var procs []string
+		for _, cg := range cgs {
+			procs = append(procs, filepath.Join(cg, "cgroup.procs"))
 		}
-		// The shell puts itself into the cgroup, then execs: the process never runs outside it, and keeps its PID.
-		full = append([]string{"sh", "-c", `echo $$ > "$0" && exec "$@"`, filepath.Join(cg, "cgroup.procs")}, full...)
+		// The shell puts itself into the cgroups, then execs: the process never runs outside them, and keeps its PID.
+		full = append([]string{"sh", "-c", `for f in $KUBESLOW_CGROUPS; do echo $$ > "$f" || exit 1; done; exec "$@"`, "sh"}, full...)
+		env = append(append([]string(nil), env...), "KUBESLOW_CGROUPS="+strings.Join(procs, " "))
 	}
 	cmd := exec.Command(full[0], full[1:]...)
 	cmd.Env = env
@@ -81,7 +118,7 @@ func startProcess(d Dirs, name, ns string, argv []string, env []string) (*procRe
 	if err != nil {
 		return nil, fmt.Errorf("%s exited at once (see %s): %w", name, logPath, err)
 	}
-	rec := &procRecord{Name: name, PID: cmd.Process.Pid, StartTick: tick, Argv: argv, Log: logPath, Cgroup: cg}
+	rec := &procRecord{Name: name, PID: cmd.Process.Pid, StartTick: tick, Argv: argv, Log: logPath, Cgroups: cgs}
 	if err := writeRecord(d, rec); err != nil {
 		_ = rec.stop(5 * time.Second)
 		return nil, err

@@ -78,8 +78,14 @@ func Up(ctx context.Context, d Dirs, c Config, progress Progress) (*State, error
 	}
 	step("PKI and kubeconfigs in %s", d.PKIDir())
 
-	if err := mountEtcdStorage(ctx, d, &c); err != nil {
+	if err := mountEtcdStorage(ctx, d, &c, st); err != nil {
 		return nil, fmt.Errorf("etcd storage: %w", err)
+	}
+	if c.EtcdWriteIOPS > 0 {
+		if err := throttleEtcdWrites(d.EtcdDir(), c.EtcdWriteIOPS); err != nil {
+			return nil, err
+		}
+		step("etcd writes throttled to %d IOPS on its device (blkio cgroup)", c.EtcdWriteIOPS)
 	}
 	if err := startAndWait(ctx, d, Etcd, etcdArgs(d, &c, st.Binaries[Etcd]), step, httpOK(EtcdEndpoint()+"/health")); err != nil {
 		return nil, err
@@ -208,8 +214,22 @@ func AdminClient(d Dirs) (kubernetes.Interface, error) {
 }
 
 // mountEtcdStorage mounts a tmpfs (default) or the given block device on the etcd directory.
-func mountEtcdStorage(ctx context.Context, d Dirs, c *Config) error {
+func mountEtcdStorage(ctx context.Context, d Dirs, c *Config, st *State) error {
 	switch c.Etcd.Kind {
+	case "loop":
+		if !isMountpoint(d.EtcdDir()) {
+			dev, err := setupLoopDisk(ctx, d, 4<<30)
+			if err != nil {
+				return err
+			}
+			st.LoopDevice = dev
+			if err := d.saveState(st); err != nil {
+				return err
+			}
+			if _, err := run(ctx, short, "mount", dev, d.EtcdDir()); err != nil {
+				return err
+			}
+		}
 	case "dir":
 		return os.MkdirAll(etcdDataDir(d, c), 0o700)
 	case "device":

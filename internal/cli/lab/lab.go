@@ -62,6 +62,7 @@ type upFlags struct {
 	nodes              int
 	etcd               string
 	etcdQuota          int64
+	etcdWriteIOPS      int
 	kcmQPS, schedQPS   float32
 	kcmBurst, schedBur int
 	podReadyDelay      time.Duration
@@ -88,7 +89,7 @@ func (f *upFlags) config() (lab.Config, error) {
 		return lab.Config{}, fmt.Errorf("finding the kubeslow binary for the lab images: %w", err)
 	}
 	c := lab.Config{
-		Nodes: f.nodes, Etcd: etcd, EtcdQuotaBytes: f.etcdQuota, RealNodes: f.realNodes, AgentBinary: agent,
+		Nodes: f.nodes, Etcd: etcd, EtcdQuotaBytes: f.etcdQuota, EtcdWriteIOPS: f.etcdWriteIOPS, RealNodes: f.realNodes, AgentBinary: agent,
 		ImagePulls:         lab.ImagePullSettings{Serialize: f.serializePulls, MaxParallel: f.maxParallelPulls},
 		DNS:                lab.DNSSettings{CacheTTL: lab.Duration{Duration: f.dnsCacheTTL}, DenialTTL: lab.Duration{Duration: f.dnsDenialTTL}},
 		Registry:           lab.RegistrySettings{BytesPerSecond: f.registryBPS, Latency: lab.Duration{Duration: f.registryLatency}},
@@ -125,7 +126,8 @@ func newUp(streams common.IOStreams) *cobra.Command {
 	}
 	fl := cmd.Flags()
 	fl.IntVar(&f.nodes, "nodes", 10, fmt.Sprintf("number of simulated (kwok) nodes, 0..%d", lab.MaxKwokNodes))
-	fl.StringVar(&f.etcd, "etcd-storage", "tmpfs", "etcd data: tmpfs, dir:/path, or device:/dev/name (a block device with a filesystem)")
+	fl.StringVar(&f.etcd, "etcd-storage", "tmpfs", "etcd data: tmpfs, loop (a loop device the lab makes), dir:/path, or device:/dev/name (a block device with a filesystem)")
+	fl.IntVar(&f.etcdWriteIOPS, "etcd-write-iops", 0, "throttle etcd's writes to its data device to this many IOPS (blkio cgroup; needs --etcd-storage loop or device:)")
 	fl.Int64Var(&f.etcdQuota, "etcd-quota-bytes", 0, "etcd --quota-backend-bytes (0: etcd's default, 2 GiB)")
 	fl.Float32Var(&f.kcmQPS, "controller-manager-qps", 0, "kube-controller-manager --kube-api-qps (0: default 20)")
 	fl.IntVar(&f.kcmBurst, "controller-manager-burst", 0, "kube-controller-manager --kube-api-burst (0: default 30)")

@@ -12,6 +12,8 @@ import (
 // Config is how a lab is started. It is saved in the state directory so that `lab status`, `lab down` and the
 // measurements know what is running.
 type Config struct {
+	// Scenario names the fault scenario the lab was started with ("" for none).
+	Scenario string `json:"scenario,omitempty"`
 	// Nodes is the number of kwok (simulated) nodes.
 	Nodes int `json:"nodes"`
 	// Etcd is where etcd keeps its data.

@@ -19,6 +19,7 @@ type Status struct {
 	Etcd       string            `json:"etcdEndpoint,omitempty"`
 	EtcdData   string            `json:"etcdStorage,omitempty"`
 	Started    time.Time         `json:"started,omitzero"`
+	Scenario   string            `json:"scenario,omitempty"`
 	Components []ComponentStatus `json:"components"`
 	Nodes      []NodeStatus      `json:"nodes,omitempty"`
 	// NodesError says why nodes could not be listed.
@@ -51,7 +52,7 @@ func GetStatus(ctx context.Context, d Dirs) (*Status, error) {
 		return s, nil //nolint:nilerr // no state: the lab is down
 	}
 	s.Kubeconfig, s.APIServer, s.AuditLog, s.Etcd = d.AdminKubeconfig(), APIServerURL(), d.AuditLog(), EtcdEndpoint()
-	s.EtcdData, s.Started = st.Config.Etcd.String(), st.Started
+	s.EtcdData, s.Started, s.Scenario = st.Config.Etcd.String(), st.Started, st.Config.Scenario
 	recs, err := readRecords(d)
 	if err != nil {
 		return nil, err

@@ -13,6 +13,7 @@ import (
 
 	"github.com/kubeslow/kubeslow/internal/cli/common"
 	"github.com/kubeslow/kubeslow/internal/lab"
+	"github.com/kubeslow/kubeslow/internal/lab/scenario"
 )
 
 // NewCommand returns `kubeslow lab`.
@@ -26,7 +27,8 @@ with addresses from 198.18.0.0/15 (the benchmarking range). It needs root.
 Build cache: $KUBESLOW_CACHE_DIR or $XDG_CACHE_HOME/kubeslow. State: $KUBESLOW_STATE_DIR or
 $XDG_STATE_HOME/kubeslow/lab.`,
 	}
-	cmd.AddCommand(newBuild(streams), newUp(streams), newDown(streams), newStatus(streams), newKubeconfig(streams), newRegistryServe(streams))
+	cmd.AddCommand(newBuild(streams), newUp(streams), newDown(streams), newStatus(streams), newKubeconfig(streams), newRegistryServe(streams),
+		newScenarios(streams), newStorm(streams))
 	return cmd
 }
 
@@ -77,6 +79,7 @@ type upFlags struct {
 	dnsDenialTTL       time.Duration
 	registryBPS        int64
 	registryLatency    time.Duration
+	scenario           string
 }
 
 func (f *upFlags) config() (lab.Config, error) {
@@ -117,7 +120,11 @@ func newUp(streams common.IOStreams) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if _, err := lab.Up(common.Context(cmd), d, c, progress(streams)); err != nil {
+			sc, err := scenario.Get(f.scenario)
+			if err != nil {
+				return err
+			}
+			if _, err := scenario.Up(common.Context(cmd), d, c, sc, progress(streams)); err != nil {
 				return fmt.Errorf("%w\n(the lab may be partly up: `kubeslow lab status` shows it, `kubeslow lab down` removes it)", err)
 			}
 			_, err = fmt.Fprintf(streams.Out, "lab is up: kubectl --kubeconfig %s get nodes\n", d.AdminKubeconfig())
@@ -125,6 +132,7 @@ func newUp(streams common.IOStreams) *cobra.Command {
 		},
 	}
 	fl := cmd.Flags()
+	fl.StringVar(&f.scenario, "scenario", "healthy", "fault scenario to reproduce (see `kubeslow lab scenarios`)")
 	fl.IntVar(&f.nodes, "nodes", 10, fmt.Sprintf("number of simulated (kwok) nodes, 0..%d", lab.MaxKwokNodes))
 	fl.StringVar(&f.etcd, "etcd-storage", "tmpfs", "etcd data: tmpfs, loop (a loop device the lab makes), dir:/path, or device:/dev/name (a block device with a filesystem)")
 	fl.IntVar(&f.etcdWriteIOPS, "etcd-write-iops", 0, "throttle etcd's writes to its data device to this many IOPS (blkio cgroup; needs --etcd-storage loop or device:)")
@@ -206,6 +214,9 @@ func writeStatus(streams common.IOStreams, s *lab.Status) error {
 	state := "up"
 	if !s.Up {
 		state = "DEGRADED (some components are not running)"
+	}
+	if s.Scenario != "" {
+		state += ", scenario " + s.Scenario
 	}
 	fmt.Fprintf(w, "lab: %s since %s\n  apiserver  %s\n  kubeconfig %s\n  audit log  %s\n  etcd       %s (storage %s)\n\n",
 		state, s.Started.Local().Format(time.RFC3339), s.APIServer, s.Kubeconfig, s.AuditLog, s.Etcd, s.EtcdData)

@@ -1,0 +1,104 @@
+// Package scenario names the lab's fault scenarios: each reproduces one field case's signature against the
+// real components (a setting of the lab, background load run as lab processes, or both), and says which
+// finding kubeslow must report for it.
+package scenario
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/kubeslow/kubeslow/internal/lab"
+)
+
+// Scenario is one named fault.
+type Scenario struct {
+	Name        string
+	Case        string
+	Description string
+	// Configure adjusts the lab's settings before it starts.
+	Configure func(c *lab.Config)
+	// Start runs after the lab is up: it starts background load (as lab processes, so `lab down` stops them).
+	Start func(ctx context.Context, d lab.Dirs, c *lab.Config, progress lab.Progress) error
+	// Expect lists the finding IDs kubeslow must report on this scenario (the scenario tests assert them).
+	Expect []string
+}
+
+// SlowNode is the kwok node whose pods the slow-node scenario delays.
+const SlowNode = "kwok-node-2"
+
+// All returns every scenario, by name.
+func All() []Scenario {
+	return []Scenario{
+		{Name: "healthy", Description: "no fault: kubeslow must report no finding", Configure: func(*lab.Config) {}},
+		{Name: "slow-node", Case: "E", Description: "kwok delays sandbox/network readiness of pods on " + SlowNode + " by 3 s; the others take 0.2-0.5 s",
+			Configure: func(c *lab.Config) {
+				c.Nodes = max(c.Nodes, 4)
+				c.Kwok = lab.KwokSettings{PodReadyDelay: dur(200 * time.Millisecond), PodReadyJitter: dur(300 * time.Millisecond),
+					SlowNodes: []string{SlowNode}, SlowNodeDelay: dur(3 * time.Second)}
+			}, Expect: []string{"KS-POD-NODE"}},
+		{Name: "slow-scheduler", Case: "E", Description: "kube-scheduler's API client throttled to 5 QPS (burst 5): binding pods queues",
+			Configure: func(c *lab.Config) { c.Scheduler = lab.ClientSettings{QPS: 5, Burst: 5} }, Expect: []string{"KS-POD-PHASE"}},
+		{Name: "cm-throttled", Case: "E", Description: "kube-controller-manager at its default 20 QPS (burst 30): a large Deployment's pods are created at ~20/s",
+			Configure: func(c *lab.Config) { c.ControllerManager = lab.ClientSettings{QPS: 20, Burst: 30} }, Expect: []string{"KS-POD-RATE"}},
+		{Name: "list-storm", Case: "B", Description: "20 clients with user agent node-monitor/1.0 LIST all Events every second (3,000 Events seeded)",
+			Configure: func(*lab.Config) {},
+			Start: func(ctx context.Context, d lab.Dirs, c *lab.Config, progress lab.Progress) error {
+				return lab.StartLabProcess(d, "storm-list", []string{c.AgentBinary, "lab", "storm", "list-events",
+					"--clients", "20", "--interval", "1s", "--user-agent", ListStormUserAgent, "--seed-events", "3000", "--duration", "30m"})
+			}, Expect: []string{"KS-AUDIT-LIST"}},
+		{Name: "conflict-storm", Case: "E", Description: "8 IPAM clients (user agent calico-ipam/lab) race to update 2 IPAMBlock objects, retrying at once on 409",
+			Configure: func(*lab.Config) {},
+			Start: func(ctx context.Context, d lab.Dirs, c *lab.Config, progress lab.Progress) error {
+				return lab.StartLabProcess(d, "storm-conflict", []string{c.AgentBinary, "lab", "storm", "conflicts",
+					"--clients", "8", "--blocks", "2", "--qps", "20", "--user-agent", ConflictStormUserAgent, "--duration", "30m"})
+			}, Expect: []string{"KS-AUDIT-409"}},
+		{Name: "etcd-quota", Case: "B", Description: "etcd --quota-backend-bytes 48 MiB, filled with ConfigMaps until the NOSPACE alarm stops writes",
+			Configure: func(c *lab.Config) { c.EtcdQuotaBytes = 48 << 20 },
+			Start: func(ctx context.Context, d lab.Dirs, c *lab.Config, progress lab.Progress) error {
+				return lab.FillEtcd(ctx, d, 64<<20, progress)
+			}, Expect: []string{"KS-ETCD-QUOTA"}},
+		{Name: "slow-etcd-disk", Case: "B", Description: "etcd on a loop device whose writes the blkio cgroup throttles to 30 IOPS: WAL fsync takes tens of ms",
+			Configure: func(c *lab.Config) { c.Etcd = lab.EtcdStorage{Kind: "loop"}; c.EtcdWriteIOPS = 30 }, Expect: []string{"KS-ETCD-FSYNC"}},
+	}
+}
+
+// The storms' distinctive user agents, which the audit analysis must name.
+const (
+	ListStormUserAgent     = "node-monitor/1.0 (linux/amd64) lab-agent"
+	ConflictStormUserAgent = "calico-ipam/lab (linux/amd64)"
+)
+
+func dur(d time.Duration) lab.Duration { return lab.Duration{Duration: d} }
+
+// Get returns the named scenario.
+func Get(name string) (Scenario, error) {
+	var names []string
+	for _, s := range All() {
+		if s.Name == name {
+			return s, nil
+		}
+		names = append(names, s.Name)
+	}
+	sort.Strings(names)
+	return Scenario{}, fmt.Errorf("unknown scenario %q (known: %s)", name, strings.Join(names, ", "))
+}
+
+// Up applies the scenario to c, starts the lab and then the scenario's load.
+func Up(ctx context.Context, d lab.Dirs, c lab.Config, s Scenario, progress lab.Progress) (*lab.State, error) {
+	s.Configure(&c)
+	c.Scenario = s.Name
+	st, err := lab.Up(ctx, d, c, progress)
+	if err != nil {
+		return nil, err
+	}
+	if s.Start != nil {
+		if err := s.Start(ctx, d, &c, progress); err != nil {
+			return st, fmt.Errorf("scenario %s: %w", s.Name, err)
+		}
+		progress("scenario %s running: %s", s.Name, s.Description)
+	}
+	return st, nil
+}

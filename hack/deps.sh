@@ -6,7 +6,7 @@ set -euo pipefail
 # Debian packages: iproute2/util-linux (network namespaces, nsenter, mount), iptables/conntrack (kube-proxy
 # and the network lab), containerd/runc/CNI plugins (real lab nodes), jq/wrk (peer tools the benchmarks
 # compare against), e2fsprogs (formatting lab block devices), procps.
-PKGS=(iproute2 util-linux procps curl e2fsprogs iptables conntrack containerd runc containernetworking-plugins jq wrk)
+PKGS=(iproute2 util-linux procps curl nftables e2fsprogs iptables conntrack containerd runc containernetworking-plugins jq wrk)
 
 missing=()
 for p in "${PKGS[@]}"; do

@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 
+	"github.com/kubeslow/kubeslow/internal/check"
 	"github.com/kubeslow/kubeslow/internal/measure"
 	"github.com/kubeslow/kubeslow/internal/version"
 	"github.com/kubeslow/kubeslow/pkg/result"
@@ -32,6 +33,8 @@ type Options struct {
 	Budget time.Duration
 	// Progress gets one line per measurement.
 	Progress func(format string, args ...any)
+	// Rules are the findings engine's rules (evaluated after every measurement has run).
+	Rules []check.Rule
 }
 
 // Run executes ms and returns the report. Measurement failures are recorded in their results; Run itself
@@ -74,6 +77,9 @@ func Run(ctx context.Context, o Options, ms []measure.Measurement) *result.Repor
 			rep.Findings = append(rep.Findings, d.Diagnose(res)...)
 		}
 	}
+	findings, evals := check.Evaluate(rep, o.Rules)
+	rep.Findings = append(rep.Findings, findings...)
+	rep.Rules = evals
 	rep.End = o.Clock.Now().UTC()
 	return rep
 }

@@ -29,6 +29,17 @@ type Report struct {
 	Results []Result `json:"results"`
 	// Findings are the named causes, each resting on numbers from Results.
 	Findings []Finding `json:"findings"`
+	// Rules says, for every rule of the findings engine, whether it fired, was clear, or could not be
+	// evaluated because its inputs were not measured.
+	Rules []RuleEvaluation `json:"rules,omitempty"`
+}
+
+// RuleEvaluation is the outcome of one rule.
+type RuleEvaluation struct {
+	ID string `json:"id"`
+	// Status is "fired", "clear" or "not-evaluated".
+	Status string `json:"status"`
+	Reason string `json:"reason,omitempty"`
 }
 
 // Tool identifies the kubeslow build that produced a report.

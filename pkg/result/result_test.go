@@ -34,6 +34,7 @@ func sample() *result.Report {
 			Threshold:   result.Threshold{Op: ">", Value: 5, Unit: "seconds", Source: "Kubernetes SIG Scalability pod startup SLO"},
 			Remediation: "look at the CNI", Cases: []string{"E"}, Results: []string{"pods.startup"},
 		}},
+		Rules: []result.RuleEvaluation{{ID: "KS-POD-001", Status: "fired"}, {ID: "KS-ETCD-001", Status: "not-evaluated", Reason: "etcd.health was not measured (Skip: no etcd endpoint configured)"}},
 	}
 }
 

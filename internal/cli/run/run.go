@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kubeslow/kubeslow/internal/check"
 	"github.com/kubeslow/kubeslow/internal/cli/common"
 	"github.com/kubeslow/kubeslow/internal/kube"
 	"github.com/kubeslow/kubeslow/internal/measure"
@@ -123,7 +124,7 @@ func (f *flags) run(ctx context.Context, streams common.IOStreams) (*result.Repo
 	}
 	rep := runner.Run(ctx, runner.Options{
 		Client: c.Client, Config: c.Config, Cluster: cl, Clock: clk, Log: log, RunID: runID, Namespace: ns,
-		Lab: labInfo, Budget: f.budget, Progress: streams.Progressf,
+		Lab: labInfo, Budget: f.budget, Progress: streams.Progressf, Rules: check.Rules(),
 	}, ms)
 	return rep, nil
 }

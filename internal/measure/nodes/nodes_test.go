@@ -1,4 +1,4 @@
-package nodes
+package nodes_test
 
 import (
 	"strings"
@@ -7,6 +7,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/kubeslow/kubeslow/internal/check"
+	"github.com/kubeslow/kubeslow/internal/measure/nodes"
 	"github.com/kubeslow/kubeslow/pkg/result"
 )
 
@@ -38,11 +40,11 @@ func TestAnalyzeAndDiagnose(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			res := Analyze(c.nodes)
+			res := nodes.Analyze(c.nodes)
 			if res.Status != c.status {
 				t.Fatalf("status %s (%s), want %s", res.Status, res.Reason, c.status)
 			}
-			fs := New().Diagnose(res)
+			fs, _ := check.Evaluate(&result.Report{Results: []result.Result{res}}, check.Rules())
 			var ids []string
 			for _, f := range fs {
 				ids = append(ids, f.ID)
@@ -56,11 +58,11 @@ func TestAnalyzeAndDiagnose(t *testing.T) {
 			}
 		})
 	}
-	res := Analyze([]corev1.Node{node("a", true), node("b", false), node("c", false)})
+	res := nodes.Analyze([]corev1.Node{node("a", true), node("b", false), node("c", false)})
 	if m := res.Metric("nodes_not_ready", nil); m == nil || m.Value != 2 {
 		t.Fatalf("nodes_not_ready = %v", m)
 	}
-	if f := New().Diagnose(res)[0]; !strings.Contains(f.Summary, "b, c") {
-		t.Fatalf("summary does not name the nodes: %s", f.Summary)
+	if res.Records[1].Values["ready"] != 0 || res.Records[1].ID != "b" {
+		t.Fatalf("records do not name the NotReady node: %+v", res.Records)
 	}
 }

@@ -54,9 +54,7 @@ func TestEvaluate(t *testing.T) {
 			if c.status == NotEvaluated && evals[0].Reason == "" {
 				t.Fatal("not-evaluated without a reason")
 			}
-			for _, f := range fs {
-				c.r.Findings = append(c.r.Findings, f)
-			}
+			c.r.Findings = append(c.r.Findings, fs...)
 			if err := c.r.Validate(); err != nil {
 				t.Fatal(err)
 			}

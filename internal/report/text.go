@@ -39,6 +39,22 @@ func WriteText(w io.Writer, r *result.Report) error {
 		ew.printf("\n")
 	}
 
+	if len(r.Rules) > 0 {
+		counts := map[string]int{}
+		var notEval []string
+		for _, e := range r.Rules {
+			counts[e.Status]++
+			if e.Status == "not-evaluated" {
+				notEval = append(notEval, e.ID+" ("+e.Reason+")")
+			}
+		}
+		ew.printf("RULES: %d fired, %d clear, %d not evaluated\n", counts["fired"], counts["clear"], counts["not-evaluated"])
+		for _, n := range notEval {
+			ew.printf("  not evaluated: %s\n", n)
+		}
+		ew.printf("\n")
+	}
+
 	ew.printf("RESULTS\n")
 	tw := tabwriter.NewWriter(ew, 2, 4, 2, ' ', 0)
 	for _, res := range r.Results {
@@ -75,10 +91,14 @@ func SortedFindings(fs []result.Finding) []result.Finding {
 	return out
 }
 
-// FormatValue prints a number compactly: integers without decimals, others with 3 significant digits.
+// FormatValue prints a number compactly: integers without decimals, large numbers rounded to an integer,
+// others with 3 significant digits.
 func FormatValue(v float64) string {
 	if v == float64(int64(v)) && v < 1e15 && v > -1e15 {
 		return strconv.FormatInt(int64(v), 10)
+	}
+	if (v >= 100 || v <= -100) && v < 1e15 && v > -1e15 {
+		return strconv.FormatFloat(v, 'f', 0, 64)
 	}
 	return strconv.FormatFloat(v, 'g', 3, 64)
 }

@@ -1,0 +1,47 @@
+package report
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kubeslow/kubeslow/pkg/result"
+)
+
+func TestWriteText(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	f := func(id string, sev result.Severity) result.Finding {
+		return result.Finding{ID: id, Severity: sev, Title: "title " + id, Summary: "summary " + id,
+			Evidence: []result.Evidence{{Name: "x", Value: 1}}, Threshold: result.Threshold{Op: ">", Value: 0.5, Unit: "seconds", Source: "src"}, Remediation: "fix " + id}
+	}
+	r := &result.Report{RunID: "r1", Start: t0, End: t0.Add(2 * time.Second), Cluster: result.Cluster{Name: "c", Server: "s", Nodes: result.NodeCounts{Total: 3, Ready: 2}},
+		Results: []result.Result{{Name: "a.b", Status: result.StatusSkip, Reason: "no permission"},
+			{Name: "c.d", Status: result.StatusWarn, Metrics: []result.Metric{{Name: "lat", Unit: "seconds", Value: 0.123456, Labels: map[string]string{"verb": "GET", "a": "1"}}}}},
+		Findings: []result.Finding{f("KS-B", result.SeverityWarning), f("KS-A", result.SeverityCritical), f("KS-C", result.SeverityWarning)},
+		Rules:    []result.RuleEvaluation{{ID: "KS-A", Status: "fired"}, {ID: "KS-X", Status: "not-evaluated", Reason: "a.b was not measured"}},
+	}
+	var b bytes.Buffer
+	if err := WriteText(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	ia, ib, ic := strings.Index(out, "KS-A"), strings.Index(out, "KS-B"), strings.Index(out, "KS-C")
+	if ia < 0 || !(ia < ib && ib < ic) {
+		t.Fatalf("findings not worst first then by id:\n%s", out)
+	}
+	for _, want := range []string{"FINDINGS (3)", "[CRITICAL] KS-A", "threshold: > 0.5 seconds (src)", "fix: fix KS-A",
+		"RULES: 1 fired, 0 clear, 1 not evaluated", "not evaluated: KS-X (a.b was not measured)", "a.b", "Skip", "no permission", "0.123", "a=1 verb=GET"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("text output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestFormatValue(t *testing.T) {
+	for v, want := range map[float64]string{3: "3", 0.5: "0.5", 1234.5678: "1235", 12.345: "12.3", 0.000123: "0.000123", -2: "-2"} {
+		if got := FormatValue(v); got != want {
+			t.Errorf("FormatValue(%v) = %q, want %q", v, got, want)
+		}
+	}
+}

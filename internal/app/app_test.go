@@ -59,7 +59,7 @@ current-context: x
 	if err := os.WriteFile(kc, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	code, out, errOut := runArgs(t, "run", "--kubeconfig", kc, "-o", "json")
+	code, out, errOut := runArgs(t, "run", "--kubeconfig", kc, "-o", "json", "--out-dir", t.TempDir())
 	if code != 2 || out != "" || !strings.Contains(errOut, "cannot reach the apiserver") {
 		t.Fatalf("unreachable: code %d stdout %q stderr %q", code, out, errOut)
 	}

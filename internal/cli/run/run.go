@@ -4,6 +4,8 @@ package run
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -18,6 +20,7 @@ import (
 	"github.com/kubeslow/kubeslow/internal/kube"
 	"github.com/kubeslow/kubeslow/internal/measure"
 	"github.com/kubeslow/kubeslow/internal/measure/all"
+	"github.com/kubeslow/kubeslow/internal/report"
 	"github.com/kubeslow/kubeslow/internal/runner"
 	"github.com/kubeslow/kubeslow/pkg/result"
 )
@@ -31,6 +34,7 @@ type flags struct {
 	budget  time.Duration
 	failOn  string
 	verbose bool
+	outDir  string
 }
 
 // NewCommand returns `kubeslow run`.
@@ -52,6 +56,18 @@ Exit codes: 0 no finding at or above --fail-on, 1 findings, 2 could not run.`,
 			if err := f.out.Write(streams, rep); err != nil {
 				return &common.ExitError{Code: 2, Err: err}
 			}
+			if f.outDir != "" {
+				path, err := writeReportFiles(f.outDir, rep)
+				if err != nil {
+					return &common.ExitError{Code: 2, Err: err}
+				}
+				streams.Progressf("report: %s", path)
+				if fs := report.SortedFindings(rep.Findings); len(fs) > 0 {
+					streams.Progressf("top finding: [%s] %s %s: %s", fs[0].Severity, fs[0].ID, fs[0].Title, fs[0].Summary)
+				} else {
+					streams.Progressf("no findings")
+				}
+			}
 			sev, _ := result.ParseSeverity(f.failOn)
 			if code := runner.ExitCode(rep, sev); code != 0 {
 				return &common.ExitError{Code: code}
@@ -68,6 +84,7 @@ Exit codes: 0 no finding at or above --fail-on, 1 findings, 2 could not run.`,
 	fl.DurationVar(&f.budget, "budget", 10*time.Minute, "time budget for the benchmarks (read-only checks always run)")
 	fl.StringVar(&f.failOn, "fail-on", "warning", "lowest finding severity that makes the exit code 1: info, warning, error, critical")
 	fl.BoolVarP(&f.verbose, "verbose", "v", false, "debug logging on stderr")
+	fl.StringVar(&f.outDir, "out-dir", ".", "directory for report.json (empty: write no files)")
 	return cmd
 }
 
@@ -127,4 +144,21 @@ func (f *flags) run(ctx context.Context, streams common.IOStreams) (*result.Repo
 		Lab: labInfo, Budget: f.budget, Progress: streams.Progressf, Rules: check.Rules(),
 	}, ms)
 	return rep, nil
+}
+
+// writeReportFiles saves the report as report.json in dir and returns its path.
+func writeReportFiles(dir string, rep *result.Report) (string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	path := filepath.Join(dir, "report.json")
+	f, err := os.Create(path)
+	if err != nil {
+		return "", err
+	}
+	if err := result.Encode(f, rep); err != nil {
+		f.Close()
+		return "", err
+	}
+	return path, f.Close()
 }

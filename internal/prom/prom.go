@@ -1,0 +1,276 @@
+// Package prom reads Prometheus text-format metrics with the ecosystem's own parser (expfmt) and analyses
+// them over a window: counter and histogram deltas between two scrapes (not lifetime totals), sums by label,
+// and histogram quantiles as Prometheus's histogram_quantile computes them.
+package prom
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"sort"
+	"strings"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+)
+
+// Snapshot is one scrape.
+type Snapshot struct {
+	At       time.Time
+	Families map[string]*dto.MetricFamily
+}
+
+// Parse reads the text exposition format. Anything else (garbage, protobuf, truncated input) is a clear
+// error, never a panic; an empty input is an error too (there is nothing to analyse).
+func Parse(r io.Reader, at time.Time) (*Snapshot, error) {
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := p.TextToMetricFamilies(r)
+	if err != nil {
+		return nil, fmt.Errorf("parsing metrics (Prometheus text format expected): %w", err)
+	}
+	if len(fams) == 0 {
+		return nil, errors.New("no metrics in the response")
+	}
+	return &Snapshot{At: at, Families: fams}, nil
+}
+
+// Labels of one series.
+type Labels map[string]string
+
+func labelsOf(m *dto.Metric) Labels {
+	l := Labels{}
+	for _, lp := range m.GetLabel() {
+		l[lp.GetName()] = lp.GetValue()
+	}
+	return l
+}
+
+// key identifies a series by all its labels.
+func (l Labels) key() string {
+	keys := make([]string, 0, len(l))
+	for k := range l {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var b strings.Builder
+	for _, k := range keys {
+		b.WriteString(k + "=" + l[k] + "\xff")
+	}
+	return b.String()
+}
+
+// Subset returns the labels named by keys.
+func (l Labels) Subset(keys []string) Labels {
+	out := Labels{}
+	for _, k := range keys {
+		out[k] = l[k]
+	}
+	return out
+}
+
+// Series is one counter/gauge value or one histogram, with its labels.
+type Series struct {
+	Labels Labels
+	Value  float64
+	Hist   *Histogram
+}
+
+// Histogram is cumulative bucket counts (by upper bound, +Inf last), a sum and a count.
+type Histogram struct {
+	Bounds []float64
+	Counts []float64
+	Sum    float64
+	Count  float64
+}
+
+// Series returns every series of a family (nil if absent).
+func (s *Snapshot) Series(name string) []Series {
+	f := s.Families[name]
+	if f == nil {
+		return nil
+	}
+	var out []Series
+	for _, m := range f.GetMetric() {
+		se := Series{Labels: labelsOf(m)}
+		switch f.GetType() {
+		case dto.MetricType_COUNTER:
+			se.Value = m.GetCounter().GetValue()
+		case dto.MetricType_GAUGE:
+			se.Value = m.GetGauge().GetValue()
+		case dto.MetricType_UNTYPED:
+			se.Value = m.GetUntyped().GetValue()
+		case dto.MetricType_HISTOGRAM:
+			h := m.GetHistogram()
+			hist := &Histogram{Sum: h.GetSampleSum(), Count: float64(h.GetSampleCount())}
+			for _, b := range h.GetBucket() {
+				hist.Bounds = append(hist.Bounds, b.GetUpperBound())
+				hist.Counts = append(hist.Counts, float64(b.GetCumulativeCount()))
+			}
+			if len(hist.Bounds) == 0 || !math.IsInf(hist.Bounds[len(hist.Bounds)-1], 1) {
+				hist.Bounds = append(hist.Bounds, math.Inf(1))
+				hist.Counts = append(hist.Counts, hist.Count)
+			}
+			se.Hist = hist
+		default:
+			continue
+		}
+		out = append(out, se)
+	}
+	return out
+}
+
+// Delta returns after-minus-before for every series of a counter or histogram family. A series whose value
+// went down was reset (the process restarted), so its after-value is the delta, as Prometheus's rate() does.
+func Delta(before, after *Snapshot, name string) []Series {
+	prev := map[string]Series{}
+	for _, s := range before.Series(name) {
+		prev[s.Labels.key()] = s
+	}
+	var out []Series
+	for _, s := range after.Series(name) {
+		p, ok := prev[s.Labels.key()]
+		d := Series{Labels: s.Labels}
+		switch {
+		case s.Hist != nil:
+			d.Hist = s.Hist
+			if ok && p.Hist != nil && p.Hist.Count <= s.Hist.Count && sameBounds(p.Hist, s.Hist) {
+				d.Hist = s.Hist.minus(p.Hist)
+			}
+		default:
+			d.Value = s.Value
+			if ok && p.Value <= s.Value {
+				d.Value = s.Value - p.Value
+			}
+		}
+		out = append(out, d)
+	}
+	return out
+}
+
+func sameBounds(a, b *Histogram) bool {
+	if len(a.Bounds) != len(b.Bounds) {
+		return false
+	}
+	for i := range a.Bounds {
+		if a.Bounds[i] != b.Bounds[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func (h *Histogram) minus(p *Histogram) *Histogram {
+	out := &Histogram{Bounds: h.Bounds, Counts: make([]float64, len(h.Counts)), Sum: h.Sum - p.Sum, Count: h.Count - p.Count}
+	for i := range h.Counts {
+		out.Counts[i] = h.Counts[i] - p.Counts[i]
+	}
+	return out
+}
+
+// Add merges o into h (same bounds).
+func (h *Histogram) Add(o *Histogram) {
+	if len(h.Counts) == 0 {
+		h.Bounds = o.Bounds
+		h.Counts = make([]float64, len(o.Counts))
+	}
+	if !sameBounds(h, o) {
+		return
+	}
+	for i := range o.Counts {
+		h.Counts[i] += o.Counts[i]
+	}
+	h.Sum += o.Sum
+	h.Count += o.Count
+}
+
+// Quantile is Prometheus's histogram_quantile: linear interpolation inside the bucket where the rank falls;
+// in the +Inf bucket it returns the highest finite bound. ok is false without observations.
+func (h *Histogram) Quantile(q float64) (v float64, ok bool) {
+	if h == nil || len(h.Counts) == 0 || h.Counts[len(h.Counts)-1] <= 0 || q < 0 || q > 1 {
+		return 0, false
+	}
+	total := h.Counts[len(h.Counts)-1]
+	rank := q * total
+	i := sort.Search(len(h.Counts), func(i int) bool { return h.Counts[i] >= rank })
+	if i == len(h.Bounds)-1 && math.IsInf(h.Bounds[i], 1) {
+		if i == 0 {
+			return 0, false
+		}
+		return h.Bounds[i-1], true
+	}
+	lower, below := 0.0, 0.0
+	if i > 0 {
+		lower, below = h.Bounds[i-1], h.Counts[i-1]
+	}
+	inBucket := h.Counts[i] - below
+	if inBucket <= 0 {
+		return h.Bounds[i], true
+	}
+	return lower + (h.Bounds[i]-lower)*((rank-below)/inBucket), true
+}
+
+// GroupCounters sums counter deltas by the given labels, keeping series for which keep returns true.
+func GroupCounters(series []Series, by []string, keep func(Labels) bool) map[string]*Group {
+	out := map[string]*Group{}
+	for _, s := range series {
+		if keep != nil && !keep(s.Labels) {
+			continue
+		}
+		sub := s.Labels.Subset(by)
+		k := sub.key()
+		g := out[k]
+		if g == nil {
+			g = &Group{Labels: sub}
+			out[k] = g
+		}
+		g.Value += s.Value
+		if s.Hist != nil {
+			if g.Hist == nil {
+				g.Hist = &Histogram{}
+			}
+			g.Hist.Add(s.Hist)
+		}
+	}
+	return out
+}
+
+// Group is a sum over series sharing some labels.
+type Group struct {
+	Labels Labels
+	Value  float64
+	Hist   *Histogram
+}
+
+// Sorted returns groups in a stable order (by their labels).
+func Sorted(groups map[string]*Group) []*Group {
+	keys := make([]string, 0, len(groups))
+	for k := range groups {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	out := make([]*Group, len(keys))
+	for i, k := range keys {
+		out[i] = groups[k]
+	}
+	return out
+}
+
+// Gauge returns the first value of a gauge family matching labels, and whether it exists.
+func (s *Snapshot) Gauge(name string, match Labels) (float64, bool) {
+	for _, se := range s.Series(name) {
+		ok := true
+		for k, v := range match {
+			if se.Labels[k] != v {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			return se.Value, true
+		}
+	}
+	return 0, false
+}

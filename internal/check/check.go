@@ -107,6 +107,10 @@ func unitSuffix(u string) string {
 		return ""
 	case "seconds":
 		return " s"
+	case "per_minute":
+		return "/min"
+	case "bytes_per_second":
+		return " B/s"
 	}
 	return " " + u
 }

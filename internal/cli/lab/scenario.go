@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/kubeslow/kubeslow/internal/cli/common"
 	"github.com/kubeslow/kubeslow/internal/lab"
@@ -32,16 +34,24 @@ func newScenarios(streams common.IOStreams) *cobra.Command {
 // newStorm is the hidden `lab storm` group: the scenarios' load generators, run as lab processes.
 func newStorm(streams common.IOStreams) *cobra.Command {
 	cmd := &cobra.Command{Use: "storm", Short: "Scenario load generators (run by `lab up --scenario`)", Hidden: true}
+	var kubeconfig string
+	cmd.PersistentFlags().StringVar(&kubeconfig, "kubeconfig", "", "the lab's admin kubeconfig (default: the default lab's)")
+	restConfig := func() (*rest.Config, error) {
+		if kubeconfig != "" {
+			return clientcmd.BuildConfigFromFlags("", kubeconfig)
+		}
+		d, err := lab.DefaultDirs()
+		if err != nil {
+			return nil, err
+		}
+		return lab.AdminRESTConfig(d)
+	}
 	var lo storm.ListOptions
 	list := &cobra.Command{
 		Use:  "list-events",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			d, err := lab.DefaultDirs()
-			if err != nil {
-				return err
-			}
-			cfg, err := lab.AdminRESTConfig(d)
+			cfg, err := restConfig()
 			if err != nil {
 				return err
 			}
@@ -62,11 +72,7 @@ func newStorm(streams common.IOStreams) *cobra.Command {
 		Use:  "conflicts",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			d, err := lab.DefaultDirs()
-			if err != nil {
-				return err
-			}
-			cfg, err := lab.AdminRESTConfig(d)
+			cfg, err := restConfig()
 			if err != nil {
 				return err
 			}

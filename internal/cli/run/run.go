@@ -35,6 +35,8 @@ type flags struct {
 	failOn  string
 	verbose bool
 	outDir  string
+	window  time.Duration
+	etcd    string
 }
 
 // NewCommand returns `kubeslow run`.
@@ -85,6 +87,8 @@ Exit codes: 0 no finding at or above --fail-on, 1 findings, 2 could not run.`,
 	fl.StringVar(&f.failOn, "fail-on", "warning", "lowest finding severity that makes the exit code 1: info, warning, error, critical")
 	fl.BoolVarP(&f.verbose, "verbose", "v", false, "debug logging on stderr")
 	fl.StringVar(&f.outDir, "out-dir", ".", "directory for report.json (empty: write no files)")
+	fl.DurationVar(&f.window, "window", 0, "observation window of metric-based measurements (default: 20s quick, 60s full)")
+	fl.StringVar(&f.etcd, "etcd-endpoint", "", "etcd metrics endpoint, e.g. http://127.0.0.1:2381 through a port-forward (the lab's is known)")
 	return cmd
 }
 
@@ -98,7 +102,11 @@ func (f *flags) run(ctx context.Context, streams common.IOStreams) (*result.Repo
 	if f.profile != "quick" && f.profile != "full" {
 		return nil, fmt.Errorf("unknown profile %q (want quick or full)", f.profile)
 	}
-	ms, err := all.Registry().Select(f.only, f.skip)
+	window := f.window
+	if window == 0 {
+		window = map[string]time.Duration{"quick": 20 * time.Second, "full": 60 * time.Second}[f.profile]
+	}
+	ms, err := all.Registry(all.Options{Window: window, EtcdEndpoint: f.etcd}).Select(f.only, f.skip)
 	if err != nil {
 		return nil, err
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/kubeslow/kubeslow/internal/lab"
+	"github.com/kubeslow/kubeslow/internal/lab/storm"
 )
 
 // Scenario is one named fault.
@@ -46,20 +47,28 @@ func All() []Scenario {
 		{Name: "list-storm", Case: "B", Description: "20 clients with user agent node-monitor/1.0 LIST all Events every second (3,000 Events seeded)",
 			Configure: func(*lab.Config) {},
 			Start: func(ctx context.Context, d lab.Dirs, c *lab.Config, progress lab.Progress) error {
-				return lab.StartLabProcess(d, "storm-list", []string{c.AgentBinary, "lab", "storm", "list-events",
-					"--clients", "20", "--interval", "1s", "--user-agent", ListStormUserAgent, "--seed-events", "3000", "--duration", "30m"})
-			}, Expect: []string{"KS-AUDIT-LIST"}},
+				client, err := lab.AdminClient(d)
+				if err != nil {
+					return err
+				}
+				if err := storm.SeedEvents(ctx, client, 3000); err != nil {
+					return err
+				}
+				progress("3000 Events seeded")
+				return lab.StartLabProcess(d, "storm-list", []string{c.AgentBinary, "lab", "storm", "list-events", "--kubeconfig", d.AdminKubeconfig(),
+					"--clients", "20", "--interval", "1s", "--user-agent", ListStormUserAgent, "--seed-events", "0", "--duration", "30m"})
+			}, Expect: []string{"KS-API-LIST-BYTES"}},
 		{Name: "conflict-storm", Case: "E", Description: "8 IPAM clients (user agent calico-ipam/lab) race to update 2 IPAMBlock objects, retrying at once on 409",
 			Configure: func(*lab.Config) {},
 			Start: func(ctx context.Context, d lab.Dirs, c *lab.Config, progress lab.Progress) error {
-				return lab.StartLabProcess(d, "storm-conflict", []string{c.AgentBinary, "lab", "storm", "conflicts",
+				return lab.StartLabProcess(d, "storm-conflict", []string{c.AgentBinary, "lab", "storm", "conflicts", "--kubeconfig", d.AdminKubeconfig(),
 					"--clients", "8", "--blocks", "2", "--qps", "20", "--user-agent", ConflictStormUserAgent, "--duration", "30m"})
-			}, Expect: []string{"KS-AUDIT-409"}},
+			}, Expect: []string{"KS-API-409"}},
 		{Name: "etcd-quota", Case: "B", Description: "etcd --quota-backend-bytes 48 MiB, filled with ConfigMaps until the NOSPACE alarm stops writes",
 			Configure: func(c *lab.Config) { c.EtcdQuotaBytes = 48 << 20 },
 			Start: func(ctx context.Context, d lab.Dirs, c *lab.Config, progress lab.Progress) error {
 				return lab.FillEtcd(ctx, d, 64<<20, progress)
-			}, Expect: []string{"KS-ETCD-QUOTA"}},
+			}, Expect: []string{"KS-ETCD-NOSPACE"}},
 		{Name: "slow-etcd-disk", Case: "B", Description: "etcd on a loop device whose writes the blkio cgroup throttles to 30 IOPS: WAL fsync takes tens of ms",
 			Configure: func(c *lab.Config) { c.Etcd = lab.EtcdStorage{Kind: "loop"}; c.EtcdWriteIOPS = 30 }, Expect: []string{"KS-ETCD-FSYNC"}},
 	}

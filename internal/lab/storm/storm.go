@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	"golang.org/x/time/rate"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -57,7 +58,7 @@ func ListEvents(ctx context.Context, cfg *rest.Config, o ListOptions, log *slog.
 	if err != nil {
 		return nil, err
 	}
-	if err := seedEvents(ctx, c, o.SeedEvents); err != nil {
+	if err := SeedEvents(ctx, c, o.SeedEvents); err != nil {
 		return nil, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, o.Duration)
@@ -92,13 +93,19 @@ func ListEvents(ctx context.Context, cfg *rest.Config, o ListOptions, log *slog.
 	return counts, nil
 }
 
-// seedEvents creates n Events in the default namespace (unless they exist).
-func seedEvents(ctx context.Context, c kubernetes.Interface, n int) error {
-	lim := rate.NewLimiter(200, 50)
+// SeedEvents creates n Events in the default namespace (unless they exist), 8 at a time; the client's own
+// rate limit bounds the rate.
+func SeedEvents(ctx context.Context, c kubernetes.Interface, n int) error {
+	g, ctx := errgroup.WithContext(ctx)
+	g.SetLimit(8)
 	for i := 0; i < n; i++ {
-		if err := lim.Wait(ctx); err != nil {
-			return err
-		}
+		g.Go(func() error { return seedEvent(ctx, c, i) })
+	}
+	return g.Wait()
+}
+
+func seedEvent(ctx context.Context, c kubernetes.Interface, i int) error {
+	{
 		ev := &corev1.Event{
 			ObjectMeta:     metav1.ObjectMeta{Name: fmt.Sprintf("kubeslow-lab-storm-%05d", i), Namespace: "default"},
 			InvolvedObject: corev1.ObjectReference{Kind: "Node", Name: fmt.Sprintf("kwok-node-%d", i%50+1)},

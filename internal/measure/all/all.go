@@ -2,13 +2,30 @@
 package all
 
 import (
+	"time"
+
 	"github.com/kubeslow/kubeslow/internal/measure"
+	"github.com/kubeslow/kubeslow/internal/measure/apislo"
+	"github.com/kubeslow/kubeslow/internal/measure/etcdhealth"
 	"github.com/kubeslow/kubeslow/internal/measure/nodes"
 )
 
+// Options are the settings measurements take from the command line.
+type Options struct {
+	// Window is how long window-based measurements observe (two metric scrapes this far apart).
+	Window time.Duration
+	// EtcdEndpoint is etcd's metrics endpoint when it is reachable (the lab's is found automatically).
+	EtcdEndpoint string
+}
+
 // Registry returns every measurement, in the order reports list them.
-func Registry() *measure.Registry {
+func Registry(o Options) *measure.Registry {
+	if o.Window <= 0 {
+		o.Window = 20 * time.Second
+	}
 	return measure.NewRegistry(
 		nodes.New(),
+		apislo.New(o.Window),
+		etcdhealth.New(o.Window, o.EtcdEndpoint),
 	)
 }

@@ -1,0 +1,183 @@
+// Package apislo is the API responsiveness measurement: apiserver metrics scraped through the API twice, and
+// analysed over the window between them — latency percentiles per verb/resource/scope against the SIG
+// Scalability SLOs, response codes (409 conflicts, 429 throttling), API Priority and Fairness rejections,
+// LIST response volume by resource, and the apiserver's own view of etcd latency.
+package apislo
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"sort"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	"github.com/kubeslow/kubeslow/internal/measure"
+	"github.com/kubeslow/kubeslow/internal/prom"
+	"github.com/kubeslow/kubeslow/pkg/result"
+)
+
+// Name of the measurement.
+const Name = "api.responsiveness"
+
+// SLO thresholds (Kubernetes SIG Scalability, "API call latency" SLO): p99 <= 1 s for mutating and
+// single-object calls, <= 30 s for LIST at namespace and cluster scope.
+const (
+	SLOSingle = 1.0
+	SLOList   = 30.0
+	// MinRequests is the fewest calls of one verb/resource/scope in the window for which a p99 is reported.
+	MinRequests = 10
+)
+
+// Measurement scrapes /metrics twice, Window apart.
+type Measurement struct{ Window time.Duration }
+
+// New returns the measurement with a window.
+func New(window time.Duration) *Measurement { return &Measurement{Window: window} }
+
+// Name implements measure.Measurement.
+func (*Measurement) Name() string { return Name }
+
+// Description implements measure.Measurement.
+func (m *Measurement) Description() string {
+	return fmt.Sprintf("API latency p99 per verb/resource vs SLO, 409/429 rates, APF rejections, LIST bytes, over %s of apiserver metrics", m.Window)
+}
+
+func scrape(ctx context.Context, env *measure.Env) (*prom.Snapshot, error) {
+	raw, err := env.Client.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	if apierrors.IsForbidden(err) {
+		return nil, measure.Skipf("no permission to GET /metrics on the apiserver (needs the nonResourceURLs /metrics get permission): %v", err)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("GET /metrics: %w", err)
+	}
+	return prom.Parse(bytes.NewReader(raw), env.Clock.Now())
+}
+
+// Run scrapes, waits the window on env's clock, scrapes again, and analyses the difference.
+func (m *Measurement) Run(ctx context.Context, env *measure.Env) (result.Result, error) {
+	before, err := scrape(ctx, env)
+	if err != nil {
+		return result.Result{}, err
+	}
+	select {
+	case <-ctx.Done():
+		return result.Result{}, ctx.Err()
+	case <-env.Clock.After(m.Window):
+	}
+	after, err := scrape(ctx, env)
+	if err != nil {
+		return result.Result{}, err
+	}
+	return Analyze(before, after), nil
+}
+
+var excludedVerbs = map[string]bool{"WATCH": true, "WATCHLIST": true, "CONNECT": true}
+var excludedSub = map[string]bool{"proxy": true, "log": true, "exec": true, "attach": true, "portforward": true}
+
+// Analyze computes the result from two scrapes (pure).
+func Analyze(before, after *prom.Snapshot) result.Result {
+	res := result.Result{Name: Name, Status: result.StatusPass}
+	secs := after.At.Sub(before.At).Seconds()
+	if secs <= 0 {
+		secs = 1
+	}
+	add := func(name, unit string, v float64, labels map[string]string) {
+		res.Metrics = append(res.Metrics, result.Metric{Name: name, Unit: unit, Value: v, Labels: labels})
+	}
+	add("window", "seconds", secs, nil)
+
+	// Latency against the SLO. The SLI histogram excludes webhook and priority-and-fairness waiting time;
+	// older apiservers only have the plain duration histogram.
+	latName := "apiserver_request_sli_duration_seconds"
+	if after.Families[latName] == nil {
+		latName = "apiserver_request_duration_seconds"
+	}
+	groups := prom.GroupCounters(prom.Delta(before, after, latName), []string{"verb", "resource", "subresource", "scope"},
+		func(l prom.Labels) bool { return !excludedVerbs[l["verb"]] && !excludedSub[l["subresource"]] })
+	breaches := 0
+	for _, g := range prom.Sorted(groups) {
+		if g.Hist == nil || g.Hist.Count < MinRequests {
+			continue // too few calls in the window for a percentile to mean anything
+		}
+		p99, ok := g.Hist.Quantile(0.99)
+		if !ok {
+			continue
+		}
+		l := map[string]string{"verb": g.Labels["verb"], "resource": g.Labels["resource"], "scope": g.Labels["scope"]}
+		if s := g.Labels["subresource"]; s != "" {
+			l["subresource"] = s
+		}
+		name, slo := "latency_p99_single", SLOSingle
+		if g.Labels["verb"] == "LIST" && g.Labels["scope"] != "resource" {
+			name, slo = "latency_p99_list", SLOList
+		}
+		add(name, "seconds", p99, l)
+		if p99 > slo {
+			breaches++
+		}
+	}
+
+	// Rates and codes.
+	total := prom.Delta(before, after, "apiserver_request_total")
+	var all float64
+	for _, s := range total {
+		all += s.Value
+	}
+	add("requests_per_second", "requests_per_second", all/secs, nil)
+	for code, metric := range map[string]string{"409": "conflicts_per_minute", "429": "throttled_per_minute"} {
+		byRes := prom.GroupCounters(total, []string{"group", "resource", "verb"}, func(l prom.Labels) bool { return l["code"] == code })
+		for _, g := range prom.Sorted(byRes) {
+			if g.Value > 0 {
+				add(metric, "per_minute", g.Value/secs*60, map[string]string{"group": g.Labels["group"], "resource": g.Labels["resource"], "verb": g.Labels["verb"]})
+			}
+		}
+	}
+	apf := prom.GroupCounters(prom.Delta(before, after, "apiserver_flowcontrol_rejected_requests_total"), []string{"priority_level", "reason"}, nil)
+	for _, g := range prom.Sorted(apf) {
+		if g.Value > 0 {
+			add("apf_rejected_per_minute", "per_minute", g.Value/secs*60, map[string]string{"priority_level": g.Labels["priority_level"], "reason": g.Labels["reason"]})
+		}
+	}
+
+	// LIST response volume by resource.
+	sizes := prom.GroupCounters(prom.Delta(before, after, "apiserver_response_sizes"), []string{"resource"}, func(l prom.Labels) bool { return l["verb"] == "LIST" })
+	type vol struct {
+		resource string
+		bytes    float64
+	}
+	var vols []vol
+	var listBytes float64
+	for _, g := range sizes {
+		if g.Hist != nil && g.Hist.Sum > 0 {
+			vols = append(vols, vol{g.Labels["resource"], g.Hist.Sum})
+			listBytes += g.Hist.Sum
+		}
+	}
+	sort.Slice(vols, func(i, j int) bool { return vols[i].bytes > vols[j].bytes })
+	add("list_bytes_per_second", "bytes_per_second", listBytes/secs, nil)
+	for i, v := range vols {
+		if i == 5 {
+			break
+		}
+		add("list_bytes_per_second", "bytes_per_second", v.bytes/secs, map[string]string{"resource": v.resource})
+		add("list_bytes_share", "ratio", v.bytes/listBytes, map[string]string{"resource": v.resource})
+	}
+
+	// The apiserver's view of etcd.
+	etcd := prom.GroupCounters(prom.Delta(before, after, "etcd_request_duration_seconds"), []string{"operation", "type"}, nil)
+	for _, g := range prom.Sorted(etcd) {
+		if g.Hist == nil || g.Hist.Count < 10 {
+			continue
+		}
+		if p99, ok := g.Hist.Quantile(0.99); ok {
+			add("etcd_request_p99", "seconds", p99, map[string]string{"operation": g.Labels["operation"], "type": g.Labels["type"]})
+		}
+	}
+	if breaches > 0 {
+		res.Status = result.StatusFail
+		res.Reason = fmt.Sprintf("%d verb/resource groups over their latency SLO", breaches)
+	}
+	return res
+}

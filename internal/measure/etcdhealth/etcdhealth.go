@@ -1,0 +1,201 @@
+// Package etcdhealth is the etcd measurement: etcd's own metrics over a window (WAL fsync and backend commit
+// latency, database size against the quota, leader changes) and its active alarms (NOSPACE). etcd is rarely
+// reachable from outside the control plane: without an endpoint the measurement is skipped with the reason.
+package etcdhealth
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/kubeslow/kubeslow/internal/measure"
+	"github.com/kubeslow/kubeslow/internal/prom"
+	"github.com/kubeslow/kubeslow/pkg/result"
+)
+
+// Name of the measurement.
+const Name = "etcd.health"
+
+// Thresholds from etcd's documentation (hardware recommendations / tuning: "99th percentile of
+// wal_fsync_duration_seconds should be less than 10ms", backend commit "less than 25ms").
+const (
+	FsyncP99Max  = 0.010
+	CommitP99Max = 0.025
+	// MinSamples is how many fsyncs the window needs for a p99 to mean anything.
+	MinSamples = 5
+)
+
+// Measurement reads etcd's metrics endpoint.
+type Measurement struct {
+	Window time.Duration
+	// Endpoint overrides the lab's etcd endpoint (e.g. a port-forward to an etcd member, plain http).
+	Endpoint string
+	Client   *http.Client
+}
+
+// New returns the measurement.
+func New(window time.Duration, endpoint string) *Measurement {
+	return &Measurement{Window: window, Endpoint: endpoint, Client: &http.Client{Timeout: 10 * time.Second}}
+}
+
+// Name implements measure.Measurement.
+func (*Measurement) Name() string { return Name }
+
+// Description implements measure.Measurement.
+func (m *Measurement) Description() string {
+	return fmt.Sprintf("etcd WAL fsync and commit p99, database size vs quota, alarms, leader changes, over %s", m.Window)
+}
+
+func (m *Measurement) endpoint(env *measure.Env) string {
+	if m.Endpoint != "" {
+		return strings.TrimRight(m.Endpoint, "/")
+	}
+	if env.Lab != nil {
+		return strings.TrimRight(env.Lab.EtcdEndpoint, "/")
+	}
+	return ""
+}
+
+func (m *Measurement) scrape(ctx context.Context, env *measure.Env, ep string) (*prom.Snapshot, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, ep+"/metrics", nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := m.Client.Do(req)
+	if err != nil {
+		return nil, measure.Skipf("etcd metrics endpoint %s unreachable: %v", ep, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("GET %s/metrics: %s", ep, resp.Status)
+	}
+	return prom.Parse(io.LimitReader(resp.Body, 64<<20), env.Clock.Now())
+}
+
+// alarms asks etcd (v3 JSON gateway) for its active alarms.
+func (m *Measurement) alarms(ctx context.Context, ep string) ([]string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, ep+"/v3/maintenance/alarm", strings.NewReader(`{"action":"GET"}`))
+	if err != nil {
+		return nil, err
+	}
+	resp, err := m.Client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil {
+		return nil, err
+	}
+	return ParseAlarms(body)
+}
+
+// ParseAlarms reads the alarm list of etcd's JSON gateway: {"alarms":[{"memberID":"..","alarm":"NOSPACE"}]}.
+func ParseAlarms(body []byte) ([]string, error) {
+	var r struct {
+		Alarms []struct {
+			Alarm string `json:"alarm"`
+		} `json:"alarms"`
+	}
+	if err := json.NewDecoder(bytes.NewReader(body)).Decode(&r); err != nil {
+		return nil, fmt.Errorf("etcd alarm response: %w", err)
+	}
+	var out []string
+	for _, a := range r.Alarms {
+		if a.Alarm != "" && a.Alarm != "NONE" {
+			out = append(out, a.Alarm)
+		}
+	}
+	return out, nil
+}
+
+// Run scrapes twice a window apart and reads the alarms.
+func (m *Measurement) Run(ctx context.Context, env *measure.Env) (result.Result, error) {
+	ep := m.endpoint(env)
+	if ep == "" {
+		return result.Result{}, measure.Skipf("no etcd metrics endpoint: etcd is usually not reachable from outside the control plane; pass --etcd-endpoint (e.g. through a port-forward to an etcd member)")
+	}
+	before, err := m.scrape(ctx, env, ep)
+	if err != nil {
+		return result.Result{}, err
+	}
+	select {
+	case <-ctx.Done():
+		return result.Result{}, ctx.Err()
+	case <-env.Clock.After(m.Window):
+	}
+	after, err := m.scrape(ctx, env, ep)
+	if err != nil {
+		return result.Result{}, err
+	}
+	alarms, err := m.alarms(ctx, ep)
+	if err != nil {
+		return result.Result{}, fmt.Errorf("reading etcd alarms: %w", err)
+	}
+	return Analyze(before, after, alarms), nil
+}
+
+// Analyze computes the result (pure).
+func Analyze(before, after *prom.Snapshot, alarms []string) result.Result {
+	res := result.Result{Name: Name, Status: result.StatusPass}
+	add := func(name, unit string, v float64, labels map[string]string) {
+		res.Metrics = append(res.Metrics, result.Metric{Name: name, Unit: unit, Value: v, Labels: labels})
+	}
+	var notes []string
+	for _, h := range []struct{ family, metric string }{
+		{"etcd_disk_wal_fsync_duration_seconds", "wal_fsync"},
+		{"etcd_disk_backend_commit_duration_seconds", "backend_commit"},
+	} {
+		var hist prom.Histogram
+		for _, s := range prom.Delta(before, after, h.family) {
+			if s.Hist != nil {
+				hist.Add(s.Hist)
+			}
+		}
+		add(h.metric+"_samples", "count", hist.Count, nil)
+		if hist.Count < MinSamples {
+			notes = append(notes, fmt.Sprintf("only %v %s samples in the window: no p99", hist.Count, h.metric))
+			continue
+		}
+		if p99, ok := hist.Quantile(0.99); ok {
+			add(h.metric+"_p99", "seconds", p99, nil)
+		}
+		add(h.metric+"_mean", "seconds", hist.Sum/hist.Count, nil)
+	}
+	size, okSize := after.Gauge("etcd_mvcc_db_total_size_in_bytes", nil)
+	quota, okQuota := after.Gauge("etcd_server_quota_backend_bytes", nil)
+	if okSize {
+		add("db_size_bytes", "bytes", size, nil)
+	}
+	if okQuota {
+		add("quota_bytes", "bytes", quota, nil)
+	}
+	if okSize && okQuota && quota > 0 {
+		add("db_quota_ratio", "ratio", size/quota, nil)
+	}
+	var changes float64
+	for _, s := range prom.Delta(before, after, "etcd_server_leader_changes_seen_total") {
+		changes += s.Value
+	}
+	add("leader_changes", "count", changes, nil)
+	nospace := 0.0
+	for _, a := range alarms {
+		if a == "NOSPACE" {
+			nospace = 1
+		}
+	}
+	add("alarm_nospace", "count", nospace, nil)
+	add("alarms", "count", float64(len(alarms)), nil)
+	if len(alarms) > 0 {
+		res.Status, res.Reason = result.StatusFail, "active alarms: "+strings.Join(alarms, ", ")
+	}
+	if len(notes) > 0 && res.Reason == "" {
+		res.Reason = strings.Join(notes, "; ")
+	}
+	return res
+}

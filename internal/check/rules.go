@@ -103,9 +103,9 @@ func Rules() []Rule {
 		},
 		{
 			ID: "KS-ETCD-QUOTA", Title: "etcd's database is close to its quota", Severity: result.SeverityWarning, Cases: []string{"B"},
-			Needs:     []string{etcdhealth.Name},
-			Threshold: result.Threshold{Op: ">=", Value: 0.8, Unit: "ratio", Source: "etcd: writes stop at --quota-backend-bytes; 80% leaves time to act"},
-			Summary:   "etcd's database is at {{.value}} of its quota",
+			Needs:       []string{etcdhealth.Name},
+			Threshold:   result.Threshold{Op: ">=", Value: 0.8, Unit: "ratio", Source: "etcd: writes stop at --quota-backend-bytes; 80% leaves time to act"},
+			Summary:     "etcd's database is at {{.value}} of its quota",
 			Remediation: "Compact and defragment; raise --quota-backend-bytes; find what grows (large objects, Events).",
 			Match:       MetricAbove(etcdhealth.Name, "db_quota_ratio", ">=", 0.8, "ratio"),
 		},

@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kubeslow/kubeslow/internal/cli/audit"
 	"github.com/kubeslow/kubeslow/internal/cli/cleanup"
 	"github.com/kubeslow/kubeslow/internal/cli/common"
 	"github.com/kubeslow/kubeslow/internal/cli/lab"
@@ -80,6 +81,7 @@ With no cluster at hand, "kubeslow lab up" starts a real local Kubernetes to try
 		cleanup.NewCommand(streams),
 		pause.NewCommand(streams),
 		probe.NewCommand(streams),
+		audit.NewCommand(streams),
 	)
 	return root
 }

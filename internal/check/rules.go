@@ -14,6 +14,10 @@ const sloSource = "Kubernetes SIG Scalability API call latency SLO (p99 over the
 
 // Rules returns every rule of the findings engine.
 func Rules() []Rule {
+	return append(coreRules(), AuditRules()...)
+}
+
+func coreRules() []Rule {
 	return []Rule{
 		{
 			ID: "KS-NODE-001", Title: "Nodes are NotReady", Severity: result.SeverityError, Cases: []string{"B"},

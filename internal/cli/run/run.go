@@ -37,6 +37,7 @@ type flags struct {
 	outDir  string
 	window  time.Duration
 	etcd    string
+	audit   []string
 }
 
 // NewCommand returns `kubeslow run`.
@@ -88,6 +89,7 @@ Exit codes: 0 no finding at or above --fail-on, 1 findings, 2 could not run.`,
 	fl.BoolVarP(&f.verbose, "verbose", "v", false, "debug logging on stderr")
 	fl.StringVar(&f.outDir, "out-dir", ".", "directory for report.json (empty: write no files)")
 	fl.DurationVar(&f.window, "window", 0, "observation window of metric-based measurements (default: 20s quick, 60s full)")
+	fl.StringSliceVar(&f.audit, "audit-log", nil, "apiserver audit log files or directories to attribute load to clients (the lab's is known)")
 	fl.StringVar(&f.etcd, "etcd-endpoint", "", "etcd metrics endpoint, e.g. http://127.0.0.1:2381 through a port-forward (the lab's is known)")
 	return cmd
 }
@@ -106,7 +108,7 @@ func (f *flags) run(ctx context.Context, streams common.IOStreams) (*result.Repo
 	if window == 0 {
 		window = map[string]time.Duration{"quick": 20 * time.Second, "full": 60 * time.Second}[f.profile]
 	}
-	ms, err := all.Registry(all.Options{Window: window, EtcdEndpoint: f.etcd}).Select(f.only, f.skip)
+	ms, err := all.Registry(all.Options{Window: window, EtcdEndpoint: f.etcd, AuditLogs: f.audit}).Select(f.only, f.skip)
 	if err != nil {
 		return nil, err
 	}

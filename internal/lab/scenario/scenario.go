@@ -57,13 +57,13 @@ func All() []Scenario {
 				progress("3000 Events seeded")
 				return lab.StartLabProcess(d, "storm-list", []string{c.AgentBinary, "lab", "storm", "list-events", "--kubeconfig", d.AdminKubeconfig(),
 					"--clients", "20", "--interval", "1s", "--user-agent", ListStormUserAgent, "--seed-events", "0", "--duration", "30m"})
-			}, Expect: []string{"KS-API-LIST-BYTES"}},
+			}, Expect: []string{"KS-API-LIST-BYTES", "KS-AUDIT-LIST"}},
 		{Name: "conflict-storm", Case: "E", Description: "8 IPAM clients (user agent calico-ipam/lab) race to update 2 IPAMBlock objects, retrying at once on 409",
 			Configure: func(*lab.Config) {},
 			Start: func(ctx context.Context, d lab.Dirs, c *lab.Config, progress lab.Progress) error {
 				return lab.StartLabProcess(d, "storm-conflict", []string{c.AgentBinary, "lab", "storm", "conflicts", "--kubeconfig", d.AdminKubeconfig(),
 					"--clients", "8", "--blocks", "2", "--qps", "20", "--user-agent", ConflictStormUserAgent, "--duration", "30m"})
-			}, Expect: []string{"KS-API-409"}},
+			}, Expect: []string{"KS-API-409", "KS-AUDIT-409"}},
 		{Name: "etcd-quota", Case: "B", Description: "etcd --quota-backend-bytes 48 MiB, filled with ConfigMaps until the NOSPACE alarm stops writes",
 			Configure: func(c *lab.Config) { c.EtcdQuotaBytes = 48 << 20 },
 			Start: func(ctx context.Context, d lab.Dirs, c *lab.Config, progress lab.Progress) error {

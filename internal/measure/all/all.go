@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/kubeslow/kubeslow/internal/measure"
+	"github.com/kubeslow/kubeslow/internal/measure/apiaudit"
 	"github.com/kubeslow/kubeslow/internal/measure/apislo"
 	"github.com/kubeslow/kubeslow/internal/measure/etcdhealth"
 	"github.com/kubeslow/kubeslow/internal/measure/nodes"
@@ -16,6 +17,8 @@ type Options struct {
 	Window time.Duration
 	// EtcdEndpoint is etcd's metrics endpoint when it is reachable (the lab's is found automatically).
 	EtcdEndpoint string
+	// AuditLogs are apiserver audit log files or directories (the lab's is found automatically).
+	AuditLogs []string
 }
 
 // Registry returns every measurement, in the order reports list them.
@@ -27,5 +30,6 @@ func Registry(o Options) *measure.Registry {
 		nodes.New(),
 		apislo.New(o.Window),
 		etcdhealth.New(o.Window, o.EtcdEndpoint),
+		apiaudit.New(o.Window, o.AuditLogs),
 	)
 }

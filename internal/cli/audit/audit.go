@@ -1,0 +1,75 @@
+// Package audit is `kubeslow audit FILE|DIR…`: who loads the apiserver, from its audit logs.
+package audit
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kubeslow/kubeslow/internal/auditlog"
+	"github.com/kubeslow/kubeslow/internal/check"
+	"github.com/kubeslow/kubeslow/internal/cli/common"
+	"github.com/kubeslow/kubeslow/internal/version"
+	"github.com/kubeslow/kubeslow/pkg/result"
+)
+
+// NewCommand returns `kubeslow audit`.
+func NewCommand(streams common.IOStreams) *cobra.Command {
+	var out common.OutputFlag
+	var top int
+	var since, until string
+	cmd := &cobra.Command{
+		Use:   "audit FILE|DIR...",
+		Short: "Who loads the apiserver: top clients, LIST and 409 sources, from audit logs (JSON lines, gzip, rotated sets)",
+		Args:  cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := out.Validate(); err != nil {
+				return err
+			}
+			a := auditlog.NewAnalyzer()
+			for _, b := range []struct {
+				flag string
+				dst  *time.Time
+			}{{since, &a.From}, {until, &a.To}} {
+				if b.flag == "" {
+					continue
+				}
+				t, err := time.Parse(time.RFC3339, b.flag)
+				if err != nil {
+					return fmt.Errorf("--since/--until want RFC 3339 times (2026-11-22T10:00:00Z): %w", err)
+				}
+				*b.dst = t
+			}
+			files, err := auditlog.Expand(args)
+			if err != nil {
+				return err
+			}
+			start := time.Now()
+			st, err := auditlog.Read(common.Context(cmd), files, a.Add, func(s auditlog.Stats) {
+				el := time.Since(start).Seconds()
+				streams.Progressf("read %d MB, %d lines (%.0f lines/s)", s.Bytes>>20, s.Lines, float64(s.Lines)/el)
+			})
+			if err != nil {
+				return err
+			}
+			res := a.Result(top)
+			auditlog.StatsMetrics(&res, st)
+			v, commit := version.Get()
+			rep := &result.Report{APIVersion: result.APIVersion, Kind: result.Kind, RunID: "audit-" + start.UTC().Format("20060102-150405"),
+				Tool: result.Tool{Name: "kubeslow", Version: v, Commit: commit}, Cluster: result.Cluster{Name: "audit log", Server: files[0]},
+				Start: start.UTC(), End: time.Now().UTC(), Results: []result.Result{res}}
+			rep.Findings, rep.Rules = check.Evaluate(rep, check.AuditRules())
+			if rep.Findings == nil {
+				rep.Findings = []result.Finding{}
+			}
+			streams.Progressf("%d files, %d MB, %d events, %d unreadable lines in %s", st.Files, st.Bytes>>20, st.Events, st.BadLines, time.Since(start).Round(time.Millisecond))
+			return out.Write(streams, rep)
+		},
+	}
+	out.Add(cmd)
+	cmd.Flags().IntVar(&top, "top", 10, "how many clients and objects to list")
+	cmd.Flags().StringVar(&since, "since", "", "only requests received at or after this time (RFC 3339)")
+	cmd.Flags().StringVar(&until, "until", "", "only requests received at or before this time (RFC 3339)")
+	return cmd
+}

@@ -1,0 +1,73 @@
+// Package apiaudit attributes apiserver load to clients from the apiserver's audit log over the
+// measurement window: on the lab the log is known; on a real cluster it is read when a path is given
+// (`kubeslow audit` reads saved logs offline).
+package apiaudit
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"sort"
+	"time"
+
+	"github.com/kubeslow/kubeslow/internal/auditlog"
+	"github.com/kubeslow/kubeslow/internal/measure"
+	"github.com/kubeslow/kubeslow/pkg/result"
+)
+
+// Measurement reads the audit log for the events of its window.
+type Measurement struct {
+	Window time.Duration
+	// Paths are audit log files or directories; default: the lab's audit log and its rotated files.
+	Paths []string
+	Top   int
+}
+
+// New returns the measurement.
+func New(window time.Duration, paths []string) *Measurement {
+	return &Measurement{Window: window, Paths: paths, Top: 10}
+}
+
+// Name implements measure.Measurement.
+func (*Measurement) Name() string { return auditlog.Name }
+
+// Description implements measure.Measurement.
+func (m *Measurement) Description() string {
+	return fmt.Sprintf("who loads the apiserver: top clients, LIST and 409 sources from the audit log, over %s", m.Window)
+}
+
+func (m *Measurement) files(env *measure.Env) ([]string, error) {
+	if len(m.Paths) > 0 {
+		return auditlog.Expand(m.Paths)
+	}
+	if env.Lab == nil || env.Lab.AuditLogPath == "" {
+		return nil, measure.Skipf("no audit log: on a real cluster pass --audit-log with the apiserver's audit log (or run `kubeslow audit` on a copy)")
+	}
+	// The live file and the apiserver's rotated ones (audit-<timestamp>.log), oldest first.
+	rotated, _ := filepath.Glob(filepath.Join(filepath.Dir(env.Lab.AuditLogPath), "audit-*.log"))
+	sort.Strings(rotated)
+	return append(rotated, env.Lab.AuditLogPath), nil
+}
+
+// Run waits for the window, then reads the events received during it.
+func (m *Measurement) Run(ctx context.Context, env *measure.Env) (result.Result, error) {
+	files, err := m.files(env)
+	if err != nil {
+		return result.Result{}, err
+	}
+	from := env.Clock.Now()
+	select {
+	case <-ctx.Done():
+		return result.Result{}, ctx.Err()
+	case <-env.Clock.After(m.Window):
+	}
+	a := auditlog.NewAnalyzer()
+	a.From, a.To = from, env.Clock.Now()
+	st, err := auditlog.Read(ctx, files, a.Add, nil)
+	if err != nil {
+		return result.Result{}, err
+	}
+	res := a.Result(m.Top)
+	auditlog.StatsMetrics(&res, st)
+	return res, nil
+}

@@ -16,10 +16,10 @@ import (
 func jsonEvent(t *testing.T, line []byte) Event {
 	t.Helper()
 	var raw struct {
-		Stage, Verb, UserAgent string
-		User                   struct{ Username string }
-		ObjectRef              *struct{ Resource, Subresource, APIGroup, Namespace, Name string }
-		ResponseStatus         *struct{ Code int }
+		Stage, Verb, UserAgent                   string
+		User                                     struct{ Username string }
+		ObjectRef                                *struct{ Resource, Subresource, APIGroup, Namespace, Name string }
+		ResponseStatus                           *struct{ Code int }
 		RequestReceivedTimestamp, StageTimestamp time.Time
 	}
 	if err := json.Unmarshal(line, &raw); err != nil {

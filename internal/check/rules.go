@@ -114,6 +114,15 @@ func coreRules() []Rule {
 			Match:       MetricAbove(etcdhealth.Name, "db_quota_ratio", ">=", 0.8, "ratio"),
 		},
 		{
+			ID: "KS-ETCD-EVENTS", Title: "Events share the main etcd in a large cluster", Severity: result.SeverityInfo, Cases: []string{"B"},
+			Needs: []string{nodes.Name},
+			Threshold: result.Threshold{Op: ">=", Value: eventsEtcdNodes, Unit: "nodes",
+				Source: "Kubernetes scalability SLOs' preconditions: Events in a separate etcd; case B moved them out past ~1,000 nodes"},
+			Summary:     "{{.value}} nodes and the apiserver has no --etcd-servers-overrides for /events: Event churn competes with every other write",
+			Remediation: "Run a second etcd for Events and point the apiservers at it with --etcd-servers-overrides=/events#https://...",
+			Match:       eventsEtcdMatch,
+		},
+		{
 			ID: "KS-ETCD-LEADER", Title: "etcd changed leader during the measurement", Severity: result.SeverityWarning, Cases: []string{"B"},
 			Needs:       []string{etcdhealth.Name},
 			Threshold:   result.Threshold{Op: ">", Value: 0, Unit: "count", Source: "etcd: leader elections stall writes; frequent ones point at slow disks or networks between members"},
@@ -122,6 +131,20 @@ func coreRules() []Rule {
 			Match:       MetricAbove(etcdhealth.Name, "leader_changes", ">", 0, "count"),
 		},
 	}
+}
+
+// eventsEtcdNodes is the cluster size from which Events in the main etcd are worth a note.
+const eventsEtcdNodes = 500
+
+func eventsEtcdMatch(r *result.Report) []Hit {
+	res := r.Result(nodes.Name)
+	total := res.Metric("nodes", nil)
+	if r.Cluster.Facts["events-etcd"] != "shared" || total == nil || total.Value < eventsEtcdNodes {
+		return nil
+	}
+	return []Hit{{Evidence: []result.Evidence{{Name: "nodes", Value: total.Value, Unit: "count", Result: nodes.Name},
+		{Name: "events_etcd_separate", Value: 0, Unit: "bool", Labels: map[string]string{"source": "kube-apiserver --etcd-servers-overrides"}}},
+		Vars: map[string]string{"value": report.FormatValue(total.Value)}}}
 }
 
 // listBytesMin is the LIST volume below which one resource's share does not matter.

@@ -84,8 +84,27 @@ func Discover(ctx context.Context, c kubernetes.Interface, name, server string) 
 			}
 		}
 	}
+	cl.Facts["events-etcd"] = eventsEtcd(ctx, c)
 	if svc, err := c.CoreV1().Services("kube-system").Get(ctx, "kube-dns", metav1.GetOptions{}); err == nil {
 		cl.Facts["dns-service"] = svc.Spec.ClusterIP
 	}
 	return cl, nil
+}
+
+// eventsEtcd tells whether Events have their own etcd ("separate"), share the main one ("shared"), or
+// cannot be known (no readable kube-apiserver pod, as on managed clusters), from the apiserver's
+// --etcd-servers-overrides flag.
+func eventsEtcd(ctx context.Context, c kubernetes.Interface) string {
+	pods, err := c.CoreV1().Pods("kube-system").List(ctx, metav1.ListOptions{LabelSelector: "component=kube-apiserver"})
+	if err != nil || len(pods.Items) == 0 {
+		return "unknown"
+	}
+	for _, ctr := range pods.Items[0].Spec.Containers {
+		for _, a := range append(append([]string{}, ctr.Command...), ctr.Args...) {
+			if v, ok := strings.CutPrefix(a, "--etcd-servers-overrides="); ok && strings.Contains(v, "/events#") {
+				return "separate"
+			}
+		}
+	}
+	return "shared"
 }

@@ -141,6 +141,17 @@ func Analyze(before, after *prom.Snapshot) result.Result {
 		}
 	}
 
+	// Time requests waited in API Priority and Fairness queues, per priority level.
+	waits := prom.GroupCounters(prom.Delta(before, after, "apiserver_flowcontrol_request_wait_duration_seconds"), []string{"priority_level"}, nil)
+	for _, g := range prom.Sorted(waits) {
+		if g.Hist == nil || g.Hist.Count < MinRequests {
+			continue
+		}
+		if p99, ok := g.Hist.Quantile(0.99); ok {
+			add("apf_wait_p99", "seconds", p99, map[string]string{"priority_level": g.Labels["priority_level"]})
+		}
+	}
+
 	// LIST response volume by resource.
 	sizes := prom.GroupCounters(prom.Delta(before, after, "apiserver_response_sizes"), []string{"resource"}, func(l prom.Labels) bool { return l["verb"] == "LIST" })
 	type vol struct {

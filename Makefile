@@ -8,6 +8,8 @@ BIN := bin/kubeslow
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X github.com/kubeslow/kubeslow/internal/version.Version=$(VERSION)
 DEMO_NODES ?= 50
+# A fault for the demo to diagnose (`bin/kubeslow lab scenarios` lists them; "healthy" for none).
+DEMO_SCENARIO ?= conflict-storm
 
 .PHONY: all deps build lint unit integration test lab-build demo demo-down clean
 
@@ -43,8 +45,9 @@ test: deps build lint unit integration
 	@hack/summary.sh out/unit.json out/integration.json
 
 demo: deps lab-build
-	$(BIN) lab up --nodes $(DEMO_NODES)
-	$(BIN) run --lab -o text || test $$? -eq 1
+	$(BIN) lab down
+	$(BIN) lab up --nodes $(DEMO_NODES) --scenario $(DEMO_SCENARIO)
+	$(BIN) run --lab -o text --out-dir out/demo || test $$? -eq 1
 	@echo "the lab is still up: kubectl --kubeconfig \"$$($(BIN) lab kubeconfig)\" get nodes; 'make demo-down' stops it"
 
 demo-down: build

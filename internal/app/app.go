@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kubeslow/kubeslow/internal/cli/audit"
+	"github.com/kubeslow/kubeslow/internal/cli/bench"
 	"github.com/kubeslow/kubeslow/internal/cli/cleanup"
 	"github.com/kubeslow/kubeslow/internal/cli/common"
 	"github.com/kubeslow/kubeslow/internal/cli/lab"
@@ -82,6 +83,7 @@ With no cluster at hand, "kubeslow lab up" starts a real local Kubernetes to try
 		pause.NewCommand(streams),
 		probe.NewCommand(streams),
 		audit.NewCommand(streams),
+		bench.NewCommand(streams),
 	)
 	return root
 }

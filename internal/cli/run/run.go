@@ -108,7 +108,8 @@ func (f *flags) run(ctx context.Context, streams common.IOStreams) (*result.Repo
 	if window == 0 {
 		window = map[string]time.Duration{"quick": 20 * time.Second, "full": 60 * time.Second}[f.profile]
 	}
-	ms, err := all.Registry(all.Options{Window: window, EtcdEndpoint: f.etcd, AuditLogs: f.audit}).Select(f.only, f.skip)
+	ms, err := all.Registry(all.Options{Window: window, EtcdEndpoint: f.etcd, AuditLogs: f.audit,
+		Pods: map[string]int{"quick": 50, "full": 500}[f.profile]}).Select(f.only, f.skip)
 	if err != nil {
 		return nil, err
 	}

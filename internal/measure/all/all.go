@@ -9,6 +9,8 @@ import (
 	"github.com/kubeslow/kubeslow/internal/measure/apislo"
 	"github.com/kubeslow/kubeslow/internal/measure/etcdhealth"
 	"github.com/kubeslow/kubeslow/internal/measure/nodes"
+	"github.com/kubeslow/kubeslow/internal/measure/podstartup"
+	"github.com/kubeslow/kubeslow/internal/workload"
 )
 
 // Options are the settings measurements take from the command line.
@@ -19,6 +21,8 @@ type Options struct {
 	EtcdEndpoint string
 	// AuditLogs are apiserver audit log files or directories (the lab's is found automatically).
 	AuditLogs []string
+	// Pods is the pod start-up benchmark's size (0: 50).
+	Pods int
 }
 
 // Registry returns every measurement, in the order reports list them.
@@ -26,10 +30,15 @@ func Registry(o Options) *measure.Registry {
 	if o.Window <= 0 {
 		o.Window = 20 * time.Second
 	}
+	if o.Pods <= 0 {
+		o.Pods = 50
+	}
 	return measure.NewRegistry(
 		nodes.New(),
 		apislo.New(o.Window),
 		etcdhealth.New(o.Window, o.EtcdEndpoint),
 		apiaudit.New(o.Window, o.AuditLogs),
+		podstartup.New(podstartup.Options{Kind: workload.Pods, Count: o.Pods, QPS: 20, Burst: 20, SLO: podstartup.DefaultSLO,
+			Timeout: 5 * time.Minute, Simulated: true}),
 	)
 }

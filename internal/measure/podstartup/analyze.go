@@ -1,0 +1,341 @@
+package podstartup
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"time"
+
+	"github.com/kubeslow/kubeslow/pkg/result"
+)
+
+// Name of the measurement.
+const Name = "pods.startup"
+
+// DefaultSLO is SIG Scalability's pod start-up SLO: p99 <= 5 s, creation to all containers started and
+// observed via watch, image pulls excluded.
+const DefaultSLO = 5 * time.Second
+
+// Phases, in order. Each is measured from the end of the previous one.
+var Phases = []string{"schedule", "sandbox", "start", "observe"}
+
+// Input is what Analyze needs besides the timelines.
+type Input struct {
+	Timelines []Timeline
+	SLO       time.Duration
+	// Creator says who created the pods: "client" (kubeslow, at RequestedQPS) or "controller" (a
+	// Deployment's ReplicaSet controller or a Job controller).
+	Creator      string
+	RequestedQPS float64
+	// ClientWait is how long kubeslow's own rate limiter held create requests back, in total.
+	ClientWait time.Duration
+	Expected   int
+}
+
+// phaseTimes are a pod's phase durations (seconds) and its SLI, computed without negative or impossible
+// transitions: server timestamps (1 s precision) are clamped into the window the local watch times allow.
+type phaseTimes struct {
+	phase   map[string]float64
+	sli     float64
+	clamped bool
+}
+
+func clampBetween(t, lo, hi time.Time) (time.Time, bool) {
+	if t.IsZero() {
+		return lo, false
+	}
+	if t.Before(lo) {
+		return lo, true
+	}
+	if !hi.IsZero() && t.After(hi) {
+		return hi, true
+	}
+	return t, false
+}
+
+// phasesOf returns the phases of a pod that was seen Running.
+func phasesOf(t Timeline) (phaseTimes, bool) {
+	if t.SeenRunning.IsZero() || t.SeenCreated.IsZero() {
+		return phaseTimes{}, false
+	}
+	// Creation: the watch saw the pod within milliseconds of its creation; the server's creationTimestamp is
+	// truncated to the second, so the later of the two is the better estimate.
+	created := t.SeenCreated
+	if !t.Created.IsZero() && t.Created.After(created) {
+		created = t.Created
+	}
+	sched := t.SeenScheduled
+	if sched.IsZero() || sched.Before(created) {
+		sched = created
+	}
+	if sched.After(t.SeenRunning) {
+		sched = t.SeenRunning
+	}
+	sandbox, c1 := clampBetween(t.SandboxReady, sched, t.SeenRunning)
+	startT, c2 := clampBetween(t.Started, sandbox, t.SeenRunning)
+	p := phaseTimes{phase: map[string]float64{
+		"schedule": sched.Sub(created).Seconds(),
+		"sandbox":  sandbox.Sub(sched).Seconds(),
+		"start":    startT.Sub(sandbox).Seconds(),
+		"observe":  t.SeenRunning.Sub(startT).Seconds(),
+	}, clamped: c1 || c2}
+	p.sli = math.Max(0, t.SeenRunning.Sub(created).Seconds()-t.PullTime.Seconds())
+	return p, true
+}
+
+// percentile is nearest-rank over sorted values (as clusterloader2 computes its percentiles).
+func percentile(sorted []float64, q float64) float64 {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := int(math.Ceil(q*float64(len(sorted)))) - 1
+	return sorted[max(0, min(i, len(sorted)-1))]
+}
+
+func summary(add func(name, unit string, v float64, l map[string]string), name string, vals []float64, labels map[string]string) {
+	s := append([]float64(nil), vals...)
+	sort.Float64s(s)
+	for _, q := range []struct {
+		suffix string
+		q      float64
+	}{{"p50", 0.5}, {"p90", 0.9}, {"p99", 0.99}, {"max", 1}} {
+		add(name+"_"+q.suffix, "seconds", percentile(s, q.q), labels)
+	}
+}
+
+// Analyze turns timelines into the result: per-phase percentiles, the SLI and its verdict, per-pod records,
+// per-node breakdown, the slow tail's dominant phase, creation rate, and pods that never started (pure).
+func Analyze(in Input) result.Result {
+	if in.SLO <= 0 {
+		in.SLO = DefaultSLO
+	}
+	res := result.Result{Name: Name, Status: result.StatusPass}
+	add := func(name, unit string, v float64, l map[string]string) {
+		res.Metrics = append(res.Metrics, result.Metric{Name: name, Unit: unit, Value: v, Labels: l})
+	}
+	type podP struct {
+		t Timeline
+		p phaseTimes
+	}
+	var ok []podP
+	var notStarted []Timeline
+	clamped := 0
+	for _, t := range in.Timelines {
+		if t.SeenCreated.IsZero() {
+			continue // an event for a pod the watch never saw (not ours)
+		}
+		p, fine := phasesOf(t)
+		if !fine {
+			notStarted = append(notStarted, t)
+			continue
+		}
+		if p.clamped {
+			clamped++
+		}
+		ok = append(ok, podP{t, p})
+	}
+	add("pods", "count", float64(len(ok)+len(notStarted)), nil)
+	add("pods_running", "count", float64(len(ok)), nil)
+	add("pods_not_started", "count", float64(len(notStarted)), nil)
+	add("timestamps_clamped", "count", float64(clamped), nil)
+	if len(ok) == 0 {
+		res.Status, res.Reason = result.StatusFail, fmt.Sprintf("no pod reached Running (%d created)", len(notStarted))
+		addNotStarted(&res, notStarted)
+		return res
+	}
+	var sli []float64
+	per := map[string][]float64{}
+	for _, x := range ok {
+		sli = append(sli, x.p.sli)
+		for ph, v := range x.p.phase {
+			per[ph] = append(per[ph], v)
+		}
+		rec := result.Record{ID: x.t.Name, Labels: map[string]string{"node": x.t.Node},
+			Values: map[string]float64{"sli_seconds": x.p.sli, "pull_seconds": x.t.PullTime.Seconds()},
+			Times:  map[string]time.Time{"created": x.t.Created, "seen_created": x.t.SeenCreated, "seen_running": x.t.SeenRunning}}
+		for ph, v := range x.p.phase {
+			rec.Values[ph+"_seconds"] = v
+		}
+		res.Records = append(res.Records, rec)
+	}
+	summary(add, "startup_sli", sli, nil)
+	for _, ph := range Phases {
+		summary(add, "phase", per[ph], map[string]string{"phase": ph})
+	}
+	sorted := append([]float64(nil), sli...)
+	sort.Float64s(sorted)
+	p99 := percentile(sorted, 0.99)
+	add("slo", "seconds", in.SLO.Seconds(), nil)
+
+	// The slow tail: pods at or above the SLI's p90; which phase holds most of their time.
+	p90 := percentile(sorted, 0.9)
+	tail := map[string]float64{}
+	var tailTotal float64
+	for _, x := range ok {
+		if x.p.sli < p90 {
+			continue
+		}
+		for ph, v := range x.p.phase {
+			tail[ph] += v
+			tailTotal += v
+		}
+	}
+	if tailTotal > 0 {
+		for _, ph := range Phases {
+			add("tail_phase_share", "ratio", tail[ph]/tailTotal, map[string]string{"phase": ph})
+		}
+	}
+	cl2(add, in.Timelines)
+	nodeBreakdown(add, ok2(ok, func(x podP) (string, float64, map[string]float64) { return x.t.Node, x.p.sli, x.p.phase }))
+	creationRate(add, in)
+	addNotStarted(&res, notStarted)
+	if p99 > in.SLO.Seconds() {
+		res.Status = result.StatusFail
+		res.Reason = fmt.Sprintf("pod start-up p99 %.2f s > SLO %.0f s", p99, in.SLO.Seconds())
+	}
+	return res
+}
+
+type nodeSample struct {
+	node  string
+	sli   float64
+	phase map[string]float64
+}
+
+func ok2[T any](xs []T, f func(T) (string, float64, map[string]float64)) []nodeSample {
+	out := make([]nodeSample, len(xs))
+	for i, x := range xs {
+		out[i].node, out[i].sli, out[i].phase = f(x)
+	}
+	return out
+}
+
+// nodeBreakdown reports each node's median SLI and marks outliers: a node whose median start-up is more
+// than twice the median of all nodes' medians and at least 1 s slower, naming the phase that differs most.
+func nodeBreakdown(add func(string, string, float64, map[string]string), samples []nodeSample) {
+	byNode := map[string][]nodeSample{}
+	for _, s := range samples {
+		byNode[s.node] = append(byNode[s.node], s)
+	}
+	med := func(v []float64) float64 {
+		s := append([]float64(nil), v...)
+		sort.Float64s(s)
+		return percentile(s, 0.5)
+	}
+	nodeMed := map[string]float64{}
+	nodePhase := map[string]map[string]float64{}
+	var meds []float64
+	for n, ss := range byNode {
+		var v []float64
+		ph := map[string][]float64{}
+		for _, s := range ss {
+			v = append(v, s.sli)
+			for k, x := range s.phase {
+				ph[k] = append(ph[k], x)
+			}
+		}
+		nodeMed[n] = med(v)
+		nodePhase[n] = map[string]float64{}
+		for k, x := range ph {
+			nodePhase[n][k] = med(x)
+		}
+		meds = append(meds, nodeMed[n])
+	}
+	if len(byNode) < 2 {
+		return
+	}
+	clusterMed := med(meds)
+	names := make([]string, 0, len(byNode))
+	for n := range byNode {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		add("node_sli_p50", "seconds", nodeMed[n], map[string]string{"node": n})
+		if nodeMed[n] > 2*clusterMed && nodeMed[n]-clusterMed >= 1 {
+			// The phase that differs most from the other nodes' typical value.
+			best, diff := "", -1.0
+			for _, ph := range Phases {
+				var others []float64
+				for _, m := range names {
+					if m != n {
+						others = append(others, nodePhase[m][ph])
+					}
+				}
+				if d := nodePhase[n][ph] - med(others); d > diff {
+					best, diff = ph, d
+				}
+			}
+			add("node_outlier_sli_p50", "seconds", nodeMed[n], map[string]string{"node": n, "phase": best,
+				"cluster_p50": fmt.Sprintf("%.2f", clusterMed), "pods": fmt.Sprint(len(byNode[n]))})
+		}
+	}
+}
+
+// creationRate compares how fast pods were created (first to last creation seen by the watch) with what was
+// requested, and says who set the pace: kubeslow's own client (its limiter's wait) or the controller.
+func creationRate(add func(string, string, float64, map[string]string), in Input) {
+	var first, last time.Time
+	n := 0
+	for _, t := range in.Timelines {
+		if t.SeenCreated.IsZero() {
+			continue
+		}
+		n++
+		if first.IsZero() || t.SeenCreated.Before(first) {
+			first = t.SeenCreated
+		}
+		if t.SeenCreated.After(last) {
+			last = t.SeenCreated
+		}
+	}
+	span := last.Sub(first).Seconds()
+	if n < 2 || span <= 0 {
+		return
+	}
+	l := map[string]string{"creator": in.Creator}
+	add("creation_rate", "pods_per_second", float64(n-1)/span, l)
+	add("creation_span", "seconds", span, l)
+	if in.Creator == "client" {
+		add("creation_rate_requested", "pods_per_second", in.RequestedQPS, l)
+		add("client_limiter_wait", "seconds", in.ClientWait.Seconds(), l)
+	}
+}
+
+func addNotStarted(res *result.Result, ts []Timeline) {
+	reasons := map[string]int{}
+	for _, t := range ts {
+		r := t.LastEvent
+		if r == "" {
+			r = "no event (still pending)"
+		}
+		reasons[r]++
+		res.Records = append(res.Records, result.Record{ID: t.Name, Labels: map[string]string{"node": t.Node, "not_started": r}})
+	}
+	for r, n := range reasons {
+		res.Metrics = append(res.Metrics, result.Metric{Name: "not_started_by_reason", Unit: "count", Value: float64(n), Labels: map[string]string{"reason": r}})
+	}
+}
+
+// cl2 computes clusterloader2's PodStartupLatency phases from the same pods, its way: server timestamps as
+// they are (1 s precision) for create, schedule and run, and the watch time for "watch":
+// create_to_schedule = PodScheduled - creationTimestamp, schedule_to_run = run (last container startedAt) -
+// PodScheduled, run_to_watch = watch - run, pod_startup = watch - creationTimestamp. Reported with
+// method=clusterloader2, so the two methods can be compared on one run.
+func cl2(add func(string, string, float64, map[string]string), ts []Timeline) {
+	phases := map[string][]float64{}
+	for _, t := range ts {
+		if t.SeenRunning.IsZero() || t.Created.IsZero() || t.Scheduled.IsZero() || t.Started.IsZero() {
+			continue
+		}
+		phases["create_to_schedule"] = append(phases["create_to_schedule"], t.Scheduled.Sub(t.Created).Seconds())
+		phases["schedule_to_run"] = append(phases["schedule_to_run"], t.Started.Sub(t.Scheduled).Seconds())
+		phases["run_to_watch"] = append(phases["run_to_watch"], t.SeenRunning.Sub(t.Started).Seconds())
+		phases["pod_startup"] = append(phases["pod_startup"], t.SeenRunning.Sub(t.Created).Seconds())
+	}
+	for _, ph := range []string{"create_to_schedule", "schedule_to_run", "run_to_watch", "pod_startup"} {
+		if len(phases[ph]) > 0 {
+			summary(add, "cl2", phases[ph], map[string]string{"phase": ph, "method": "clusterloader2"})
+		}
+	}
+}

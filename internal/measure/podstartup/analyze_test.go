@@ -1,0 +1,150 @@
+package podstartup
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kubeslow/kubeslow/pkg/result"
+)
+
+var t0 = time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+
+// pod scripts a timeline: created at c, scheduled after s, sandbox after sb, started after st, seen Running
+// after obs (all offsets in seconds from the previous step).
+func pod(name, node string, c, s, sb, st, obs float64) Timeline {
+	at := func(sec float64) time.Time { return t0.Add(time.Duration(sec * float64(time.Second))) }
+	created := at(c)
+	return Timeline{Name: name, Node: node,
+		Created: created.Truncate(time.Second), SeenCreated: created.Add(2 * time.Millisecond),
+		SeenScheduled: at(c + s), Scheduled: at(c + s).Truncate(time.Second),
+		SandboxReady: at(c + s + sb).Truncate(time.Second), Started: at(c + s + sb + st).Truncate(time.Second),
+		SeenRunning: at(c + s + sb + st + obs)}
+}
+
+func metric(t *testing.T, r result.Result, name string, labels map[string]string) float64 {
+	t.Helper()
+	m := r.Metric(name, labels)
+	if m == nil {
+		t.Fatalf("metric %s %v missing", name, labels)
+	}
+	return m.Value
+}
+
+func TestSlowNodeStandsOut(t *testing.T) {
+	var ts []Timeline
+	for i := 0; i < 80; i++ {
+		node := fmt.Sprintf("n%d", i%4)
+		sandbox := 0.3
+		if node == "n2" {
+			sandbox = 3.2 // a slow CNI on one node
+		}
+		ts = append(ts, pod(fmt.Sprintf("p%d", i), node, float64(i)*0.05, 0.1, sandbox, 0.2, 0.05))
+	}
+	r := Analyze(Input{Timelines: ts, Creator: "client", RequestedQPS: 20})
+	m := r.Metric("node_outlier_sli_p50", map[string]string{"node": "n2"})
+	if m == nil || m.Labels["phase"] != "sandbox" {
+		t.Fatalf("slow node not named with its phase: %+v", r.Metrics)
+	}
+	for _, n := range []string{"n0", "n1", "n3"} {
+		if r.Metric("node_outlier_sli_p50", map[string]string{"node": n}) != nil {
+			t.Fatalf("healthy node %s flagged", n)
+		}
+	}
+	if share := metric(t, r, "tail_phase_share", map[string]string{"phase": "sandbox"}); share < 0.7 {
+		t.Fatalf("sandbox share of the tail = %v", share)
+	}
+	if r.Status != result.StatusPass { // p99 ~3.6 s, under 5 s
+		t.Fatalf("status %s %s", r.Status, r.Reason)
+	}
+}
+
+func TestSlowSchedulerDominatesAndFailsSLO(t *testing.T) {
+	var ts []Timeline
+	for i := 0; i < 100; i++ {
+		// The scheduler binds 5 pods/s: the i-th waits i/5 s.
+		ts = append(ts, pod(fmt.Sprintf("p%d", i), fmt.Sprintf("n%d", i%5), float64(i)*0.01, float64(i)/5, 0.2, 0.1, 0.02))
+	}
+	r := Analyze(Input{Timelines: ts})
+	if r.Status != result.StatusFail || !strings.Contains(r.Reason, "SLO") {
+		t.Fatalf("status %s %q", r.Status, r.Reason)
+	}
+	if share := metric(t, r, "tail_phase_share", map[string]string{"phase": "schedule"}); share < 0.9 {
+		t.Fatalf("schedule share %v", share)
+	}
+	if p99 := metric(t, r, "phase_p99", map[string]string{"phase": "schedule"}); p99 < 19 || p99 > 20 {
+		t.Fatalf("schedule p99 %v", p99)
+	}
+}
+
+func TestNoNegativeOrImpossibleTransitions(t *testing.T) {
+	// Server timestamps truncated to the second fall before the local times they follow; a clock skew puts
+	// one after the pod was seen Running. Phases must stay >= 0 and sum to the SLI.
+	p := pod("a", "n1", 0.9, 0.05, 0.05, 0.05, 0.01)
+	p.Started = p.SeenRunning.Add(3 * time.Second)
+	r := Analyze(Input{Timelines: []Timeline{p}})
+	var sum float64
+	for _, ph := range Phases {
+		v := metric(t, r, "phase_max", map[string]string{"phase": ph})
+		if v < 0 {
+			t.Fatalf("phase %s negative: %v", ph, v)
+		}
+		sum += v
+	}
+	sli := metric(t, r, "startup_sli_max", nil)
+	if d := sum - sli; d > 1e-9 || d < -1e-9 {
+		t.Fatalf("phases sum %v != SLI %v", sum, sli)
+	}
+	if metric(t, r, "timestamps_clamped", nil) != 1 {
+		t.Fatal("clamping not reported")
+	}
+}
+
+func TestPullTimeExcluded(t *testing.T) {
+	p := pod("a", "n1", 0, 0.1, 0.2, 6, 0.1)
+	p.PullTime = 5800 * time.Millisecond
+	r := Analyze(Input{Timelines: []Timeline{p}})
+	if sli := metric(t, r, "startup_sli_p99", nil); sli > 0.7 || sli < 0.5 {
+		t.Fatalf("SLI %v: the image pull was not excluded", sli)
+	}
+}
+
+func TestControllerRateAndNotStarted(t *testing.T) {
+	var ts []Timeline
+	for i := 0; i < 200; i++ {
+		ts = append(ts, pod(fmt.Sprintf("p%d", i), "n1", float64(i)/20, 0.1, 0.1, 0.1, 0.01)) // created at 20/s
+	}
+	stuck := Timeline{Name: "stuck", SeenCreated: t0, Created: t0, LastEvent: "FailedScheduling: 0/3 nodes are available"}
+	r := Analyze(Input{Timelines: append(ts, stuck), Creator: "controller"})
+	rate := metric(t, r, "creation_rate", map[string]string{"creator": "controller"})
+	if rate < 19 || rate > 21 {
+		t.Fatalf("creation rate %v", rate)
+	}
+	if metric(t, r, "pods_not_started", nil) != 1 || r.Metric("not_started_by_reason", map[string]string{"reason": "FailedScheduling: 0/3 nodes are available"}) == nil {
+		t.Fatalf("not-started pod not reported: %+v", r.Metrics)
+	}
+	none := Analyze(Input{Timelines: []Timeline{stuck}})
+	if none.Status != result.StatusFail || metric(t, none, "pods_running", nil) != 0 {
+		t.Fatalf("all stuck: %s %s", none.Status, none.Reason)
+	}
+}
+
+// TestClusterloader2Method checks the clusterloader2-style phases against hand-computed values: with
+// 1 s server timestamps, clusterloader2's create_to_schedule is whole seconds and its pod_startup runs from
+// the truncated creationTimestamp.
+func TestClusterloader2Method(t *testing.T) {
+	p := pod("a", "n1", 0.4, 1.3, 0.5, 0.5, 0.05) // created 0.4, scheduled 1.7, sandbox 2.2, started 2.7, seen 2.75
+	r := Analyze(Input{Timelines: []Timeline{p}})
+	lab := map[string]string{"method": "clusterloader2"}
+	for ph, want := range map[string]float64{"create_to_schedule": 1, "schedule_to_run": 1, "run_to_watch": 0.75, "pod_startup": 2.75} {
+		lab["phase"] = ph
+		if got := metric(t, r, "cl2_p99", lab); got < want-1e-6 || got > want+1e-6 {
+			t.Errorf("cl2 %s = %v, want %v", ph, got, want)
+		}
+	}
+	// kubeslow's own SLI uses the watch's creation time: 2.75 - 0.4 (the watch saw it 2 ms later).
+	if sli := metric(t, r, "startup_sli_p99", nil); sli < 2.34 || sli > 2.36 {
+		t.Errorf("kubeslow SLI %v, want 2.348", sli)
+	}
+}

@@ -1,0 +1,78 @@
+package podstartup
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
+	clocktesting "k8s.io/utils/clock/testing"
+)
+
+// TestCollector scripts a pod's life through a fake clientset's watch with a fake clock: the collector
+// records when it saw each step, the server timestamps, and the image pull time from the Pulled event.
+func TestCollector(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	cs := fake.NewClientset()
+	clk := clocktesting.NewFakeClock(t0)
+	col := NewCollector(cs, "ns", "app=x", clk, 1)
+	if err := col.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer col.Stop()
+	pods := cs.CoreV1().Pods("ns")
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", Labels: map[string]string{"app": "x"}, CreationTimestamp: metav1.NewTime(t0)},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c"}}}}
+	if _, err := pods.Create(ctx, p, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, col, func() bool { return len(col.Timelines()) == 1 })
+	clk.Step(1500 * time.Millisecond)
+	p.Spec.NodeName = "n1"
+	p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(t0.Add(time.Second))}}
+	if _, err := pods.Update(ctx, p, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, col, func() bool { return col.Timelines()[0].Node == "n1" })
+	ev := &corev1.Event{ObjectMeta: metav1.ObjectMeta{Name: "e", Namespace: "ns"}, InvolvedObject: corev1.ObjectReference{Kind: "Pod", Name: "p"},
+		Reason: "Pulled", Message: `Successfully pulled image "x" in 1.25s (1.25s including waiting). Image size: 1 bytes.`}
+	if _, err := cs.CoreV1().Events("ns").Create(ctx, ev, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	clk.Step(2 * time.Second)
+	p.Status.Phase = corev1.PodRunning
+	p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "c", State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(t0.Add(3 * time.Second))}}}}
+	if _, err := pods.Update(ctx, p, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-col.AllRunning():
+	case <-time.After(10 * time.Second):
+		t.Fatal("AllRunning not closed")
+	}
+	waitFor(t, col, func() bool { return col.Timelines()[0].PullTime > 0 })
+	tl := col.Timelines()[0]
+	if !tl.SeenCreated.Equal(t0) || !tl.SeenScheduled.Equal(t0.Add(1500*time.Millisecond)) || !tl.SeenRunning.Equal(t0.Add(3500*time.Millisecond)) {
+		t.Fatalf("local times %+v", tl)
+	}
+	if !tl.Scheduled.Equal(t0.Add(time.Second)) || !tl.Started.Equal(t0.Add(3*time.Second)) || tl.PullTime != 1250*time.Millisecond {
+		t.Fatalf("server times / pull %+v", tl)
+	}
+}
+
+// waitFor re-checks cond each time the collector records an update (bounded: the fake watch delivers
+// asynchronously).
+func waitFor(t *testing.T, col *Collector, cond func() bool) {
+	t.Helper()
+	deadline := time.After(10 * time.Second)
+	for !cond() {
+		select {
+		case <-col.Changed():
+		case <-deadline:
+			t.Fatal("condition not reached")
+		}
+	}
+}

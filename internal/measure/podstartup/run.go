@@ -1,0 +1,117 @@
+package podstartup
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/kubeslow/kubeslow/internal/measure"
+	"github.com/kubeslow/kubeslow/internal/workload"
+	"github.com/kubeslow/kubeslow/pkg/result"
+)
+
+// LabImage and the lab's kwok taint: on the lab, benchmark pods run the local pause image on simulated nodes.
+const (
+	LabImage      = "kubeslow.local/pause:1"
+	ClusterImage  = "registry.k8s.io/pause:3.10"
+	kwokTaintKey  = "kwok.x-k8s.io/node"
+	kwokNodeLabel = "type"
+)
+
+// Options configure a pod start-up benchmark.
+type Options struct {
+	Kind    workload.Kind
+	Count   int
+	QPS     float64
+	Burst   int
+	Image   string
+	SLO     time.Duration
+	Timeout time.Duration
+	// Simulated targets kwok nodes (the lab's default); false targets real nodes.
+	Simulated bool
+}
+
+// Measurement is the pod start-up benchmark as a measurement of `kubeslow run`.
+type Measurement struct{ Opts Options }
+
+// New returns the measurement.
+func New(o Options) *Measurement { return &Measurement{Opts: o} }
+
+// Name implements measure.Measurement.
+func (*Measurement) Name() string { return Name }
+
+// Kind marks it as a benchmark: it creates pods.
+func (*Measurement) Kind() measure.Kind { return measure.Benchmark }
+
+// Description implements measure.Measurement.
+func (m *Measurement) Description() string {
+	return fmt.Sprintf("pod start-up by phase: %d pods (%s) vs the %s p99 SLO", m.Opts.Count, m.Opts.Kind, m.Opts.SLO)
+}
+
+// Spec builds the workload for env.
+func (o Options) Spec(env *measure.Env) workload.Spec {
+	s := workload.Spec{Kind: o.Kind, Name: "startup", Namespace: env.Namespace, RunID: env.RunID, Count: o.Count,
+		QPS: o.QPS, Burst: o.Burst, Workers: 8, Image: o.Image, PullPolicy: corev1.PullIfNotPresent}
+	if s.Image == "" {
+		s.Image = ClusterImage
+		if env.Lab != nil {
+			s.Image = LabImage
+		}
+	}
+	if env.Lab != nil && o.Simulated {
+		s.NodeSelector = map[string]string{kwokNodeLabel: "kwok"}
+		s.Tolerations = []corev1.Toleration{{Key: kwokTaintKey, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}}
+	}
+	return s
+}
+
+// Run creates the workload, watches it start, and analyses the timelines.
+func (m *Measurement) Run(ctx context.Context, env *measure.Env) (result.Result, error) {
+	spec := m.Opts.Spec(env)
+	col := NewCollector(env.Client, env.Namespace, spec.Selector(), env.Clock, spec.Count)
+	if err := col.Start(ctx); err != nil {
+		return result.Result{}, fmt.Errorf("watching pods: %w", err)
+	}
+	defer col.Stop()
+	out, err := workload.Run(ctx, env.Client, env.Clock, spec)
+	if err != nil {
+		return result.Result{}, fmt.Errorf("creating the workload: %w", err)
+	}
+	timeout := m.Opts.Timeout
+	if timeout <= 0 {
+		timeout = 5 * time.Minute
+	}
+	timedOut := false
+	select {
+	case <-col.AllRunning():
+	case <-env.Clock.After(timeout):
+		timedOut = true
+	case <-ctx.Done():
+		return result.Result{}, ctx.Err()
+	}
+	in := Input{Timelines: col.Timelines(), SLO: m.Opts.SLO, Expected: spec.Count, Creator: "controller"}
+	var createLatency []float64
+	if spec.Kind == workload.Pods {
+		in.Creator, in.RequestedQPS = "client", spec.QPS
+		for _, c := range out.Creates {
+			in.ClientWait += max(0, c.Sent.Sub(c.Intended))
+			createLatency = append(createLatency, c.Done.Sub(c.Sent).Seconds())
+		}
+	}
+	res := Analyze(in)
+	if len(createLatency) > 0 {
+		// Server-side: how long the apiserver took to accept each create (kubeslow's own limiter excluded).
+		sort.Float64s(createLatency)
+		res.Metrics = append(res.Metrics, result.Metric{Name: "create_request_p99", Unit: "seconds", Value: percentile(createLatency, 0.99)})
+	}
+	if f := out.Failed(); f > 0 {
+		res.Metrics = append(res.Metrics, result.Metric{Name: "create_errors", Unit: "count", Value: float64(f)})
+	}
+	if timedOut && res.Reason == "" {
+		res.Reason = fmt.Sprintf("not all pods Running after %s", timeout)
+	}
+	return res, nil
+}

@@ -9,12 +9,14 @@ import (
 )
 
 const (
-	sliSource        = "Kubernetes SIG Scalability pod start-up SLO: p99 <= 5 s, creation to all containers started and observed via watch, image pulls excluded"
-	tailShareMin     = 0.5
-	tailP90Min       = 1.0
-	controllerPace   = 25.0
-	controllerMinPod = 100
-	createRateMin    = 0.8
+	sliSource    = "Kubernetes SIG Scalability pod start-up SLO: p99 <= 5 s, creation to all containers started and observed via watch, image pulls excluded"
+	tailShareMin = 0.5
+	tailP90Min   = 1.0
+	// timestampPrecision is the precision of creationTimestamp, condition times and startedAt (seconds).
+	timestampPrecision = 1.0
+	controllerPace     = 25.0
+	controllerMinPod   = 100
+	createRateMin      = 0.8
 )
 
 // PodRules are the rules over the pod start-up benchmark.
@@ -32,7 +34,7 @@ func PodRules() []Rule {
 			ID: "KS-POD-PHASE", Title: "One phase dominates slow pod start-ups", Severity: result.SeverityWarning, Cases: []string{"E"},
 			Needs: []string{podstartup.Name},
 			Threshold: result.Threshold{Op: ">", Value: tailShareMin, Unit: "ratio",
-				Source: "kubeslow attribution: share of the slowest 10% of pods' start-up time spent in one phase, when their p90 exceeds 1 s"},
+				Source: "kubeslow attribution: share of the slowest 10% of pods' start-up time spent in one phase, when their p90 exceeds 1 s and that phase takes them at least 1 s on average (the precision of the server's timestamps)"},
 			Summary:     "the {{.phase}} phase holds {{.share}} of the slow tail's start-up time (start-up p90 {{.p90}}): {{.meaning}}",
 			Remediation: "schedule: scheduler throughput (its client QPS, --kube-api-qps, plugins, pending pods); sandbox: CNI IP allocation and runtime; start: kubelet, images, disks; observe: apiserver and watch delivery.",
 			Match:       tailPhaseMatch,
@@ -91,6 +93,11 @@ func tailPhaseMatch(r *result.Report) []Hit {
 	var hits []Hit
 	for _, m := range res.Metrics {
 		if m.Name != "tail_phase_share" || m.Value <= tailShareMin {
+			continue
+		}
+		// A phase that holds less than the server timestamps' precision per pod may be a rounding artefact
+		// (startedAt and condition times are whole seconds): not attributed.
+		if mean := res.Metric("tail_phase_mean", m.Labels); mean == nil || mean.Value < timestampPrecision {
 			continue
 		}
 		hits = append(hits, Hit{

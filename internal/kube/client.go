@@ -25,6 +25,8 @@ type Cluster struct {
 	Config  *rest.Config
 	Client  kubernetes.Interface
 	Context string
+	// Requests counts every request sent through Config and Client.
+	Requests *RequestCounter
 }
 
 // Connect loads the kubeconfig (explicit path, $KUBECONFIG, ~/.kube/config, or in-cluster) and builds a client.
@@ -58,9 +60,11 @@ func Connect(o ClientOptions) (*Cluster, error) {
 		cfg.Burst = o.Burst
 	}
 	cfg.UserAgent = "kubeslow"
+	reqs := &RequestCounter{}
+	cfg.Wrap(reqs.Wrap)
 	client, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("building client: %w", err)
 	}
-	return &Cluster{Config: cfg, Client: client, Context: ctxName}, nil
+	return &Cluster{Config: cfg, Client: client, Context: ctxName, Requests: reqs}, nil
 }

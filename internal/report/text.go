@@ -68,8 +68,26 @@ func WriteText(w io.Writer, r *result.Report) error {
 			continue
 		}
 		ew.printf("\n%s\n", res.Name)
+		rows, rest := QuantileRows(res.Metrics)
+		if len(rows) > 0 {
+			tw := tabwriter.NewWriter(ew, 2, 4, 2, ' ', 0)
+			fmt.Fprintf(tw, "  \t%s\tunit\t\n", strings.Join(quantileCols, "\t"))
+			for _, q := range rows {
+				cells := make([]string, len(quantileCols))
+				for i, v := range q.Values {
+					cells[i] = "-"
+					if v != nil {
+						cells[i] = FormatValue(*v)
+					}
+				}
+				fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", q.Name, strings.Join(cells, "\t"), q.Unit, FormatLabels(q.Labels))
+			}
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+		}
 		tw := tabwriter.NewWriter(ew, 2, 4, 2, ' ', 0)
-		for _, m := range res.Metrics {
+		for _, m := range rest {
 			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", m.Name, FormatValue(m.Value), m.Unit, FormatLabels(m.Labels))
 		}
 		if err := tw.Flush(); err != nil {
@@ -77,6 +95,68 @@ func WriteText(w io.Writer, r *result.Report) error {
 		}
 	}
 	return ew.err
+}
+
+// quantileCols are the summary columns of a quantile table, in order.
+var quantileCols = []string{"p50", "p90", "p99", "max"}
+
+// QuantileRow is one distribution: the metrics <Name>_p50, _p90, _p99 and _max with the same unit and labels.
+type QuantileRow struct {
+	Name   string
+	Unit   string
+	Labels map[string]string
+	// Values follow quantileCols; nil where the metric is absent.
+	Values []*float64
+}
+
+// QuantileRows groups a result's percentile metrics into rows (first-seen order) so a distribution reads
+// as one line; metrics that are not part of a group of at least two quantiles are returned in rest.
+func QuantileRows(ms []result.Metric) (rows []QuantileRow, rest []result.Metric) {
+	idx := map[string]int{}
+	var members [][]int
+	for i, m := range ms {
+		base, col := splitQuantile(m.Name)
+		if col < 0 {
+			continue
+		}
+		key := base + "\x00" + m.Unit + "\x00" + FormatLabels(m.Labels)
+		j, ok := idx[key]
+		if !ok {
+			j = len(rows)
+			idx[key] = j
+			rows = append(rows, QuantileRow{Name: base, Unit: m.Unit, Labels: m.Labels, Values: make([]*float64, len(quantileCols))})
+			members = append(members, nil)
+		}
+		v := m.Value
+		rows[j].Values[col] = &v
+		members[j] = append(members[j], i)
+	}
+	grouped := map[int]bool{}
+	kept := rows[:0]
+	for j, r := range rows {
+		if len(members[j]) < 2 {
+			continue
+		}
+		kept = append(kept, r)
+		for _, i := range members[j] {
+			grouped[i] = true
+		}
+	}
+	for i, m := range ms {
+		if !grouped[i] {
+			rest = append(rest, m)
+		}
+	}
+	return kept, rest
+}
+
+func splitQuantile(name string) (string, int) {
+	for i, c := range quantileCols {
+		if base, ok := strings.CutSuffix(name, "_"+c); ok && base != "" {
+			return base, i
+		}
+	}
+	return "", -1
 }
 
 // SortedFindings returns findings worst first, then by ID.

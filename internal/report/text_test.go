@@ -45,3 +45,33 @@ func TestFormatValue(t *testing.T) {
 		}
 	}
 }
+
+func TestQuantileRows(t *testing.T) {
+	ph := func(p string) map[string]string { return map[string]string{"phase": p} }
+	ms := []result.Metric{
+		{Name: "phase_p50", Unit: "seconds", Value: 1, Labels: ph("a")},
+		{Name: "phase_p99", Unit: "seconds", Value: 3, Labels: ph("a")},
+		{Name: "phase_p50", Unit: "seconds", Value: 4, Labels: ph("b")},
+		{Name: "phase_max", Unit: "seconds", Value: 5, Labels: ph("b")},
+		{Name: "phase_p50", Unit: "seconds", Value: 7, Labels: ph("c")}, // alone: stays a plain metric
+		{Name: "pods", Unit: "count", Value: 9},
+		{Name: "_p50", Unit: "count", Value: 2},
+	}
+	rows, rest := QuantileRows(ms)
+	if len(rows) != 2 || rows[0].Labels["phase"] != "a" || rows[1].Labels["phase"] != "b" {
+		t.Fatalf("rows %+v", rows)
+	}
+	if *rows[0].Values[0] != 1 || rows[0].Values[1] != nil || *rows[0].Values[2] != 3 || rows[0].Values[3] != nil || *rows[1].Values[3] != 5 {
+		t.Fatalf("row values wrong: %+v", rows)
+	}
+	if len(rest) != 3 || rest[0].Labels["phase"] != "c" || rest[1].Name != "pods" || rest[2].Name != "_p50" {
+		t.Fatalf("rest %+v", rest)
+	}
+	var b bytes.Buffer
+	if err := WriteText(&b, &result.Report{Results: []result.Result{{Name: "x", Status: result.StatusPass, Metrics: ms}}}); err != nil {
+		t.Fatal(err)
+	}
+	if out := b.String(); !strings.Contains(out, "p50  p90  p99  max") || !strings.Contains(out, "phase  1    -    3    -") {
+		t.Fatalf("no quantile table:\n%s", out)
+	}
+}

@@ -171,10 +171,12 @@ func Analyze(in Input) result.Result {
 	p90 := percentile(sorted, 0.9)
 	tail := map[string]float64{}
 	var tailTotal float64
+	tailPods := 0
 	for _, x := range ok {
 		if x.p.sli < p90 {
 			continue
 		}
+		tailPods++
 		for ph, v := range x.p.phase {
 			tail[ph] += v
 			tailTotal += v
@@ -184,6 +186,11 @@ func Analyze(in Input) result.Result {
 		for _, ph := range Phases {
 			add("tail_phase_share", "ratio", tail[ph]/tailTotal, map[string]string{"phase": ph})
 		}
+		// The mean time a tail pod spent in each phase: an attribution is only as good as the timestamps it
+		// rests on, and the server's have 1 s precision.
+		for _, ph := range Phases {
+			add("tail_phase_mean", "seconds", tail[ph]/float64(tailPods), map[string]string{"phase": ph})
+		}
 	}
 	cl2(add, in.Timelines)
 	nodeBreakdown(add, ok2(ok, func(x podP) (string, float64, map[string]float64) { return x.t.Node, x.p.sli, x.p.phase }))
@@ -192,6 +199,8 @@ func Analyze(in Input) result.Result {
 	if p99 > in.SLO.Seconds() {
 		res.Status = result.StatusFail
 		res.Reason = fmt.Sprintf("pod start-up p99 %.2f s > SLO %.0f s", p99, in.SLO.Seconds())
+	} else if res.Reason == "" {
+		res.Reason = fmt.Sprintf("pod start-up p99 %.3f s <= SLO %.0f s (%d pods)", p99, in.SLO.Seconds(), len(ok))
 	}
 	return res
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/kubeslow/kubeslow/internal/cli/lab"
 	"github.com/kubeslow/kubeslow/internal/cli/pause"
 	"github.com/kubeslow/kubeslow/internal/cli/probe"
+	"github.com/kubeslow/kubeslow/internal/cli/reportcmd"
 	"github.com/kubeslow/kubeslow/internal/cli/run"
 	versioncmd "github.com/kubeslow/kubeslow/internal/cli/version"
 )
@@ -84,6 +85,8 @@ With no cluster at hand, "kubeslow lab up" starts a real local Kubernetes to try
 		probe.NewCommand(streams),
 		audit.NewCommand(streams),
 		bench.NewCommand(streams),
+		reportcmd.NewReport(streams),
+		reportcmd.NewDiff(streams),
 	)
 	return root
 }

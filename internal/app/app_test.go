@@ -71,3 +71,39 @@ func TestUnknownMeasurement(t *testing.T) {
 		t.Fatalf("code %d stderr %q", code, errOut)
 	}
 }
+
+// TestReportAndDiff: a saved report re-renders in every format; a garbled one is a clear error (exit 2);
+// diff exits 1 on a regression and 0 on none.
+func TestReportAndDiff(t *testing.T) {
+	dir := t.TempDir()
+	a := filepath.Join(dir, "a.json")
+	doc := `{"apiVersion":"kubeslow.dev/v1alpha1","kind":"Report","runID":"a","tool":{"name":"kubeslow","version":"t"},
+"cluster":{"name":"c","server":"s","nodes":{"total":1,"ready":1}},"start":"2026-11-23T00:00:00Z","end":"2026-11-23T00:01:00Z",
+"results":[{"name":"api.responsiveness","status":"Pass","metrics":[{"name":"latency_p99_single","unit":"seconds","value":0.1}]}],"findings":[]}`
+	if err := os.WriteFile(a, []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for format, want := range map[string]string{"text": "latency_p99_single", "json": `"runID": "a"`, "html": "<!DOCTYPE html>", "junit": "<testsuites"} {
+		code, out, errOut := runArgs(t, "report", a, "-o", format)
+		if code != 0 || !strings.Contains(out, want) {
+			t.Errorf("report -o %s: code %d, stderr %q, output lacks %q", format, code, errOut, want)
+		}
+	}
+	garbled := filepath.Join(dir, "g.json")
+	if err := os.WriteFile(garbled, []byte(doc[:100]), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, errOut := runArgs(t, "report", garbled); code != 2 || out != "" || !strings.Contains(errOut, "g.json") {
+		t.Errorf("garbled report: code %d stdout %q stderr %q", code, out, errOut)
+	}
+	b := filepath.Join(dir, "b.json")
+	if err := os.WriteFile(b, []byte(strings.Replace(doc, `"value":0.1`, `"value":0.9`, 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, _ := runArgs(t, "diff", a, b); code != 1 || !strings.Contains(out, "REGRESSIONS: 1") {
+		t.Errorf("diff with a regression: code %d\n%s", code, out)
+	}
+	if code, out, _ := runArgs(t, "diff", b, a, "-o", "json"); code != 0 || !strings.Contains(out, `"Ratio"`) {
+		t.Errorf("diff with an improvement: code %d\n%s", code, out)
+	}
+}

@@ -14,7 +14,7 @@ const sloSource = "Kubernetes SIG Scalability API call latency SLO (p99 over the
 
 // Rules returns every rule of the findings engine.
 func Rules() []Rule {
-	return append(append(coreRules(), AuditRules()...), PodRules()...)
+	return append(append(append(coreRules(), AuditRules()...), PodRules()...), CombinedRules()...)
 }
 
 func coreRules() []Rule {

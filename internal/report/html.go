@@ -268,7 +268,21 @@ func stackedByNode(recs []result.Record) (template.HTML, bool) {
 	for k := range keys {
 		phases = append(phases, k)
 	}
-	sort.Strings(phases)
+	// Pod start-up phases in the order they happen; other keys alphabetically after them.
+	order := map[string]int{"schedule_seconds": 1, "sandbox_seconds": 2, "start_seconds": 3, "observe_seconds": 4}
+	sort.Slice(phases, func(i, j int) bool {
+		oi, oj := order[phases[i]], order[phases[j]]
+		if oi == 0 {
+			oi = 100
+		}
+		if oj == 0 {
+			oj = 100
+		}
+		if oi != oj {
+			return oi < oj
+		}
+		return phases[i] < phases[j]
+	})
 	names := make([]string, 0, len(nodes))
 	for n := range nodes {
 		names = append(names, n)

@@ -39,16 +39,16 @@ type OutputFlag struct{ Format string }
 
 // Add registers -o on cmd.
 func (o *OutputFlag) Add(cmd *cobra.Command) {
-	cmd.Flags().StringVarP(&o.Format, "output", "o", "text", "output format: text or json (json is the versioned report on stdout)")
+	cmd.Flags().StringVarP(&o.Format, "output", "o", "text", "output format: text, json (the versioned report), html (self-contained page with plots) or junit (XML for CI)")
 }
 
 // Validate checks the format name.
 func (o *OutputFlag) Validate() error {
 	switch o.Format {
-	case "text", "json":
+	case "text", "json", "html", "junit":
 		return nil
 	}
-	return fmt.Errorf("unknown output format %q (want text or json)", o.Format)
+	return fmt.Errorf("unknown output format %q (want text, json, html or junit)", o.Format)
 }
 
 // Write renders r to s.Out in the chosen format.
@@ -56,6 +56,10 @@ func (o *OutputFlag) Write(s IOStreams, r *result.Report) error {
 	switch o.Format {
 	case "json":
 		return result.Encode(s.Out, r)
+	case "html":
+		return report.WriteHTML(s.Out, r)
+	case "junit":
+		return report.WriteJUnit(s.Out, r)
 	default:
 		return report.WriteText(s.Out, r)
 	}

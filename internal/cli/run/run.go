@@ -4,6 +4,7 @@ package run
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"time"
@@ -87,7 +88,7 @@ Exit codes: 0 no finding at or above --fail-on, 1 findings, 2 could not run.`,
 	fl.DurationVar(&f.budget, "budget", 10*time.Minute, "time budget for the benchmarks (read-only checks always run)")
 	fl.StringVar(&f.failOn, "fail-on", "warning", "lowest finding severity that makes the exit code 1: info, warning, error, critical")
 	fl.BoolVarP(&f.verbose, "verbose", "v", false, "debug logging on stderr")
-	fl.StringVar(&f.outDir, "out-dir", ".", "directory for report.json (empty: write no files)")
+	fl.StringVar(&f.outDir, "out-dir", ".", "directory for report.json, report.html and report.xml (JUnit) (empty: write no files)")
 	fl.DurationVar(&f.window, "window", 0, "observation window of metric-based measurements (default: 20s quick, 60s full)")
 	fl.StringSliceVar(&f.audit, "audit-log", nil, "apiserver audit log files or directories to attribute load to clients (the lab's is known)")
 	fl.StringVar(&f.etcd, "etcd-endpoint", "", "etcd metrics endpoint, e.g. http://127.0.0.1:2381 through a port-forward (the lab's is known)")
@@ -162,14 +163,21 @@ func writeReportFiles(dir string, rep *result.Report) (string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", err
 	}
-	path := filepath.Join(dir, "report.json")
-	f, err := os.Create(path)
-	if err != nil {
-		return "", err
+	for _, o := range []struct {
+		name  string
+		write func(io.Writer, *result.Report) error
+	}{{"report.json", result.Encode}, {"report.html", report.WriteHTML}, {"report.xml", report.WriteJUnit}} {
+		f, err := os.Create(filepath.Join(dir, o.name))
+		if err != nil {
+			return "", err
+		}
+		if err := o.write(f, rep); err != nil {
+			f.Close()
+			return "", fmt.Errorf("writing %s: %w", o.name, err)
+		}
+		if err := f.Close(); err != nil {
+			return "", err
+		}
 	}
-	if err := result.Encode(f, rep); err != nil {
-		f.Close()
-		return "", err
-	}
-	return path, f.Close()
+	return filepath.Join(dir, "report.html"), nil
 }

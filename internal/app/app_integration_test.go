@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -17,9 +19,11 @@ import (
 	"github.com/kubeslow/kubeslow/pkg/result"
 )
 
-// TestIntegrationBenchPods runs `kubeslow bench pods --lab` as a user would — on simulated nodes and on
-// the lab's real node (containerd, runc, kubelet) — and checks the phase table, the JSON, kubeslow's own
-// request count (one LIST then WATCH, never relisting) and that everything it created is gone.
+// TestIntegrationBenchPods runs the commands as a user would on one lab: `kubeslow bench pods --lab` on
+// simulated nodes and on the lab's real node (containerd, runc, kubelet) — the phase table, the JSON, the
+// agreement with clusterloader2's method, kubeslow's own request count (one LIST then WATCH, never
+// relisting) — and `kubeslow run --lab` on the healthy lab (no finding, report.json/html/xml written);
+// everything they created must be gone.
 func TestIntegrationBenchPods(t *testing.T) {
 	d := labtest.Dirs(t)
 	t.Setenv("KUBESLOW_STATE_DIR", d.State)
@@ -63,6 +67,40 @@ func TestIntegrationBenchPods(t *testing.T) {
 			if d := cl - ks; ks < 0 || cl < 0 || d < -0.001 || d > 1.2 {
 				t.Errorf("%s: kubeslow %.3f s vs clusterloader2 %.3f s: outside the 1 s timestamp precision", q, ks, cl)
 			}
+		}
+		assertNoBenchNamespaces(ctx, t, c)
+	})
+	t.Run("run", func(t *testing.T) {
+		// The main job on a healthy lab: no finding, every measurement measured, the three report files.
+		dir := t.TempDir()
+		code, out, errOut := runArgs(t, "run", "--lab", "--profile", "quick", "--out-dir", dir, "-o", "text")
+		if code != 0 {
+			t.Fatalf("exit %d on a healthy lab\n%s\n%s", code, out, errOut)
+		}
+		if !strings.Contains(out, "FINDINGS: none") || !strings.Contains(errOut, "report: "+filepath.Join(dir, "report.html")) {
+			t.Errorf("output:\n%s\nstderr:\n%s", out, errOut)
+		}
+		f, err := os.Open(filepath.Join(dir, "report.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		rep, err := result.Decode(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range rep.Results {
+			if !r.Status.Measured() {
+				t.Errorf("%s not measured on the lab: %s %s", r.Name, r.Status, r.Reason)
+			}
+		}
+		page, err := os.ReadFile(filepath.Join(dir, "report.html"))
+		if err != nil || !strings.Contains(string(page), "<svg ") {
+			t.Errorf("report.html: %v (no plot)", err)
+		}
+		junit, err := os.ReadFile(filepath.Join(dir, "report.xml"))
+		if err != nil || !strings.Contains(string(junit), `<testsuite name="kubeslow.rules"`) {
+			t.Errorf("report.xml: %v\n%s", err, junit)
 		}
 		assertNoBenchNamespaces(ctx, t, c)
 	})

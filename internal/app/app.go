@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	agentcmd "github.com/kubeslow/kubeslow/internal/cli/agent"
 	"github.com/kubeslow/kubeslow/internal/cli/audit"
 	"github.com/kubeslow/kubeslow/internal/cli/bench"
 	"github.com/kubeslow/kubeslow/internal/cli/cleanup"
@@ -87,6 +88,7 @@ With no cluster at hand, "kubeslow lab up" starts a real local Kubernetes to try
 		bench.NewCommand(streams),
 		reportcmd.NewReport(streams),
 		reportcmd.NewDiff(streams),
+		agentcmd.NewCommand(streams),
 	)
 	return root
 }

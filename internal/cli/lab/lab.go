@@ -27,7 +27,7 @@ with addresses from 198.18.0.0/15 (the benchmarking range). It needs root.
 Build cache: $KUBESLOW_CACHE_DIR or $XDG_CACHE_HOME/kubeslow. State: $KUBESLOW_STATE_DIR or
 $XDG_STATE_HOME/kubeslow/lab.`,
 	}
-	cmd.AddCommand(newBuild(streams), newUp(streams), newDown(streams), newStatus(streams), newKubeconfig(streams), newRegistryServe(streams),
+	cmd.AddCommand(newNet(streams), newBuild(streams), newUp(streams), newDown(streams), newStatus(streams), newKubeconfig(streams), newRegistryServe(streams),
 		newScenarios(streams), newStorm(streams))
 	return cmd
 }

@@ -1,0 +1,84 @@
+package bench
+
+import (
+	"fmt"
+	"net"
+	"net/url"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kubeslow/kubeslow/internal/cli/common"
+	"github.com/kubeslow/kubeslow/internal/kube"
+	"github.com/kubeslow/kubeslow/internal/loadgen"
+	"github.com/kubeslow/kubeslow/internal/version"
+	"github.com/kubeslow/kubeslow/pkg/result"
+)
+
+// HTTPName is the result of `kubeslow bench http`.
+const HTTPName = "net.http"
+
+func newHTTP(streams common.IOStreams) *cobra.Command {
+	var out common.OutputFlag
+	var mode string
+	cfg := loadgen.Config{}
+	cmd := &cobra.Command{
+		Use:   "http URL",
+		Short: "HTTP load: closed loop or open loop at a fixed rate (latency from the intended send time), keep-alive or new connections",
+		Long: `http sends requests to URL (http:// only) and reports requests/s, the latency percentiles (HdrHistogram),
+status codes and errors. --mode open sends at --rate whatever the server does and measures each request from
+the moment it was due, so a stalling server shows in the tail (no coordinated omission); --mode closed keeps
+--concurrency requests in flight. Every run is bounded by --duration (at most 10 min) and --max-requests.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := out.Validate(); err != nil {
+				return &common.ExitError{Code: 2, Err: err}
+			}
+			u, err := url.Parse(args[0])
+			if err != nil || u.Scheme != "http" || u.Host == "" {
+				return &common.ExitError{Code: 2, Err: fmt.Errorf("URL %q: want http://host:port/path", args[0])}
+			}
+			cfg.Addr, cfg.Host, cfg.Path, cfg.Mode = u.Host, u.Host, u.RequestURI(), loadgen.Mode(mode)
+			if u.Port() == "" {
+				cfg.Addr = net.JoinHostPort(u.Hostname(), "80")
+			}
+			if err := cfg.Validate(); err != nil {
+				return &common.ExitError{Code: 2, Err: err}
+			}
+			streams.Progressf("%s: %s", args[0], cfg.Describe())
+			start := time.Now()
+			res, err := loadgen.Run(common.Context(cmd), cfg)
+			if err != nil {
+				return &common.ExitError{Code: 2, Err: err}
+			}
+			v, commit := version.Get()
+			r := result.Result{Name: HTTPName, Status: result.StatusPass, Reason: cfg.Describe(), Start: start, End: time.Now(),
+				Metrics: res.Metrics(nil)}
+			if res.Requests == 0 {
+				r.Status, r.Reason = result.StatusError, fmt.Sprintf("no request completed (%d errors: %v)", res.Errors, res.ErrorKinds)
+			}
+			rep := &result.Report{APIVersion: result.APIVersion, Kind: result.Kind, RunID: kube.NewRunID(start),
+				Tool: result.Tool{Name: "kubeslow", Version: v, Commit: commit}, Cluster: result.Cluster{Name: "none", Server: args[0]},
+				Start: start, End: time.Now(), Results: []result.Result{r}, Findings: []result.Finding{}}
+			if err := out.Write(streams, rep); err != nil {
+				return &common.ExitError{Code: 2, Err: err}
+			}
+			if r.Status == result.StatusError {
+				return &common.ExitError{Code: 2}
+			}
+			return nil
+		},
+	}
+	out.Add(cmd)
+	fl := cmd.Flags()
+	fl.StringVar(&mode, "mode", "closed", "closed (max throughput at --concurrency) or open (fixed --rate)")
+	fl.IntVarP(&cfg.Concurrency, "concurrency", "c", 8, "connections (requests in flight)")
+	fl.Float64Var(&cfg.Rate, "rate", 1000, "open loop: requests per second")
+	fl.DurationVarP(&cfg.Duration, "duration", "d", 10*time.Second, "how long to send")
+	fl.Int64Var(&cfg.MaxRequests, "max-requests", 0, "stop after this many requests (0: no limit but --duration)")
+	fl.BoolVar(&cfg.NewConn, "new-conn", false, "a new TCP connection per request (default: keep-alive)")
+	fl.StringVar(&cfg.Method, "method", "POST", "HTTP method")
+	fl.IntVar(&cfg.BodyBytes, "body", 3072, "request body bytes (case D: a 3 KB POST answered by an immediate 404)")
+	fl.DurationVar(&cfg.Timeout, "timeout", 5*time.Second, "per-request time-out")
+	return cmd
+}

@@ -136,20 +136,25 @@ func (f *flags) run(ctx context.Context, streams common.IOStreams) (*result.Repo
 	}
 	if needNS {
 		if _, err := c.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: kube.ObjectMeta(ns, "", runID)}, metav1.CreateOptions{}); err != nil {
-			return nil, fmt.Errorf("creating the run's namespace %s: %w", ns, err)
+			// A cluster that refuses writes (etcd out of space, no permission) still gets its read-only checks:
+			// the benchmarks are skipped with the reason.
+			reason := fmt.Sprintf("could not create the run's namespace %s: %v", ns, err)
+			streams.Progressf("%s: benchmarks skipped", reason)
+			ms = skipBenchmarks(ms, reason)
+		} else {
+			defer func() {
+				// A fresh context: cleanup must run after Ctrl-C too.
+				cctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+				defer cancel()
+				dyn, err := dynamic.NewForConfig(c.Config)
+				if err == nil {
+					_, err = kube.Cleanup(cctx, dyn, runID, log)
+				}
+				if err != nil {
+					streams.Progressf("cleanup of run %s failed: %v (run `kubeslow cleanup --run %s`)", runID, err, runID)
+				}
+			}()
 		}
-		defer func() {
-			// A fresh context: cleanup must run after Ctrl-C too.
-			cctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-			defer cancel()
-			dyn, err := dynamic.NewForConfig(c.Config)
-			if err == nil {
-				_, err = kube.Cleanup(cctx, dyn, runID, log)
-			}
-			if err != nil {
-				streams.Progressf("cleanup of run %s failed: %v (run `kubeslow cleanup --run %s`)", runID, err, runID)
-			}
-		}()
 	}
 	rep := runner.Run(ctx, runner.Options{
 		Client: c.Client, Config: c.Config, Cluster: cl, Clock: clk, Log: log, RunID: runID, Namespace: ns,
@@ -180,4 +185,25 @@ func writeReportFiles(dir string, rep *result.Report) (string, error) {
 		}
 	}
 	return filepath.Join(dir, "report.html"), nil
+}
+
+// skipped stands in for a benchmark that cannot run: its result is Skip with the reason.
+type skipped struct {
+	measure.Measurement
+	reason string
+}
+
+func (s skipped) Run(context.Context, *measure.Env) (result.Result, error) {
+	return result.Result{}, measure.Skipf("%s", s.reason)
+}
+
+func skipBenchmarks(ms []measure.Measurement, reason string) []measure.Measurement {
+	out := make([]measure.Measurement, len(ms))
+	for i, m := range ms {
+		out[i] = m
+		if measure.KindOf(m) == measure.Benchmark {
+			out[i] = skipped{Measurement: m, reason: reason}
+		}
+	}
+	return out
 }

@@ -94,8 +94,15 @@ func runScenarioWith(t *testing.T, sc scenario.Scenario, ms []measure.Measuremen
 	}
 	c := kubernetes.NewForConfigOrDie(rc)
 	ns := "kubeslow-test-" + strings.ReplaceAll(sc.Name, "_", "-")
-	if _, err := c.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: kube.ObjectMeta(ns, "", "test")}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
+	needNS := false
+	for _, m := range ms {
+		needNS = needNS || measure.KindOf(m) == measure.Benchmark
+	}
+	// Only benchmarks need a namespace (and etcd-quota's full etcd refuses to create one).
+	if needNS {
+		if _, err := c.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: kube.ObjectMeta(ns, "", "test")}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	return runner.Run(ctx, runner.Options{Client: c, Config: rc, Clock: clock.RealClock{}, RunID: "test", Namespace: ns,
 		Log: slog.New(slog.NewTextHandler(os.Stderr, nil)), Lab: &measure.LabInfo{EtcdEndpoint: lab.EtcdEndpoint(), AuditLogPath: d.AuditLog()},

@@ -59,7 +59,8 @@ type Config struct {
 	MaxRequests int64
 	// NewConn opens a connection per request (kube-proxy rules and overlays cost mostly per connection).
 	NewConn bool
-	// Timeout per request (default 5 s).
+	// Timeout per request (default 5 s): a request fails when it has waited at least Timeout/2 and at most
+	// Timeout (the connection's deadline is refreshed only when half of it is used up).
 	Timeout time.Duration
 	// Dial overrides the dialer (tests; namespaces).
 	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
@@ -156,6 +157,9 @@ type worker struct {
 	errs    map[string]int64
 	n, nerr int64
 	conns   int64
+	// deadline is the connection's current I/O deadline, refreshed only when less than half the
+	// time-out is left (setting it for every request costs a runtime timer update each time).
+	deadline time.Time
 }
 
 var errProtocol = errors.New("protocol")
@@ -172,6 +176,7 @@ func (w *worker) dial(ctx context.Context) error {
 		return err
 	}
 	w.conns++
+	w.deadline = time.Time{}
 	if w.br == nil {
 		w.br = bufio.NewReaderSize(w.conn, 16<<10)
 	} else {
@@ -194,7 +199,10 @@ func (w *worker) do(ctx context.Context) (int, string) {
 			return 0, kind(err, "connect")
 		}
 	}
-	_ = w.conn.SetDeadline(time.Now().Add(w.cfg.Timeout))
+	if now := time.Now(); w.deadline.Sub(now) < w.cfg.Timeout/2 {
+		w.deadline = now.Add(w.cfg.Timeout)
+		_ = w.conn.SetDeadline(w.deadline)
+	}
 	if _, err := w.conn.Write(w.req); err != nil {
 		w.close()
 		return 0, kind(err, "write")

@@ -4,6 +4,7 @@ package agent
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"io"
 	"net"
@@ -36,5 +37,53 @@ func Serve(ctx context.Context, ln net.Listener, h http.Handler) error {
 			return err
 		}
 		return nil
+	}
+}
+
+// ServeTCP answers kubeslow's TCP tests on ln until ctx ends: the first byte of a connection chooses the
+// stream test ('S': count bytes until the client half-closes, answer the count) or request/response ('R':
+// echo each byte).
+func ServeTCP(ctx context.Context, ln net.Listener) error {
+	go func() { <-ctx.Done(); ln.Close() }()
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return err
+		}
+		go handleTCP(c)
+	}
+}
+
+func handleTCP(c net.Conn) {
+	defer c.Close()
+	var mode [1]byte
+	if _, err := io.ReadFull(c, mode[:]); err != nil {
+		return
+	}
+	switch mode[0] {
+	case 'S':
+		n, err := io.Copy(io.Discard, c)
+		if err != nil {
+			return
+		}
+		var b [8]byte
+		binary.BigEndian.PutUint64(b[:], uint64(n))
+		_, _ = c.Write(b[:])
+	case 'R':
+		if tc, ok := c.(*net.TCPConn); ok {
+			_ = tc.SetNoDelay(true)
+		}
+		var b [1]byte
+		for {
+			if _, err := io.ReadFull(c, b[:]); err != nil {
+				return
+			}
+			if _, err := c.Write(b[:]); err != nil {
+				return
+			}
+		}
 	}
 }

@@ -105,7 +105,8 @@ func pin(cpu int) []string {
 
 // startServer runs `kubeslow agent serve` in the path's server namespace; stop kills it by PID.
 func startServer(ctx context.Context, bin string, p *Path) (stop func(), err error) {
-	args := append(append([]string{"netns", "exec", p.ServerNS}, pin(0)...), bin, "agent", "serve", "--listen", fmt.Sprintf("%s:%d", p.ServerIP, benchPort))
+	args := append(append([]string{"netns", "exec", p.ServerNS}, pin(0)...), bin, "agent", "serve", "--listen", fmt.Sprintf("%s:%d", p.ServerIP, benchPort),
+		"--tcp-listen", fmt.Sprintf("%s:%d", p.ServerIP, benchPort+1))
 	cmd := exec.CommandContext(ctx, "ip", args...)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
@@ -117,7 +118,12 @@ func startServer(ctx context.Context, bin string, p *Path) (stop func(), err err
 		return nil, err
 	}
 	stop = func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }
-	line, err := bufio.NewReader(stdout).ReadString('\n')
+	// "listening-tcp …" then "listening …" once both servers are up.
+	br := bufio.NewReader(stdout)
+	line, err := br.ReadString('\n')
+	if err == nil && strings.HasPrefix(line, "listening-tcp ") {
+		line, err = br.ReadString('\n')
+	}
 	if err != nil || !strings.HasPrefix(line, "listening ") {
 		stop()
 		return nil, fmt.Errorf("server in %s did not start: %q %v %s", p.ServerNS, line, err, stderr.String())
@@ -165,6 +171,39 @@ func runClient(ctx context.Context, o BenchOptions, p *Path, newConn bool) (samp
 	return s, nil
 }
 
+type tcpSample struct{ gbit, rrTPS, rrP99 float64 }
+
+// runTCP runs `kubeslow bench tcp` (stream, then request/response) in the client namespace against the server
+// directly (NAT paths translate only the HTTP port).
+func runTCP(ctx context.Context, o BenchOptions, p *Path) (tcpSample, error) {
+	args := append(append([]string{"netns", "exec", p.ClientNS}, pin(1)...), o.Binary, "bench", "tcp",
+		fmt.Sprintf("%s:%d", p.DialIP, benchPort+1), "-d", o.Duration.String(), "-o", "json")
+	cctx, cancel := context.WithTimeout(ctx, 2*o.Duration+time.Minute)
+	defer cancel()
+	var stdout, stderr bytes.Buffer
+	cmd := exec.CommandContext(cctx, "ip", args...)
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		return tcpSample{}, fmt.Errorf("tcp client in %s: %v: %s", p.ClientNS, err, strings.TrimSpace(stderr.String()))
+	}
+	rep, err := result.Decode(&stdout)
+	if err != nil || len(rep.Results) != 1 {
+		return tcpSample{}, fmt.Errorf("tcp client report: %v", err)
+	}
+	var s tcpSample
+	for _, m := range rep.Results[0].Metrics {
+		switch m.Name {
+		case "stream_gbit_per_second":
+			s.gbit = m.Value
+		case "rr_transactions_per_second":
+			s.rrTPS = m.Value
+		case "rr_latency_p99":
+			s.rrP99 = m.Value
+		}
+	}
+	return s, nil
+}
+
 func median(v []float64) float64 {
 	s := append([]float64(nil), v...)
 	sort.Float64s(s)
@@ -174,9 +213,9 @@ func median(v []float64) float64 {
 	return s[len(s)/2]
 }
 
-// Bench runs the HTTP benchmark (closed loop, keep-alive and a new connection per request) through every
-// path, repeated, and reports the median requests/s with its spread (min, max), the median p99 latency and
-// each path's ratio to loopback. A path that cannot be built is reported, not fatal; everything is torn down.
+// Bench runs the HTTP benchmark (closed loop, keep-alive and a new connection per request) and, on the paths
+// without NAT, the TCP stream and request/response tests through every path, repeated, and reports medians
+// with their spread (min, max), the median p99 latency and each path's ratio to loopback. A path that cannot be built is reported, not fatal; everything is torn down.
 func Bench(ctx context.Context, o BenchOptions) (result.Result, error) {
 	if o.Repeats < 1 || o.Repeats > 10 || o.Duration <= 0 || o.Duration > time.Minute || o.Concurrency < 1 {
 		return result.Result{}, fmt.Errorf("bounds: repeats 1..10, duration (0, 1m], concurrency >= 1")
@@ -205,6 +244,7 @@ func Bench(ctx context.Context, o BenchOptions) (result.Result, error) {
 		want[p] = true
 	}
 	base := map[bool]float64{}
+	baseGbit := 0.0
 	var notes []string
 	if _, err := os.Stat("/proc/net/ip_vs"); err != nil {
 		notes = append(notes, "ipvs: unavailable in this kernel (no /proc/net/ip_vs)")
@@ -261,6 +301,35 @@ func Bench(ctx context.Context, o BenchOptions) (result.Result, error) {
 			}
 			rec.Values["rps_median_"+conn] = m
 			progress("%s %s: %.0f req/s (min %.0f, max %.0f), p99 %.2f ms", b.Name, conn, m, rps[0], rps[len(rps)-1], median(p99)*1e3)
+		}
+		if p.Rules == 0 {
+			var gbit, tps, p99 []float64
+			for r := 0; r < o.Repeats; r++ {
+				s, err := runTCP(ctx, o, p)
+				if err != nil {
+					notes = append(notes, fmt.Sprintf("%s/tcp: %v", b.Name, err))
+					break
+				}
+				gbit, tps, p99 = append(gbit, s.gbit), append(tps, s.rrTPS), append(p99, s.rrP99)
+			}
+			if len(gbit) > 0 {
+				l := map[string]string{"path": b.Name}
+				sort.Float64s(gbit)
+				m := median(gbit)
+				add("stream_gbit_median", "gbit_per_second", m, l)
+				add("stream_gbit_min", "gbit_per_second", gbit[0], l)
+				add("stream_gbit_max", "gbit_per_second", gbit[len(gbit)-1], l)
+				add("rr_tps_median", "transactions_per_second", median(tps), l)
+				add("rr_latency_p99_median", "seconds", median(p99), l)
+				if b.Name == "loopback" {
+					baseGbit = m
+				}
+				if baseGbit > 0 {
+					add("stream_ratio_to_loopback", "ratio", m/baseGbit, l)
+				}
+				rec.Values["stream_gbit_median"] = m
+				progress("%s tcp: stream %.1f Gbit/s (min %.1f, max %.1f), rr %.0f/s p99 %.0f µs", b.Name, m, gbit[0], gbit[len(gbit)-1], median(tps), median(p99)*1e6)
+			}
 		}
 		res.Records = append(res.Records, rec)
 		stop()

@@ -41,6 +41,14 @@ func TestIntegrationLabNet(t *testing.T) {
 			}
 		}
 	}
+	for _, path := range []string{"loopback", "vxlan"} {
+		if g := got["stream_gbit_median/"+path+"/"]; g <= 0 || got["rr_tps_median/"+path+"/"] <= 0 {
+			t.Errorf("%s: tcp stream %v Gbit/s, rr %v/s", path, g, got["rr_tps_median/"+path+"/"])
+		}
+	}
+	if _, ok := got["stream_gbit_median/nat-iptables-legacy-1000/"]; ok {
+		t.Error("tcp tests ran on a NAT path (only HTTP is translated there)")
+	}
 	if len(res.Records) != 3 || res.Records[1].Values["mtu"] != 1450 {
 		t.Errorf("records %+v", res.Records)
 	}

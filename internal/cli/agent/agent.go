@@ -14,22 +14,38 @@ import (
 // NewCommand returns `kubeslow agent`.
 func NewCommand(streams common.IOStreams) *cobra.Command {
 	cmd := &cobra.Command{Use: "agent", Short: "Agent mode: the server side of the network benchmarks"}
-	var listen string
+	var listen, tcpListen string
 	serve := &cobra.Command{
 		Use:   "serve",
-		Short: "Serve HTTP: read each request's body and answer 404 at once (case D's server)",
+		Short: "Serve HTTP (read each request's body, answer 404 at once: case D's server) and, with --tcp-listen, the TCP stream and request/response tests",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ln, err := net.Listen("tcp", listen)
 			if err != nil {
 				return &common.ExitError{Code: 2, Err: err}
 			}
-			// The address goes to stdout first, so a parent can learn the port of ":0".
+			ctx := common.Context(cmd)
+			if tcpListen != "" {
+				tln, err := net.Listen("tcp", tcpListen)
+				if err != nil {
+					ln.Close()
+					return &common.ExitError{Code: 2, Err: err}
+				}
+				fmt.Fprintf(streams.Out, "listening-tcp %s\n", tln.Addr())
+				go func() {
+					if err := agent.ServeTCP(ctx, tln); err != nil {
+						streams.Progressf("tcp server: %v", err)
+					}
+				}()
+			}
+			// The address goes to stdout last, so a parent that read this line knows both servers are up
+			// (and learns the port of ":0").
 			fmt.Fprintf(streams.Out, "listening %s\n", ln.Addr())
-			return agent.Serve(common.Context(cmd), ln, agent.Handler())
+			return agent.Serve(ctx, ln, agent.Handler())
 		},
 	}
-	serve.Flags().StringVar(&listen, "listen", "127.0.0.1:8080", "address to listen on")
+	serve.Flags().StringVar(&listen, "listen", "127.0.0.1:8080", "address to serve HTTP on")
+	serve.Flags().StringVar(&tcpListen, "tcp-listen", "", "address to serve the TCP stream and request/response tests on (empty: none)")
 	cmd.AddCommand(serve)
 	return cmd
 }

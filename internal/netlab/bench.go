@@ -133,31 +133,40 @@ func startServer(ctx context.Context, bin string, p *Path) (stop func(), err err
 
 type sample struct{ rps, p99 float64 }
 
-// runClient runs one `kubeslow bench http` in the client namespace and reads its JSON report.
+// runJSON runs a kubeslow command in the client namespace (pinned to CPU 1) and returns its one result.
+func runJSON(ctx context.Context, o BenchOptions, p *Path, timeout time.Duration, args ...string) (*result.Result, error) {
+	full := append(append(append([]string{"netns", "exec", p.ClientNS}, pin(1)...), o.Binary), append(args, "-o", "json")...)
+	cctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var stdout, stderr bytes.Buffer
+	cmd := exec.CommandContext(cctx, "ip", full...)
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		return nil, fmt.Errorf("%s in %s: %v: %s", args[1], p.ClientNS, err, strings.TrimSpace(stderr.String()))
+	}
+	rep, err := result.Decode(&stdout)
+	if err != nil || len(rep.Results) != 1 {
+		return nil, fmt.Errorf("%s report: %v", args[1], err)
+	}
+	return &rep.Results[0], nil
+}
+
+// runClient runs one `kubeslow bench http` in the client namespace.
 func runClient(ctx context.Context, o BenchOptions, p *Path, newConn bool) (sample, error) {
 	port := benchPort
 	if p.Rules > 0 {
 		port = ServicePort(p.Rules)
 	}
-	args := append(append([]string{"netns", "exec", p.ClientNS}, pin(1)...), o.Binary, "bench", "http",
-		fmt.Sprintf("http://%s:%d/", p.DialIP, port), "-c", strconv.Itoa(o.Concurrency), "-d", o.Duration.String(), "-o", "json")
+	args := []string{"bench", "http", fmt.Sprintf("http://%s:%d/", p.DialIP, port), "-c", strconv.Itoa(o.Concurrency), "-d", o.Duration.String()}
 	if newConn {
 		args = append(args, "--new-conn")
 	}
-	cctx, cancel := context.WithTimeout(ctx, o.Duration+time.Minute)
-	defer cancel()
-	var stdout, stderr bytes.Buffer
-	cmd := exec.CommandContext(cctx, "ip", args...)
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		return sample{}, fmt.Errorf("client in %s: %v: %s", p.ClientNS, err, strings.TrimSpace(stderr.String()))
-	}
-	rep, err := result.Decode(&stdout)
-	if err != nil || len(rep.Results) != 1 {
-		return sample{}, fmt.Errorf("client report: %v", err)
+	r, err := runJSON(ctx, o, p, o.Duration+time.Minute, args...)
+	if err != nil {
+		return sample{}, err
 	}
 	var s sample
-	for _, m := range rep.Results[0].Metrics {
+	for _, m := range r.Metrics {
 		switch m.Name {
 		case "requests_per_second":
 			s.rps = m.Value
@@ -166,7 +175,7 @@ func runClient(ctx context.Context, o BenchOptions, p *Path, newConn bool) (samp
 		}
 	}
 	if s.rps == 0 {
-		return s, fmt.Errorf("client completed no request: %s", rep.Results[0].Reason)
+		return s, fmt.Errorf("client completed no request: %s", r.Reason)
 	}
 	return s, nil
 }
@@ -176,22 +185,12 @@ type tcpSample struct{ gbit, rrTPS, rrP99 float64 }
 // runTCP runs `kubeslow bench tcp` (stream, then request/response) in the client namespace against the server
 // directly (NAT paths translate only the HTTP port).
 func runTCP(ctx context.Context, o BenchOptions, p *Path) (tcpSample, error) {
-	args := append(append([]string{"netns", "exec", p.ClientNS}, pin(1)...), o.Binary, "bench", "tcp",
-		fmt.Sprintf("%s:%d", p.DialIP, benchPort+1), "-d", o.Duration.String(), "-o", "json")
-	cctx, cancel := context.WithTimeout(ctx, 2*o.Duration+time.Minute)
-	defer cancel()
-	var stdout, stderr bytes.Buffer
-	cmd := exec.CommandContext(cctx, "ip", args...)
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		return tcpSample{}, fmt.Errorf("tcp client in %s: %v: %s", p.ClientNS, err, strings.TrimSpace(stderr.String()))
-	}
-	rep, err := result.Decode(&stdout)
-	if err != nil || len(rep.Results) != 1 {
-		return tcpSample{}, fmt.Errorf("tcp client report: %v", err)
+	r, err := runJSON(ctx, o, p, 2*o.Duration+time.Minute, "bench", "tcp", fmt.Sprintf("%s:%d", p.DialIP, benchPort+1), "-d", o.Duration.String())
+	if err != nil {
+		return tcpSample{}, err
 	}
 	var s tcpSample
-	for _, m := range rep.Results[0].Metrics {
+	for _, m := range r.Metrics {
 		switch m.Name {
 		case "stream_gbit_per_second":
 			s.gbit = m.Value

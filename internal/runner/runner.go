@@ -13,6 +13,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/kubeslow/kubeslow/internal/check"
+	"github.com/kubeslow/kubeslow/internal/kube"
 	"github.com/kubeslow/kubeslow/internal/measure"
 	"github.com/kubeslow/kubeslow/internal/version"
 	"github.com/kubeslow/kubeslow/pkg/result"
@@ -92,4 +93,13 @@ func ExitCode(r *result.Report, failOn result.Severity) int {
 		}
 	}
 	return 0
+}
+
+// StandaloneReport wraps the results of a command that measures no cluster (a load test against a URL, the
+// network lab) in a report: the tool's identity, a fresh run id, the target named in Cluster.
+func StandaloneReport(target, server string, start time.Time, results ...result.Result) *result.Report {
+	v, commit := version.Get()
+	return &result.Report{APIVersion: result.APIVersion, Kind: result.Kind, RunID: kube.NewRunID(start),
+		Tool: result.Tool{Name: "kubeslow", Version: v, Commit: commit}, Cluster: result.Cluster{Name: target, Server: server},
+		Start: start, End: time.Now(), Results: results, Findings: []result.Finding{}}
 }

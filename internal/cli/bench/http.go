@@ -9,9 +9,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kubeslow/kubeslow/internal/cli/common"
-	"github.com/kubeslow/kubeslow/internal/kube"
 	"github.com/kubeslow/kubeslow/internal/loadgen"
-	"github.com/kubeslow/kubeslow/internal/version"
+	"github.com/kubeslow/kubeslow/internal/runner"
 	"github.com/kubeslow/kubeslow/pkg/result"
 )
 
@@ -51,15 +50,12 @@ the moment it was due, so a stalling server shows in the tail (no coordinated om
 			if err != nil {
 				return &common.ExitError{Code: 2, Err: err}
 			}
-			v, commit := version.Get()
 			r := result.Result{Name: HTTPName, Status: result.StatusPass, Reason: cfg.Describe(), Start: start, End: time.Now(),
 				Metrics: res.Metrics(nil)}
 			if res.Requests == 0 {
 				r.Status, r.Reason = result.StatusError, fmt.Sprintf("no request completed (%d errors: %v)", res.Errors, res.ErrorKinds)
 			}
-			rep := &result.Report{APIVersion: result.APIVersion, Kind: result.Kind, RunID: kube.NewRunID(start),
-				Tool: result.Tool{Name: "kubeslow", Version: v, Commit: commit}, Cluster: result.Cluster{Name: "none", Server: args[0]},
-				Start: start, End: time.Now(), Results: []result.Result{r}, Findings: []result.Finding{}}
+			rep := runner.StandaloneReport("none", args[0], start, r)
 			if err := out.Write(streams, rep); err != nil {
 				return &common.ExitError{Code: 2, Err: err}
 			}

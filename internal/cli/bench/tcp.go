@@ -9,9 +9,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kubeslow/kubeslow/internal/cli/common"
-	"github.com/kubeslow/kubeslow/internal/kube"
 	"github.com/kubeslow/kubeslow/internal/loadgen"
-	"github.com/kubeslow/kubeslow/internal/version"
+	"github.com/kubeslow/kubeslow/internal/runner"
 	"github.com/kubeslow/kubeslow/pkg/result"
 )
 
@@ -50,10 +49,7 @@ func newTCP(streams common.IOStreams) *cobra.Command {
 			}
 			r.Metrics = TCPMetrics(st, rr, nil)
 			r.End = time.Now()
-			v, commit := version.Get()
-			rep := &result.Report{APIVersion: result.APIVersion, Kind: result.Kind, RunID: kube.NewRunID(start),
-				Tool: result.Tool{Name: "kubeslow", Version: v, Commit: commit}, Cluster: result.Cluster{Name: "none", Server: addr},
-				Start: start, End: time.Now(), Results: []result.Result{r}, Findings: []result.Finding{}}
+			rep := runner.StandaloneReport("none", addr, start, r)
 			if err := out.Write(streams, rep); err != nil {
 				return &common.ExitError{Code: 2, Err: err}
 			}

@@ -8,10 +8,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kubeslow/kubeslow/internal/cli/common"
-	"github.com/kubeslow/kubeslow/internal/kube"
 	"github.com/kubeslow/kubeslow/internal/netlab"
-	"github.com/kubeslow/kubeslow/internal/version"
-	"github.com/kubeslow/kubeslow/pkg/result"
+	"github.com/kubeslow/kubeslow/internal/runner"
 )
 
 func newNet(streams common.IOStreams) *cobra.Command {
@@ -43,11 +41,7 @@ spread, p99 and the ratio to loopback. Needs root; everything is removed afterwa
 			if err != nil {
 				return &common.ExitError{Code: 2, Err: err}
 			}
-			v, commit := version.Get()
-			rep := &result.Report{APIVersion: result.APIVersion, Kind: result.Kind, RunID: kube.NewRunID(start),
-				Tool: result.Tool{Name: "kubeslow", Version: v, Commit: commit}, Cluster: result.Cluster{Name: "netlab", Server: "network namespaces"},
-				Start: start, End: time.Now(), Results: []result.Result{res}, Findings: []result.Finding{}}
-			return out.Write(streams, rep)
+			return out.Write(streams, runner.StandaloneReport("netlab", "network namespaces", start, res))
 		},
 	}
 	out.Add(cmd)

@@ -29,7 +29,7 @@ func TestIntegrationBenchPods(t *testing.T) {
 	t.Setenv("KUBESLOW_STATE_DIR", d.State)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
-	if _, err := lab.Up(ctx, d, lab.Config{Nodes: 5, RealNodes: 1, AgentBinary: labtest.Binary(t)}, t.Logf); err != nil {
+	if _, err := lab.Up(ctx, d, lab.Config{Nodes: 5, RealNodes: 2, AgentBinary: labtest.Binary(t)}, t.Logf); err != nil {
 		_ = lab.Down(context.Background(), d, t.Logf)
 		t.Fatalf("lab up: %v", err)
 	}
@@ -101,6 +101,35 @@ func TestIntegrationBenchPods(t *testing.T) {
 		junit, err := os.ReadFile(filepath.Join(dir, "report.xml"))
 		if err != nil || !strings.Contains(string(junit), `<testsuite name="kubeslow.rules"`) {
 			t.Errorf("report.xml: %v\n%s", err, junit)
+		}
+		assertNoBenchNamespaces(ctx, t, c)
+	})
+	t.Run("net", func(t *testing.T) {
+		// The path matrix on the lab's two real nodes: every path measured, host->host the baseline.
+		code, out, errOut := runArgs(t, "bench", "net", "--lab", "-d", "1s", "-c", "4", "-o", "json")
+		if code != 0 && code != 1 { // 1: a pod path below the host is a finding, not a failure here
+			t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+		}
+		var rep result.Report
+		if err := json.Unmarshal([]byte(out), &rep); err != nil {
+			t.Fatalf("json: %v\n%s", err, out)
+		}
+		np := find(rep, "net.paths")
+		if np == nil || np.Status != result.StatusPass {
+			t.Fatalf("net.paths: %+v\n%s", np, errOut)
+		}
+		for _, path := range []string{"host->host", "host->pod", "pod->pod same node", "pod->pod other node", "pod->Service"} {
+			for _, conn := range []string{"keepalive", "new"} {
+				if v := metric(np, "rps", map[string]string{"path": path, "conn": conn}); v <= 0 {
+					t.Errorf("%s %s: rps %v", path, conn, v)
+				}
+			}
+			if g := metric(np, "stream_gbit", map[string]string{"path": path}); g <= 0 {
+				t.Errorf("%s: stream %v Gbit/s", path, g)
+			}
+		}
+		if r := metric(np, "ratio_to_host", map[string]string{"path": "host->host", "conn": "new"}); r != 1 {
+			t.Errorf("host->host ratio %v", r)
 		}
 		assertNoBenchNamespaces(ctx, t, c)
 	})

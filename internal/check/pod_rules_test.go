@@ -1,9 +1,11 @@
 package check
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/kubeslow/kubeslow/internal/measure/apislo"
+	"github.com/kubeslow/kubeslow/internal/measure/netpath"
 	"github.com/kubeslow/kubeslow/internal/measure/podstartup"
 	"github.com/kubeslow/kubeslow/pkg/result"
 )
@@ -87,5 +89,27 @@ func TestCNIIPAM(t *testing.T) {
 	r.Results = r.Results[:1]
 	if _, evals := Evaluate(r, CombinedRules()); evals[0].Status != NotEvaluated {
 		t.Fatalf("evals %+v", evals)
+	}
+}
+
+// TestNetPod: one finding per pod path below 90 % of host->host, on its worst connection mode, naming the
+// cluster's CNI; host paths and paths within the tolerance stay quiet.
+func TestNetPod(t *testing.T) {
+	m := func(path, conn string, v float64) result.Metric {
+		return result.Metric{Name: "ratio_to_host", Unit: "ratio", Value: v, Labels: map[string]string{"path": path, "conn": conn}}
+	}
+	r := &result.Report{Cluster: result.Cluster{Facts: map[string]string{"cni": "flannel"}}, Results: []result.Result{{Name: netpath.Name, Status: result.StatusPass,
+		Metrics: []result.Metric{m("host->host", "new", 1), m("host->pod", "new", 0.5), m("pod->pod other node", "keepalive", 0.8),
+			m("pod->pod other node", "new", 0.06), m("pod->pod same node", "new", 0.95), m("pod->Service", "stream", 0.7)}}}}
+	fs, _ := Evaluate(r, NetRules())
+	if len(fs) != 2 {
+		t.Fatalf("findings %+v", fs)
+	}
+	if e := fs[0].Evidence[0]; e.Labels["path"] != "pod->pod other node" || e.Labels["conn"] != "new" || e.Value != 0.06 ||
+		!strings.Contains(fs[0].Summary, "flannel") || !strings.Contains(fs[0].Summary, "per new connection") {
+		t.Fatalf("first finding %+v", fs[0])
+	}
+	if fs[1].Evidence[0].Labels["path"] != "pod->Service" {
+		t.Fatalf("second finding %+v", fs[1])
 	}
 }

@@ -14,7 +14,11 @@ const sloSource = "Kubernetes SIG Scalability API call latency SLO (p99 over the
 
 // Rules returns every rule of the findings engine.
 func Rules() []Rule {
-	return append(append(append(coreRules(), AuditRules()...), PodRules()...), CombinedRules()...)
+	var all []Rule
+	for _, rs := range [][]Rule{coreRules(), AuditRules(), PodRules(), NetRules(), CombinedRules()} {
+		all = append(all, rs...)
+	}
+	return all
 }
 
 func coreRules() []Rule {

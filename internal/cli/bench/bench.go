@@ -26,7 +26,7 @@ import (
 // NewCommand returns `kubeslow bench`.
 func NewCommand(streams common.IOStreams) *cobra.Command {
 	cmd := &cobra.Command{Use: "bench", Short: "Run one benchmark on its own"}
-	cmd.AddCommand(newPods(streams), newHTTP(streams), newTCP(streams))
+	cmd.AddCommand(newPods(streams), newHTTP(streams), newTCP(streams), newNet(streams))
 	return cmd
 }
 
@@ -80,13 +80,19 @@ func newPods(streams common.IOStreams) *cobra.Command {
 }
 
 func runPods(ctx context.Context, streams common.IOStreams, cf *common.ClusterFlags, o podstartup.Options) (*result.Report, error) {
-	start := markNow()
 	// kubeslow's own client limit must leave room for the requested creation rate, or it would throttle the
 	// benchmark itself.
 	if o.Kind == workload.Pods {
 		cf.QPS += float32(o.QPS)
 		cf.Burst += o.Burst
 	}
+	return runBenchmark(ctx, streams, cf, podstartup.New(o), check.PodRules())
+}
+
+// runBenchmark runs one benchmark in a namespace of its own, which is deleted afterwards (also on Ctrl-C),
+// and appends kubeslow's own cost.
+func runBenchmark(ctx context.Context, streams common.IOStreams, cf *common.ClusterFlags, m measure.Measurement, rules []check.Rule) (*result.Report, error) {
+	start := markNow()
 	c, labInfo, err := cf.Connect()
 	if err != nil {
 		return nil, err
@@ -111,10 +117,10 @@ func runPods(ctx context.Context, streams common.IOStreams, cf *common.ClusterFl
 			}
 		}
 	}()
-	streams.Progressf("creating %d pods (%s) in %s", o.Count, o.Kind, ns)
+	streams.Progressf("%s in %s", m.Description(), ns)
 	rep := runner.Run(ctx, runner.Options{Client: c.Client, Config: c.Config, Cluster: cl, Clock: clk, Log: streams.Logger(false),
-		RunID: runID, Namespace: ns, Lab: labInfo, Progress: streams.Progressf, Rules: check.PodRules()},
-		[]measure.Measurement{podstartup.New(o)})
+		RunID: runID, Namespace: ns, Lab: labInfo, Progress: streams.Progressf, Rules: rules},
+		[]measure.Measurement{m})
 	// kubeslow's own cost, up to the end of the measurement (the cleanup that follows is not counted).
 	rep.Results = append(rep.Results, overhead(start, c.Requests))
 	return rep, nil

@@ -1,0 +1,62 @@
+package bench
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kubeslow/kubeslow/internal/check"
+	"github.com/kubeslow/kubeslow/internal/cli/common"
+	"github.com/kubeslow/kubeslow/internal/lab"
+	"github.com/kubeslow/kubeslow/internal/measure/netpath"
+	"github.com/kubeslow/kubeslow/internal/runner"
+	"github.com/kubeslow/kubeslow/pkg/result"
+)
+
+func newNet(streams common.IOStreams) *cobra.Command {
+	var cf common.ClusterFlags
+	var out common.OutputFlag
+	o := netpath.Options{}
+	cmd := &cobra.Command{
+		Use:   "net",
+		Short: "Network paths in the cluster: host->host, host->pod, pod->pod (same and other node), pod->Service; HTTP and TCP, ratios to the host",
+		Long: `net runs kubeslow agents as pods on two real nodes (host network and pod network), then the same HTTP
+benchmark (closed loop, keep-alive and a new connection per request, a 3 KB POST answered by 404) and the TCP
+stream and request/response tests on every path, and reports each path's ratio to host->host. A pod path more
+than 10% below the host (k8s-netperf's tolerance) is a finding. --image must hold the kubeslow binary at
+/kubeslow (on the lab: the lab's agent image).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := out.Validate(); err != nil {
+				return err
+			}
+			if o.Duration <= 0 || o.Duration > time.Minute || o.Concurrency < 1 || o.Concurrency > 256 {
+				return fmt.Errorf("--duration (0, 1m] and --concurrency 1..256")
+			}
+			if o.Image == "" {
+				if !cf.Lab {
+					return fmt.Errorf("--image: an image with the kubeslow binary at /kubeslow (build it from this repository)")
+				}
+				o.Image = lab.AgentImage
+			}
+			rep, err := runBenchmark(common.Context(cmd), streams, &cf, netpath.New(o), check.NetRules())
+			if err != nil {
+				return &common.ExitError{Code: 2, Err: err}
+			}
+			if err := out.Write(streams, rep); err != nil {
+				return err
+			}
+			if runner.ExitCode(rep, result.SeverityWarning) != 0 {
+				return &common.ExitError{Code: 1}
+			}
+			return nil
+		},
+	}
+	cf.Add(cmd)
+	out.Add(cmd)
+	cmd.Flags().StringVar(&o.Image, "image", "", "agent image with /kubeslow (default on the lab: "+lab.AgentImage+")")
+	cmd.Flags().DurationVarP(&o.Duration, "duration", "d", 5*time.Second, "length of each test")
+	cmd.Flags().IntVarP(&o.Concurrency, "concurrency", "c", 8, "HTTP connections")
+	return cmd
+}

@@ -1,0 +1,270 @@
+// Package netpath measures the cluster's network data paths with kubeslow's own agents (case D, case B):
+// the same HTTP and TCP benchmarks host->host, host->pod, pod->pod on one node and across nodes, and pod->
+// ClusterIP Service, each path's ratio to host->host.
+package netpath
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/kubeslow/kubeslow/internal/kube"
+	"github.com/kubeslow/kubeslow/internal/measure"
+	"github.com/kubeslow/kubeslow/pkg/result"
+)
+
+// Name of the measurement.
+const Name = "net.paths"
+
+// Ports the agents serve on (HTTP, TCP tests), in the pod network and on the node for host-network agents.
+const (
+	httpPort = 28080
+	tcpPort  = 28081
+)
+
+// Options configure the path benchmark.
+type Options struct {
+	// Image holds the kubeslow binary at /kubeslow (the lab's agent image on the lab).
+	Image       string
+	Duration    time.Duration
+	Concurrency int
+}
+
+// Measurement is the path matrix benchmark.
+type Measurement struct{ Opts Options }
+
+// New returns the measurement.
+func New(o Options) *Measurement { return &Measurement{Opts: o} }
+
+// Name implements measure.Measurement.
+func (*Measurement) Name() string { return Name }
+
+// Kind: it creates pods and loads the network.
+func (*Measurement) Kind() measure.Kind { return measure.Benchmark }
+
+// Description implements measure.Measurement.
+func (m *Measurement) Description() string {
+	return fmt.Sprintf("network paths host/pod/Service, same and other node: HTTP (keep-alive, new connections) and TCP, %s each", m.Opts.Duration)
+}
+
+// Path is one client -> server route of the matrix.
+type Path struct {
+	Name   string
+	Client string // client pod
+	Target func(ips) string
+	// TCP: the TCP tests run on this path too.
+	TCP bool
+}
+
+type ips struct{ hostA, podSrv, svc string }
+
+// realNodes lists Ready, schedulable nodes that are not kwok's simulated ones.
+func realNodes(ctx context.Context, env *measure.Env) ([]corev1.Node, error) {
+	l, err := env.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	var out []corev1.Node
+	for _, n := range l.Items {
+		if n.Annotations["kwok.x-k8s.io/node"] == "fake" || n.Spec.Unschedulable {
+			continue
+		}
+		for _, c := range n.Status.Conditions {
+			if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
+				out = append(out, n)
+			}
+		}
+	}
+	return out, nil
+}
+
+func nodeIP(n corev1.Node) string {
+	for _, a := range n.Status.Addresses {
+		if a.Type == corev1.NodeInternalIP {
+			return a.Address
+		}
+	}
+	return ""
+}
+
+// pod builds an agent pod pinned to node.
+func (m *Measurement) pod(env *measure.Env, name, node string, hostNet bool, args ...string) *corev1.Pod {
+	meta := kube.ObjectMeta(name, env.Namespace, env.RunID)
+	meta.Labels["kubeslow.dev/role"] = name
+	zero := int64(0)
+	return &corev1.Pod{ObjectMeta: meta, Spec: corev1.PodSpec{
+		NodeName: node, HostNetwork: hostNet, RestartPolicy: corev1.RestartPolicyNever, TerminationGracePeriodSeconds: &zero,
+		Tolerations: []corev1.Toleration{{Operator: corev1.TolerationOpExists}},
+		Containers: []corev1.Container{{Name: "agent", Image: m.Opts.Image, ImagePullPolicy: corev1.PullIfNotPresent, Args: args}},
+	}}
+}
+
+// Run deploys the agents, runs every path and reports.
+func (m *Measurement) Run(ctx context.Context, env *measure.Env) (result.Result, error) {
+	res := result.Result{Name: Name, Status: result.StatusPass}
+	nodes, err := realNodes(ctx, env)
+	if err != nil {
+		if apierrors.IsForbidden(err) {
+			return res, measure.Skipf("no permission to list nodes: %v", err)
+		}
+		return res, err
+	}
+	if len(nodes) == 0 {
+		return res, measure.Skipf("no Ready, schedulable real node (kwok's simulated nodes carry no traffic)")
+	}
+	a, b := nodes[0], nodes[0]
+	if len(nodes) > 1 {
+		b = nodes[1]
+	}
+	serve := []string{"agent", "serve", "--listen", fmt.Sprintf("0.0.0.0:%d", httpPort), "--tcp-listen", fmt.Sprintf("0.0.0.0:%d", tcpPort)}
+	pods := []*corev1.Pod{
+		m.pod(env, "srv-pod", a.Name, false, serve...),
+		m.pod(env, "srv-host", a.Name, true, serve...),
+		m.pod(env, "cli-pod-a", a.Name, false, "pause"),
+		m.pod(env, "cli-host-b", b.Name, true, "pause"),
+	}
+	if b.Name != a.Name {
+		pods = append(pods, m.pod(env, "cli-pod-b", b.Name, false, "pause"))
+	}
+	for _, p := range pods {
+		if _, err := env.Client.CoreV1().Pods(env.Namespace).Create(ctx, p, metav1.CreateOptions{}); err != nil {
+			if apierrors.IsForbidden(err) {
+				return res, measure.Skipf("no permission to create pods: %v", err)
+			}
+			return res, fmt.Errorf("creating %s: %w", p.Name, err)
+		}
+	}
+	svcMeta := kube.ObjectMeta("srv", env.Namespace, env.RunID)
+	svc, err := env.Client.CoreV1().Services(env.Namespace).Create(ctx, &corev1.Service{ObjectMeta: svcMeta, Spec: corev1.ServiceSpec{
+		Selector: map[string]string{"kubeslow.dev/role": "srv-pod"},
+		Ports: []corev1.ServicePort{{Name: "http", Port: httpPort, TargetPort: intstr.FromInt32(httpPort)},
+			{Name: "tcp", Port: tcpPort, TargetPort: intstr.FromInt32(tcpPort)}},
+	}}, metav1.CreateOptions{})
+	if err != nil {
+		return res, fmt.Errorf("creating the Service: %w", err)
+	}
+	// Wait for the agents (the apiserver is the source of truth; polled at 1 s, bounded).
+	var srvIP string
+	err = wait.PollUntilContextTimeout(ctx, time.Second, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
+		for _, p := range pods {
+			got, err := env.Client.CoreV1().Pods(env.Namespace).Get(ctx, p.Name, metav1.GetOptions{})
+			if err != nil {
+				return false, err
+			}
+			if got.Status.Phase == corev1.PodFailed || got.Status.Phase == corev1.PodSucceeded {
+				return false, fmt.Errorf("agent %s ended: %s %s", p.Name, got.Status.Phase, got.Status.Message)
+			}
+			if got.Status.Phase != corev1.PodRunning {
+				return false, nil
+			}
+			if p.Name == "srv-pod" {
+				srvIP = got.Status.PodIP
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		return res, fmt.Errorf("waiting for the agents: %w", err)
+	}
+	addr := ips{hostA: nodeIP(a), podSrv: srvIP, svc: svc.Spec.ClusterIP}
+	paths := []Path{
+		{"host->host", "cli-host-b", func(i ips) string { return i.hostA }, true},
+		{"host->pod", "cli-host-b", func(i ips) string { return i.podSrv }, true},
+		{"pod->pod same node", "cli-pod-a", func(i ips) string { return i.podSrv }, true},
+	}
+	if b.Name != a.Name {
+		paths = append(paths,
+			Path{"pod->pod other node", "cli-pod-b", func(i ips) string { return i.podSrv }, true},
+			Path{"pod->Service", "cli-pod-b", func(i ips) string { return i.svc }, true})
+	} else {
+		paths = append(paths, Path{"pod->Service", "cli-pod-a", func(i ips) string { return i.svc }, true})
+		res.Reason = "one real node: host->host and host->pod stay on it, and there is no pod->pod other node path"
+	}
+	res.Records = append(res.Records, result.Record{ID: "topology", Labels: map[string]string{"server_node": a.Name, "client_node_b": b.Name,
+		"host_ip": addr.hostA, "pod_ip": addr.podSrv, "service_ip": addr.svc}})
+	base := map[string]float64{}
+	for _, p := range paths {
+		target := p.Target(addr)
+		l := map[string]string{"path": p.Name}
+		for _, newConn := range []bool{false, true} {
+			args := []string{"/kubeslow", "bench", "http", fmt.Sprintf("http://%s/", joinHostPort(target, httpPort)),
+				"-c", strconv.Itoa(m.Opts.Concurrency), "-d", m.Opts.Duration.String(), "-o", "json"}
+			conn := "keepalive"
+			if newConn {
+				args, conn = append(args, "--new-conn"), "new"
+			}
+			r, err := m.exec(ctx, env, p.Client, args...)
+			if err != nil {
+				return res, fmt.Errorf("%s (%s): %w", p.Name, conn, err)
+			}
+			rps := metric(r, "requests_per_second")
+			ll := map[string]string{"path": p.Name, "conn": conn}
+			res.Metrics = append(res.Metrics, result.Metric{Name: "rps", Unit: "requests_per_second", Value: rps, Labels: ll},
+				result.Metric{Name: "latency_p99", Unit: "seconds", Value: metric(r, "latency_p99"), Labels: ll})
+			ratio(&res, base, "rps_"+conn, p.Name, rps, ll)
+		}
+		if p.TCP {
+			r, err := m.exec(ctx, env, p.Client, "/kubeslow", "bench", "tcp", joinHostPort(target, tcpPort), "-d", m.Opts.Duration.String(), "-o", "json")
+			if err != nil {
+				return res, fmt.Errorf("%s (tcp): %w", p.Name, err)
+			}
+			g := metric(r, "stream_gbit_per_second")
+			res.Metrics = append(res.Metrics, result.Metric{Name: "stream_gbit", Unit: "gbit_per_second", Value: g, Labels: l},
+				result.Metric{Name: "rr_latency_p99", Unit: "seconds", Value: metric(r, "rr_latency_p99"), Labels: l})
+			ratio(&res, base, "stream", p.Name, g, map[string]string{"path": p.Name, "conn": "stream"})
+		}
+	}
+	return res, nil
+}
+
+// ratio records a path's value against host->host's (the first path).
+func ratio(res *result.Result, base map[string]float64, key, path string, v float64, l map[string]string) {
+	if path == "host->host" {
+		base[key] = v
+	}
+	if b := base[key]; b > 0 {
+		res.Metrics = append(res.Metrics, result.Metric{Name: "ratio_to_host", Unit: "ratio", Value: v / b, Labels: l})
+	}
+}
+
+func joinHostPort(h string, p int) string {
+	if strings.Contains(h, ":") {
+		return fmt.Sprintf("[%s]:%d", h, p)
+	}
+	return fmt.Sprintf("%s:%d", h, p)
+}
+
+func metric(r *result.Result, name string) float64 {
+	for _, m := range r.Metrics {
+		if m.Name == name && len(m.Labels) == 0 {
+			return m.Value
+		}
+	}
+	return 0
+}
+
+// exec runs a kubeslow client command in an agent pod and decodes its one result.
+func (m *Measurement) exec(ctx context.Context, env *measure.Env, pod string, args ...string) (*result.Result, error) {
+	cctx, cancel := context.WithTimeout(ctx, 2*m.Opts.Duration+time.Minute)
+	defer cancel()
+	out, errOut, err := kube.Exec(cctx, env.Config, env.Client, env.Namespace, pod, args...)
+	if err != nil {
+		return nil, fmt.Errorf("exec in %s: %v: %s", pod, err, strings.TrimSpace(errOut))
+	}
+	rep, err := result.Decode(strings.NewReader(out))
+	if err != nil || len(rep.Results) != 1 {
+		return nil, fmt.Errorf("client report from %s: %v", pod, err)
+	}
+	if rep.Results[0].Status == result.StatusError {
+		return nil, fmt.Errorf("client in %s: %s", pod, rep.Results[0].Reason)
+	}
+	return &rep.Results[0], nil
+}

@@ -38,6 +38,8 @@ func TestPodPhaseAttribution(t *testing.T) {
 		{"fast tail", 0.9, 0.8, 0.7, false},
 		{"no dominant phase", 6, 0.5, 3, false},
 		{"dominant but within timestamp precision", 1.4, 0.64, 0.9, false},
+		{"dominant only with the truncated second", 1.38, 0.73, 1.01, false},
+		{"dominant beyond the truncated second", 3, 0.9, 2.7, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			fs, _ := Evaluate(mk(c.p90, c.share, c.mean), []Rule{rule})

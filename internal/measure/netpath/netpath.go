@@ -103,7 +103,7 @@ func (m *Measurement) pod(env *measure.Env, name, node string, hostNet bool, arg
 	return &corev1.Pod{ObjectMeta: meta, Spec: corev1.PodSpec{
 		NodeName: node, HostNetwork: hostNet, RestartPolicy: corev1.RestartPolicyNever, TerminationGracePeriodSeconds: &zero,
 		Tolerations: []corev1.Toleration{{Operator: corev1.TolerationOpExists}},
-		Containers: []corev1.Container{{Name: "agent", Image: m.Opts.Image, ImagePullPolicy: corev1.PullIfNotPresent, Args: args}},
+		Containers:  []corev1.Container{{Name: "agent", Image: m.Opts.Image, ImagePullPolicy: corev1.PullIfNotPresent, Args: args}},
 	}}
 }
 

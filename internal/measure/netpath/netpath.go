@@ -62,9 +62,15 @@ type Path struct {
 	Target func(ips) string
 	// TCP: the TCP tests run on this path too.
 	TCP bool
+	// NodePort: dial the Service's node ports instead of the agents' ports.
+	NodePort bool
 }
 
-type ips struct{ hostA, podSrv, svc string }
+type ips struct {
+	hostA, podSrv, svc string
+	// nodePorts of the Service (HTTP, TCP tests), reached on hostA.
+	nodePortHTTP, nodePortTCP int
+}
 
 // realNodes lists Ready, schedulable nodes that are not kwok's simulated ones.
 func realNodes(ctx context.Context, env *measure.Env) ([]corev1.Node, error) {
@@ -143,7 +149,9 @@ func (m *Measurement) Run(ctx context.Context, env *measure.Env) (result.Result,
 		}
 	}
 	svcMeta := kube.ObjectMeta("srv", env.Namespace, env.RunID)
+	// NodePort: it has a ClusterIP too, and the node ports add the host->NodePort path.
 	svc, err := env.Client.CoreV1().Services(env.Namespace).Create(ctx, &corev1.Service{ObjectMeta: svcMeta, Spec: corev1.ServiceSpec{
+		Type:     corev1.ServiceTypeNodePort,
 		Selector: map[string]string{"kubeslow.dev/role": "srv-pod"},
 		Ports: []corev1.ServicePort{{Name: "http", Port: httpPort, TargetPort: intstr.FromInt32(httpPort)},
 			{Name: "tcp", Port: tcpPort, TargetPort: intstr.FromInt32(tcpPort)}},
@@ -175,17 +183,25 @@ func (m *Measurement) Run(ctx context.Context, env *measure.Env) (result.Result,
 		return res, fmt.Errorf("waiting for the agents: %w", err)
 	}
 	addr := ips{hostA: nodeIP(a), podSrv: srvIP, svc: svc.Spec.ClusterIP}
+	for _, sp := range svc.Spec.Ports {
+		if sp.Port == httpPort {
+			addr.nodePortHTTP = int(sp.NodePort)
+		} else {
+			addr.nodePortTCP = int(sp.NodePort)
+		}
+	}
 	paths := []Path{
-		{"host->host", "cli-host-b", func(i ips) string { return i.hostA }, true},
-		{"host->pod", "cli-host-b", func(i ips) string { return i.podSrv }, true},
-		{"pod->pod same node", "cli-pod-a", func(i ips) string { return i.podSrv }, true},
+		{"host->host", "cli-host-b", func(i ips) string { return i.hostA }, true, false},
+		{"host->pod", "cli-host-b", func(i ips) string { return i.podSrv }, true, false},
+		{"pod->pod same node", "cli-pod-a", func(i ips) string { return i.podSrv }, true, false},
+		{"host->NodePort", "cli-host-b", func(i ips) string { return i.hostA }, true, true},
 	}
 	if b.Name != a.Name {
 		paths = append(paths,
-			Path{"pod->pod other node", "cli-pod-b", func(i ips) string { return i.podSrv }, true},
-			Path{"pod->Service", "cli-pod-b", func(i ips) string { return i.svc }, true})
+			Path{"pod->pod other node", "cli-pod-b", func(i ips) string { return i.podSrv }, true, false},
+			Path{"pod->Service", "cli-pod-b", func(i ips) string { return i.svc }, true, false})
 	} else {
-		paths = append(paths, Path{"pod->Service", "cli-pod-a", func(i ips) string { return i.svc }, true})
+		paths = append(paths, Path{"pod->Service", "cli-pod-a", func(i ips) string { return i.svc }, true, false})
 		res.Reason = "one real node: host->host and host->pod stay on it, and there is no pod->pod other node path"
 	}
 	res.Records = append(res.Records, result.Record{ID: "topology", Labels: map[string]string{"server_node": a.Name, "client_node_b": b.Name,
@@ -193,9 +209,13 @@ func (m *Measurement) Run(ctx context.Context, env *measure.Env) (result.Result,
 	base := map[string]float64{}
 	for _, p := range paths {
 		target := p.Target(addr)
+		hp, tp := httpPort, tcpPort
+		if p.NodePort {
+			hp, tp = addr.nodePortHTTP, addr.nodePortTCP
+		}
 		l := map[string]string{"path": p.Name}
 		for _, newConn := range []bool{false, true} {
-			args := []string{"/kubeslow", "bench", "http", fmt.Sprintf("http://%s/", joinHostPort(target, httpPort)),
+			args := []string{"/kubeslow", "bench", "http", fmt.Sprintf("http://%s/", joinHostPort(target, hp)),
 				"-c", strconv.Itoa(m.Opts.Concurrency), "-d", m.Opts.Duration.String(), "-o", "json"}
 			conn := "keepalive"
 			if newConn {
@@ -212,7 +232,7 @@ func (m *Measurement) Run(ctx context.Context, env *measure.Env) (result.Result,
 			ratio(&res, base, "rps_"+conn, p.Name, rps, ll)
 		}
 		if p.TCP {
-			r, err := m.exec(ctx, env, p.Client, "/kubeslow", "bench", "tcp", joinHostPort(target, tcpPort), "-d", m.Opts.Duration.String(), "-o", "json")
+			r, err := m.exec(ctx, env, p.Client, "/kubeslow", "bench", "tcp", joinHostPort(target, tp), "-d", m.Opts.Duration.String(), "-o", "json")
 			if err != nil {
 				return res, fmt.Errorf("%s (tcp): %w", p.Name, err)
 			}

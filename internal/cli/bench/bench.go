@@ -53,16 +53,7 @@ func newPods(streams common.IOStreams) *cobra.Command {
 			}
 			o.Kind, o.Simulated = k, !realNodes
 			rep, err := runPods(common.Context(cmd), streams, &cf, o)
-			if err != nil {
-				return &common.ExitError{Code: 2, Err: err}
-			}
-			if err := out.Write(streams, rep); err != nil {
-				return err
-			}
-			if runner.ExitCode(rep, result.SeverityWarning) != 0 {
-				return &common.ExitError{Code: 1}
-			}
-			return nil
+			return finish(streams, &out, rep, err)
 		},
 	}
 	cf.Add(cmd)
@@ -124,4 +115,19 @@ func runBenchmark(ctx context.Context, streams common.IOStreams, cf *common.Clus
 	// kubeslow's own cost, up to the end of the measurement (the cleanup that follows is not counted).
 	rep.Results = append(rep.Results, overhead(start, c.Requests))
 	return rep, nil
+}
+
+// finish writes a benchmark's report and turns it into the exit code: 2 if it could not run, 1 with findings
+// at warning or above, 0 otherwise.
+func finish(streams common.IOStreams, out *common.OutputFlag, rep *result.Report, err error) error {
+	if err != nil {
+		return &common.ExitError{Code: 2, Err: err}
+	}
+	if err := out.Write(streams, rep); err != nil {
+		return err
+	}
+	if runner.ExitCode(rep, result.SeverityWarning) != 0 {
+		return &common.ExitError{Code: 1}
+	}
+	return nil
 }

@@ -10,8 +10,6 @@ import (
 	"github.com/kubeslow/kubeslow/internal/cli/common"
 	"github.com/kubeslow/kubeslow/internal/lab"
 	"github.com/kubeslow/kubeslow/internal/measure/netpath"
-	"github.com/kubeslow/kubeslow/internal/runner"
-	"github.com/kubeslow/kubeslow/pkg/result"
 )
 
 func newNet(streams common.IOStreams) *cobra.Command {
@@ -41,16 +39,7 @@ than 10% below the host (k8s-netperf's tolerance) is a finding. --image must hol
 				o.Image = lab.AgentImage
 			}
 			rep, err := runBenchmark(common.Context(cmd), streams, &cf, netpath.New(o), check.NetRules())
-			if err != nil {
-				return &common.ExitError{Code: 2, Err: err}
-			}
-			if err := out.Write(streams, rep); err != nil {
-				return err
-			}
-			if runner.ExitCode(rep, result.SeverityWarning) != 0 {
-				return &common.ExitError{Code: 1}
-			}
-			return nil
+			return finish(streams, &out, rep, err)
 		},
 	}
 	cf.Add(cmd)

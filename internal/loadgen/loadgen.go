@@ -62,8 +62,29 @@ type Config struct {
 	// Timeout per request (default 5 s): a request fails when it has waited at least Timeout/2 and at most
 	// Timeout (the connection's deadline is refreshed only when half of it is used up).
 	Timeout time.Duration
-	// Dial overrides the dialer (tests; namespaces).
+	// Dial overrides the dialer (tests; namespaces); it implies the goroutine engine.
 	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
+	// Engine: EngineEpoll (one epoll loop per thread, as wrk; the default on Linux) or EngineGo (a
+	// goroutine per connection on Go's netpoller; the default elsewhere and with Dial).
+	Engine string
+}
+
+// Engines.
+const (
+	EngineAuto  = ""
+	EngineEpoll = "epoll"
+	EngineGo    = "go"
+)
+
+// engine is the engine the run uses.
+func (c *Config) engine() string {
+	if c.Engine == EngineAuto {
+		if c.Dial == nil && epollAvailable {
+			return EngineEpoll
+		}
+		return EngineGo
+	}
+	return c.Engine
 }
 
 // Validate checks the bounds.
@@ -83,6 +104,10 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("body %d bytes: want 0..1 MiB", c.BodyBytes)
 	case c.MaxRequests < 0:
 		return fmt.Errorf("max requests %d: want >= 0", c.MaxRequests)
+	case c.Engine != EngineAuto && c.Engine != EngineEpoll && c.Engine != EngineGo:
+		return fmt.Errorf("engine %q: want %s or %s", c.Engine, EngineEpoll, EngineGo)
+	case c.Engine == EngineEpoll && (!epollAvailable || c.Dial != nil):
+		return errors.New("the epoll engine needs Linux and no custom dialer")
 	}
 	return nil
 }
@@ -92,6 +117,7 @@ type Result struct {
 	Mode        Mode
 	Concurrency int
 	NewConn     bool
+	Engine      string
 	// Requests completed with a response; Errors did not (by kind: connect, write, read, timeout, protocol).
 	Requests   int64
 	Errors     int64
@@ -134,7 +160,7 @@ func (c *Config) request() []byte {
 	if host == "" {
 		host = c.Addr
 	}
-	fmt.Fprintf(&b, "%s %s HTTP/1.1\r\nHost: %s\r\nUser-Agent: kubeslow-loadgen\r\n", method, path, host)
+	fmt.Fprintf(&b, "%s %s HTTP/1.1\r\nHost: %s\r\n", method, path, host)
 	if c.NewConn {
 		b.WriteString("Connection: close\r\n")
 	}
@@ -237,14 +263,9 @@ func readResponse(br *bufio.Reader) (code int, keep bool, err error) {
 		return 0, false, err
 	}
 	// "HTTP/1.1 404 Not Found\r\n"
-	if len(line) < 12 || !bytes.HasPrefix(line, []byte("HTTP/1.")) {
-		return 0, false, fmt.Errorf("%w: status line %q", errProtocol, truncate(line))
+	if code, keep, err = statusLine(line); err != nil {
+		return 0, false, err
 	}
-	code, err = strconv.Atoi(string(line[9:12]))
-	if err != nil {
-		return 0, false, fmt.Errorf("%w: status %q", errProtocol, truncate(line))
-	}
-	keep = line[7] == '1'
 	length := int64(-1)
 	for {
 		h, err := br.ReadSlice('\n')
@@ -254,23 +275,8 @@ func readResponse(br *bufio.Reader) (code int, keep bool, err error) {
 		if len(h) <= 2 {
 			break
 		}
-		k, v, ok := bytes.Cut(h, []byte(":"))
-		if !ok {
-			return 0, false, fmt.Errorf("%w: header %q", errProtocol, truncate(h))
-		}
-		v = bytes.TrimSpace(v)
-		switch {
-		case bytes.EqualFold(k, []byte("Content-Length")):
-			length, err = strconv.ParseInt(string(v), 10, 64)
-			if err != nil || length < 0 {
-				return 0, false, fmt.Errorf("%w: content-length %q", errProtocol, v)
-			}
-		case bytes.EqualFold(k, []byte("Connection")):
-			if bytes.EqualFold(v, []byte("close")) {
-				keep = false
-			}
-		case bytes.EqualFold(k, []byte("Transfer-Encoding")):
-			return 0, false, fmt.Errorf("%w: transfer-encoding %q not supported", errProtocol, v)
+		if err := headerField(h, &length, &keep); err != nil {
+			return 0, false, err
 		}
 	}
 	switch {
@@ -278,7 +284,7 @@ func readResponse(br *bufio.Reader) (code int, keep bool, err error) {
 		if _, err := br.Discard(int(length)); err != nil {
 			return 0, false, err
 		}
-	case length < 0 && code >= 200 && code != 204 && code != 304:
+	case (&head{code: code, length: length}).toClose():
 		// No length: the body runs to the end of the connection.
 		if _, err := io.Copy(io.Discard, br); err != nil {
 			return 0, false, err
@@ -286,6 +292,43 @@ func readResponse(br *bufio.Reader) (code int, keep bool, err error) {
 		keep = false
 	}
 	return code, keep, nil
+}
+
+// statusLine parses "HTTP/1.x NNN ...": the code, and whether HTTP/1.1 keep-alive applies.
+func statusLine(line []byte) (code int, keep bool, err error) {
+	if len(line) < 12 || !bytes.HasPrefix(line, []byte("HTTP/1.")) {
+		return 0, false, fmt.Errorf("%w: status line %q", errProtocol, truncate(line))
+	}
+	code, err = strconv.Atoi(string(line[9:12]))
+	if err != nil || code < 100 {
+		return 0, false, fmt.Errorf("%w: status %q", errProtocol, truncate(line))
+	}
+	return code, line[7] == '1', nil
+}
+
+// headerField applies one response header line (with or without its CRLF) to the body length and the
+// keep-alive decision.
+func headerField(h []byte, length *int64, keep *bool) error {
+	k, v, ok := bytes.Cut(h, []byte(":"))
+	if !ok {
+		return fmt.Errorf("%w: header %q", errProtocol, truncate(h))
+	}
+	v = bytes.TrimSpace(v)
+	switch {
+	case bytes.EqualFold(k, []byte("Content-Length")):
+		n, err := strconv.ParseInt(string(v), 10, 64)
+		if err != nil || n < 0 {
+			return fmt.Errorf("%w: content-length %q", errProtocol, v)
+		}
+		*length = n
+	case bytes.EqualFold(k, []byte("Connection")):
+		if bytes.EqualFold(v, []byte("close")) {
+			*keep = false
+		}
+	case bytes.EqualFold(k, []byte("Transfer-Encoding")):
+		return fmt.Errorf("%w: transfer-encoding %q not supported", errProtocol, v)
+	}
+	return nil
 }
 
 func truncate(b []byte) []byte {
@@ -319,14 +362,20 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		cfg.Timeout = 5 * time.Second
 	}
 	req := cfg.request()
+	res := &Result{Mode: cfg.Mode, Concurrency: cfg.Concurrency, NewConn: cfg.NewConn, Engine: cfg.engine(), Latency: newHist(),
+		SchedLate: newHist(), SendLate: newHist(), Codes: map[int]int64{}, ErrorKinds: map[string]int64{}}
+	if res.Engine == EngineEpoll {
+		if err := runEpoll(ctx, &cfg, req, res); err != nil {
+			return nil, err
+		}
+		return res, nil
+	}
 	ctx, cancel := context.WithTimeout(ctx, cfg.Duration+cfg.Timeout)
 	defer cancel()
 	workers := make([]*worker, cfg.Concurrency)
 	for i := range workers {
 		workers[i] = &worker{cfg: &cfg, req: req, lat: newHist(), late: newHist(), codes: map[int]int64{}, errs: map[string]int64{}}
 	}
-	res := &Result{Mode: cfg.Mode, Concurrency: cfg.Concurrency, NewConn: cfg.NewConn, Latency: newHist(), SchedLate: newHist(), SendLate: newHist(),
-		Codes: map[int]int64{}, ErrorKinds: map[string]int64{}}
 	start := time.Now()
 	end := start.Add(cfg.Duration)
 	var issued atomic.Int64
@@ -372,21 +421,26 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	res.Elapsed = time.Since(start)
 	for _, w := range workers {
-		res.Requests += w.n
-		res.Errors += w.nerr
-		res.Connections += w.conns
-		res.Latency.Merge(w.lat)
-		if cfg.Mode == Open {
-			res.SendLate.Merge(w.late)
-		}
-		for k, v := range w.codes {
-			res.Codes[k] += v
-		}
-		for k, v := range w.errs {
-			res.ErrorKinds[k] += v
-		}
+		w.addTo(res)
 	}
 	return res, nil
+}
+
+// addTo merges a worker's counts and histograms into the result.
+func (w *worker) addTo(res *Result) {
+	res.Requests += w.n
+	res.Errors += w.nerr
+	res.Connections += w.conns
+	res.Latency.Merge(w.lat)
+	if res.Mode == Open {
+		res.SendLate.Merge(w.late)
+	}
+	for k, v := range w.codes {
+		res.Codes[k] += v
+	}
+	for k, v := range w.errs {
+		res.ErrorKinds[k] += v
+	}
 }
 
 // spinWindow is how long before a due time the dispatcher stops sleeping and spins: Go's timers overshoot

@@ -3,9 +3,12 @@ package loadgen
 import (
 	"bufio"
 	"context"
+	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -94,35 +97,49 @@ func TestClosedLoop(t *testing.T) {
 		}
 		agent.Handler().ServeHTTP(w, r)
 	}))
-	for _, newConn := range []bool{false, true} {
-		bodies.Store(0)
-		res, err := Run(context.Background(), Config{Addr: addr, Method: "POST", BodyBytes: 3072, Mode: Closed, Concurrency: 4,
-			Duration: time.Minute, MaxRequests: 400, NewConn: newConn})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if res.Requests != 400 || res.Errors != 0 || res.Codes[404] != 400 || bodies.Load() != 400 || res.Latency.TotalCount() != 400 {
-			t.Fatalf("newConn=%v: %+v codes %v errors %v bodies %d", newConn, res, res.Codes, res.ErrorKinds, bodies.Load())
-		}
-		if want := int64(4); newConn {
-			if res.Connections != 400 {
-				t.Errorf("new-conn: %d connections for 400 requests", res.Connections)
+	for _, engine := range engines(t) {
+		for _, newConn := range []bool{false, true} {
+			bodies.Store(0)
+			res, err := Run(context.Background(), Config{Addr: addr, Method: "POST", BodyBytes: 3072, Mode: Closed, Concurrency: 4,
+				Duration: time.Minute, MaxRequests: 400, NewConn: newConn, Engine: engine})
+			if err != nil {
+				t.Fatal(err)
 			}
-		} else if res.Connections != want {
-			t.Errorf("keep-alive: %d connections, want %d", res.Connections, want)
+			if res.Engine != engine || res.Requests != 400 || res.Errors != 0 || res.Codes[404] != 400 || bodies.Load() != 400 || res.Latency.TotalCount() != 400 {
+				t.Fatalf("%s newConn=%v: %+v codes %v errors %v bodies %d", engine, newConn, res, res.Codes, res.ErrorKinds, bodies.Load())
+			}
+			if want := int64(4); newConn {
+				if res.Connections != 400 {
+					t.Errorf("%s new-conn: %d connections for 400 requests", engine, res.Connections)
+				}
+			} else if res.Connections != want {
+				t.Errorf("%s keep-alive: %d connections, want %d", engine, res.Connections, want)
+			}
 		}
 	}
+}
+
+// engines are the engines this system can run.
+func engines(t *testing.T) []string {
+	if epollAvailable {
+		return []string{EngineEpoll, EngineGo}
+	}
+	t.Log("no epoll engine on this system")
+	return []string{EngineGo}
 }
 
 // TestOpenLoopCount: the open loop plans rate x duration requests and sends them all.
 func TestOpenLoopCount(t *testing.T) {
 	addr := serve(t, agent.Handler())
-	res, err := Run(context.Background(), Config{Addr: addr, Mode: Open, Rate: 500, Concurrency: 4, Duration: time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res.Planned != 500 || res.Requests+res.Errors+res.Unsent != 500 || res.Requests < 490 || res.SchedLate.TotalCount() != res.Requests+res.Errors {
-		t.Fatalf("planned %d requests %d errors %d unsent %d", res.Planned, res.Requests, res.Errors, res.Unsent)
+	for _, engine := range engines(t) {
+		res, err := Run(context.Background(), Config{Addr: addr, Mode: Open, Rate: 500, Concurrency: 4, Duration: time.Second, Engine: engine})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Planned != 500 || res.Requests+res.Errors+res.Unsent != 500 || res.Requests < 490 || res.SchedLate.TotalCount() != res.Requests+res.Errors {
+			t.Fatalf("%s: planned %d requests %d errors %d unsent %d", engine, res.Planned, res.Requests, res.Errors, res.Unsent)
+		}
+		t.Logf("%s: sends late by p99 %d µs, max %d µs", engine, res.SchedLate.ValueAtQuantile(99), res.SchedLate.Max())
 	}
 }
 
@@ -147,14 +164,16 @@ func TestOpenLoopSeesStalls(t *testing.T) {
 		}
 		return time.Duration(res.Latency.ValueAtQuantile(99)) * time.Microsecond
 	}
-	closed := run(Config{Mode: Closed, Concurrency: 1})
-	open := run(Config{Mode: Open, Concurrency: 1, Rate: 1000})
-	t.Logf("p99: closed loop %s, open loop %s", closed, open)
-	if open < stall/2 {
-		t.Errorf("open loop p99 %s does not show the %s stall", open, stall)
-	}
-	if closed >= stall/4 {
-		t.Errorf("closed loop p99 %s: expected the stall to be hidden (one slow request per stall)", closed)
+	for _, engine := range engines(t) {
+		closed := run(Config{Mode: Closed, Concurrency: 1, Engine: engine})
+		open := run(Config{Mode: Open, Concurrency: 1, Rate: 1000, Engine: engine})
+		t.Logf("%s: p99: closed loop %s, open loop %s", engine, closed, open)
+		if open < stall/2 {
+			t.Errorf("%s: open loop p99 %s does not show the %s stall", engine, open, stall)
+		}
+		if closed >= stall/4 {
+			t.Errorf("%s: closed loop p99 %s: expected the stall to be hidden (one slow request per stall)", engine, closed)
+		}
 	}
 }
 
@@ -167,11 +186,111 @@ func TestValidate(t *testing.T) {
 		"no addr": func(c *Config) { c.Addr = "" }, "mode": func(c *Config) { c.Mode = "x" },
 		"conc": func(c *Config) { c.Concurrency = 0 }, "dur": func(c *Config) { c.Duration = time.Hour },
 		"rate": func(c *Config) { c.Mode, c.Rate = Open, 0 }, "body": func(c *Config) { c.BodyBytes = 2 << 20 },
+		"engine": func(c *Config) { c.Engine = "io_uring" },
+		"epoll with a dialer": func(c *Config) {
+			c.Engine, c.Dial = EngineEpoll, func(context.Context, string, string) (net.Conn, error) { return nil, nil }
+		},
 	} {
 		c := ok
 		mut(&c)
 		if c.Validate() == nil {
 			t.Errorf("%s: accepted", name)
+		}
+	}
+}
+
+// rawServer answers every connection with handle (which reads the request itself); it stops with the test.
+func rawServer(t *testing.T, handle func(c net.Conn)) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	done := make(chan struct{})
+	t.Cleanup(func() { close(done); ln.Close(); wg.Wait() })
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer c.Close()
+				go func() { <-done; c.Close() }()
+				handle(c)
+			}()
+		}
+	}()
+	return ln.Addr().String()
+}
+
+// readRequest reads one request (head and Content-Length body) from br.
+func readRequest(br *bufio.Reader) error {
+	req, err := http.ReadRequest(br)
+	if err != nil {
+		return err
+	}
+	_, err = io.Copy(io.Discard, req.Body)
+	return err
+}
+
+// TestResponsesAndErrors: bodies larger than the read buffer and bodies to the end of the connection are read
+// whole; a refused connection, a server that never answers and one that answers garbage are each counted as
+// their kind of error, in both engines.
+func TestResponsesAndErrors(t *testing.T) {
+	big := rawServer(t, func(c net.Conn) {
+		br := bufio.NewReader(c)
+		for readRequest(br) == nil {
+			body := strings.Repeat("b", 100_000)
+			if _, err := fmt.Fprintf(c, "HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s", len(body), body); err != nil {
+				return
+			}
+		}
+	})
+	toClose := rawServer(t, func(c net.Conn) {
+		if readRequest(bufio.NewReader(c)) == nil {
+			_, _ = io.WriteString(c, "HTTP/1.1 200 OK\r\n\r\n"+strings.Repeat("z", 40_000))
+		}
+	})
+	silent := rawServer(t, func(c net.Conn) { _, _ = io.Copy(io.Discard, c) })
+	garbage := rawServer(t, func(c net.Conn) {
+		if readRequest(bufio.NewReader(c)) == nil {
+			_, _ = io.WriteString(c, "SSH-2.0-OpenSSH\r\n\r\n")
+		}
+	})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused := ln.Addr().String()
+	ln.Close()
+	for _, engine := range engines(t) {
+		for _, c := range []struct {
+			name, addr string
+			want       func(*Result) bool
+		}{
+			{"100 KB body", big, func(r *Result) bool { return r.Requests == 50 && r.Codes[200] == 50 && r.Errors == 0 && r.Connections == 2 }},
+			{"body to close", toClose, func(r *Result) bool { return r.Requests == 50 && r.Codes[200] == 50 && r.Errors == 0 && r.Connections == 50 }},
+			{"refused", refused, func(r *Result) bool { return r.Requests == 0 && r.Errors > 0 && r.ErrorKinds["connect"] == r.Errors }},
+			{"silent", silent, func(r *Result) bool { return r.Requests == 0 && r.ErrorKinds["timeout"] >= 2 && r.ErrorKinds["timeout"] == r.Errors }},
+			{"garbage", garbage, func(r *Result) bool { return r.Requests == 0 && r.Errors > 0 && r.ErrorKinds["protocol"] == r.Errors }},
+		} {
+			res, err := Run(context.Background(), Config{Addr: c.addr, Mode: Closed, Concurrency: 2, Duration: 700 * time.Millisecond,
+				MaxRequests: 50, Timeout: 200 * time.Millisecond, BodyBytes: 100, Engine: engine})
+			if err != nil {
+				t.Fatalf("%s %s: %v", engine, c.name, err)
+			}
+			if !c.want(res) {
+				t.Errorf("%s %s: requests %d codes %v errors %v connections %d", engine, c.name, res.Requests, res.Codes, res.ErrorKinds, res.Connections)
+			}
+			if res.Elapsed > 700*time.Millisecond+2*200*time.Millisecond {
+				t.Errorf("%s %s: ran %s, past its bounds", engine, c.name, res.Elapsed)
+			}
 		}
 	}
 }

@@ -75,7 +75,7 @@ func (c *Config) Describe() string {
 		conn = "new connection per request"
 	}
 	if c.Mode == Open {
-		return fmt.Sprintf("open loop at %v requests/s over %d connections (%s), %d-byte %s, %s", c.Rate, c.Concurrency, conn, c.BodyBytes, c.Method, c.Duration)
+		return fmt.Sprintf("open loop at %v requests/s over %d connections (%s), %d-byte %s, %s, %s engine", c.Rate, c.Concurrency, conn, c.BodyBytes, c.Method, c.Duration, c.engine())
 	}
-	return fmt.Sprintf("closed loop at concurrency %d (%s), %d-byte %s, %s", c.Concurrency, conn, c.BodyBytes, c.Method, c.Duration)
+	return fmt.Sprintf("closed loop at concurrency %d (%s), %d-byte %s, %s, %s engine", c.Concurrency, conn, c.BodyBytes, c.Method, c.Duration, c.engine())
 }

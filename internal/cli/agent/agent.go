@@ -14,12 +14,15 @@ import (
 // NewCommand returns `kubeslow agent`.
 func NewCommand(streams common.IOStreams) *cobra.Command {
 	cmd := &cobra.Command{Use: "agent", Short: "Agent mode: the server side of the network benchmarks"}
-	var listen, tcpListen string
+	var listen, tcpListen, engine string
 	serve := &cobra.Command{
 		Use:   "serve",
 		Short: "Serve HTTP (read each request's body, answer 404 at once: case D's server) and, with --tcp-listen, the TCP stream and request/response tests",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if engine != "go" && (engine != "epoll" || !agent.EpollAvailable) {
+				return &common.ExitError{Code: 2, Err: fmt.Errorf("engine %q: want go or, on Linux, epoll", engine)}
+			}
 			ln, err := net.Listen("tcp", listen)
 			if err != nil {
 				return &common.ExitError{Code: 2, Err: err}
@@ -41,9 +44,21 @@ func NewCommand(streams common.IOStreams) *cobra.Command {
 			// The address goes to stdout last, so a parent that read this line knows both servers are up
 			// (and learns the port of ":0").
 			fmt.Fprintf(streams.Out, "listening %s\n", ln.Addr())
-			return agent.Serve(ctx, ln, agent.Handler())
+			defer ln.Close()
+			switch engine {
+			case "epoll":
+				return agent.ServeEpoll(ctx, ln.(*net.TCPListener))
+			case "go":
+				return agent.Serve(ctx, ln, agent.Handler())
+			}
+			return nil
 		},
 	}
+	defEngine := "go"
+	if agent.EpollAvailable {
+		defEngine = "epoll"
+	}
+	serve.Flags().StringVar(&engine, "engine", defEngine, "HTTP server: epoll (an epoll loop per thread, little more than the kernel's cost per request) or go (net/http)")
 	serve.Flags().StringVar(&listen, "listen", "127.0.0.1:8080", "address to serve HTTP on")
 	serve.Flags().StringVar(&tcpListen, "tcp-listen", "", "address to serve the TCP stream and request/response tests on (empty: none)")
 	cmd.AddCommand(serve)

@@ -1,0 +1,538 @@
+//go:build linux
+
+package loadgen
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"net"
+	"runtime"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unsafe"
+
+	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+	"golang.org/x/sys/unix"
+)
+
+// The epoll engine is wrk's design in Go: each of T locked OS threads runs its own epoll loop over its share
+// of the connections. Sockets are non-blocking and registered once, edge-triggered, for input and output; a
+// request is written the moment its connection is free and its response read when epoll says it arrived —
+// one write and one read per keep-alive request, plus one epoll_wait per batch of ready connections. No
+// goroutine per connection, no scheduler hand-off, no deadline timers (time-outs are swept from the loop),
+// no allocation per request. The open loop's schedule is kept by a timerfd (the thread's timer slack set to
+// 1 ns) armed shortly before each due time, then a short spin on epoll_wait(0).
+//
+// The goroutine engine (loadgen.go) remains for custom dialers (tests, namespaces entered by a dialer) and
+// other systems.
+const epollAvailable = true
+
+const (
+	stIdle = iota
+	stConnecting
+	stWriting
+	stReading
+)
+
+// epollSpin is how long before a due time the open loop stops sleeping on its timerfd and polls.
+const epollSpin = 200 * time.Microsecond
+
+type econn struct {
+	fd    int
+	state uint8
+	woff  int
+	// buf holds the response head as it arrives; once the head is parsed, body bytes are read into it and
+	// dropped.
+	buf      []byte
+	n        int
+	h        head
+	hasHead  bool
+	bodyLeft int64
+	// start is when the request's latency starts (the intended time in the open loop), sent when it was
+	// started (for the time-out), both on the loop's clock (ns since the run's start).
+	start, sent int64
+}
+
+type eloop struct {
+	cfg    *Config
+	req    []byte
+	family int
+	// rsa is the server's address as the kernel takes it (struct sockaddr_in or _in6).
+	rsa     unsafe.Pointer
+	rsaLen  int
+	ep, tfd int
+	conns   []econn
+	events  []unix.EpollEvent
+	w       *worker
+	base    time.Time
+	issued  *atomic.Int64
+	pending []int32 // connections to (re)start, drained by the loop (no recursion on synchronous failures)
+	closing bool
+	// open loop
+	open                       bool
+	idle                       []int32
+	backlog                    []int64
+	bhead                      int
+	nextDue                    int64
+	seq, stride                int64
+	interval                   float64
+	releasing                  bool
+	armed                      int64
+	planned, unsent            int64
+	schedLate                  *hdrhistogram.Histogram
+	endNs, hardNs, sweepEvery  int64
+	lastSweep, timeoutNs, nInF int64
+}
+
+func (l *eloop) now() int64 { return int64(time.Since(l.base)) }
+
+// resolve turns host:port into a raw socket address (IPv4 first).
+func resolve(ctx context.Context, addr string) (unsafe.Pointer, int, int, error) {
+	sa, family, err := resolveAddr(ctx, addr)
+	if err != nil {
+		return nil, 0, 0, err
+	}
+	switch sa := sa.(type) {
+	case *unix.SockaddrInet4:
+		r := &unix.RawSockaddrInet4{Family: unix.AF_INET, Addr: sa.Addr}
+		binary.BigEndian.PutUint16((*[2]byte)(unsafe.Pointer(&r.Port))[:], uint16(sa.Port))
+		return unsafe.Pointer(r), unix.SizeofSockaddrInet4, family, nil
+	case *unix.SockaddrInet6:
+		r := &unix.RawSockaddrInet6{Family: unix.AF_INET6, Addr: sa.Addr, Scope_id: sa.ZoneId}
+		binary.BigEndian.PutUint16((*[2]byte)(unsafe.Pointer(&r.Port))[:], uint16(sa.Port))
+		return unsafe.Pointer(r), unix.SizeofSockaddrInet6, family, nil
+	}
+	return nil, 0, 0, fmt.Errorf("%s: unsupported address", addr)
+}
+
+func resolveAddr(ctx context.Context, addr string) (unix.Sockaddr, int, error) {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, 0, err
+	}
+	p, err := strconv.Atoi(port)
+	if err != nil || p < 1 || p > 65535 {
+		return nil, 0, fmt.Errorf("port %q", port)
+	}
+	ips, err := net.DefaultResolver.LookupIPAddr(ctx, host)
+	if err != nil {
+		return nil, 0, err
+	}
+	for _, ip := range ips {
+		if v4 := ip.IP.To4(); v4 != nil {
+			sa := &unix.SockaddrInet4{Port: p}
+			copy(sa.Addr[:], v4)
+			return sa, unix.AF_INET, nil
+		}
+	}
+	for _, ip := range ips {
+		if v6 := ip.IP.To16(); v6 != nil {
+			sa := &unix.SockaddrInet6{Port: p}
+			copy(sa.Addr[:], v6)
+			if ip.Zone != "" {
+				if ifi, err := net.InterfaceByName(ip.Zone); err == nil {
+					sa.ZoneId = uint32(ifi.Index)
+				}
+			}
+			return sa, unix.AF_INET6, nil
+		}
+	}
+	return nil, 0, fmt.Errorf("%s: no address", host)
+}
+
+// runEpoll is Run on the epoll engine.
+func runEpoll(ctx context.Context, cfg *Config, req []byte, res *Result) error {
+	rsa, rsaLen, family, err := resolve(ctx, cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("resolve %s: %w", cfg.Addr, err)
+	}
+	threads := min(runtime.GOMAXPROCS(0), cfg.Concurrency)
+	if cfg.Mode == Open {
+		// Each thread keeps every threads-th due time: at low rates one thread keeps the schedule precisely.
+		threads = max(1, min(threads, int(cfg.Rate/20000)+1))
+	}
+	loops := make([]*eloop, threads)
+	var issued atomic.Int64
+	start := time.Now()
+	for t := range loops {
+		n := cfg.Concurrency / threads
+		if t < cfg.Concurrency%threads {
+			n++
+		}
+		l := &eloop{cfg: cfg, req: req, rsa: rsa, rsaLen: rsaLen, family: family, ep: -1, tfd: -1, conns: make([]econn, n),
+			events: make([]unix.EpollEvent, n+1), base: start, issued: &issued, schedLate: newHist(),
+			w:    &worker{cfg: cfg, lat: newHist(), late: newHist(), codes: map[int]int64{}, errs: map[string]int64{}},
+			open: cfg.Mode == Open, seq: int64(t), stride: int64(threads), endNs: int64(cfg.Duration), timeoutNs: int64(cfg.Timeout)}
+		l.hardNs = l.endNs + l.timeoutNs
+		l.sweepEvery = min(max(l.timeoutNs/20, int64(time.Millisecond)), int64(250*time.Millisecond))
+		if l.open {
+			l.interval = float64(time.Second) / cfg.Rate
+			l.nextDue = int64(float64(l.seq) * l.interval)
+			l.releasing = true
+		}
+		for i := range l.conns {
+			l.conns[i] = econn{fd: -1, buf: make([]byte, 16<<10)}
+		}
+		if err := l.setup(); err != nil {
+			for _, o := range loops[:t] {
+				o.teardown()
+			}
+			l.teardown()
+			return err
+		}
+		loops[t] = l
+	}
+	var wg sync.WaitGroup
+	for _, l := range loops {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			// The thread is not unlocked: it exits with the goroutine, and its timer slack with it.
+			runtime.LockOSThread()
+			_ = unix.Prctl(unix.PR_SET_TIMERSLACK, 1, 0, 0, 0)
+			l.run(ctx)
+			l.teardown()
+		}()
+	}
+	wg.Wait()
+	res.Elapsed = time.Since(start)
+	for _, l := range loops {
+		res.Planned += l.planned
+		res.Unsent += l.unsent
+		res.SchedLate.Merge(l.schedLate)
+		l.w.addTo(res)
+	}
+	return nil
+}
+
+func (l *eloop) setup() error {
+	var err error
+	if l.ep, err = unix.EpollCreate1(unix.EPOLL_CLOEXEC); err != nil {
+		return fmt.Errorf("epoll: %w", err)
+	}
+	if !l.open {
+		return nil
+	}
+	if l.tfd, err = unix.TimerfdCreate(unix.CLOCK_MONOTONIC, unix.TFD_NONBLOCK|unix.TFD_CLOEXEC); err != nil {
+		return fmt.Errorf("timerfd: %w", err)
+	}
+	return unix.EpollCtl(l.ep, unix.EPOLL_CTL_ADD, l.tfd, &unix.EpollEvent{Events: unix.EPOLLIN, Fd: -1})
+}
+
+func (l *eloop) teardown() {
+	for i := range l.conns {
+		l.closeFD(&l.conns[i])
+	}
+	for _, fd := range []int{l.tfd, l.ep} {
+		if fd >= 0 {
+			unix.Close(fd)
+		}
+	}
+	l.tfd, l.ep = -1, -1
+}
+
+func (l *eloop) run(ctx context.Context) {
+	for i := range l.conns {
+		if l.open {
+			l.idle = append(l.idle, int32(i))
+		} else {
+			l.pending = append(l.pending, int32(i))
+		}
+	}
+	for {
+		now := l.now()
+		if now >= l.endNs {
+			l.closing = true
+		}
+		if l.open {
+			l.release(now)
+		}
+		for len(l.pending) > 0 {
+			i := l.pending[0]
+			l.pending = l.pending[1:]
+			l.next(int(i), now)
+		}
+		if now-l.lastSweep >= l.sweepEvery {
+			l.lastSweep = now
+			if ctx.Err() != nil {
+				l.unsent += int64(len(l.backlog) - l.bhead)
+				return
+			}
+			l.sweep(now)
+			if len(l.pending) > 0 {
+				continue
+			}
+		}
+		// Finished: the closed loop when every connection has stopped (end of time or of the request
+		// limit); the open loop when nothing more is due and the backlog is sent (or its time is up).
+		if l.nInF == 0 && len(l.pending) == 0 && (!l.open || (l.closing || !l.releasing) && (len(l.backlog) == l.bhead || now >= l.hardNs)) {
+			l.unsent += int64(len(l.backlog) - l.bhead)
+			return
+		}
+		n, err := unix.EpollWait(l.ep, l.events, l.waitMs(now))
+		if err != nil && err != unix.EINTR {
+			return
+		}
+		for _, ev := range l.events[:max(n, 0)] {
+			if ev.Fd < 0 {
+				var b [8]byte
+				_, _ = unix.Read(l.tfd, b[:])
+				l.armed = 0
+				continue
+			}
+			l.handle(int(ev.Fd), ev.Events)
+		}
+	}
+}
+
+// waitMs is how long epoll_wait may sleep: until the sweep, and in the open loop until shortly before the
+// next due time (on the timerfd, which has sub-millisecond precision; epoll_wait's own is 1 ms).
+func (l *eloop) waitMs(now int64) int {
+	if len(l.pending) > 0 {
+		return 0
+	}
+	until := l.lastSweep + l.sweepEvery - now
+	if l.open && l.releasing && !l.closing {
+		d := l.nextDue - now
+		if d <= int64(epollSpin) {
+			return 0
+		}
+		if at := l.nextDue - int64(epollSpin); at != l.armed {
+			ts := unix.NsecToTimespec(at - now)
+			if unix.TimerfdSettime(l.tfd, 0, &unix.ItimerSpec{Value: ts}, nil) == nil {
+				l.armed = at
+			}
+		}
+		until = min(until, d)
+	}
+	if !l.closing {
+		until = min(until, l.endNs-now)
+	}
+	return int(max(until, 0)/int64(time.Millisecond)) + 1
+}
+
+// release hands out the open loop's due times up to now: to an idle connection, else to the backlog.
+func (l *eloop) release(now int64) {
+	for l.releasing && l.nextDue <= now {
+		if l.nextDue >= l.endNs || l.cfg.MaxRequests > 0 && l.issued.Add(1) > l.cfg.MaxRequests {
+			l.releasing = false
+			return
+		}
+		if len(l.backlog)-l.bhead >= 1<<20 {
+			return // the backlog is full: later due times are released late, and their lateness recorded
+		}
+		due := l.nextDue
+		l.planned++
+		_ = l.schedLate.RecordValue(usClamp(now - due))
+		l.seq += l.stride
+		l.nextDue = int64(float64(l.seq) * l.interval)
+		if k := len(l.idle); k > 0 {
+			i := l.idle[k-1]
+			l.idle = l.idle[:k-1]
+			l.send(int(i), due, now)
+		} else {
+			l.backlog = append(l.backlog, due)
+		}
+	}
+}
+
+// next gives a free connection its next request, or leaves it idle.
+func (l *eloop) next(i int, now int64) {
+	if l.open {
+		if l.bhead < len(l.backlog) && now < l.hardNs {
+			due := l.backlog[l.bhead]
+			l.bhead++
+			if l.bhead == len(l.backlog) {
+				l.backlog, l.bhead = l.backlog[:0], 0
+			}
+			l.send(i, due, now)
+			return
+		}
+		l.idle = append(l.idle, int32(i))
+		return
+	}
+	if l.closing || l.cfg.MaxRequests > 0 && l.issued.Add(1) > l.cfg.MaxRequests {
+		l.closeFD(&l.conns[i])
+		return
+	}
+	l.send(i, now, now)
+}
+
+func usClamp(ns int64) int64 { return max(1, min(ns/1000, histMax)) }
+
+// send starts a request on connection i.
+func (l *eloop) send(i int, start, now int64) {
+	c := &l.conns[i]
+	c.start, c.sent = start, now
+	l.nInF++
+	if l.open {
+		_ = l.w.late.RecordValue(usClamp(now - start))
+	}
+	if c.fd >= 0 {
+		c.state = stWriting
+		l.write(i)
+		return
+	}
+	// Raw system calls: none of these block on a non-blocking socket, and a new connection per request
+	// makes five of them per request.
+	fd, _, e := unix.RawSyscall(unix.SYS_SOCKET, uintptr(l.family), unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
+	if e != 0 {
+		l.fail(i, "connect")
+		return
+	}
+	c.fd, c.state = int(fd), stConnecting
+	one := int32(1)
+	_, _, _ = unix.RawSyscall6(unix.SYS_SETSOCKOPT, fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, uintptr(unsafe.Pointer(&one)), 4, 0)
+	if _, _, e := unix.RawSyscall(unix.SYS_CONNECT, fd, uintptr(l.rsa), uintptr(l.rsaLen)); e != 0 && e != unix.EINPROGRESS {
+		l.fail(i, "connect")
+		return
+	}
+	// Registered after connect: an unconnected socket polls as hung up. Adding reports the current state,
+	// so a connection that completed already is an output edge at once; otherwise its completion is.
+	ev := unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLOUT | unix.EPOLLRDHUP | unix.EPOLLET, Fd: int32(i)}
+	if _, _, e := unix.RawSyscall6(unix.SYS_EPOLL_CTL, uintptr(l.ep), unix.EPOLL_CTL_ADD, fd, uintptr(unsafe.Pointer(&ev)), 0, 0); e != 0 {
+		l.fail(i, "connect")
+		return
+	}
+	l.w.conns++
+}
+
+func (l *eloop) handle(i int, ev uint32) {
+	c := &l.conns[i]
+	switch c.state {
+	case stConnecting:
+		if ev&(unix.EPOLLOUT|unix.EPOLLERR|unix.EPOLLHUP) == 0 {
+			return
+		}
+		if ev&(unix.EPOLLERR|unix.EPOLLHUP) != 0 {
+			l.fail(i, "connect") // refused, unreachable, reset: SO_ERROR would say which
+			return
+		}
+		c.state = stWriting
+		l.write(i)
+	case stWriting:
+		if ev&(unix.EPOLLOUT|unix.EPOLLERR|unix.EPOLLHUP) != 0 {
+			l.write(i)
+		}
+	case stReading:
+		l.read(i, ev&(unix.EPOLLRDHUP|unix.EPOLLHUP|unix.EPOLLERR) != 0)
+	case stIdle:
+		// An idle keep-alive connection the server closed (or wrote to out of turn): drop it quietly, the
+		// next request opens a new one.
+		if c.fd >= 0 && ev&(unix.EPOLLIN|unix.EPOLLRDHUP|unix.EPOLLHUP|unix.EPOLLERR) != 0 {
+			l.closeFD(c)
+		}
+	}
+}
+
+func (l *eloop) write(i int) {
+	c := &l.conns[i]
+	for c.woff < len(l.req) {
+		p := l.req[c.woff:]
+		r, _, e := unix.RawSyscall6(unix.SYS_SENDTO, uintptr(c.fd), uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)), unix.MSG_NOSIGNAL, 0, 0)
+		switch {
+		case e == unix.EAGAIN:
+			return // the output edge resumes it
+		case e != 0:
+			l.fail(i, "write")
+			return
+		}
+		c.woff += int(r)
+	}
+	c.woff, c.state = 0, stReading
+}
+
+// read reads what arrived. hup is whether the peer has closed: the end of the stream arrived with the
+// data, and will not be another edge.
+func (l *eloop) read(i int, hup bool) {
+	c := &l.conns[i]
+	for {
+		p := c.buf[c.n:]
+		r, _, e := unix.RawSyscall(unix.SYS_READ, uintptr(c.fd), uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
+		n := int(r)
+		switch {
+		case e == unix.EAGAIN:
+			return
+		case e != 0:
+			l.fail(i, "read")
+			return
+		case n == 0:
+			if c.hasHead && c.h.toClose() {
+				l.complete(i, false)
+			} else {
+				l.fail(i, "read")
+			}
+			return
+		}
+		if c.hasHead {
+			if c.bodyLeft -= int64(n); c.bodyLeft < 0 && !c.h.toClose() {
+				l.fail(i, "protocol") // bytes past the response: nothing was asked for them
+				return
+			}
+		} else {
+			c.n += n
+			h, ok, err := parseHead(c.buf[:c.n])
+			if err != nil {
+				l.fail(i, "protocol")
+				return
+			}
+			if ok {
+				c.h, c.hasHead = h, true
+				c.bodyLeft = max(h.length, 0) - int64(c.n-h.size)
+				c.n = 0
+				if c.bodyLeft < 0 && !h.toClose() {
+					l.fail(i, "protocol")
+					return
+				}
+			}
+		}
+		if c.hasHead && !c.h.toClose() && c.bodyLeft == 0 {
+			l.complete(i, c.h.keep)
+			return
+		}
+		if n < len(p) && !hup && !(c.hasHead && c.h.toClose()) {
+			return // drained: edge-triggered, the next arrival is a new edge
+		}
+	}
+}
+
+func (l *eloop) complete(i int, keep bool) {
+	c := &l.conns[i]
+	l.w.record(c.h.code, "", time.Duration(l.now()-c.start))
+	if !keep || l.cfg.NewConn {
+		l.closeFD(c)
+	}
+	l.done(c, i)
+}
+
+func (l *eloop) fail(i int, kind string) {
+	c := &l.conns[i]
+	l.w.record(0, kind, 0)
+	l.closeFD(c)
+	l.done(c, i)
+}
+
+func (l *eloop) done(c *econn, i int) {
+	c.state, c.woff, c.n, c.hasHead, c.bodyLeft = stIdle, 0, 0, false, 0
+	l.nInF--
+	l.pending = append(l.pending, int32(i))
+}
+
+func (l *eloop) closeFD(c *econn) {
+	if c.fd >= 0 {
+		_, _, _ = unix.RawSyscall(unix.SYS_CLOSE, uintptr(c.fd), 0, 0) // also removes it from the epoll set
+		c.fd = -1
+	}
+}
+
+// sweep fails the requests that have waited longer than the time-out.
+func (l *eloop) sweep(now int64) {
+	for i := range l.conns {
+		if c := &l.conns[i]; c.state != stIdle && now-c.sent > l.timeoutNs {
+			l.fail(i, "timeout")
+		}
+	}
+}

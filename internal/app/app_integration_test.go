@@ -106,7 +106,7 @@ func TestIntegrationBenchPods(t *testing.T) {
 	})
 	t.Run("net", func(t *testing.T) {
 		// The path matrix on the lab's two real nodes: every path measured, host->host the baseline.
-		code, out, errOut := runArgs(t, "bench", "net", "--lab", "-d", "1s", "-c", "4", "-o", "json")
+		code, out, errOut := runArgs(t, "bench", "net", "--lab", "-d", "1s", "-c", "4", "--repeats", "2", "-o", "json")
 		if code != 0 && code != 1 { // 1: a pod path below the host is a finding, not a failure here
 			t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
 		}
@@ -130,6 +130,44 @@ func TestIntegrationBenchPods(t *testing.T) {
 		}
 		if r := metric(np, "ratio_to_host", map[string]string{"path": "host->host", "conn": "new"}); r != 1 {
 			t.Errorf("host->host ratio %v", r)
+		}
+		// Two rounds: a median within its min-max.
+		if n := metric(np, "repeats", nil); n != 2 {
+			t.Errorf("repeats %v", n)
+		}
+		for _, conn := range []string{"keepalive", "new"} {
+			l := map[string]string{"path": "pod->pod other node", "conn": conn}
+			if lo, med, hi := metric(np, "rps_min", l), metric(np, "rps", l), metric(np, "rps_max", l); lo <= 0 || lo > med || med > hi {
+				t.Errorf("%s: min %v median %v max %v", conn, lo, med, hi)
+			}
+		}
+		// The node probes: kube-proxy (iptables mode in the lab) read from its metrics endpoint on both real
+		// nodes, its NAT rules (the lab's Services), conntrack in use, and the pod's interface MTU.
+		var proxied int
+		for _, rec := range np.Records {
+			if strings.HasPrefix(rec.ID, "net node ") && rec.Labels["kube_proxy_mode"] == "iptables" {
+				proxied++
+			}
+			if strings.HasPrefix(rec.ID, "probe ") {
+				t.Errorf("probe failed: %+v", rec)
+			}
+		}
+		if proxied != 2 {
+			t.Errorf("kube-proxy mode read on %d nodes, want 2: %+v", proxied, np.Records)
+		}
+		nat, podMTU, ct := 0.0, 0.0, -1.0
+		for _, m := range np.Metrics {
+			switch {
+			case m.Name == "kube_proxy_rules" && m.Labels["table"] == "nat":
+				nat = m.Value
+			case m.Name == "mtu" && m.Labels["where"] == "pod":
+				podMTU = m.Value
+			case m.Name == "conntrack_usage":
+				ct = m.Value
+			}
+		}
+		if nat < 10 || podMTU < 576 || ct < 0 || ct >= 1 {
+			t.Errorf("kube-proxy NAT rules %v, pod MTU %v, conntrack usage %v", nat, podMTU, ct)
 		}
 		assertNoBenchNamespaces(ctx, t, c)
 	})

@@ -2,6 +2,7 @@ package check
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/kubeslow/kubeslow/internal/measure/netpath"
 	"github.com/kubeslow/kubeslow/internal/report"
@@ -18,11 +19,27 @@ func NetRules() []Rule {
 		Needs: []string{netpath.Name},
 		Threshold: result.Threshold{Op: "<", Value: netTolerance, Unit: "ratio",
 			Source: "k8s-netperf's tolerance: a pod-network result more than 10% below host-to-host on the same nodes"},
-		Summary: "{{.path}} reaches {{.ratio}} of host->host ({{.conn}}; CNI {{.cni}}, kube-proxy {{.proxy}}): {{.meaning}}",
+		Summary: "{{.path}} reaches {{.ratio}} of host->host ({{.conn}}; CNI {{.cni}}, kube-proxy {{.proxy}}): {{.meaning}}. Seen on the nodes: {{.observed}}",
 		Remediation: "new connections: kube-proxy's per-connection rule walk and conntrack (iptables mode with many Services -> nftables mode or an eBPF " +
 			"datapath; raise nf_conntrack_max); keep-alive and streams: encapsulation and MTU (VXLAN/Geneve overlays: MTU 1450, lost offloads -> native " +
 			"routing, jumbo frames or an eBPF datapath); pod->Service only: the Service path itself.",
 		Match: netPodMatch,
+	}, {
+		ID: "KS-NODE-CONNTRACK", Title: "A node's conntrack table is nearly full", Severity: result.SeverityWarning, Cases: []string{"B", "D"},
+		Needs: []string{netpath.Name},
+		Threshold: result.Threshold{Op: ">=", Value: 0.8, Unit: "ratio",
+			Source: "Linux netfilter: at nf_conntrack_max new connections are dropped (\"nf_conntrack: table full, dropping packet\"); 80% leaves room for a burst"},
+		Summary:     "conntrack on {{.where}} holds {{.value}} of nf_conntrack_max: new connections through kube-proxy's NAT are dropped when it fills",
+		Remediation: "Raise net.netfilter.nf_conntrack_max (kube-proxy's conntrack.maxPerCore), shorten established/time-wait time-outs, or bypass conntrack (an eBPF datapath, NOTRACK for node-local traffic).",
+		Match:       MetricAbove(netpath.Name, "conntrack_usage", ">=", 0.8, "ratio"),
+	}, {
+		ID: "KS-NODE-NEIGH", Title: "A node's ARP table is near its hard limit", Severity: result.SeverityWarning, Cases: []string{"B"},
+		Needs: []string{netpath.Name},
+		Threshold: result.Threshold{Op: ">=", Value: 0.8, Unit: "ratio",
+			Source: "Linux neighbour table: past gc_thresh3 entries are refused (\"neighbor table overflow\"), which broke case B's cluster at 2,500 nodes"},
+		Summary:     "{{.where}} has {{.value}} of gc_thresh3 neighbour entries: new peers fail to resolve once it is full",
+		Remediation: "Raise net.ipv4.neigh.default.gc_thresh1/2/3 (case B: 80000/90000/100000), or use a datapath that does not need an ARP entry per pod (routed /32s with a gateway, overlay).",
+		Match:       MetricAbove(netpath.Name, "neighbour_usage", ">=", 0.8, "ratio"),
 	}}
 }
 
@@ -48,20 +65,62 @@ func netPodMatch(r *result.Report) []Hit {
 			worst[p] = m
 		}
 	}
-	fact := func(k string) string {
-		if v := r.Cluster.Facts[k]; v != "" {
-			return v
-		}
-		return "unknown"
-	}
+	observed, seen := observedNet(res)
 	var hits []Hit
 	for _, p := range order {
 		m := worst[p]
 		hits = append(hits, Hit{
-			Evidence: []result.Evidence{{Name: m.Name, Value: m.Value, Unit: m.Unit, Labels: m.Labels, Result: netpath.Name}},
+			Evidence: append([]result.Evidence{{Name: m.Name, Value: m.Value, Unit: m.Unit, Labels: m.Labels, Result: netpath.Name}}, seen...),
 			Vars: map[string]string{"path": p, "ratio": fmt.Sprintf("%sx", report.FormatValue(m.Value)), "conn": m.Labels["conn"],
-				"meaning": connMeaning[m.Labels["conn"]], "cni": fact("cni"), "proxy": fact("kube-proxy-mode")},
+				"meaning": connMeaning[m.Labels["conn"]], "cni": clusterFact(r, "cni"), "proxy": proxyMode(r, res), "observed": observed},
 		})
 	}
 	return hits
+}
+
+func clusterFact(r *result.Report, k string) string {
+	if v := r.Cluster.Facts[k]; v != "" {
+		return v
+	}
+	return "unknown"
+}
+
+// proxyMode is kube-proxy's mode as the agents read it from kube-proxy, else as discovery guessed it.
+func proxyMode(r *result.Report, res *result.Result) string {
+	for _, rec := range res.Records {
+		if m := rec.Labels["kube_proxy_mode"]; m != "" {
+			return m
+		}
+	}
+	return clusterFact(r, "kube-proxy-mode")
+}
+
+// observedNet summarises what the agents saw in the namespaces: the pod's MTU, overlay devices, kube-proxy's
+// rules, conntrack; and those metrics as evidence.
+func observedNet(res *result.Result) (string, []result.Evidence) {
+	var parts []string
+	var ev []result.Evidence
+	for _, m := range res.Metrics {
+		switch m.Name {
+		case "mtu", "kube_proxy_rules", "conntrack_usage":
+			ev = append(ev, result.Evidence{Name: m.Name, Value: m.Value, Unit: m.Unit, Labels: m.Labels, Result: netpath.Name})
+		}
+		switch {
+		case m.Name == "mtu" && m.Labels["where"] == "pod" && m.Labels["iface"] == "eth0":
+			parts = append(parts, fmt.Sprintf("pod MTU %s", report.FormatValue(m.Value)))
+		case m.Name == "kube_proxy_rules" && m.Labels["table"] == "nat":
+			parts = append(parts, fmt.Sprintf("%s kube-proxy NAT rules on %s", report.FormatValue(m.Value), m.Labels["where"]))
+		case m.Name == "conntrack_usage":
+			parts = append(parts, fmt.Sprintf("conntrack %.0f%% full on %s", m.Value*100, m.Labels["where"]))
+		}
+	}
+	for _, rec := range res.Records {
+		if ov := rec.Labels["overlay"]; ov != "" && strings.HasPrefix(rec.Labels["where"], "node") {
+			parts = append(parts, fmt.Sprintf("overlay %s on %s", ov, rec.Labels["where"]))
+		}
+	}
+	if len(parts) == 0 {
+		return "nothing (the node probes did not run or read nothing)", ev
+	}
+	return strings.Join(parts, "; "), ev
 }

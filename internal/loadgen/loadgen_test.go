@@ -274,10 +274,16 @@ func TestResponsesAndErrors(t *testing.T) {
 			name, addr string
 			want       func(*Result) bool
 		}{
-			{"100 KB body", big, func(r *Result) bool { return r.Requests == 50 && r.Codes[200] == 50 && r.Errors == 0 && r.Connections == 2 }},
-			{"body to close", toClose, func(r *Result) bool { return r.Requests == 50 && r.Codes[200] == 50 && r.Errors == 0 && r.Connections == 50 }},
+			{"100 KB body", big, func(r *Result) bool {
+				return r.Requests == 50 && r.Codes[200] == 50 && r.Errors == 0 && r.Connections == 2
+			}},
+			{"body to close", toClose, func(r *Result) bool {
+				return r.Requests == 50 && r.Codes[200] == 50 && r.Errors == 0 && r.Connections == 50
+			}},
 			{"refused", refused, func(r *Result) bool { return r.Requests == 0 && r.Errors > 0 && r.ErrorKinds["connect"] == r.Errors }},
-			{"silent", silent, func(r *Result) bool { return r.Requests == 0 && r.ErrorKinds["timeout"] >= 2 && r.ErrorKinds["timeout"] == r.Errors }},
+			{"silent", silent, func(r *Result) bool {
+				return r.Requests == 0 && r.ErrorKinds["timeout"] >= 2 && r.ErrorKinds["timeout"] == r.Errors
+			}},
 			{"garbage", garbage, func(r *Result) bool { return r.Requests == 0 && r.Errors > 0 && r.ErrorKinds["protocol"] == r.Errors }},
 		} {
 			res, err := Run(context.Background(), Config{Addr: c.addr, Mode: Closed, Concurrency: 2, Duration: 700 * time.Millisecond,

@@ -21,16 +21,18 @@ func newNet(streams common.IOStreams) *cobra.Command {
 		Short: "Network paths in the cluster: host->host, host->pod, pod->pod (same and other node), pod->Service; HTTP and TCP, ratios to the host",
 		Long: `net runs kubeslow agents as pods on two real nodes (host network and pod network), then the same HTTP
 benchmark (closed loop, keep-alive and a new connection per request, a 3 KB POST answered by 404) and the TCP
-stream and request/response tests on every path, and reports each path's ratio to host->host. A pod path more
-than 10% below the host (k8s-netperf's tolerance) is a finding. --image must hold the kubeslow binary at
+stream and request/response tests on every path, --repeats rounds over the matrix, and reports each path's
+median with its min-max and its ratio to host->host. A pod path more than 10% below the host (k8s-netperf's
+tolerance) is a finding, named with what the agents saw on the nodes and in the pod: overlay devices and MTUs,
+kube-proxy's mode and rule count, conntrack and ARP-table fill. --image must hold the kubeslow binary at
 /kubeslow (on the lab: the lab's agent image).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := out.Validate(); err != nil {
 				return err
 			}
-			if o.Duration <= 0 || o.Duration > time.Minute || o.Concurrency < 1 || o.Concurrency > 256 {
-				return fmt.Errorf("--duration (0, 1m] and --concurrency 1..256")
+			if o.Duration <= 0 || o.Duration > time.Minute || o.Concurrency < 1 || o.Concurrency > 256 || o.Repeats < 1 || o.Repeats > 10 {
+				return fmt.Errorf("--duration (0, 1m], --concurrency 1..256 and --repeats 1..10")
 			}
 			if o.Image == "" {
 				if !cf.Lab {
@@ -47,5 +49,6 @@ than 10% below the host (k8s-netperf's tolerance) is a finding. --image must hol
 	cmd.Flags().StringVar(&o.Image, "image", "", "agent image with /kubeslow (default on the lab: "+lab.AgentImage+")")
 	cmd.Flags().DurationVarP(&o.Duration, "duration", "d", 5*time.Second, "length of each test")
 	cmd.Flags().IntVarP(&o.Concurrency, "concurrency", "c", 8, "HTTP connections")
+	cmd.Flags().IntVar(&o.Repeats, "repeats", 3, "rounds over the whole path matrix: medians with min-max are reported")
 	return cmd
 }

@@ -4,6 +4,7 @@ package probe
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kubeslow/kubeslow/internal/agent"
 	"github.com/kubeslow/kubeslow/internal/cli/common"
 )
 
@@ -63,5 +65,26 @@ func NewCommand(streams common.IOStreams) *cobra.Command {
 			return nil
 		},
 	})
+	var roots agent.NodeNetRoots
+	node := &cobra.Command{
+		Use:   "node",
+		Short: "Print (JSON) this network namespace's interfaces with MTU and kind, conntrack and ARP-table fill, kube-proxy's mode and rule count",
+		Long: `node reads what makes a data path slow from the namespace it runs in — a node's from a host-network pod,
+a pod's from a pod: interfaces (MTU, kind: vxlan, geneve, bridge...), conntrack entries against nf_conntrack_max,
+IPv4 neighbours against gc_thresh3, and kube-proxy's /proxyMode and rule count from its metrics endpoint.
+What cannot be read is listed under "unread" with the reason; it is not an error.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx, cancel := context.WithTimeout(common.Context(cmd), timeout)
+			defer cancel()
+			enc := json.NewEncoder(streams.Out)
+			enc.SetIndent("", "  ")
+			return enc.Encode(agent.ReadNodeNet(ctx, roots))
+		},
+	}
+	node.Flags().StringVar(&roots.Proc, "path.procfs", "/proc", "procfs mount point")
+	node.Flags().StringVar(&roots.Sys, "path.sysfs", "/sys", "sysfs mount point")
+	node.Flags().StringVar(&roots.KubeProxy, "kube-proxy-metrics", "http://127.0.0.1:10249", "kube-proxy's metrics base URL, reachable from host-network pods (empty: skip)")
+	cmd.AddCommand(node)
 	return cmd
 }

@@ -6,6 +6,7 @@ package netpath
 import (
 	"context"
 	"fmt"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -36,6 +37,8 @@ type Options struct {
 	Image       string
 	Duration    time.Duration
 	Concurrency int
+	// Repeats of the whole matrix (rounds over every path, so a drift of the cluster spreads over all paths).
+	Repeats int
 }
 
 // Measurement is the path matrix benchmark.
@@ -52,7 +55,7 @@ func (*Measurement) Kind() measure.Kind { return measure.Benchmark }
 
 // Description implements measure.Measurement.
 func (m *Measurement) Description() string {
-	return fmt.Sprintf("network paths host/pod/Service, same and other node: HTTP (keep-alive, new connections) and TCP, %s each", m.Opts.Duration)
+	return fmt.Sprintf("network paths host/pod/Service, same and other node: HTTP (keep-alive, new connections) and TCP, %s each, %d rounds", m.Opts.Duration, m.Opts.Repeats)
 }
 
 // Path is one client -> server route of the matrix.
@@ -206,43 +209,87 @@ func (m *Measurement) Run(ctx context.Context, env *measure.Env) (result.Result,
 	}
 	res.Records = append(res.Records, result.Record{ID: "topology", Labels: map[string]string{"server_node": a.Name, "client_node_b": b.Name,
 		"host_ip": addr.hostA, "pod_ip": addr.podSrv, "service_ip": addr.svc}})
-	base := map[string]float64{}
-	for _, p := range paths {
-		target := p.Target(addr)
-		hp, tp := httpPort, tcpPort
-		if p.NodePort {
-			hp, tp = addr.nodePortHTTP, addr.nodePortTCP
+	// What the namespaces show (MTU, overlay devices, kube-proxy, conntrack, ARP): the evidence that names the
+	// component when a path is slow.
+	probes := []struct{ pod, where string }{{"srv-host", "node " + a.Name}, {"cli-pod-a", "pod"}}
+	if b.Name != a.Name {
+		probes = append(probes, struct{ pod, where string }{"cli-host-b", "node " + b.Name})
+	}
+	for _, pr := range probes {
+		nn, err := m.probeNode(ctx, env, pr.pod)
+		if err != nil {
+			res.Records = append(res.Records, result.Record{ID: "probe " + pr.where, Labels: map[string]string{"error": err.Error()}})
+			continue
 		}
-		l := map[string]string{"path": p.Name}
-		for _, newConn := range []bool{false, true} {
-			args := []string{"/kubeslow", "bench", "http", fmt.Sprintf("http://%s/", joinHostPort(target, hp)),
-				"-c", strconv.Itoa(m.Opts.Concurrency), "-d", m.Opts.Duration.String(), "-o", "json"}
-			conn := "keepalive"
-			if newConn {
-				args, conn = append(args, "--new-conn"), "new"
+		nodeNetResult(&res, pr.where, nn)
+	}
+	samples := map[string][]float64{}
+	key := func(path, metric, conn string) string { return path + "\x00" + metric + "\x00" + conn }
+	for round := 0; round < m.Opts.Repeats; round++ {
+		for _, p := range paths {
+			target := p.Target(addr)
+			hp, tp := httpPort, tcpPort
+			if p.NodePort {
+				hp, tp = addr.nodePortHTTP, addr.nodePortTCP
 			}
-			r, err := m.exec(ctx, env, p.Client, args...)
-			if err != nil {
-				return res, fmt.Errorf("%s (%s): %w", p.Name, conn, err)
+			for _, newConn := range []bool{false, true} {
+				args := []string{"/kubeslow", "bench", "http", fmt.Sprintf("http://%s/", joinHostPort(target, hp)),
+					"-c", strconv.Itoa(m.Opts.Concurrency), "-d", m.Opts.Duration.String(), "-o", "json"}
+				conn := "keepalive"
+				if newConn {
+					args, conn = append(args, "--new-conn"), "new"
+				}
+				r, err := m.exec(ctx, env, p.Client, args...)
+				if err != nil {
+					return res, fmt.Errorf("%s (%s): %w", p.Name, conn, err)
+				}
+				samples[key(p.Name, "rps", conn)] = append(samples[key(p.Name, "rps", conn)], metric(r, "requests_per_second"))
+				samples[key(p.Name, "latency_p99", conn)] = append(samples[key(p.Name, "latency_p99", conn)], metric(r, "latency_p99"))
 			}
-			rps := metric(r, "requests_per_second")
-			ll := map[string]string{"path": p.Name, "conn": conn}
-			res.Metrics = append(res.Metrics, result.Metric{Name: "rps", Unit: "requests_per_second", Value: rps, Labels: ll},
-				result.Metric{Name: "latency_p99", Unit: "seconds", Value: metric(r, "latency_p99"), Labels: ll})
-			ratio(&res, base, "rps_"+conn, p.Name, rps, ll)
-		}
-		if p.TCP {
-			r, err := m.exec(ctx, env, p.Client, "/kubeslow", "bench", "tcp", joinHostPort(target, tp), "-d", m.Opts.Duration.String(), "-o", "json")
-			if err != nil {
-				return res, fmt.Errorf("%s (tcp): %w", p.Name, err)
+			if p.TCP {
+				r, err := m.exec(ctx, env, p.Client, "/kubeslow", "bench", "tcp", joinHostPort(target, tp), "-d", m.Opts.Duration.String(), "-o", "json")
+				if err != nil {
+					return res, fmt.Errorf("%s (tcp): %w", p.Name, err)
+				}
+				samples[key(p.Name, "stream_gbit", "stream")] = append(samples[key(p.Name, "stream_gbit", "stream")], metric(r, "stream_gbit_per_second"))
+				samples[key(p.Name, "rr_latency_p99", "stream")] = append(samples[key(p.Name, "rr_latency_p99", "stream")], metric(r, "rr_latency_p99"))
 			}
-			g := metric(r, "stream_gbit_per_second")
-			res.Metrics = append(res.Metrics, result.Metric{Name: "stream_gbit", Unit: "gbit_per_second", Value: g, Labels: l},
-				result.Metric{Name: "rr_latency_p99", Unit: "seconds", Value: metric(r, "rr_latency_p99"), Labels: l})
-			ratio(&res, base, "stream", p.Name, g, map[string]string{"path": p.Name, "conn": "stream"})
 		}
 	}
+	// Medians over the repeats, with the spread; ratios of medians.
+	base := map[string]float64{}
+	for _, p := range paths {
+		for _, c := range []struct{ metric, unit, conn string }{
+			{"rps", "requests_per_second", "keepalive"}, {"latency_p99", "seconds", "keepalive"},
+			{"rps", "requests_per_second", "new"}, {"latency_p99", "seconds", "new"},
+			{"stream_gbit", "gbit_per_second", "stream"}, {"rr_latency_p99", "seconds", "stream"},
+		} {
+			v := samples[key(p.Name, c.metric, c.conn)]
+			if len(v) == 0 {
+				continue
+			}
+			med, lo, hi := spread(v)
+			l := map[string]string{"path": p.Name, "conn": c.conn}
+			if c.conn == "stream" {
+				l = map[string]string{"path": p.Name}
+			}
+			res.Metrics = append(res.Metrics, result.Metric{Name: c.metric, Unit: c.unit, Value: med, Labels: l})
+			if c.metric == "rps" || c.metric == "stream_gbit" {
+				res.Metrics = append(res.Metrics, result.Metric{Name: c.metric + "_min", Unit: c.unit, Value: lo, Labels: l},
+					result.Metric{Name: c.metric + "_max", Unit: c.unit, Value: hi, Labels: l})
+				ratio(&res, base, c.metric+"_"+c.conn, p.Name, med, map[string]string{"path": p.Name, "conn": c.conn})
+			}
+		}
+	}
+	res.Metrics = append(res.Metrics, result.Metric{Name: "repeats", Unit: "count", Value: float64(m.Opts.Repeats)})
 	return res, nil
+}
+
+// spread returns the median, minimum and maximum of v (not empty).
+func spread(v []float64) (med, lo, hi float64) {
+	s := append([]float64(nil), v...)
+	sort.Float64s(s)
+	return s[len(s)/2], s[0], s[len(s)-1]
 }
 
 // ratio records a path's value against host->host's (the first path).

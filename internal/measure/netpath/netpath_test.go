@@ -9,7 +9,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
 
+	"github.com/kubeslow/kubeslow/internal/agent"
 	"github.com/kubeslow/kubeslow/internal/measure"
+	"github.com/kubeslow/kubeslow/pkg/result"
 )
 
 func node(name string, ready, unschedulable, kwok bool) *corev1.Node {
@@ -39,5 +41,44 @@ func TestRealNodes(t *testing.T) {
 	var se *measure.SkipError
 	if !errors.As(err, &se) {
 		t.Fatalf("no real node: %v, want a skip", err)
+	}
+}
+
+func TestSpread(t *testing.T) {
+	if med, lo, hi := spread([]float64{5, 1, 9, 3, 7}); med != 5 || lo != 1 || hi != 9 {
+		t.Fatalf("spread %v %v %v", med, lo, hi)
+	}
+	if med, lo, hi := spread([]float64{2}); med != 2 || lo != 2 || hi != 2 {
+		t.Fatalf("one sample: %v %v %v", med, lo, hi)
+	}
+}
+
+// TestNodeNetResult: a node's overlay devices (not its veths), conntrack and ARP fill and kube-proxy's rules
+// become metrics; a pod's interfaces all do; what was unreadable on a node is recorded.
+func TestNodeNetResult(t *testing.T) {
+	var res result.Result
+	nodeNetResult(&res, "node n1", &agent.NodeNet{
+		Interfaces:       []agent.Iface{{Name: "eth0", MTU: 1500}, {Name: "flannel.1", MTU: 1450, Kind: "vxlan"}, {Name: "veth1", MTU: 1450}},
+		ConntrackEntries: 50, ConntrackMax: 200, Neighbours: -1, NeighThresh3: -1,
+		KubeProxyMode: "iptables", KubeProxyRules: map[string]int64{"nat": 300, "filter": 7}, Unread: []string{"neighbours: no such file"},
+	})
+	nodeNetResult(&res, "pod", &agent.NodeNet{Interfaces: []agent.Iface{{Name: "eth0", MTU: 1450}}, ConntrackEntries: -1, Neighbours: -1})
+	got := map[string]float64{}
+	for _, m := range res.Metrics {
+		got[m.Name+"/"+m.Labels["where"]+"/"+m.Labels["iface"]+m.Labels["table"]] = m.Value
+	}
+	want := map[string]float64{"mtu/node n1/flannel.1": 1450, "conntrack_entries/node n1/": 50, "conntrack_usage/node n1/": 0.25,
+		"kube_proxy_rules/node n1/nat": 300, "kube_proxy_rules/node n1/filter": 7, "mtu/pod/eth0": 1450}
+	if len(got) != len(want) {
+		t.Errorf("metrics %v, want %v", got, want)
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s = %v, want %v (all: %v)", k, got[k], v, got)
+		}
+	}
+	if len(res.Records) != 2 || res.Records[0].Labels["kube_proxy_mode"] != "iptables" || res.Records[0].Labels["overlay"] != "flannel.1 (vxlan, MTU 1450)" ||
+		res.Records[0].Labels["unread"] == "" {
+		t.Errorf("records %+v", res.Records)
 	}
 }

@@ -1,0 +1,205 @@
+package agent
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/kubeslow/kubeslow/internal/prom"
+)
+
+// NodeNet is what a network namespace (a node's, from a host-network agent; a pod's, from a pod) shows of
+// the things that make a data path slow: interfaces and their MTU and kind (an overlay's VXLAN or Geneve
+// device), conntrack's fill, the neighbour (ARP) table against its hard limit, and kube-proxy's mode and
+// rule count from its metrics endpoint.
+type NodeNet struct {
+	Interfaces []Iface `json:"interfaces"`
+	// Conntrack entries and the table's limit (-1: not readable here).
+	ConntrackEntries int64 `json:"conntrack_entries"`
+	ConntrackMax     int64 `json:"conntrack_max"`
+	// Neighbours in the IPv4 ARP table and its gc_thresh3 (the hard limit: beyond it the kernel drops
+	// entries and logs "neighbor table overflow"), -1 when not readable.
+	Neighbours    int64  `json:"neighbours"`
+	NeighThresh3  int64  `json:"neigh_gc_thresh3"`
+	KubeProxyMode string `json:"kube_proxy_mode,omitempty"`
+	// KubeProxyRules by table from kubeproxy_sync_proxy_rules_iptables_total (iptables mode).
+	KubeProxyRules map[string]int64 `json:"kube_proxy_rules,omitempty"`
+	// KubeProxySyncP99 is the p99 of its rule sync duration in seconds (0: not known).
+	KubeProxySyncP99 float64 `json:"kube_proxy_sync_p99_seconds,omitempty"`
+	// Unread says what could not be read and why (a missing file is not an error: it is reported).
+	Unread []string `json:"unread,omitempty"`
+}
+
+// Iface is one network interface.
+type Iface struct {
+	Name string `json:"name"`
+	MTU  int    `json:"mtu"`
+	// Kind from the device type (vxlan, geneve, bridge, wireguard...); empty for plain devices (veth, NICs).
+	Kind string `json:"kind,omitempty"`
+	Up   bool   `json:"up"`
+}
+
+// Overlay returns the interfaces of an encapsulating kind.
+func (n *NodeNet) Overlay() []Iface {
+	var out []Iface
+	for _, i := range n.Interfaces {
+		switch i.Kind {
+		case "vxlan", "geneve", "ipip", "gre", "wireguard", "fou":
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// NodeNetRoots are where ReadNodeNet reads (node_exporter's --path.procfs/--path.sysfs): tests point them at a
+// fixture tree.
+type NodeNetRoots struct {
+	Proc, Sys string
+	// KubeProxy is kube-proxy's metrics base URL ("" skips it).
+	KubeProxy string
+}
+
+// ReadNodeNet reads the namespace's network facts; what cannot be read is listed in Unread.
+func ReadNodeNet(ctx context.Context, r NodeNetRoots) *NodeNet {
+	n := &NodeNet{ConntrackEntries: -1, ConntrackMax: -1, Neighbours: -1, NeighThresh3: -1}
+	unread := func(what string, err error) { n.Unread = append(n.Unread, fmt.Sprintf("%s: %v", what, err)) }
+	dir := filepath.Join(r.Sys, "class/net")
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		unread("interfaces", err)
+	}
+	for _, e := range ents {
+		if e.Name() == "lo" {
+			continue
+		}
+		i := Iface{Name: e.Name()}
+		if b, err := os.ReadFile(filepath.Join(dir, e.Name(), "mtu")); err == nil {
+			i.MTU, _ = strconv.Atoi(strings.TrimSpace(string(b)))
+		}
+		if b, err := os.ReadFile(filepath.Join(dir, e.Name(), "operstate")); err == nil {
+			s := strings.TrimSpace(string(b))
+			i.Up = s == "up" || s == "unknown" // tunnels report "unknown" when working
+		}
+		if b, err := os.ReadFile(filepath.Join(dir, e.Name(), "uevent")); err == nil {
+			i.Kind = ueventDevtype(b)
+		}
+		n.Interfaces = append(n.Interfaces, i)
+	}
+	sort.Slice(n.Interfaces, func(a, b int) bool { return n.Interfaces[a].Name < n.Interfaces[b].Name })
+	readInt := func(what, path string, dst *int64) {
+		b, err := os.ReadFile(filepath.Join(r.Proc, path))
+		if err != nil {
+			unread(what, err)
+			return
+		}
+		v, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+		if err != nil {
+			unread(what, err)
+			return
+		}
+		*dst = v
+	}
+	readInt("conntrack entries", "sys/net/netfilter/nf_conntrack_count", &n.ConntrackEntries)
+	readInt("conntrack limit", "sys/net/netfilter/nf_conntrack_max", &n.ConntrackMax)
+	readInt("neighbour limit", "sys/net/ipv4/neigh/default/gc_thresh3", &n.NeighThresh3)
+	if f, err := os.Open(filepath.Join(r.Proc, "net/arp")); err != nil {
+		unread("neighbours", err)
+	} else {
+		n.Neighbours = countARP(f)
+		f.Close()
+	}
+	if r.KubeProxy != "" {
+		if err := n.readKubeProxy(ctx, r.KubeProxy); err != nil {
+			unread("kube-proxy", err)
+		}
+	}
+	return n
+}
+
+// ueventDevtype returns DEVTYPE= of a device's uevent.
+func ueventDevtype(b []byte) string {
+	for _, l := range bytes.Split(b, []byte("\n")) {
+		if v, ok := bytes.CutPrefix(l, []byte("DEVTYPE=")); ok {
+			return string(bytes.TrimSpace(v))
+		}
+	}
+	return ""
+}
+
+// countARP counts the entries of /proc/net/arp (a header line, then one line per neighbour).
+func countARP(r io.Reader) int64 {
+	s := bufio.NewScanner(r)
+	var n int64 = -1
+	for s.Scan() {
+		if strings.TrimSpace(s.Text()) != "" {
+			n++
+		}
+	}
+	return max(n, 0)
+}
+
+func (n *NodeNet) readKubeProxy(ctx context.Context, base string) error {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	get := func(path string) ([]byte, error) {
+		req, err := http.NewRequestWithContext(ctx, "GET", strings.TrimRight(base, "/")+path, nil)
+		if err != nil {
+			return nil, err
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return nil, err
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(io.LimitReader(resp.Body, 32<<20))
+		if err == nil && resp.StatusCode != http.StatusOK {
+			err = fmt.Errorf("%s: HTTP %d", path, resp.StatusCode)
+		}
+		return b, err
+	}
+	mode, err := get("/proxyMode")
+	if err != nil {
+		return err
+	}
+	n.KubeProxyMode = strings.TrimSpace(string(mode))
+	body, err := get("/metrics")
+	if err != nil {
+		return err
+	}
+	return n.kubeProxyMetrics(body)
+}
+
+// kubeProxyMetrics takes the rule count and the sync p99 from kube-proxy's metrics (text format).
+func (n *NodeNet) kubeProxyMetrics(body []byte) error {
+	snap, err := prom.Parse(bytes.NewReader(body), time.Now())
+	if err != nil {
+		return err
+	}
+	for _, s := range snap.Series("kubeproxy_sync_proxy_rules_iptables_total") {
+		if n.KubeProxyRules == nil {
+			n.KubeProxyRules = map[string]int64{}
+		}
+		table := s.Labels["table"]
+		if table == "" {
+			table = "all"
+		}
+		n.KubeProxyRules[table] = int64(s.Value)
+	}
+	for _, s := range snap.Series("kubeproxy_sync_proxy_rules_duration_seconds") {
+		if s.Hist != nil {
+			if v, ok := s.Hist.Quantile(0.99); ok {
+				n.KubeProxySyncP99 = v
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,85 @@
+package agent
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// kubeProxyMetrics is an excerpt of kube-proxy's /metrics in iptables mode.
+const kubeProxyMetrics = `# HELP kubeproxy_sync_proxy_rules_iptables_total [ALPHA] Total number of iptables rules owned by kube-proxy
+# TYPE kubeproxy_sync_proxy_rules_iptables_total gauge
+kubeproxy_sync_proxy_rules_iptables_total{table="filter"} 12
+kubeproxy_sync_proxy_rules_iptables_total{table="nat"} 40123
+# HELP kubeproxy_sync_proxy_rules_duration_seconds [ALPHA] SyncProxyRules latency in seconds
+# TYPE kubeproxy_sync_proxy_rules_duration_seconds histogram
+kubeproxy_sync_proxy_rules_duration_seconds_bucket{le="0.5"} 0
+kubeproxy_sync_proxy_rules_duration_seconds_bucket{le="1"} 10
+kubeproxy_sync_proxy_rules_duration_seconds_bucket{le="2"} 100
+kubeproxy_sync_proxy_rules_duration_seconds_bucket{le="+Inf"} 100
+kubeproxy_sync_proxy_rules_duration_seconds_sum 150
+kubeproxy_sync_proxy_rules_duration_seconds_count 100
+`
+
+func TestReadNodeNet(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/proxyMode":
+			_, _ = w.Write([]byte("iptables"))
+		case "/metrics":
+			w.Header().Set("Content-Type", "text/plain; version=0.0.4")
+			_, _ = w.Write([]byte(kubeProxyMetrics))
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	defer srv.Close()
+	root := filepath.Join("testdata", "node")
+	n := ReadNodeNet(context.Background(), NodeNetRoots{Proc: filepath.Join(root, "proc"), Sys: filepath.Join(root, "sys"), KubeProxy: srv.URL})
+	if len(n.Unread) != 0 {
+		t.Fatalf("unread: %v", n.Unread)
+	}
+	var names []string
+	for _, i := range n.Interfaces {
+		names = append(names, i.Name)
+	}
+	if strings.Join(names, ",") != "cni0,eth0,flannel.1,veth1a2b" {
+		t.Errorf("interfaces %v (lo is left out, sorted)", names)
+	}
+	ov := n.Overlay()
+	if len(ov) != 1 || ov[0].Name != "flannel.1" || ov[0].MTU != 1450 || ov[0].Kind != "vxlan" || !ov[0].Up {
+		t.Errorf("overlay %+v", ov)
+	}
+	if n.ConntrackEntries != 117000 || n.ConntrackMax != 131072 || n.Neighbours != 900 || n.NeighThresh3 != 1024 {
+		t.Errorf("conntrack %d/%d neighbours %d/%d", n.ConntrackEntries, n.ConntrackMax, n.Neighbours, n.NeighThresh3)
+	}
+	if n.KubeProxyMode != "iptables" || n.KubeProxyRules["nat"] != 40123 || n.KubeProxyRules["filter"] != 12 {
+		t.Errorf("kube-proxy %q %v", n.KubeProxyMode, n.KubeProxyRules)
+	}
+	if n.KubeProxySyncP99 < 1.9 || n.KubeProxySyncP99 > 2 {
+		t.Errorf("sync p99 %v, want ~1.99 (interpolated in the 1-2 s bucket)", n.KubeProxySyncP99)
+	}
+}
+
+// TestReadNodeNetUnreadable: missing files and an unreachable or garbled kube-proxy are reported, not fatal.
+func TestReadNodeNetUnreadable(t *testing.T) {
+	garbled := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = w.Write([]byte("iptables\x00{not metrics"))
+	}))
+	defer garbled.Close()
+	for _, kp := range []string{"http://127.0.0.1:1", garbled.URL} {
+		n := ReadNodeNet(context.Background(), NodeNetRoots{Proc: t.TempDir(), Sys: t.TempDir(), KubeProxy: kp})
+		if n.ConntrackEntries != -1 || n.Neighbours != -1 || len(n.Interfaces) != 0 {
+			t.Errorf("%s: read something from nothing: %+v", kp, n)
+		}
+		joined := strings.Join(n.Unread, "; ")
+		for _, want := range []string{"interfaces", "conntrack entries", "neighbours", "kube-proxy"} {
+			if !strings.Contains(joined, want) {
+				t.Errorf("%s: unread %q does not mention %s", kp, joined, want)
+			}
+		}
+	}
+}

@@ -31,7 +31,8 @@ type NodeNet struct {
 	Neighbours    int64  `json:"neighbours"`
 	NeighThresh3  int64  `json:"neigh_gc_thresh3"`
 	KubeProxyMode string `json:"kube_proxy_mode,omitempty"`
-	// KubeProxyRules by table from kubeproxy_sync_proxy_rules_iptables_total (iptables mode).
+	// KubeProxyRules by table ("nat", or "nat/IPv4" when kube-proxy labels the IP family) from
+	// kubeproxy_sync_proxy_rules_iptables_total (iptables mode).
 	KubeProxyRules map[string]int64 `json:"kube_proxy_rules,omitempty"`
 	// KubeProxySyncP99 is the p99 of its rule sync duration in seconds (0: not known).
 	KubeProxySyncP99 float64 `json:"kube_proxy_sync_p99_seconds,omitempty"`
@@ -191,6 +192,9 @@ func (n *NodeNet) kubeProxyMetrics(body []byte) error {
 		table := s.Labels["table"]
 		if table == "" {
 			table = "all"
+		}
+		if f := s.Labels["ip_family"]; f != "" { // dual-stack kube-proxy: one set of rules per family
+			table += "/" + f
 		}
 		n.KubeProxyRules[table] = int64(s.Value)
 	}

@@ -12,8 +12,9 @@ import (
 // kubeProxyMetrics is an excerpt of kube-proxy's /metrics in iptables mode.
 const kubeProxyMetrics = `# HELP kubeproxy_sync_proxy_rules_iptables_total [ALPHA] Total number of iptables rules owned by kube-proxy
 # TYPE kubeproxy_sync_proxy_rules_iptables_total gauge
-kubeproxy_sync_proxy_rules_iptables_total{table="filter"} 12
-kubeproxy_sync_proxy_rules_iptables_total{table="nat"} 40123
+kubeproxy_sync_proxy_rules_iptables_total{ip_family="IPv4",table="filter"} 12
+kubeproxy_sync_proxy_rules_iptables_total{ip_family="IPv4",table="nat"} 40123
+kubeproxy_sync_proxy_rules_iptables_total{ip_family="IPv6",table="nat"} 5
 # HELP kubeproxy_sync_proxy_rules_duration_seconds [ALPHA] SyncProxyRules latency in seconds
 # TYPE kubeproxy_sync_proxy_rules_duration_seconds histogram
 kubeproxy_sync_proxy_rules_duration_seconds_bucket{le="0.5"} 0
@@ -56,7 +57,7 @@ func TestReadNodeNet(t *testing.T) {
 	if n.ConntrackEntries != 117000 || n.ConntrackMax != 131072 || n.Neighbours != 900 || n.NeighThresh3 != 1024 {
 		t.Errorf("conntrack %d/%d neighbours %d/%d", n.ConntrackEntries, n.ConntrackMax, n.Neighbours, n.NeighThresh3)
 	}
-	if n.KubeProxyMode != "iptables" || n.KubeProxyRules["nat"] != 40123 || n.KubeProxyRules["filter"] != 12 {
+	if n.KubeProxyMode != "iptables" || n.KubeProxyRules["nat/IPv4"] != 40123 || n.KubeProxyRules["filter/IPv4"] != 12 || n.KubeProxyRules["nat/IPv6"] != 5 {
 		t.Errorf("kube-proxy %q %v", n.KubeProxyMode, n.KubeProxyRules)
 	}
 	if n.KubeProxySyncP99 < 1.9 || n.KubeProxySyncP99 > 2 {

@@ -158,7 +158,7 @@ func TestIntegrationBenchPods(t *testing.T) {
 		nat, podMTU, ct := 0.0, 0.0, -1.0
 		for _, m := range np.Metrics {
 			switch {
-			case m.Name == "kube_proxy_rules" && m.Labels["table"] == "nat":
+			case m.Name == "kube_proxy_rules" && m.Labels["table"] == "nat" && m.Labels["family"] != "IPv6":
 				nat = m.Value
 			case m.Name == "mtu" && m.Labels["where"] == "pod":
 				podMTU = m.Value

@@ -109,7 +109,11 @@ func observedNet(res *result.Result) (string, []result.Evidence) {
 		case m.Name == "mtu" && m.Labels["where"] == "pod" && m.Labels["iface"] == "eth0":
 			parts = append(parts, fmt.Sprintf("pod MTU %s", report.FormatValue(m.Value)))
 		case m.Name == "kube_proxy_rules" && m.Labels["table"] == "nat":
-			parts = append(parts, fmt.Sprintf("%s kube-proxy NAT rules on %s", report.FormatValue(m.Value), m.Labels["where"]))
+			fam := ""
+			if f := m.Labels["family"]; f != "" {
+				fam = " (" + f + ")"
+			}
+			parts = append(parts, fmt.Sprintf("%s kube-proxy NAT rules%s on %s", report.FormatValue(m.Value), fam, m.Labels["where"]))
 		case m.Name == "conntrack_usage":
 			parts = append(parts, fmt.Sprintf("conntrack %.0f%% full on %s", m.Value*100, m.Labels["where"]))
 		}

@@ -300,3 +300,53 @@ func TestResponsesAndErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestIPv6AndNames: the epoll engine resolves host names and speaks to IPv6 servers.
+func TestIPv6AndNames(t *testing.T) {
+	for _, c := range []struct{ listen, dial string }{{"[::1]:0", ""}, {"127.0.0.1:0", "localhost"}} {
+		ln, err := net.Listen("tcp", c.listen)
+		if err != nil {
+			t.Logf("%s: %v (skipped)", c.listen, err)
+			continue
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- agent.Serve(ctx, ln, agent.Handler()) }()
+		addr := ln.Addr().String()
+		if c.dial != "" {
+			_, port, _ := net.SplitHostPort(addr)
+			addr = net.JoinHostPort(c.dial, port)
+		}
+		for _, engine := range engines(t) {
+			res, err := Run(context.Background(), Config{Addr: addr, Mode: Closed, Concurrency: 2, Duration: time.Minute, MaxRequests: 20, Engine: engine})
+			if err != nil || res.Requests != 20 || res.Codes[404] != 20 {
+				t.Errorf("%s %s: %v %+v", addr, engine, err, res)
+			}
+		}
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+// FuzzParseHead: the epoll engine's response-head parser never panics, and what it accepts is consistent with
+// the buffered reader's parser.
+func FuzzParseHead(f *testing.F) {
+	f.Add([]byte("HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n"))
+	f.Add([]byte("HTTP/1.0 200 OK\r\nConnection: close\r\n\r\nbody"))
+	f.Add([]byte("HTTP/1.1 204 No Content\r\n\r\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		h, ok, err := parseHead(b)
+		if !ok || err != nil {
+			return
+		}
+		if h.size > len(b) || h.code < 100 || h.code > 999 || h.length < -1 {
+			t.Fatalf("accepted %+v from %q", h, b)
+		}
+		code, _, err := readResponse(bufio.NewReader(strings.NewReader(string(b[:h.size]))))
+		if err == nil && code != h.code {
+			t.Fatalf("parsers disagree: %d vs %d on %q", code, h.code, b)
+		}
+	})
+}

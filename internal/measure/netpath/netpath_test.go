@@ -60,15 +60,15 @@ func TestNodeNetResult(t *testing.T) {
 	nodeNetResult(&res, "node n1", &agent.NodeNet{
 		Interfaces:       []agent.Iface{{Name: "eth0", MTU: 1500}, {Name: "flannel.1", MTU: 1450, Kind: "vxlan"}, {Name: "veth1", MTU: 1450}},
 		ConntrackEntries: 50, ConntrackMax: 200, Neighbours: -1, NeighThresh3: -1,
-		KubeProxyMode: "iptables", KubeProxyRules: map[string]int64{"nat": 300, "filter": 7}, Unread: []string{"neighbours: no such file"},
+		KubeProxyMode: "iptables", KubeProxyRules: map[string]int64{"nat/IPv4": 300, "filter": 7}, Unread: []string{"neighbours: no such file"},
 	})
 	nodeNetResult(&res, "pod", &agent.NodeNet{Interfaces: []agent.Iface{{Name: "eth0", MTU: 1450}}, ConntrackEntries: -1, Neighbours: -1})
 	got := map[string]float64{}
 	for _, m := range res.Metrics {
-		got[m.Name+"/"+m.Labels["where"]+"/"+m.Labels["iface"]+m.Labels["table"]] = m.Value
+		got[m.Name+"/"+m.Labels["where"]+"/"+m.Labels["iface"]+m.Labels["table"]+m.Labels["family"]] = m.Value
 	}
 	want := map[string]float64{"mtu/node n1/flannel.1": 1450, "conntrack_entries/node n1/": 50, "conntrack_usage/node n1/": 0.25,
-		"kube_proxy_rules/node n1/nat": 300, "kube_proxy_rules/node n1/filter": 7, "mtu/pod/eth0": 1450}
+		"kube_proxy_rules/node n1/natIPv4": 300, "kube_proxy_rules/node n1/filter": 7, "mtu/pod/eth0": 1450}
 	if len(got) != len(want) {
 		t.Errorf("metrics %v, want %v", got, want)
 	}

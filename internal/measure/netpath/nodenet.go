@@ -64,7 +64,12 @@ func nodeNetResult(res *result.Result, where string, n *agent.NodeNet) {
 		}
 		sort.Strings(tables)
 		for _, t := range tables {
-			add("kube_proxy_rules", "count", float64(n.KubeProxyRules[t]), "table", t)
+			table, family, _ := strings.Cut(t, "/")
+			if family != "" {
+				add("kube_proxy_rules", "count", float64(n.KubeProxyRules[t]), "table", table, "family", family)
+			} else {
+				add("kube_proxy_rules", "count", float64(n.KubeProxyRules[t]), "table", table)
+			}
 		}
 		if n.KubeProxySyncP99 > 0 {
 			add("kube_proxy_sync_p99", "seconds", n.KubeProxySyncP99)

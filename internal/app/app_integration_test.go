@@ -171,6 +171,32 @@ func TestIntegrationBenchPods(t *testing.T) {
 		}
 		assertNoBenchNamespaces(ctx, t, c)
 	})
+	t.Run("dns", func(t *testing.T) {
+		// The lab's default CoreDNS (5 s negative cache): names resolve within one negative-cache period of
+		// Ready, which is no finding.
+		code, out, errOut := runArgs(t, "bench", "dns", "--lab", "--count", "3", "-o", "json")
+		if code != 0 {
+			t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+		}
+		var rep result.Report
+		if err := json.Unmarshal([]byte(out), &rep); err != nil {
+			t.Fatalf("json: %v\n%s", err, out)
+		}
+		dr := find(rep, "dns.readiness")
+		if dr == nil || dr.Status != result.StatusPass {
+			t.Fatalf("dns.readiness: %+v\n%s", dr, errOut)
+		}
+		lag, asked := metric(dr, "dns_lag_p99", nil), 0.0
+		for _, rec := range dr.Records {
+			if rec.ID == "client" {
+				asked = rec.Values["asked_before_peers_created_seconds"]
+			}
+		}
+		if metric(dr, "unresolved", nil) != 0 || metric(dr, "pods", nil) != 3 || lag < 0 || lag > 10 || asked <= 0 {
+			t.Errorf("pods %v unresolved %v lag p99 %v asked before creation %v s", metric(dr, "pods", nil), metric(dr, "unresolved", nil), lag, asked)
+		}
+		assertNoBenchNamespaces(ctx, t, c)
+	})
 	t.Run("real-node", func(t *testing.T) {
 		rep := benchJSON(t, "--real-nodes", "--kind", "deployment", "--count", "6")
 		ps, ov := find(rep, "pods.startup"), find(rep, "kubeslow.overhead")

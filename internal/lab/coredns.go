@@ -27,7 +27,9 @@ const (
 )
 
 // corefile renders CoreDNS's configuration. Cache TTLs are settable because case A depends on them: the
-// negative (denial) TTL decides how long a not-yet-existing pod name stays NXDOMAIN for a client.
+// negative (denial) TTL decides how long a not-yet-existing pod name stays NXDOMAIN for a client. It is both
+// the cap and the floor of a negative entry's TTL (the kubernetes plugin answers NXDOMAIN with a 5 s SOA TTL,
+// which the cache would otherwise keep), so a denial TTL of 20 s keeps an early NXDOMAIN for 20 s.
 func corefile(d Dirs, s DNSSettings) string {
 	success, denial := 30, 5
 	if s.CacheTTL.Duration > 0 {
@@ -49,7 +51,7 @@ func corefile(d Dirs, s DNSSettings) string {
     }
     cache {
         success 9984 %[6]d
-        denial 9984 %[7]d
+        denial 9984 %[7]d %[7]d
     }
 }
 `, ControlPlaneIP, corednsHealthPort, corednsReadyPort, corednsMetricsPort, d.componentKubeconfig("coredns"), success, denial)

@@ -57,11 +57,11 @@ func TestContainerdConfigPointsAtLab(t *testing.T) {
 
 func TestCorefileTTLs(t *testing.T) {
 	s := corefile(Dirs{State: "/st"}, DNSSettings{CacheTTL: Duration{10 * time.Second}, DenialTTL: Duration{2 * time.Second}})
-	if !strings.Contains(s, "success 9984 10") || !strings.Contains(s, "denial 9984 2") || !strings.Contains(s, "bind "+ControlPlaneIP) {
+	if !strings.Contains(s, "success 9984 10") || !strings.Contains(s, "denial 9984 2 2") || !strings.Contains(s, "bind "+ControlPlaneIP) {
 		t.Fatalf("corefile:\n%s", s)
 	}
 	def := corefile(Dirs{State: "/st"}, DNSSettings{})
-	if !strings.Contains(def, "success 9984 30") || !strings.Contains(def, "denial 9984 5") {
+	if !strings.Contains(def, "success 9984 30") || !strings.Contains(def, "denial 9984 5 5") {
 		t.Fatalf("default TTLs:\n%s", def)
 	}
 }

@@ -12,10 +12,13 @@ import (
 	"sort"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 
+	"github.com/kubeslow/kubeslow/internal/kube"
 	"github.com/kubeslow/kubeslow/pkg/result"
 )
 
@@ -201,4 +204,36 @@ func (e *Env) Elapsed(t time.Time) time.Duration { return e.Clock.Since(t) }
 // sees only the result, so findings can be recomputed from a saved report.
 type Diagnoser interface {
 	Diagnose(res result.Result) []result.Finding
+}
+
+// RealNodes lists Ready, schedulable nodes that are not kwok's simulated ones.
+func RealNodes(ctx context.Context, env *Env) ([]corev1.Node, error) {
+	l, err := env.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	var out []corev1.Node
+	for _, n := range l.Items {
+		if n.Annotations["kwok.x-k8s.io/node"] == "fake" || n.Spec.Unschedulable {
+			continue
+		}
+		for _, c := range n.Status.Conditions {
+			if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
+				out = append(out, n)
+			}
+		}
+	}
+	return out, nil
+}
+
+// AgentPod is a pod running the kubeslow binary of image with args (e.g. "pause", "agent serve ..."), pinned
+// to node, tolerating every taint, never restarted, carrying the run's labels.
+func (e *Env) AgentPod(name, image, node string, args ...string) *corev1.Pod {
+	meta := kube.ObjectMeta(name, e.Namespace, e.RunID)
+	zero := int64(0)
+	return &corev1.Pod{ObjectMeta: meta, Spec: corev1.PodSpec{
+		NodeName: node, RestartPolicy: corev1.RestartPolicyNever, TerminationGracePeriodSeconds: &zero,
+		Tolerations: []corev1.Toleration{{Operator: corev1.TolerationOpExists}},
+		Containers:  []corev1.Container{{Name: "agent", Image: image, ImagePullPolicy: corev1.PullIfNotPresent, Args: args}},
+	}}
 }

@@ -34,11 +34,9 @@ kube-proxy's mode and rule count, conntrack and ARP-table fill. --image must hol
 			if o.Duration <= 0 || o.Duration > time.Minute || o.Concurrency < 1 || o.Concurrency > 256 || o.Repeats < 1 || o.Repeats > 10 {
 				return fmt.Errorf("--duration (0, 1m], --concurrency 1..256 and --repeats 1..10")
 			}
-			if o.Image == "" {
-				if !cf.Lab {
-					return fmt.Errorf("--image: an image with the kubeslow binary at /kubeslow (build it from this repository)")
-				}
-				o.Image = lab.AgentImage
+			var err error
+			if o.Image, err = agentImage(o.Image, cf.Lab); err != nil {
+				return err
 			}
 			rep, err := runBenchmark(common.Context(cmd), streams, &cf, netpath.New(o), check.NetRules())
 			return finish(streams, &out, rep, err)
@@ -51,4 +49,15 @@ kube-proxy's mode and rule count, conntrack and ARP-table fill. --image must hol
 	cmd.Flags().IntVarP(&o.Concurrency, "concurrency", "c", 8, "HTTP connections")
 	cmd.Flags().IntVar(&o.Repeats, "repeats", 3, "rounds over the whole path matrix: medians with min-max are reported")
 	return cmd
+}
+
+// agentImage is --image, or on the lab the lab's agent image.
+func agentImage(image string, onLab bool) (string, error) {
+	switch {
+	case image != "":
+		return image, nil
+	case onLab:
+		return lab.AgentImage, nil
+	}
+	return "", fmt.Errorf("--image: an image with the kubeslow binary at /kubeslow (build it from this repository)")
 }

@@ -65,6 +65,28 @@ func NewCommand(streams common.IOStreams) *cobra.Command {
 			return nil
 		},
 	})
+	var interval, wait time.Duration
+	dnsWait := &cobra.Command{
+		Use:   "dns-wait NAME...",
+		Short: "Resolve each NAME every --interval until it resolves or --wait ends, as a client waiting for its peers; print (JSON) when each first resolved",
+		Args:  cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if interval < 10*time.Millisecond || wait <= 0 || wait > 10*time.Minute || len(args) > 1000 {
+				return &common.ExitError{Code: 2, Err: fmt.Errorf("--interval >= 10ms, --wait (0, 10m], at most 1000 names")}
+			}
+			ctx, cancel := context.WithTimeout(common.Context(cmd), wait)
+			defer cancel()
+			r := &net.Resolver{PreferGo: true}
+			// The line on stderr tells a caller (kubeslow's DNS benchmark) that every name has been asked for.
+			res := agent.WaitResolve(ctx, r.LookupHost, args, interval, timeout, func() { fmt.Fprintln(streams.ErrOut, "asked") })
+			enc := json.NewEncoder(streams.Out)
+			enc.SetIndent("", "  ")
+			return enc.Encode(res)
+		},
+	}
+	dnsWait.Flags().DurationVar(&interval, "interval", 100*time.Millisecond, "time between attempts for each name")
+	dnsWait.Flags().DurationVar(&wait, "wait", time.Minute, "give up on the names still unresolved after this long")
+	cmd.AddCommand(dnsWait)
 	var roots agent.NodeNetRoots
 	node := &cobra.Command{
 		Use:   "node",

@@ -19,6 +19,7 @@ import (
 	"github.com/kubeslow/kubeslow/internal/check"
 	"github.com/kubeslow/kubeslow/internal/cli/common"
 	"github.com/kubeslow/kubeslow/internal/kube"
+	"github.com/kubeslow/kubeslow/internal/lab"
 	"github.com/kubeslow/kubeslow/internal/measure"
 	"github.com/kubeslow/kubeslow/internal/measure/all"
 	"github.com/kubeslow/kubeslow/internal/report"
@@ -38,6 +39,7 @@ type flags struct {
 	outDir  string
 	window  time.Duration
 	etcd    string
+	image   string
 	audit   []string
 }
 
@@ -92,6 +94,7 @@ Exit codes: 0 no finding at or above --fail-on, 1 findings, 2 could not run.`,
 	fl.DurationVar(&f.window, "window", 0, "observation window of metric-based measurements (default: 20s quick, 60s full)")
 	fl.StringSliceVar(&f.audit, "audit-log", nil, "apiserver audit log files or directories to attribute load to clients (the lab's is known)")
 	fl.StringVar(&f.etcd, "etcd-endpoint", "", "etcd metrics endpoint, e.g. http://127.0.0.1:2381 through a port-forward (the lab's is known)")
+	fl.StringVar(&f.image, "image", "", "image with the kubeslow binary at /kubeslow, for the benchmarks that run kubeslow in pods (DNS readiness); the lab's is known, elsewhere they are skipped without it")
 	return cmd
 }
 
@@ -109,7 +112,11 @@ func (f *flags) run(ctx context.Context, streams common.IOStreams) (*result.Repo
 	if window == 0 {
 		window = map[string]time.Duration{"quick": 20 * time.Second, "full": 60 * time.Second}[f.profile]
 	}
-	ms, err := all.Registry(all.Options{Window: window, EtcdEndpoint: f.etcd, AuditLogs: f.audit,
+	image := f.image
+	if image == "" && f.cluster.Lab {
+		image = lab.AgentImage
+	}
+	ms, err := all.Registry(all.Options{Window: window, EtcdEndpoint: f.etcd, AuditLogs: f.audit, Image: image,
 		Pods: map[string]int{"quick": 50, "full": 500}[f.profile]}).Select(f.only, f.skip)
 	if err != nil {
 		return nil, err

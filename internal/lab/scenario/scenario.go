@@ -69,6 +69,11 @@ func All() []Scenario {
 			Start: func(ctx context.Context, d lab.Dirs, c *lab.Config, progress lab.Progress) error {
 				return lab.FillEtcd(ctx, d, 64<<20, progress)
 			}, Expect: []string{"KS-ETCD-NOSPACE"}},
+		{Name: "dns-denial-cache", Case: "A", Description: "CoreDNS keeps negative answers (NXDOMAIN) for 20 s: a pod name asked for before the pod existed stays unresolvable ~20 s",
+			Configure: func(c *lab.Config) {
+				c.RealNodes = max(c.RealNodes, 1)
+				c.DNS.DenialTTL = lab.Duration{Duration: 20 * time.Second}
+			}, Expect: []string{"KS-DNS-LAG", "KS-DNS-BACKOFF"}},
 		{Name: "slow-etcd-disk", Case: "B", Description: "etcd on a loop device whose writes the blkio cgroup throttles to 30 IOPS: WAL fsync takes tens of ms",
 			Configure: func(c *lab.Config) { c.Etcd = lab.EtcdStorage{Kind: "loop"}; c.EtcdWriteIOPS = 30 }, Expect: []string{"KS-ETCD-FSYNC"}},
 	}

@@ -7,6 +7,7 @@ import (
 	"github.com/kubeslow/kubeslow/internal/measure"
 	"github.com/kubeslow/kubeslow/internal/measure/apiaudit"
 	"github.com/kubeslow/kubeslow/internal/measure/apislo"
+	"github.com/kubeslow/kubeslow/internal/measure/dnsready"
 	"github.com/kubeslow/kubeslow/internal/measure/etcdhealth"
 	"github.com/kubeslow/kubeslow/internal/measure/nodes"
 	"github.com/kubeslow/kubeslow/internal/measure/podstartup"
@@ -23,6 +24,9 @@ type Options struct {
 	AuditLogs []string
 	// Pods is the pod start-up benchmark's size (0: 50).
 	Pods int
+	// Image holds the kubeslow binary at /kubeslow, for benchmarks that run kubeslow in pods (DNS
+	// readiness); empty skips them.
+	Image string
 }
 
 // Registry returns every measurement, in the order reports list them.
@@ -40,5 +44,6 @@ func Registry(o Options) *measure.Registry {
 		apiaudit.New(o.Window, o.AuditLogs),
 		podstartup.New(podstartup.Options{Kind: workload.Pods, Count: o.Pods, QPS: 20, Burst: 20, SLO: podstartup.DefaultSLO,
 			Timeout: 5 * time.Minute, Simulated: true}),
+		dnsready.New(dnsready.Options{Image: o.Image, Count: 5, Interval: 100 * time.Millisecond, Wait: 2 * time.Minute, Backoff: dnsready.DefaultBackoff}),
 	)
 }

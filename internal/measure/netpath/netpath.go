@@ -75,26 +75,6 @@ type ips struct {
 	nodePortHTTP, nodePortTCP int
 }
 
-// realNodes lists Ready, schedulable nodes that are not kwok's simulated ones.
-func realNodes(ctx context.Context, env *measure.Env) ([]corev1.Node, error) {
-	l, err := env.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return nil, err
-	}
-	var out []corev1.Node
-	for _, n := range l.Items {
-		if n.Annotations["kwok.x-k8s.io/node"] == "fake" || n.Spec.Unschedulable {
-			continue
-		}
-		for _, c := range n.Status.Conditions {
-			if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
-				out = append(out, n)
-			}
-		}
-	}
-	return out, nil
-}
-
 func nodeIP(n corev1.Node) string {
 	for _, a := range n.Status.Addresses {
 		if a.Type == corev1.NodeInternalIP {
@@ -104,22 +84,18 @@ func nodeIP(n corev1.Node) string {
 	return ""
 }
 
-// pod builds an agent pod pinned to node.
+// pod builds an agent pod pinned to node, labelled with its role (the Service selects srv-pod by it).
 func (m *Measurement) pod(env *measure.Env, name, node string, hostNet bool, args ...string) *corev1.Pod {
-	meta := kube.ObjectMeta(name, env.Namespace, env.RunID)
-	meta.Labels["kubeslow.dev/role"] = name
-	zero := int64(0)
-	return &corev1.Pod{ObjectMeta: meta, Spec: corev1.PodSpec{
-		NodeName: node, HostNetwork: hostNet, RestartPolicy: corev1.RestartPolicyNever, TerminationGracePeriodSeconds: &zero,
-		Tolerations: []corev1.Toleration{{Operator: corev1.TolerationOpExists}},
-		Containers:  []corev1.Container{{Name: "agent", Image: m.Opts.Image, ImagePullPolicy: corev1.PullIfNotPresent, Args: args}},
-	}}
+	p := env.AgentPod(name, m.Opts.Image, node, args...)
+	p.Labels["kubeslow.dev/role"] = name
+	p.Spec.HostNetwork = hostNet
+	return p
 }
 
 // Run deploys the agents, runs every path and reports.
 func (m *Measurement) Run(ctx context.Context, env *measure.Env) (result.Result, error) {
 	res := result.Result{Name: Name, Status: result.StatusPass}
-	nodes, err := realNodes(ctx, env)
+	nodes, err := measure.RealNodes(ctx, env)
 	if err != nil {
 		if apierrors.IsForbidden(err) {
 			return res, measure.Skipf("no permission to list nodes: %v", err)

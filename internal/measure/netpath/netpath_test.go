@@ -32,7 +32,7 @@ func node(name string, ready, unschedulable, kwok bool) *corev1.Node {
 func TestRealNodes(t *testing.T) {
 	cs := fake.NewClientset(node("real-1", true, false, false), node("real-2", true, true, false), node("real-3", false, false, false), node("kwok-1", true, false, true))
 	env := &measure.Env{Client: cs, Namespace: "ns", RunID: "r"}
-	got, err := realNodes(context.Background(), env)
+	got, err := measure.RealNodes(context.Background(), env)
 	if err != nil || len(got) != 1 || got[0].Name != "real-1" {
 		t.Fatalf("real nodes %v %v", got, err)
 	}

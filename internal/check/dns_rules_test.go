@@ -1,0 +1,50 @@
+package check
+
+import (
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/kubeslow/kubeslow/internal/measure/dnsready"
+	"github.com/kubeslow/kubeslow/pkg/result"
+)
+
+// TestDNSRules: the lag is a finding past two default negative-cache periods; the back-off is one only on top
+// of such a lag, when it adds more than 5 s.
+func TestDNSRules(t *testing.T) {
+	rep := func(lag, extra, delay float64) *result.Report {
+		m := func(n string, v float64) result.Metric { return result.Metric{Name: n, Unit: "seconds", Value: v} }
+		return &result.Report{Results: []result.Result{{Name: dnsready.Name, Status: result.StatusPass,
+			Metrics: []result.Metric{m("dns_lag_p99", lag), m("endpoint_lag_p99", 0.2), m("serving_lag_p99", lag-0.2),
+				m("client_backoff_extra_p99", extra), m("client_backoff_delay_p99", delay)},
+			Records: []result.Record{{ID: "client", Labels: map[string]string{"backoff": "1s x2, cap 5m0s"}}}}}}
+	}
+	for _, c := range []struct {
+		name              string
+		lag, extra, delay float64
+		want              string
+	}{
+		{"case A", 17.1, 10.9, 28, "KS-DNS-BACKOFF,KS-DNS-LAG"},
+		{"lag, back-off lucky", 17.1, 0.9, 18, "KS-DNS-LAG"},
+		{"default negative cache", 5.1, 9.9, 15, ""},
+	} {
+		fs, _ := Evaluate(rep(c.lag, c.extra, c.delay), DNSRules())
+		var ids []string
+		for _, f := range fs {
+			ids = append(ids, f.ID)
+		}
+		sort.Strings(ids)
+		if got := strings.Join(ids, ","); got != c.want {
+			t.Errorf("%s: findings %q, want %q", c.name, got, c.want)
+		}
+		for _, f := range fs {
+			if f.ID == "KS-DNS-BACKOFF" && (!strings.Contains(f.Summary, "lag pod readiness by p99 17.1 s") || !strings.Contains(f.Summary, "1s x2") ||
+				len(f.Evidence) != 3) {
+				t.Errorf("back-off finding %+v", f)
+			}
+			if f.ID == "KS-DNS-LAG" && !strings.Contains(f.Summary, "EndpointSlice -> resolvable p99 16.9 s") {
+				t.Errorf("lag finding %q does not split the lag", f.Summary)
+			}
+		}
+	}
+}

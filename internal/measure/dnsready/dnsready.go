@@ -1,0 +1,361 @@
+// Package dnsready measures how long after a pod is Ready its per-pod DNS name (through a headless Service)
+// resolves for a client that was already asking — case A: the lead of an Indexed Job looked its peers up before
+// they existed, CoreDNS cached the "no such host", and the client's exponential back-off turned seconds of lag
+// into minutes. The lag is split into Ready -> EndpointSlice (the endpoint controller) and EndpointSlice ->
+// resolvable (the DNS server and its caches), and the same lag is replayed against a back-off schedule to show
+// what a retrying client would have waited.
+package dnsready
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/kubeslow/kubeslow/internal/agent"
+	"github.com/kubeslow/kubeslow/internal/kube"
+	"github.com/kubeslow/kubeslow/internal/measure"
+	"github.com/kubeslow/kubeslow/pkg/result"
+)
+
+// Name of the measurement.
+const Name = "dns.readiness"
+
+// Options configure the measurement.
+type Options struct {
+	// Image holds the kubeslow binary at /kubeslow.
+	Image string
+	// Count of target pods (peers), each with a per-pod DNS name.
+	Count int
+	// Interval between a waiting client's attempts; Wait bounds the whole wait.
+	Interval, Wait time.Duration
+	// Backoff is the schedule replayed against the measured lags.
+	Backoff Backoff
+}
+
+// Measurement is the DNS readiness benchmark.
+type Measurement struct{ Opts Options }
+
+// New returns the measurement.
+func New(o Options) *Measurement { return &Measurement{Opts: o} }
+
+// Name implements measure.Measurement.
+func (*Measurement) Name() string { return Name }
+
+// Kind: it creates pods and a Service.
+func (*Measurement) Kind() measure.Kind { return measure.Benchmark }
+
+// Description implements measure.Measurement.
+func (m *Measurement) Description() string {
+	return fmt.Sprintf("per-pod DNS names of %d pods behind a headless Service: Ready -> resolvable for a client asking every %s", m.Opts.Count, m.Opts.Interval)
+}
+
+const (
+	svcName    = "peers"
+	roleLabel  = "kubeslow.dev/role"
+	targetRole = "dns-target"
+)
+
+// Run creates the headless Service and a client pod that starts asking for the peers' names, then the peers;
+// it records when each peer was Ready, when its endpoint was published and when the client first resolved it.
+func (m *Measurement) Run(ctx context.Context, env *measure.Env) (result.Result, error) {
+	res := result.Result{Name: Name, Status: result.StatusPass}
+	if m.Opts.Image == "" {
+		return res, measure.Skipf("needs an image with the kubeslow binary at /kubeslow (--image; the lab's is used with --lab)")
+	}
+	node, err := realNode(ctx, env)
+	if err != nil {
+		return res, err
+	}
+	meta := kube.ObjectMeta(svcName, env.Namespace, env.RunID)
+	if _, err := env.Client.CoreV1().Services(env.Namespace).Create(ctx, &corev1.Service{ObjectMeta: meta, Spec: corev1.ServiceSpec{
+		ClusterIP: corev1.ClusterIPNone, Selector: map[string]string{roleLabel: targetRole},
+		Ports: []corev1.ServicePort{{Name: "p", Port: 80}},
+	}}, metav1.CreateOptions{}); err != nil {
+		if apierrors.IsForbidden(err) {
+			return res, measure.Skipf("no permission to create Services: %v", err)
+		}
+		return res, fmt.Errorf("creating the headless Service: %w", err)
+	}
+	client := env.AgentPod("dns-client", m.Opts.Image, node, "pause")
+	if _, err := env.Client.CoreV1().Pods(env.Namespace).Create(ctx, client, metav1.CreateOptions{}); err != nil {
+		if apierrors.IsForbidden(err) {
+			return res, measure.Skipf("no permission to create pods: %v", err)
+		}
+		return res, fmt.Errorf("creating the client pod: %w", err)
+	}
+	if err := waitRunning(ctx, env, client.Name); err != nil {
+		return res, err
+	}
+	names := make([]string, m.Opts.Count)
+	for i := range names {
+		names[i] = fmt.Sprintf("peer-%d.%s.%s.svc.cluster.local.", i, svcName, env.Namespace)
+	}
+	// Watch the peers and the Service's EndpointSlices before they exist.
+	obs := newObserver(env)
+	wctx, stopWatch := context.WithCancel(ctx)
+	defer stopWatch()
+	if err := obs.start(wctx, env); err != nil {
+		return res, err
+	}
+	// The client asks from now on, as case A's lead did before its peers existed.
+	type waitOut struct {
+		ws  []agent.DNSWait
+		err error
+	}
+	clientDone := make(chan waitOut, 1)
+	errOut := &askedSignal{asked: make(chan struct{})}
+	go func() {
+		args := append([]string{"/kubeslow", "probe", "dns-wait", "--interval", m.Opts.Interval.String(), "--wait", m.Opts.Wait.String(), "--timeout", "2s"}, names...)
+		cctx, cancel := context.WithTimeout(ctx, m.Opts.Wait+time.Minute)
+		defer cancel()
+		var out bytes.Buffer
+		if err := kube.ExecStream(cctx, env.Config, env.Client, env.Namespace, client.Name, &out, errOut, args...); err != nil {
+			clientDone <- waitOut{err: fmt.Errorf("exec dns-wait: %v: %s", err, strings.TrimSpace(errOut.String()))}
+			return
+		}
+		var ws []agent.DNSWait
+		if err := json.Unmarshal(out.Bytes(), &ws); err != nil {
+			clientDone <- waitOut{err: fmt.Errorf("dns-wait output: %w", err)}
+			return
+		}
+		clientDone <- waitOut{ws: ws}
+	}()
+	// The peers are created once the client has asked for every name (its "asked" line).
+	select {
+	case <-errOut.asked:
+	case got := <-clientDone:
+		if got.err == nil {
+			got.err = fmt.Errorf("dns-wait ended before it asked: %s", strings.TrimSpace(errOut.String()))
+		}
+		return res, got.err
+	case <-ctx.Done():
+		return res, ctx.Err()
+	}
+	created := env.Clock.Now()
+	for i := range names {
+		p := env.AgentPod(fmt.Sprintf("peer-%d", i), m.Opts.Image, node, "pause")
+		p.Labels[roleLabel] = targetRole
+		p.Spec.Hostname, p.Spec.Subdomain = p.Name, svcName
+		if _, err := env.Client.CoreV1().Pods(env.Namespace).Create(ctx, p, metav1.CreateOptions{}); err != nil {
+			return res, fmt.Errorf("creating %s: %w", p.Name, err)
+		}
+	}
+	got := <-clientDone
+	stopWatch()
+	if got.err != nil {
+		return res, got.err
+	}
+	ready, endpoints := obs.snapshot()
+	var targets []Target
+	var firstAsk time.Time
+	for i, w := range got.ws {
+		pod := fmt.Sprintf("peer-%d", i)
+		targets = append(targets, Target{Pod: pod, Name: w.Name, Ready: ready[pod], Endpoint: endpoints[pod], Asked: w.FirstAttempt, Resolved: w.Resolved,
+			Attempts: w.Attempts, NXDomain: w.NXDomain})
+		if firstAsk.IsZero() || w.FirstAttempt.Before(firstAsk) {
+			firstAsk = w.FirstAttempt
+		}
+	}
+	m.report(&res, targets, created, firstAsk)
+	return res, nil
+}
+
+// report turns the targets into metrics and per-pod records.
+func (m *Measurement) report(res *result.Result, targets []Target, created, firstAsk time.Time) {
+	lags, unresolved := Analyze(targets, m.Opts.Backoff)
+	res.Metrics = append(res.Metrics,
+		result.Metric{Name: "pods", Unit: "count", Value: float64(len(targets))},
+		result.Metric{Name: "unresolved", Unit: "count", Value: float64(unresolved)})
+	if unresolved > 0 {
+		res.Status, res.Reason = result.StatusWarn, fmt.Sprintf("%d of %d names did not resolve within %s of creation", unresolved, len(targets), m.Opts.Wait)
+	}
+	pick := func(f func(Lags) time.Duration) []time.Duration {
+		v := make([]time.Duration, len(lags))
+		for i, l := range lags {
+			v[i] = f(l)
+		}
+		return v
+	}
+	for _, s := range []struct {
+		name string
+		v    []time.Duration
+	}{
+		{"dns_lag", pick(func(l Lags) time.Duration { return l.DNS })},
+		{"endpoint_lag", pick(func(l Lags) time.Duration { return l.Endpoint })},
+		{"serving_lag", pick(func(l Lags) time.Duration { return l.Serving })},
+		{"client_backoff_delay", pick(func(l Lags) time.Duration { return l.Client })},
+		{"client_backoff_extra", pick(func(l Lags) time.Duration { return l.Extra })},
+	} {
+		if len(s.v) == 0 {
+			continue
+		}
+		for _, q := range []struct {
+			n string
+			q float64
+		}{{"p50", 0.5}, {"p99", 0.99}, {"max", 1}} {
+			res.Metrics = append(res.Metrics, result.Metric{Name: s.name + "_" + q.n, Unit: "seconds", Value: Quantile(s.v, q.q).Seconds()})
+		}
+	}
+	for _, t := range targets {
+		rec := result.Record{ID: t.Pod, Labels: map[string]string{"name": t.Name},
+			Values: map[string]float64{"attempts": float64(t.Attempts), "nxdomain_answers": float64(t.NXDomain)}}
+		for _, l := range lags {
+			if l.Pod == t.Pod {
+				rec.Values["dns_lag_seconds"], rec.Values["endpoint_lag_seconds"] = l.DNS.Seconds(), l.Endpoint.Seconds()
+				rec.Values["client_backoff_delay_seconds"], rec.Values["client_backoff_extra_seconds"] = l.Client.Seconds(), l.Extra.Seconds()
+			}
+		}
+		res.Records = append(res.Records, rec)
+	}
+	res.Records = append(res.Records, result.Record{ID: "client", Labels: map[string]string{
+		"backoff": fmt.Sprintf("%s x%.0f, cap %s", m.Opts.Backoff.Base, m.Opts.Backoff.Factor, m.Opts.Backoff.Cap),
+		"clocks":  "Ready and endpoint times are kubeslow's clock (watch events), resolution times the client pod's node clock",
+	}, Values: map[string]float64{"asked_before_peers_created_seconds": created.Sub(firstAsk).Seconds()}})
+}
+
+// realNode picks a Ready, schedulable node that is not kwok's (the client must really resolve names).
+func realNode(ctx context.Context, env *measure.Env) (string, error) {
+	nodes, err := measure.RealNodes(ctx, env)
+	if err != nil {
+		if apierrors.IsForbidden(err) {
+			return "", measure.Skipf("no permission to list nodes: %v", err)
+		}
+		return "", err
+	}
+	if len(nodes) == 0 {
+		return "", measure.Skipf("no Ready, schedulable real node (kwok's simulated nodes run no resolver)")
+	}
+	return nodes[0].Name, nil
+}
+
+func waitRunning(ctx context.Context, env *measure.Env, name string) error {
+	err := wait.PollUntilContextTimeout(ctx, time.Second, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
+		p, err := env.Client.CoreV1().Pods(env.Namespace).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		if p.Status.Phase == corev1.PodFailed || p.Status.Phase == corev1.PodSucceeded {
+			return false, fmt.Errorf("%s ended: %s %s", name, p.Status.Phase, p.Status.Message)
+		}
+		return p.Status.Phase == corev1.PodRunning, nil
+	})
+	if err != nil {
+		return fmt.Errorf("waiting for %s: %w", name, err)
+	}
+	return nil
+}
+
+// observer records when each peer was first seen Ready and when its endpoint was first ready in the
+// Service's EndpointSlices (by hostname).
+type observer struct {
+	mu        sync.Mutex
+	now       func() time.Time
+	ready     map[string]time.Time
+	endpoints map[string]time.Time
+}
+
+func newObserver(env *measure.Env) *observer {
+	return &observer{now: env.Clock.Now, ready: map[string]time.Time{}, endpoints: map[string]time.Time{}}
+}
+
+func (o *observer) start(ctx context.Context, env *measure.Env) error {
+	pw, err := env.Client.CoreV1().Pods(env.Namespace).Watch(ctx, metav1.ListOptions{LabelSelector: roleLabel + "=" + targetRole})
+	if err != nil {
+		return fmt.Errorf("watching the peers: %w", err)
+	}
+	sw, err := env.Client.DiscoveryV1().EndpointSlices(env.Namespace).Watch(ctx, metav1.ListOptions{LabelSelector: discoveryv1.LabelServiceName + "=" + svcName})
+	if err != nil {
+		pw.Stop()
+		return fmt.Errorf("watching the EndpointSlices: %w", err)
+	}
+	go o.consume(ctx, pw, func(obj any) {
+		if p, ok := obj.(*corev1.Pod); ok && podReady(p) {
+			o.first(o.ready, p.Name)
+		}
+	})
+	go o.consume(ctx, sw, func(obj any) {
+		if s, ok := obj.(*discoveryv1.EndpointSlice); ok {
+			for _, e := range s.Endpoints {
+				if e.Hostname != nil && (e.Conditions.Ready == nil || *e.Conditions.Ready) {
+					o.first(o.endpoints, *e.Hostname)
+				}
+			}
+		}
+	})
+	return nil
+}
+
+func (o *observer) consume(ctx context.Context, w watch.Interface, f func(any)) {
+	defer w.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case ev, ok := <-w.ResultChan():
+			if !ok {
+				return
+			}
+			if ev.Type == watch.Added || ev.Type == watch.Modified {
+				f(ev.Object)
+			}
+		}
+	}
+}
+
+func (o *observer) first(m map[string]time.Time, key string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if _, ok := m[key]; !ok {
+		m[key] = o.now()
+	}
+}
+
+func (o *observer) snapshot() (ready, endpoints map[string]time.Time) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.ready, o.endpoints
+}
+
+func podReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
+			return true
+		}
+	}
+	return false
+}
+
+// askedSignal collects the client's stderr and closes asked at its "asked" line.
+type askedSignal struct {
+	mu    sync.Mutex
+	buf   bytes.Buffer
+	once  sync.Once
+	asked chan struct{}
+}
+
+func (a *askedSignal) Write(p []byte) (int, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.buf.Write(p)
+	if bytes.Contains(a.buf.Bytes(), []byte("asked\n")) {
+		a.once.Do(func() { close(a.asked) })
+	}
+	return len(p), nil
+}
+
+func (a *askedSignal) String() string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.buf.String()
+}

@@ -56,8 +56,8 @@ func auditListMatch(r *result.Report) []Hit {
 			continue
 		}
 		hits = append(hits, Hit{
-			Evidence: []result.Evidence{{Name: m.Name, Value: m.Value, Unit: m.Unit, Labels: m.Labels, Result: auditlog.Name},
-				{Name: rate.Name, Value: rate.Value, Unit: rate.Unit, Labels: rate.Labels, Result: auditlog.Name}},
+			Evidence: []result.Evidence{evidenceOf(m, auditlog.Name),
+				evidenceOf(*rate, auditlog.Name)},
 			Vars: map[string]string{"agent": m.Labels["user_agent"], "user": m.Labels["user"], "resource": m.Labels["resource"],
 				"share": fmt.Sprintf("%.0f%%", m.Value*100), "rate": report.FormatValue(rate.Value)},
 		})

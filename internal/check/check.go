@@ -156,10 +156,15 @@ func MetricAbove(res, metric, op string, threshold float64, unit string) func(*r
 			for k, v := range m.Labels {
 				vars[k] = v
 			}
-			hits = append(hits, Hit{Evidence: []result.Evidence{{Name: m.Name, Value: m.Value, Unit: m.Unit, Labels: m.Labels, Result: res}}, Vars: vars})
+			hits = append(hits, Hit{Evidence: []result.Evidence{evidenceOf(m, res)}, Vars: vars})
 		}
 		return hits
 	}
+}
+
+// evidenceOf is a metric of result res as a finding's evidence.
+func evidenceOf(m result.Metric, res string) result.Evidence {
+	return result.Evidence{Name: m.Name, Value: m.Value, Unit: m.Unit, Labels: m.Labels, Result: res}
 }
 
 // Reference renders the rule reference (Markdown), for docs/rules.md.

@@ -61,7 +61,7 @@ func cniIPAMMatch(r *result.Report) []Hit {
 			continue
 		}
 		hits = append(hits, Hit{
-			Evidence: []result.Evidence{{Name: m.Name, Value: m.Value, Unit: m.Unit, Labels: m.Labels, Result: apislo.Name},
+			Evidence: []result.Evidence{evidenceOf(m, apislo.Name),
 				{Name: "sandbox_seconds", Value: sandbox, Unit: "seconds", Labels: map[string]string{"phase": "sandbox"}, Result: podstartup.Name}},
 			Vars: map[string]string{"conflicts": fmt.Sprintf("%s/min", report.FormatValue(m.Value)), "resource": m.Labels["resource"],
 				"sandbox": report.FormatValue(sandbox) + " s"},

@@ -49,7 +49,7 @@ func dnsLagMatch(r *result.Report) []Hit {
 	if ep, sv := res.Metric("endpoint_lag_p99", nil), res.Metric("serving_lag_p99", nil); ep != nil && sv != nil {
 		split = "Ready -> EndpointSlice p99 " + report.FormatValue(ep.Value) + " s, EndpointSlice -> resolvable p99 " + report.FormatValue(sv.Value) + " s"
 	}
-	return []Hit{{Evidence: []result.Evidence{evidence(lag, dnsready.Name)}, Vars: map[string]string{"value": report.FormatValue(lag.Value) + " s", "split": split}}}
+	return []Hit{{Evidence: []result.Evidence{evidenceOf(*lag, dnsready.Name)}, Vars: map[string]string{"value": report.FormatValue(lag.Value) + " s", "split": split}}}
 }
 
 func dnsBackoffMatch(r *result.Report) []Hit {
@@ -66,12 +66,8 @@ func dnsBackoffMatch(r *result.Report) []Hit {
 		}
 	}
 	return []Hit{{
-		Evidence: []result.Evidence{evidence(extra, dnsready.Name), evidence(delay, dnsready.Name), evidence(lag, dnsready.Name)},
+		Evidence: []result.Evidence{evidenceOf(*extra, dnsready.Name), evidenceOf(*delay, dnsready.Name), evidenceOf(*lag, dnsready.Name)},
 		Vars: map[string]string{"value": report.FormatValue(extra.Value) + " s", "delay": report.FormatValue(delay.Value) + " s",
 			"lag": report.FormatValue(lag.Value) + " s", "backoff": backoff},
 	}}
-}
-
-func evidence(m *result.Metric, res string) result.Evidence {
-	return result.Evidence{Name: m.Name, Value: m.Value, Unit: m.Unit, Labels: m.Labels, Result: res}
 }

@@ -70,7 +70,7 @@ func netPodMatch(r *result.Report) []Hit {
 	for _, p := range order {
 		m := worst[p]
 		hits = append(hits, Hit{
-			Evidence: append([]result.Evidence{{Name: m.Name, Value: m.Value, Unit: m.Unit, Labels: m.Labels, Result: netpath.Name}}, seen...),
+			Evidence: append([]result.Evidence{evidenceOf(m, netpath.Name)}, seen...),
 			Vars: map[string]string{"path": p, "ratio": fmt.Sprintf("%sx", report.FormatValue(m.Value)), "conn": m.Labels["conn"],
 				"meaning": connMeaning[m.Labels["conn"]], "cni": clusterFact(r, "cni"), "proxy": proxyMode(r, res), "observed": observed},
 		})
@@ -103,7 +103,7 @@ func observedNet(res *result.Result) (string, []result.Evidence) {
 	for _, m := range res.Metrics {
 		switch m.Name {
 		case "mtu", "kube_proxy_rules", "conntrack_usage":
-			ev = append(ev, result.Evidence{Name: m.Name, Value: m.Value, Unit: m.Unit, Labels: m.Labels, Result: netpath.Name})
+			ev = append(ev, evidenceOf(m, netpath.Name))
 		}
 		switch {
 		case m.Name == "mtu" && m.Labels["where"] == "pod" && m.Labels["iface"] == "eth0":

@@ -112,7 +112,7 @@ func tailPhaseMatch(r *result.Report) []Hit {
 			continue
 		}
 		hits = append(hits, Hit{
-			Evidence: []result.Evidence{{Name: m.Name, Value: m.Value, Unit: m.Unit, Labels: m.Labels, Result: podstartup.Name},
+			Evidence: []result.Evidence{evidenceOf(m, podstartup.Name),
 				{Name: p90.Name, Value: p90.Value, Unit: p90.Unit, Result: podstartup.Name}},
 			Vars: map[string]string{"phase": m.Labels["phase"], "share": fmt.Sprintf("%.0f%%", m.Value*100),
 				"p90": report.FormatValue(p90.Value) + " s", "meaning": phaseMeaning[m.Labels["phase"]]},
@@ -129,7 +129,7 @@ func controllerRateMatch(r *result.Report) []Hit {
 	if rate == nil || pods == nil || span == nil || pods.Value < controllerMinPod || rate.Value > controllerPace {
 		return nil
 	}
-	return []Hit{{Evidence: []result.Evidence{{Name: rate.Name, Value: rate.Value, Unit: rate.Unit, Labels: rate.Labels, Result: podstartup.Name},
+	return []Hit{{Evidence: []result.Evidence{evidenceOf(*rate, podstartup.Name),
 		{Name: pods.Name, Value: pods.Value, Unit: pods.Unit, Result: podstartup.Name}},
 		Vars: map[string]string{"value": report.FormatValue(rate.Value), "pods": report.FormatValue(pods.Value), "span": report.FormatValue(span.Value) + " s"}}}
 }
@@ -143,7 +143,7 @@ func clientRateMatch(r *result.Report) []Hit {
 	if rate == nil || req == nil || req.Value <= 0 || rate.Value/req.Value >= createRateMin || lat == nil || wait == nil {
 		return nil
 	}
-	return []Hit{{Evidence: []result.Evidence{{Name: rate.Name, Value: rate.Value, Unit: rate.Unit, Labels: rate.Labels, Result: podstartup.Name},
+	return []Hit{{Evidence: []result.Evidence{evidenceOf(*rate, podstartup.Name),
 		{Name: req.Name, Value: req.Value, Unit: req.Unit, Result: podstartup.Name}, {Name: lat.Name, Value: lat.Value, Unit: lat.Unit, Result: podstartup.Name}},
 		Vars: map[string]string{"value": report.FormatValue(rate.Value), "requested": report.FormatValue(req.Value),
 			"latency": report.FormatValue(lat.Value) + " s", "wait": report.FormatValue(wait.Value) + " s"}}}

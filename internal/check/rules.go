@@ -170,8 +170,8 @@ func listBytesMatch(r *result.Report) []Hit {
 			continue
 		}
 		hits = append(hits, Hit{
-			Evidence: []result.Evidence{{Name: rate.Name, Value: rate.Value, Unit: rate.Unit, Labels: rate.Labels, Result: apislo.Name},
-				{Name: m.Name, Value: m.Value, Unit: m.Unit, Labels: m.Labels, Result: apislo.Name}},
+			Evidence: []result.Evidence{evidenceOf(*rate, apislo.Name),
+				evidenceOf(m, apislo.Name)},
 			Vars: map[string]string{"resource": m.Labels["resource"], "value": fmt.Sprintf("%s MB/s", report.FormatValue(rate.Value/1e6)),
 				"share": fmt.Sprintf("%.0f%%", m.Value*100)},
 		})

@@ -8,11 +8,11 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/kubeslow/kubeslow/internal/stats"
 	"github.com/kubeslow/kubeslow/pkg/result"
 )
 
@@ -203,15 +203,6 @@ func runTCP(ctx context.Context, o BenchOptions, p *Path) (tcpSample, error) {
 	return s, nil
 }
 
-func median(v []float64) float64 {
-	s := append([]float64(nil), v...)
-	sort.Float64s(s)
-	if len(s) == 0 {
-		return 0
-	}
-	return s[len(s)/2]
-}
-
 // Bench runs the HTTP benchmark (closed loop, keep-alive and a new connection per request) and, on the paths
 // without NAT, the TCP stream and request/response tests through every path, repeated, and reports medians
 // with their spread (min, max), the median p99 latency and each path's ratio to loopback. A path that cannot be built is reported, not fatal; everything is torn down.
@@ -286,12 +277,11 @@ func Bench(ctx context.Context, o BenchOptions) (result.Result, error) {
 				continue
 			}
 			l := map[string]string{"path": b.Name, "conn": conn}
-			sort.Float64s(rps)
-			m := median(rps)
+			m, lo, hi := stats.Spread(rps)
 			add("rps_median", "requests_per_second", m, l)
-			add("rps_min", "requests_per_second", rps[0], l)
-			add("rps_max", "requests_per_second", rps[len(rps)-1], l)
-			add("latency_p99_median", "seconds", median(p99), l)
+			add("rps_min", "requests_per_second", lo, l)
+			add("rps_max", "requests_per_second", hi, l)
+			add("latency_p99_median", "seconds", stats.Median(p99), l)
 			if b.Name == "loopback" {
 				base[newConn] = m
 			}
@@ -299,7 +289,7 @@ func Bench(ctx context.Context, o BenchOptions) (result.Result, error) {
 				add("ratio_to_loopback", "ratio", m/base[newConn], l)
 			}
 			rec.Values["rps_median_"+conn] = m
-			progress("%s %s: %.0f req/s (min %.0f, max %.0f), p99 %.2f ms", b.Name, conn, m, rps[0], rps[len(rps)-1], median(p99)*1e3)
+			progress("%s %s: %.0f req/s (min %.0f, max %.0f), p99 %.2f ms", b.Name, conn, m, lo, hi, stats.Median(p99)*1e3)
 		}
 		if p.Rules == 0 {
 			var gbit, tps, p99 []float64
@@ -313,13 +303,12 @@ func Bench(ctx context.Context, o BenchOptions) (result.Result, error) {
 			}
 			if len(gbit) > 0 {
 				l := map[string]string{"path": b.Name}
-				sort.Float64s(gbit)
-				m := median(gbit)
+				m, lo, hi := stats.Spread(gbit)
 				add("stream_gbit_median", "gbit_per_second", m, l)
-				add("stream_gbit_min", "gbit_per_second", gbit[0], l)
-				add("stream_gbit_max", "gbit_per_second", gbit[len(gbit)-1], l)
-				add("rr_tps_median", "transactions_per_second", median(tps), l)
-				add("rr_latency_p99_median", "seconds", median(p99), l)
+				add("stream_gbit_min", "gbit_per_second", lo, l)
+				add("stream_gbit_max", "gbit_per_second", hi, l)
+				add("rr_tps_median", "transactions_per_second", stats.Median(tps), l)
+				add("rr_latency_p99_median", "seconds", stats.Median(p99), l)
 				if b.Name == "loopback" {
 					baseGbit = m
 				}
@@ -327,7 +316,7 @@ func Bench(ctx context.Context, o BenchOptions) (result.Result, error) {
 					add("stream_ratio_to_loopback", "ratio", m/baseGbit, l)
 				}
 				rec.Values["stream_gbit_median"] = m
-				progress("%s tcp: stream %.1f Gbit/s (min %.1f, max %.1f), rr %.0f/s p99 %.0f µs", b.Name, m, gbit[0], gbit[len(gbit)-1], median(tps), median(p99)*1e6)
+				progress("%s tcp: stream %.1f Gbit/s (min %.1f, max %.1f), rr %.0f/s p99 %.0f µs", b.Name, m, lo, hi, stats.Median(tps), stats.Median(p99)*1e6)
 			}
 		}
 		res.Records = append(res.Records, rec)

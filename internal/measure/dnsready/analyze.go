@@ -64,14 +64,3 @@ func Analyze(ts []Target, b Backoff) (lags []Lags, unresolved int) {
 	sort.Slice(lags, func(i, j int) bool { return lags[i].Pod < lags[j].Pod })
 	return lags, unresolved
 }
-
-// Quantile is the nearest-rank quantile (q in 0..1) of v; 0 for none.
-func Quantile(v []time.Duration, q float64) time.Duration {
-	if len(v) == 0 {
-		return 0
-	}
-	s := append([]time.Duration(nil), v...)
-	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
-	i := int(q*float64(len(s))+0.999999) - 1
-	return s[max(0, min(i, len(s)-1))]
-}

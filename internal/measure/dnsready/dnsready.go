@@ -25,6 +25,7 @@ import (
 	"github.com/kubeslow/kubeslow/internal/agent"
 	"github.com/kubeslow/kubeslow/internal/kube"
 	"github.com/kubeslow/kubeslow/internal/measure"
+	"github.com/kubeslow/kubeslow/internal/stats"
 	"github.com/kubeslow/kubeslow/pkg/result"
 )
 
@@ -180,22 +181,22 @@ func (m *Measurement) report(res *result.Result, targets []Target, created, firs
 	if unresolved > 0 {
 		res.Status, res.Reason = result.StatusWarn, fmt.Sprintf("%d of %d names did not resolve within %s of creation", unresolved, len(targets), m.Opts.Wait)
 	}
-	pick := func(f func(Lags) time.Duration) []time.Duration {
-		v := make([]time.Duration, len(lags))
+	seconds := func(f func(Lags) time.Duration) []float64 {
+		v := make([]float64, len(lags))
 		for i, l := range lags {
-			v[i] = f(l)
+			v[i] = f(l).Seconds()
 		}
-		return v
+		return stats.Sorted(v)
 	}
 	for _, s := range []struct {
 		name string
-		v    []time.Duration
+		v    []float64
 	}{
-		{"dns_lag", pick(func(l Lags) time.Duration { return l.DNS })},
-		{"endpoint_lag", pick(func(l Lags) time.Duration { return l.Endpoint })},
-		{"serving_lag", pick(func(l Lags) time.Duration { return l.Serving })},
-		{"client_backoff_delay", pick(func(l Lags) time.Duration { return l.Client })},
-		{"client_backoff_extra", pick(func(l Lags) time.Duration { return l.Extra })},
+		{"dns_lag", seconds(func(l Lags) time.Duration { return l.DNS })},
+		{"endpoint_lag", seconds(func(l Lags) time.Duration { return l.Endpoint })},
+		{"serving_lag", seconds(func(l Lags) time.Duration { return l.Serving })},
+		{"client_backoff_delay", seconds(func(l Lags) time.Duration { return l.Client })},
+		{"client_backoff_extra", seconds(func(l Lags) time.Duration { return l.Extra })},
 	} {
 		if len(s.v) == 0 {
 			continue
@@ -204,17 +205,19 @@ func (m *Measurement) report(res *result.Result, targets []Target, created, firs
 			n string
 			q float64
 		}{{"p50", 0.5}, {"p99", 0.99}, {"max", 1}} {
-			res.Metrics = append(res.Metrics, result.Metric{Name: s.name + "_" + q.n, Unit: "seconds", Value: Quantile(s.v, q.q).Seconds()})
+			res.Metrics = append(res.Metrics, result.Metric{Name: s.name + "_" + q.n, Unit: "seconds", Value: stats.Percentile(s.v, q.q)})
 		}
+	}
+	byPod := map[string]Lags{}
+	for _, l := range lags {
+		byPod[l.Pod] = l
 	}
 	for _, t := range targets {
 		rec := result.Record{ID: t.Pod, Labels: map[string]string{"name": t.Name},
 			Values: map[string]float64{"attempts": float64(t.Attempts), "nxdomain_answers": float64(t.NXDomain)}}
-		for _, l := range lags {
-			if l.Pod == t.Pod {
-				rec.Values["dns_lag_seconds"], rec.Values["endpoint_lag_seconds"] = l.DNS.Seconds(), l.Endpoint.Seconds()
-				rec.Values["client_backoff_delay_seconds"], rec.Values["client_backoff_extra_seconds"] = l.Client.Seconds(), l.Extra.Seconds()
-			}
+		if l, ok := byPod[t.Pod]; ok {
+			rec.Values["dns_lag_seconds"], rec.Values["endpoint_lag_seconds"] = l.DNS.Seconds(), l.Endpoint.Seconds()
+			rec.Values["client_backoff_delay_seconds"], rec.Values["client_backoff_extra_seconds"] = l.Client.Seconds(), l.Extra.Seconds()
 		}
 		res.Records = append(res.Records, rec)
 	}

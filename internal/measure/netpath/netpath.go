@@ -6,7 +6,6 @@ package netpath
 import (
 	"context"
 	"fmt"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -19,6 +18,7 @@ import (
 
 	"github.com/kubeslow/kubeslow/internal/kube"
 	"github.com/kubeslow/kubeslow/internal/measure"
+	"github.com/kubeslow/kubeslow/internal/stats"
 	"github.com/kubeslow/kubeslow/pkg/result"
 )
 
@@ -244,7 +244,7 @@ func (m *Measurement) Run(ctx context.Context, env *measure.Env) (result.Result,
 			if len(v) == 0 {
 				continue
 			}
-			med, lo, hi := spread(v)
+			med, lo, hi := stats.Spread(v)
 			l := map[string]string{"path": p.Name, "conn": c.conn}
 			if c.conn == "stream" {
 				l = map[string]string{"path": p.Name}
@@ -259,13 +259,6 @@ func (m *Measurement) Run(ctx context.Context, env *measure.Env) (result.Result,
 	}
 	res.Metrics = append(res.Metrics, result.Metric{Name: "repeats", Unit: "count", Value: float64(m.Opts.Repeats)})
 	return res, nil
-}
-
-// spread returns the median, minimum and maximum of v (not empty).
-func spread(v []float64) (med, lo, hi float64) {
-	s := append([]float64(nil), v...)
-	sort.Float64s(s)
-	return s[len(s)/2], s[0], s[len(s)-1]
 }
 
 // ratio records a path's value against host->host's (the first path).

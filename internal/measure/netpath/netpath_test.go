@@ -44,15 +44,6 @@ func TestRealNodes(t *testing.T) {
 	}
 }
 
-func TestSpread(t *testing.T) {
-	if med, lo, hi := spread([]float64{5, 1, 9, 3, 7}); med != 5 || lo != 1 || hi != 9 {
-		t.Fatalf("spread %v %v %v", med, lo, hi)
-	}
-	if med, lo, hi := spread([]float64{2}); med != 2 || lo != 2 || hi != 2 {
-		t.Fatalf("one sample: %v %v %v", med, lo, hi)
-	}
-}
-
 // TestNodeNetResult: a node's overlay devices (not its veths), conntrack and ARP fill and kube-proxy's rules
 // become metrics; a pod's interfaces all do; what was unreadable on a node is recorded.
 func TestNodeNetResult(t *testing.T) {

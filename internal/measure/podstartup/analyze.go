@@ -6,6 +6,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/kubeslow/kubeslow/internal/stats"
 	"github.com/kubeslow/kubeslow/pkg/result"
 )
 
@@ -83,23 +84,13 @@ func phasesOf(t Timeline) (phaseTimes, bool) {
 	return p, true
 }
 
-// percentile is nearest-rank over sorted values (as clusterloader2 computes its percentiles).
-func percentile(sorted []float64, q float64) float64 {
-	if len(sorted) == 0 {
-		return 0
-	}
-	i := int(math.Ceil(q*float64(len(sorted)))) - 1
-	return sorted[max(0, min(i, len(sorted)-1))]
-}
-
 func summary(add func(name, unit string, v float64, l map[string]string), name string, vals []float64, labels map[string]string) {
-	s := append([]float64(nil), vals...)
-	sort.Float64s(s)
+	s := stats.Sorted(vals)
 	for _, q := range []struct {
 		suffix string
 		q      float64
 	}{{"p50", 0.5}, {"p90", 0.9}, {"p99", 0.99}, {"max", 1}} {
-		add(name+"_"+q.suffix, "seconds", percentile(s, q.q), labels)
+		add(name+"_"+q.suffix, "seconds", stats.Percentile(s, q.q), labels)
 	}
 }
 
@@ -164,11 +155,11 @@ func Analyze(in Input) result.Result {
 	}
 	sorted := append([]float64(nil), sli...)
 	sort.Float64s(sorted)
-	p99 := percentile(sorted, 0.99)
+	p99 := stats.Percentile(sorted, 0.99)
 	add("slo", "seconds", in.SLO.Seconds(), nil)
 
 	// The slow tail: pods at or above the SLI's p90; which phase holds most of their time.
-	p90 := percentile(sorted, 0.9)
+	p90 := stats.Percentile(sorted, 0.9)
 	tail := map[string]float64{}
 	var tailTotal float64
 	tailPods := 0
@@ -226,11 +217,7 @@ func nodeBreakdown(add func(string, string, float64, map[string]string), samples
 	for _, s := range samples {
 		byNode[s.node] = append(byNode[s.node], s)
 	}
-	med := func(v []float64) float64 {
-		s := append([]float64(nil), v...)
-		sort.Float64s(s)
-		return percentile(s, 0.5)
-	}
+	med := func(v []float64) float64 { return stats.Percentile(stats.Sorted(v), 0.5) }
 	nodeMed := map[string]float64{}
 	nodePhase := map[string]map[string]float64{}
 	var meds []float64

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/kubeslow/kubeslow/internal/measure"
+	"github.com/kubeslow/kubeslow/internal/stats"
 	"github.com/kubeslow/kubeslow/internal/workload"
 	"github.com/kubeslow/kubeslow/pkg/result"
 )
@@ -105,7 +106,7 @@ func (m *Measurement) Run(ctx context.Context, env *measure.Env) (result.Result,
 	if len(createLatency) > 0 {
 		// Server-side: how long the apiserver took to accept each create (kubeslow's own limiter excluded).
 		sort.Float64s(createLatency)
-		res.Metrics = append(res.Metrics, result.Metric{Name: "create_request_p99", Unit: "seconds", Value: percentile(createLatency, 0.99)})
+		res.Metrics = append(res.Metrics, result.Metric{Name: "create_request_p99", Unit: "seconds", Value: stats.Percentile(createLatency, 0.99)})
 	}
 	if f := out.Failed(); f > 0 {
 		res.Metrics = append(res.Metrics, result.Metric{Name: "create_errors", Unit: "count", Value: float64(f)})

@@ -37,10 +37,12 @@ type Target struct {
 	Attempts, NXDomain               int
 }
 
-// Lags of one target: Ready -> resolvable, Ready -> endpoint published, endpoint -> resolvable.
+// Lags of one target: Ready -> resolvable, Ready -> endpoint published, endpoint -> resolvable (the last two
+// only when the endpoint was seen: HasEndpoint).
 type Lags struct {
 	Pod                    string
 	DNS, Endpoint, Serving time.Duration
+	HasEndpoint            bool
 	// Client is how long after Ready a client that asked when this one first did, and then retried on the
 	// back-off schedule, first succeeds; Extra is how long after the name was resolvable that is.
 	Client, Extra time.Duration
@@ -55,7 +57,7 @@ func Analyze(ts []Target, b Backoff) (lags []Lags, unresolved int) {
 		}
 		l := Lags{Pod: t.Pod, DNS: t.Resolved.Sub(t.Ready)}
 		if !t.Endpoint.IsZero() {
-			l.Endpoint, l.Serving = t.Endpoint.Sub(t.Ready), t.Resolved.Sub(t.Endpoint)
+			l.Endpoint, l.Serving, l.HasEndpoint = t.Endpoint.Sub(t.Ready), t.Resolved.Sub(t.Endpoint), true
 		}
 		success := t.Asked.Add(b.FirstSuccess(t.Resolved.Sub(t.Asked)))
 		l.Client, l.Extra = success.Sub(t.Ready), success.Sub(t.Resolved)

@@ -3,6 +3,8 @@ package dnsready
 import (
 	"testing"
 	"time"
+
+	"github.com/kubeslow/kubeslow/pkg/result"
 )
 
 func TestFirstSuccess(t *testing.T) {
@@ -37,10 +39,38 @@ func TestAnalyze(t *testing.T) {
 	near := func(d time.Duration, s float64) bool {
 		return (d - time.Duration(s*float64(time.Second))).Abs() < time.Millisecond
 	}
-	if !near(l.DNS, 17.1) || !near(l.Endpoint, 0.2) || !near(l.Serving, 16.9) || !near(l.Client, 28) || !near(l.Extra, 10.9) {
+	if !near(l.DNS, 17.1) || !near(l.Endpoint, 0.2) || !near(l.Serving, 16.9) || !near(l.Client, 28) || !near(l.Extra, 10.9) || !l.HasEndpoint {
 		t.Errorf("peer-0 %+v", l)
 	}
-	if p := lags[1]; !near(p.DNS, 0.5) || !near(p.Client, 1) || p.Endpoint != 0 {
+	if p := lags[1]; !near(p.DNS, 0.5) || !near(p.Client, 1) || p.HasEndpoint {
 		t.Errorf("peer-1 %+v (attempt at 3 s: 1 s after Ready; no endpoint seen)", p)
+	}
+}
+
+// TestReportSplit: a peer whose endpoint was never seen counts in the DNS lag but not in the endpoint/serving
+// split (a zero there would read as "instant").
+func TestReportSplit(t *testing.T) {
+	t0 := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+	at := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
+	m := New(Options{Wait: time.Minute, Backoff: DefaultBackoff})
+	var res result.Result
+	m.report(&res, []Target{
+		{Pod: "peer-0", Asked: at(0), Ready: at(3), Endpoint: at(3.2), Resolved: at(20.1)},
+		{Pod: "peer-1", Asked: at(0), Ready: at(2), Resolved: at(2.5)},
+	}, at(0.1), at(0))
+	get := func(n string) float64 {
+		if mm := res.Metric(n, nil); mm != nil {
+			return mm.Value
+		}
+		return -1
+	}
+	if ep := get("endpoint_lag_p50"); ep < 0.19 || ep > 0.21 {
+		t.Errorf("endpoint_lag_p50 %v, want 0.2 (peer-1 has no endpoint observation)", ep)
+	}
+	if dl := get("dns_lag_p50"); dl < 0.49 || dl > 0.51 {
+		t.Errorf("dns_lag_p50 %v, want 0.5 (both peers)", dl)
+	}
+	if _, ok := res.Records[1].Values["endpoint_lag_seconds"]; ok {
+		t.Errorf("peer-1 record has an endpoint lag: %+v", res.Records[1])
 	}
 }

@@ -181,10 +181,13 @@ func (m *Measurement) report(res *result.Result, targets []Target, created, firs
 	if unresolved > 0 {
 		res.Status, res.Reason = result.StatusWarn, fmt.Sprintf("%d of %d names did not resolve within %s of creation", unresolved, len(targets), m.Opts.Wait)
 	}
-	seconds := func(f func(Lags) time.Duration) []float64 {
-		v := make([]float64, len(lags))
-		for i, l := range lags {
-			v[i] = f(l).Seconds()
+	// seconds collects one lag of every peer (of those whose endpoint was seen, for the split).
+	seconds := func(split bool, f func(Lags) time.Duration) []float64 {
+		var v []float64
+		for _, l := range lags {
+			if l.HasEndpoint || !split {
+				v = append(v, f(l).Seconds())
+			}
 		}
 		return stats.Sorted(v)
 	}
@@ -192,11 +195,11 @@ func (m *Measurement) report(res *result.Result, targets []Target, created, firs
 		name string
 		v    []float64
 	}{
-		{"dns_lag", seconds(func(l Lags) time.Duration { return l.DNS })},
-		{"endpoint_lag", seconds(func(l Lags) time.Duration { return l.Endpoint })},
-		{"serving_lag", seconds(func(l Lags) time.Duration { return l.Serving })},
-		{"client_backoff_delay", seconds(func(l Lags) time.Duration { return l.Client })},
-		{"client_backoff_extra", seconds(func(l Lags) time.Duration { return l.Extra })},
+		{"dns_lag", seconds(false, func(l Lags) time.Duration { return l.DNS })},
+		{"endpoint_lag", seconds(true, func(l Lags) time.Duration { return l.Endpoint })},
+		{"serving_lag", seconds(true, func(l Lags) time.Duration { return l.Serving })},
+		{"client_backoff_delay", seconds(false, func(l Lags) time.Duration { return l.Client })},
+		{"client_backoff_extra", seconds(false, func(l Lags) time.Duration { return l.Extra })},
 	} {
 		if len(s.v) == 0 {
 			continue
@@ -216,8 +219,11 @@ func (m *Measurement) report(res *result.Result, targets []Target, created, firs
 		rec := result.Record{ID: t.Pod, Labels: map[string]string{"name": t.Name},
 			Values: map[string]float64{"attempts": float64(t.Attempts), "nxdomain_answers": float64(t.NXDomain)}}
 		if l, ok := byPod[t.Pod]; ok {
-			rec.Values["dns_lag_seconds"], rec.Values["endpoint_lag_seconds"] = l.DNS.Seconds(), l.Endpoint.Seconds()
+			rec.Values["dns_lag_seconds"] = l.DNS.Seconds()
 			rec.Values["client_backoff_delay_seconds"], rec.Values["client_backoff_extra_seconds"] = l.Client.Seconds(), l.Extra.Seconds()
+			if l.HasEndpoint {
+				rec.Values["endpoint_lag_seconds"] = l.Endpoint.Seconds()
+			}
 		}
 		res.Records = append(res.Records, rec)
 	}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 	"runtime"
+	"sort"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -89,58 +90,42 @@ type eloop struct {
 
 func (l *eloop) now() int64 { return int64(time.Since(l.base)) }
 
-// resolve turns host:port into a raw socket address (IPv4 first).
+// resolve turns host:port into the server's address as the kernel takes it (IPv4 first): a struct
+// sockaddr_in or sockaddr_in6, its size and its family.
 func resolve(ctx context.Context, addr string) (unsafe.Pointer, int, int, error) {
-	sa, family, err := resolveAddr(ctx, addr)
+	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
 		return nil, 0, 0, err
 	}
-	switch sa := sa.(type) {
-	case *unix.SockaddrInet4:
-		r := &unix.RawSockaddrInet4{Family: unix.AF_INET, Addr: sa.Addr}
-		binary.BigEndian.PutUint16((*[2]byte)(unsafe.Pointer(&r.Port))[:], uint16(sa.Port))
-		return unsafe.Pointer(r), unix.SizeofSockaddrInet4, family, nil
-	case *unix.SockaddrInet6:
-		r := &unix.RawSockaddrInet6{Family: unix.AF_INET6, Addr: sa.Addr, Scope_id: sa.ZoneId}
-		binary.BigEndian.PutUint16((*[2]byte)(unsafe.Pointer(&r.Port))[:], uint16(sa.Port))
-		return unsafe.Pointer(r), unix.SizeofSockaddrInet6, family, nil
-	}
-	return nil, 0, 0, fmt.Errorf("%s: unsupported address", addr)
-}
-
-func resolveAddr(ctx context.Context, addr string) (unix.Sockaddr, int, error) {
-	host, port, err := net.SplitHostPort(addr)
-	if err != nil {
-		return nil, 0, err
-	}
 	p, err := strconv.Atoi(port)
 	if err != nil || p < 1 || p > 65535 {
-		return nil, 0, fmt.Errorf("port %q", port)
+		return nil, 0, 0, fmt.Errorf("port %q", port)
 	}
 	ips, err := net.DefaultResolver.LookupIPAddr(ctx, host)
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, 0, err
 	}
+	sort.SliceStable(ips, func(i, j int) bool { return ips[i].IP.To4() != nil && ips[j].IP.To4() == nil })
 	for _, ip := range ips {
 		if v4 := ip.IP.To4(); v4 != nil {
-			sa := &unix.SockaddrInet4{Port: p}
-			copy(sa.Addr[:], v4)
-			return sa, unix.AF_INET, nil
+			r := &unix.RawSockaddrInet4{Family: unix.AF_INET}
+			copy(r.Addr[:], v4)
+			binary.BigEndian.PutUint16((*[2]byte)(unsafe.Pointer(&r.Port))[:], uint16(p))
+			return unsafe.Pointer(r), unix.SizeofSockaddrInet4, unix.AF_INET, nil
 		}
-	}
-	for _, ip := range ips {
 		if v6 := ip.IP.To16(); v6 != nil {
-			sa := &unix.SockaddrInet6{Port: p}
-			copy(sa.Addr[:], v6)
+			r := &unix.RawSockaddrInet6{Family: unix.AF_INET6}
+			copy(r.Addr[:], v6)
+			binary.BigEndian.PutUint16((*[2]byte)(unsafe.Pointer(&r.Port))[:], uint16(p))
 			if ip.Zone != "" {
 				if ifi, err := net.InterfaceByName(ip.Zone); err == nil {
-					sa.ZoneId = uint32(ifi.Index)
+					r.Scope_id = uint32(ifi.Index)
 				}
 			}
-			return sa, unix.AF_INET6, nil
+			return unsafe.Pointer(r), unix.SizeofSockaddrInet6, unix.AF_INET6, nil
 		}
 	}
-	return nil, 0, fmt.Errorf("%s: no address", host)
+	return nil, 0, 0, fmt.Errorf("%s: no address", host)
 }
 
 // runEpoll is Run on the epoll engine.
@@ -250,11 +235,14 @@ func (l *eloop) run(ctx context.Context) {
 		if l.open {
 			l.release(now)
 		}
-		for len(l.pending) > 0 {
-			i := l.pending[0]
-			l.pending = l.pending[1:]
+		// Only the connections freed before this pass: one whose next request fails at once (a refused
+		// connect) waits for the next pass, which sees the clock again, so that a run of failures ends with
+		// the run. The slice is reused: no allocation per request.
+		k := len(l.pending)
+		for _, i := range l.pending[:k] {
 			l.next(int(i), now)
 		}
+		l.pending = append(l.pending[:0], l.pending[k:]...)
 		if now-l.lastSweep >= l.sweepEvery {
 			l.lastSweep = now
 			if ctx.Err() != nil {

@@ -59,8 +59,9 @@ type Config struct {
 	MaxRequests int64
 	// NewConn opens a connection per request (kube-proxy rules and overlays cost mostly per connection).
 	NewConn bool
-	// Timeout per request (default 5 s): a request fails when it has waited at least Timeout/2 and at most
-	// Timeout (the connection's deadline is refreshed only when half of it is used up).
+	// Timeout per request (default 5 s). The epoll engine fails a request once it has waited Timeout (swept
+	// every Timeout/20, at most 250 ms); the goroutine engine after between Timeout/2 and Timeout (the
+	// connection's deadline is refreshed only when half of it is used up).
 	Timeout time.Duration
 	// Dial overrides the dialer (tests; namespaces); it implies the goroutine engine.
 	Dial func(ctx context.Context, network, addr string) (net.Conn, error)

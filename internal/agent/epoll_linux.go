@@ -12,9 +12,10 @@ import (
 	"strconv"
 	"sync"
 	"time"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/kubeslow/kubeslow/internal/rawsock"
 )
 
 // EpollAvailable reports whether ServeEpoll works on this system.
@@ -209,7 +210,7 @@ func (l *sloop) drop(c *sconn) {
 		l.free = append(l.free, c.buf)
 	}
 	c.buf = nil
-	_, _, _ = unix.RawSyscall(unix.SYS_CLOSE, uintptr(c.fd), 0, 0)
+	rawsock.Close(c.fd)
 }
 
 // serve reads what arrived, answers every complete request in it and writes what it can.
@@ -219,15 +220,14 @@ func (l *sloop) serve(c *sconn, ev uint32) {
 	}
 	for {
 		p := c.buf[c.n:]
-		r, _, e := unix.RawSyscall(unix.SYS_READ, uintptr(c.fd), uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
+		got, e := rawsock.Read(c.fd, p)
 		switch {
 		case e == unix.EAGAIN:
 			return
-		case e != 0 || r == 0:
+		case e != 0 || got == 0:
 			l.drop(c)
 			return
 		}
-		got := int(r)
 		c.n += got
 		if !l.consume(c) {
 			return
@@ -296,7 +296,7 @@ func (l *sloop) answer(c *sconn) bool {
 // flush writes c.out; it returns false when the connection is done (closed) or must wait to write.
 func (l *sloop) flush(c *sconn) bool {
 	for len(c.out) > 0 {
-		r, _, e := unix.RawSyscall6(unix.SYS_SENDTO, uintptr(c.fd), uintptr(unsafe.Pointer(&c.out[0])), uintptr(len(c.out)), unix.MSG_NOSIGNAL, 0, 0)
+		r, e := rawsock.Send(c.fd, c.out)
 		switch {
 		case e == unix.EAGAIN:
 			return false // the output edge resumes it (serve flushes first)

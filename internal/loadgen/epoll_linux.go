@@ -17,6 +17,8 @@ import (
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 	"golang.org/x/sys/unix"
+
+	"github.com/kubeslow/kubeslow/internal/rawsock"
 )
 
 // The epoll engine is wrk's design in Go: each of T locked OS threads runs its own epoll loop over its share
@@ -419,8 +421,7 @@ func (l *eloop) handle(i int, ev uint32) {
 func (l *eloop) write(i int) {
 	c := &l.conns[i]
 	for c.woff < len(l.req) {
-		p := l.req[c.woff:]
-		r, _, e := unix.RawSyscall6(unix.SYS_SENDTO, uintptr(c.fd), uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)), unix.MSG_NOSIGNAL, 0, 0)
+		r, e := rawsock.Send(c.fd, l.req[c.woff:])
 		switch {
 		case e == unix.EAGAIN:
 			return // the output edge resumes it
@@ -428,7 +429,7 @@ func (l *eloop) write(i int) {
 			l.fail(i, "write")
 			return
 		}
-		c.woff += int(r)
+		c.woff += r
 	}
 	c.woff, c.state = 0, stReading
 }
@@ -439,8 +440,7 @@ func (l *eloop) read(i int, hup bool) {
 	c := &l.conns[i]
 	for {
 		p := c.buf[c.n:]
-		r, _, e := unix.RawSyscall(unix.SYS_READ, uintptr(c.fd), uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
-		n := int(r)
+		n, e := rawsock.Read(c.fd, p)
 		switch {
 		case e == unix.EAGAIN:
 			return
@@ -511,7 +511,7 @@ func (l *eloop) done(c *econn, i int) {
 
 func (l *eloop) closeFD(c *econn) {
 	if c.fd >= 0 {
-		_, _, _ = unix.RawSyscall(unix.SYS_CLOSE, uintptr(c.fd), 0, 0) // also removes it from the epoll set
+		rawsock.Close(c.fd) // also removes it from the epoll set
 		c.fd = -1
 	}
 }

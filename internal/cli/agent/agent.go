@@ -2,6 +2,7 @@
 package agent
 
 import (
+	"context"
 	"fmt"
 	"net"
 
@@ -20,7 +21,13 @@ func NewCommand(streams common.IOStreams) *cobra.Command {
 		Short: "Serve HTTP (read each request's body, answer 404 at once: case D's server) and, with --tcp-listen, the TCP stream and request/response tests",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if engine != "go" && (engine != "epoll" || !agent.EpollAvailable) {
+			var serveHTTP func(context.Context, net.Listener) error
+			switch {
+			case engine == "go":
+				serveHTTP = func(ctx context.Context, ln net.Listener) error { return agent.Serve(ctx, ln, agent.Handler()) }
+			case engine == "epoll" && agent.EpollAvailable:
+				serveHTTP = func(ctx context.Context, ln net.Listener) error { return agent.ServeEpoll(ctx, ln.(*net.TCPListener)) }
+			default:
 				return &common.ExitError{Code: 2, Err: fmt.Errorf("engine %q: want go or, on Linux, epoll", engine)}
 			}
 			ln, err := net.Listen("tcp", listen)
@@ -45,13 +52,7 @@ func NewCommand(streams common.IOStreams) *cobra.Command {
 			// (and learns the port of ":0").
 			fmt.Fprintf(streams.Out, "listening %s\n", ln.Addr())
 			defer ln.Close()
-			switch engine {
-			case "epoll":
-				return agent.ServeEpoll(ctx, ln.(*net.TCPListener))
-			case "go":
-				return agent.Serve(ctx, ln, agent.Handler())
-			}
-			return nil
+			return serveHTTP(ctx, ln)
 		},
 	}
 	defEngine := "go"

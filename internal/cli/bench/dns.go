@@ -33,9 +33,8 @@ against an exponential back-off (--backoff-base, --backoff-factor) to show what 
 				o.Backoff.Base <= 0 || o.Backoff.Factor < 1 {
 				return fmt.Errorf("--count 1..100, --interval >= 10ms, --wait (0, 10m], --backoff-base > 0, --backoff-factor >= 1")
 			}
-			var err error
-			if o.Image, err = agentImage(o.Image, cf.Lab); err != nil {
-				return err
+			if o.Image = cf.AgentImage(o.Image); o.Image == "" {
+				return errNoImage
 			}
 			rep, err := runBenchmark(common.Context(cmd), streams, &cf, dnsready.New(o), check.DNSRules())
 			return finish(streams, &out, rep, err)

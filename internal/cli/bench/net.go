@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
@@ -34,9 +35,8 @@ kube-proxy's mode and rule count, conntrack and ARP-table fill. --image must hol
 			if o.Duration <= 0 || o.Duration > time.Minute || o.Concurrency < 1 || o.Concurrency > 256 || o.Repeats < 1 || o.Repeats > 10 {
 				return fmt.Errorf("--duration (0, 1m], --concurrency 1..256 and --repeats 1..10")
 			}
-			var err error
-			if o.Image, err = agentImage(o.Image, cf.Lab); err != nil {
-				return err
+			if o.Image = cf.AgentImage(o.Image); o.Image == "" {
+				return errNoImage
 			}
 			rep, err := runBenchmark(common.Context(cmd), streams, &cf, netpath.New(o), check.NetRules())
 			return finish(streams, &out, rep, err)
@@ -51,13 +51,5 @@ kube-proxy's mode and rule count, conntrack and ARP-table fill. --image must hol
 	return cmd
 }
 
-// agentImage is --image, or on the lab the lab's agent image.
-func agentImage(image string, onLab bool) (string, error) {
-	switch {
-	case image != "":
-		return image, nil
-	case onLab:
-		return lab.AgentImage, nil
-	}
-	return "", fmt.Errorf("--image: an image with the kubeslow binary at /kubeslow (build it from this repository)")
-}
+// errNoImage: the in-cluster benchmarks run kubeslow in pods, from an image with the binary.
+var errNoImage = errors.New("--image: an image with the kubeslow binary at /kubeslow (build it from this repository)")

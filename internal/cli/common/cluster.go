@@ -27,6 +27,15 @@ func (f *ClusterFlags) Add(cmd *cobra.Command) {
 	fl.IntVar(&f.Burst, "burst", 40, "kubeslow's own request burst towards the apiserver (client-side)")
 }
 
+// AgentImage is the image holding the kubeslow binary for in-cluster agents: image when given, else on the
+// lab the lab's own, else "" (none known).
+func (f *ClusterFlags) AgentImage(image string) string {
+	if image == "" && f.Lab {
+		return lab.AgentImage
+	}
+	return image
+}
+
 // Connect returns the selected cluster, and lab information when it is the lab.
 func (f *ClusterFlags) Connect() (*kube.Cluster, *measure.LabInfo, error) {
 	o := kube.ClientOptions{Kubeconfig: f.Kubeconfig, Context: f.Context, QPS: f.QPS, Burst: f.Burst}

@@ -19,7 +19,6 @@ import (
 	"github.com/kubeslow/kubeslow/internal/check"
 	"github.com/kubeslow/kubeslow/internal/cli/common"
 	"github.com/kubeslow/kubeslow/internal/kube"
-	"github.com/kubeslow/kubeslow/internal/lab"
 	"github.com/kubeslow/kubeslow/internal/measure"
 	"github.com/kubeslow/kubeslow/internal/measure/all"
 	"github.com/kubeslow/kubeslow/internal/report"
@@ -112,11 +111,7 @@ func (f *flags) run(ctx context.Context, streams common.IOStreams) (*result.Repo
 	if window == 0 {
 		window = map[string]time.Duration{"quick": 20 * time.Second, "full": 60 * time.Second}[f.profile]
 	}
-	image := f.image
-	if image == "" && f.cluster.Lab {
-		image = lab.AgentImage
-	}
-	ms, err := all.Registry(all.Options{Window: window, EtcdEndpoint: f.etcd, AuditLogs: f.audit, Image: image,
+	ms, err := all.Registry(all.Options{Window: window, EtcdEndpoint: f.etcd, AuditLogs: f.audit, Image: f.cluster.AgentImage(f.image),
 		Pods: map[string]int{"quick": 50, "full": 500}[f.profile]}).Select(f.only, f.skip)
 	if err != nil {
 		return nil, err

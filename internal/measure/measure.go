@@ -10,10 +10,12 @@ import (
 	"fmt"
 	"log/slog"
 	"sort"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
@@ -236,4 +238,30 @@ func (e *Env) AgentPod(name, image, node string, args ...string) *corev1.Pod {
 		Tolerations: []corev1.Toleration{{Operator: corev1.TolerationOpExists}},
 		Containers:  []corev1.Container{{Name: "agent", Image: image, ImagePullPolicy: corev1.PullIfNotPresent, Args: args}},
 	}}
+}
+
+// WaitRunning polls (every second, for at most 3 minutes: the apiserver is the source of truth) until every
+// named pod of the run's namespace is Running, and returns them by name; a pod that ended is an error.
+func (e *Env) WaitRunning(ctx context.Context, names ...string) (map[string]*corev1.Pod, error) {
+	got := map[string]*corev1.Pod{}
+	err := wait.PollUntilContextTimeout(ctx, time.Second, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
+		for _, name := range names {
+			p, err := e.Client.CoreV1().Pods(e.Namespace).Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return false, err
+			}
+			if p.Status.Phase == corev1.PodFailed || p.Status.Phase == corev1.PodSucceeded {
+				return false, fmt.Errorf("%s ended: %s %s", name, p.Status.Phase, p.Status.Message)
+			}
+			if p.Status.Phase != corev1.PodRunning {
+				return false, nil
+			}
+			got[name] = p
+		}
+		return true, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("waiting for %s: %w", strings.Join(names, ", "), err)
+	}
+	return got, nil
 }

@@ -19,7 +19,6 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/kubeslow/kubeslow/internal/agent"
@@ -95,7 +94,7 @@ func (m *Measurement) Run(ctx context.Context, env *measure.Env) (result.Result,
 		}
 		return res, fmt.Errorf("creating the client pod: %w", err)
 	}
-	if err := waitRunning(ctx, env, client.Name); err != nil {
+	if _, err := env.WaitRunning(ctx, client.Name); err != nil {
 		return res, err
 	}
 	names := make([]string, m.Opts.Count)
@@ -246,23 +245,6 @@ func realNode(ctx context.Context, env *measure.Env) (string, error) {
 		return "", measure.Skipf("no Ready, schedulable real node (kwok's simulated nodes run no resolver)")
 	}
 	return nodes[0].Name, nil
-}
-
-func waitRunning(ctx context.Context, env *measure.Env, name string) error {
-	err := wait.PollUntilContextTimeout(ctx, time.Second, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
-		p, err := env.Client.CoreV1().Pods(env.Namespace).Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
-		if p.Status.Phase == corev1.PodFailed || p.Status.Phase == corev1.PodSucceeded {
-			return false, fmt.Errorf("%s ended: %s %s", name, p.Status.Phase, p.Status.Message)
-		}
-		return p.Status.Phase == corev1.PodRunning, nil
-	})
-	if err != nil {
-		return fmt.Errorf("waiting for %s: %w", name, err)
-	}
-	return nil
 }
 
 // observer records when each peer was first seen Ready and when its endpoint was first ready in the

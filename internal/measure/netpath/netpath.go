@@ -14,7 +14,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/kubeslow/kubeslow/internal/kube"
 	"github.com/kubeslow/kubeslow/internal/measure"
@@ -138,29 +137,15 @@ func (m *Measurement) Run(ctx context.Context, env *measure.Env) (result.Result,
 	if err != nil {
 		return res, fmt.Errorf("creating the Service: %w", err)
 	}
-	// Wait for the agents (the apiserver is the source of truth; polled at 1 s, bounded).
-	var srvIP string
-	err = wait.PollUntilContextTimeout(ctx, time.Second, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
-		for _, p := range pods {
-			got, err := env.Client.CoreV1().Pods(env.Namespace).Get(ctx, p.Name, metav1.GetOptions{})
-			if err != nil {
-				return false, err
-			}
-			if got.Status.Phase == corev1.PodFailed || got.Status.Phase == corev1.PodSucceeded {
-				return false, fmt.Errorf("agent %s ended: %s %s", p.Name, got.Status.Phase, got.Status.Message)
-			}
-			if got.Status.Phase != corev1.PodRunning {
-				return false, nil
-			}
-			if p.Name == "srv-pod" {
-				srvIP = got.Status.PodIP
-			}
-		}
-		return true, nil
-	})
-	if err != nil {
-		return res, fmt.Errorf("waiting for the agents: %w", err)
+	names := make([]string, len(pods))
+	for i, p := range pods {
+		names[i] = p.Name
 	}
+	running, err := env.WaitRunning(ctx, names...)
+	if err != nil {
+		return res, fmt.Errorf("the agents: %w", err)
+	}
+	srvIP := running["srv-pod"].Status.PodIP
 	addr := ips{hostA: nodeIP(a), podSrv: srvIP, svc: svc.Spec.ClusterIP}
 	for _, sp := range svc.Spec.Ports {
 		if sp.Port == httpPort {

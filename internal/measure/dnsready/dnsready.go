@@ -11,6 +11,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"strings"
 	"sync"
 	"time"
@@ -312,10 +313,11 @@ func (o *observer) first(m map[string]time.Time, key string) {
 	}
 }
 
+// snapshot copies what was seen: the watch goroutines may still be delivering a last event.
 func (o *observer) snapshot() (ready, endpoints map[string]time.Time) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	return o.ready, o.endpoints
+	return maps.Clone(o.ready), maps.Clone(o.endpoints)
 }
 
 func podReady(p *corev1.Pod) bool {

@@ -1,0 +1,174 @@
+package disk
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+const diskstatsLine = "%4d %7d %s %d 0 %d 0 %d 0 %d 0 0 %d %d 0 0 0 0 %d 0\n"
+
+// A proc tree in a temporary directory whose diskstats names the device the test's own directory is on.
+func fakeProc(t *testing.T) (root, proc string, write func(reads, writes, sectorsW, ioTicks, ioSome uint64, dstate int)) {
+	root = t.TempDir()
+	proc = t.TempDir()
+	var st unix.Stat_t
+	if err := unix.Stat(root, &st); err != nil {
+		t.Fatal(err)
+	}
+	os.MkdirAll(filepath.Join(proc, "pressure"), 0o755)
+	write = func(reads, writes, sectorsW, ioTicks, ioSome uint64, dstate int) {
+		ds := fmt.Sprintf(diskstatsLine, 7, 99, "loop99", 1, 2, 3, 4, 5, 6, 7) +
+			fmt.Sprintf(diskstatsLine, unix.Major(st.Dev), unix.Minor(st.Dev), "testdev", reads, reads*8, writes, sectorsW, ioTicks, ioTicks, writes)
+		if err := os.WriteFile(filepath.Join(proc, "diskstats"), []byte(ds), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		psi := fmt.Sprintf("some avg10=1.00 avg60=0.50 avg300=0.10 total=%d\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=%d\n", ioSome, ioSome/2)
+		os.WriteFile(filepath.Join(proc, "pressure", "io"), []byte(psi), 0o644)
+		for pid := 1; pid <= 4; pid++ {
+			state := "S"
+			if pid <= dstate {
+				state = "D"
+			}
+			os.MkdirAll(filepath.Join(proc, fmt.Sprint(pid)), 0o755)
+			cmd := "kworker/u4:2 (flush)"
+			if pid == 1 {
+				cmd = "udevd"
+			}
+			os.WriteFile(filepath.Join(proc, fmt.Sprint(pid), "stat"), []byte(fmt.Sprintf("%d (%s) %s 1 1 1 0 -1", pid, cmd, state)), 0o644)
+		}
+	}
+	return root, proc, write
+}
+
+func TestSampler(t *testing.T) {
+	root, proc, write := fakeProc(t)
+	write(100, 1000, 8000, 500, 1_000_000, 0)
+	s, err := NewSampler(SamplerOptions{Root: root, Proc: proc, Dir: "/"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if s.Device() != "testdev" {
+		t.Fatalf("device %q", s.Device())
+	}
+	if _, err := s.Take(); err != nil {
+		t.Fatal(err)
+	}
+	// One interval later the counters moved: rates are over the time between the two readings.
+	s.prevT = s.prevT.Add(-2 * time.Second)
+	write(300, 1400, 8000+800, 1500, 2_000_000, 3)
+	smp, err := s.Take()
+	if err != nil {
+		t.Fatal(err)
+	}
+	near := func(name string, got, want float64) {
+		if math.Abs(got-want) > want*0.01+1e-9 {
+			t.Errorf("%s = %v, want about %v", name, got, want)
+		}
+	}
+	near("read IOPS", smp.ReadIOPS, 100)
+	near("write IOPS", smp.WriteIOPS, 200)
+	near("write bytes/s", smp.WriteBytesPS, 800*512/2)
+	near("util", smp.UtilPercent, 50)
+	near("io some", smp.IOSomePercent, 50)
+	near("io full", smp.IOFullPercent, 25)
+	if smp.DState != 3 || smp.DStateCommands != "kworker/u4:2 (flush)×2, udevd" {
+		t.Errorf("D state %d %q", smp.DState, smp.DStateCommands)
+	}
+	if math.IsNaN(smp.SyncSeconds) || smp.SyncSeconds <= 0 {
+		t.Errorf("probe %v", smp.SyncSeconds)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if left, _ := os.ReadDir(root); len(left) != 0 {
+		t.Errorf("probe file left: %v", left)
+	}
+}
+
+func TestSamplerRun(t *testing.T) {
+	root, proc, write := fakeProc(t)
+	write(1, 1, 1, 1, 1, 0)
+	s, err := NewSampler(SamplerOptions{Root: root, Proc: proc, Dir: "/", Interval: 10 * time.Millisecond, ProbeBytes: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	var got []Sample
+	err = s.Run(ctx, func(smp Sample) {
+		got = append(got, smp)
+		if len(got) == 3 {
+			cancel()
+		}
+	})
+	if err != nil || len(got) != 3 || !math.IsNaN(got[0].SyncSeconds) {
+		t.Fatalf("run: %v, %d samples %+v", err, len(got), got)
+	}
+	// A broken pressure file is an error, not a zero.
+	os.WriteFile(filepath.Join(proc, "pressure", "io"), []byte("some avg10=x"), 0o644)
+	if _, err := s.Take(); err == nil {
+		t.Error("a broken pressure file read as a sample")
+	}
+	if _, err := NewSampler(SamplerOptions{Root: root, Proc: proc, Dir: "/missing"}); err == nil {
+		t.Error("a missing directory made a sampler")
+	}
+}
+
+func TestParsers(t *testing.T) {
+	ds, err := ParseDiskStats([]byte(" 254       0 vda 25061 6395 1787842 12345 3120087 1830232 51523240 2318520 0 1733176 2533688 0 0 0 0 501231 202823\n 7 0 loop0 0 0 0 0 0 0 0 0 0 0 0 0 0 0\n"))
+	if err != nil || len(ds) != 2 || ds[0].Name != "vda" || ds[0].Major != 254 || ds[0].WritesDone != 3120087 || ds[0].SectorsWrite != 51523240 ||
+		ds[0].IOTicks != 1733176 || ds[0].WeightedTicks != 2533688 || ds[0].FlushesDone != 501231 || ds[1].FlushesDone != 0 {
+		t.Errorf("diskstats %+v %v", ds, err)
+	}
+	for _, bad := range []string{"1 2 vda 1 2 3", "x 0 vda 0 0 0 0 0 0 0 0 0 0 0", "1 0 vda 0 0 0 0 0 0 0 0 0 0 -1", "99999999999 0 vda 0 0 0 0 0 0 0 0 0 0 0"} {
+		if _, err := ParseDiskStats([]byte(bad)); err == nil {
+			t.Errorf("%q parsed", bad)
+		}
+	}
+	some, full, err := ParsePSI([]byte("some avg10=7.29 avg60=4.79 avg300=2.26 total=16798568\nfull avg10=0.00 avg60=0.01 avg300=0.00 total=2119283\n"))
+	if err != nil || some.Avg10 != 7.29 || some.TotalMicros != 16798568 || full.Avg60 != 0.01 || full.TotalMicros != 2119283 {
+		t.Errorf("psi %+v %+v %v", some, full, err)
+	}
+	for _, bad := range []string{"", "full total=1", "some total=x", "some avg10=101 total=1", "some avg10", "other total=1"} {
+		if _, _, err := ParsePSI([]byte(bad)); err == nil {
+			t.Errorf("%q parsed", bad)
+		}
+	}
+	for in, want := range map[string]byte{"1 (systemd) S 0": 'S', "7 (a) b) (c) D 1": 'D', "9 (x y) R": 'R'} {
+		if got, err := ProcState([]byte(in)); err != nil || got != want {
+			t.Errorf("%q: %c %v", in, got, err)
+		}
+	}
+	for _, bad := range []string{"", "1 (x", "1 (x)", "1 (x) "} {
+		if _, err := ProcState([]byte(bad)); err == nil {
+			t.Errorf("%q parsed", bad)
+		}
+	}
+}
+
+func FuzzProcParsers(f *testing.F) {
+	f.Add([]byte(" 254       0 vda 25061 6395 1787842 12345 3120087 1830232 51523240 2318520 0 1733176 2533688 0 0 0 0 501231 202823\n"))
+	f.Add([]byte("some avg10=7.29 avg60=4.79 avg300=2.26 total=16798568\nfull avg10=0.00 avg60=0.01 avg300=0.00 total=2119283\n"))
+	f.Add([]byte("7 (a) b) (c) D 1"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if ds, err := ParseDiskStats(b); err == nil {
+			for _, d := range ds {
+				if d.Name == "" {
+					t.Fatal("a device without a name")
+				}
+			}
+		}
+		if some, _, err := ParsePSI(b); err == nil && (some.Avg10 < 0 || some.Avg10 > 100) {
+			t.Fatalf("avg10 %v accepted", some.Avg10)
+		}
+		_, _ = ProcState(b)
+	})
+}

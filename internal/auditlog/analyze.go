@@ -12,6 +12,16 @@ import (
 // Name of the audit result.
 const Name = "api.audit"
 
+// Metric names of the result: rules read them through these.
+const (
+	// MetricListShare is a client's share of all LIST requests (labels user, user_agent, resource).
+	MetricListShare = "list_share"
+	// MetricListsPerMinute is that client's LIST rate on that resource (same labels).
+	MetricListsPerMinute = "lists_per_minute"
+	// MetricConflictsPerMinute is a client's 409 rate on a resource (labels user, user_agent, resource, hot_object).
+	MetricConflictsPerMinute = "conflicts_per_minute"
+)
+
 // Analyzer aggregates events; Add is called once per event, in order.
 type Analyzer struct {
 	// From and To bound the events counted (zero: unbounded).
@@ -156,13 +166,13 @@ func (a *Analyzer) Result(top int) result.Result {
 		}
 		r := topKey(c.listsByResource)
 		l := map[string]string{"user": c.user, "user_agent": c.agent, "resource": r}
-		add("list_share", "ratio", float64(c.lists)/float64(lists), l)
-		add("lists_per_minute", "per_minute", float64(c.listsByResource[r])/mins, l)
+		add(MetricListShare, "ratio", float64(c.lists)/float64(lists), l)
+		add(MetricListsPerMinute, "per_minute", float64(c.listsByResource[r])/mins, l)
 	}
 	// Conflict sources.
 	for _, c := range clients {
 		for r, n := range c.conflictsByResource {
-			add("conflicts_per_minute", "per_minute", float64(n)/mins, map[string]string{"user": c.user, "user_agent": c.agent, "resource": r,
+			add(MetricConflictsPerMinute, "per_minute", float64(n)/mins, map[string]string{"user": c.user, "user_agent": c.agent, "resource": r,
 				"hot_object": a.hottest(r)})
 		}
 	}

@@ -1,6 +1,8 @@
-// Package check is the findings engine: rules as data (stable id, title, severity, threshold and its source,
-// evidence template, remediation, case), evaluated over a report's results. Rules may combine signals from
-// several measurements. A rule whose inputs were not measured is "not evaluated", never "clear".
+// Package check is the findings engine: rules as data (stable id, title, severity, the threshold on a typed
+// metric and its source, evidence template, remediation, case), evaluated over a report's results. Rules
+// may combine signals from several measurements. A rule whose inputs were not measured is "not evaluated",
+// never "clear". A rule that fires on several items (nodes, paths, resources, clients) is one finding with
+// the worst item first.
 package check
 
 import (
@@ -10,60 +12,225 @@ import (
 	"strings"
 	"text/template"
 
-	"github.com/kubeslow/kubeslow/internal/report"
 	"github.com/kubeslow/kubeslow/pkg/result"
 )
 
-// Rule is one named cause.
+// Metric names one metric of one measurement's result: Result is the measurement's Name, Name one of the
+// metric-name constants its package exports.
+type Metric struct {
+	Result string
+	Name   string
+}
+
+func (m Metric) String() string { return m.Result + " " + m.Name }
+
+// In returns m's first sample in the report whose labels include all of labels, or nil.
+func (m Metric) In(r *result.Report, labels map[string]string) *result.Metric {
+	res := r.Result(m.Result)
+	if res == nil {
+		return nil
+	}
+	return res.Metric(m.Name, labels)
+}
+
+// Samples returns every sample of m in the report.
+func (m Metric) Samples(r *result.Report) []result.Metric {
+	res := r.Result(m.Result)
+	if res == nil {
+		return nil
+	}
+	var out []result.Metric
+	for _, x := range res.Metrics {
+		if x.Name == m.Name {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// Evidence is a sample of m as a finding's evidence.
+func (m Metric) Evidence(x result.Metric) result.Evidence { return EvidenceOf(x, m.Result) }
+
+// Condition is a threshold on a metric: the metric, the comparison that makes it true, the line, its unit.
+type Condition struct {
+	Metric Metric
+	// Op is ">", ">=", "<" or "<=".
+	Op    string
+	Value float64
+	Unit  string
+}
+
+// Holds applies the condition to a value of its metric.
+func (c Condition) Holds(v float64) bool { return Compare(v, c.Op, c.Value) }
+
+func (c Condition) String() string {
+	return fmt.Sprintf("%s %s %s %s", c.Metric.Name, c.Op, result.FormatValue(c.Value), c.Unit)
+}
+
+// Rule is one named cause. Its threshold is declared once, in When (and Also): the reference, the findings
+// and the evaluation all read it from there.
+//
+// A simple rule is When, Source, Summary and Remediation: it fires on every sample of When.Metric that
+// crosses the threshold (each label set one item) and meets every Also condition. A rule that needs more
+// (several metrics at once, cluster facts, grouping) sets Match, which must read its thresholds from When
+// and Also.
 type Rule struct {
 	ID       string
 	Title    string
 	Severity result.Severity
 	Cases    []string
-	// Threshold is the line and where it comes from.
-	Threshold result.Threshold
-	// Needs are the results the rule reads; if any was not measured, the rule is not evaluated.
+	// When is the threshold that makes the finding.
+	When Condition
+	// Source says where the threshold comes from (an SLO, a project's documentation, a kernel default, a
+	// case).
+	Source string
+	// Also are further conditions an item must meet; without a Match, each is read from the sample of its
+	// metric with the item's labels.
+	Also []Condition
+	// Reads are further metrics a Match reads (for its summary, its evidence, a grouping); the tests check
+	// that a measurement produces them, as they do for the conditions' metrics.
+	Reads []Metric
+	// Needs are results the rule reads besides those its metrics name; if any input was not measured, the
+	// rule is not evaluated.
 	Needs []string
-	// Summary is a text/template over a Hit's Vars (and .Threshold), e.g. "etcd WAL fsync p99 {{.p99}} > {{.threshold}}".
+	// Summary is a text/template over a Hit's Vars (and .threshold), e.g. "etcd WAL fsync p99 {{.value}} >
+	// {{.threshold}}". Without a Match, the vars are value, labels, each label, and each Also metric's
+	// value by its metric name.
 	Summary     string
 	Remediation string
-	// Match finds the rule's hits in the report (pure). Each hit becomes one finding.
-	Match func(r *result.Report) []Hit
+	// Match finds the rule's hits in the report (pure); nil means Crossing.
+	Match func(r *result.Report, rule Rule) []Hit
 }
 
-// Hit is one occurrence of a rule's condition: the numbers it rests on and the values the summary names.
+// Hit is one item a rule fired on: its key, the number compared with the threshold, the numbers it rests on
+// and the values the summary names.
 type Hit struct {
+	// Key names the item (by default the labels of the metric that crossed); empty for a global number.
+	Key string
+	// Value is the item's number in the unit of the rule's threshold; it orders the items, worst first.
+	Value    float64
 	Evidence []result.Evidence
 	Vars     map[string]string
 }
 
-// Statuses of a rule after evaluation.
-const (
-	Fired        = "fired"
-	Clear        = "clear"
-	NotEvaluated = "not-evaluated"
-)
+// Threshold is the rule's threshold as reports carry it.
+func (rule Rule) Threshold() result.Threshold {
+	return result.Threshold{Op: rule.When.Op, Value: rule.When.Value, Unit: rule.When.Unit, Source: rule.Source}
+}
 
-// Evaluate runs every rule over the report and returns the findings and each rule's evaluation.
+// Inputs are the results the rule reads, in order: its conditions' and then its Needs.
+func (rule Rule) Inputs() []string {
+	var in []string
+	add := func(n string) {
+		if n != "" && !contains(in, n) {
+			in = append(in, n)
+		}
+	}
+	add(rule.When.Metric.Result)
+	for _, m := range rule.Metrics()[1:] {
+		add(m.Result)
+	}
+	for _, n := range rule.Needs {
+		add(n)
+	}
+	return in
+}
+
+// Metrics are the metrics the rule reads: its conditions', then Reads.
+func (rule Rule) Metrics() []Metric {
+	ms := []Metric{rule.When.Metric}
+	for _, c := range rule.Also {
+		ms = append(ms, c.Metric)
+	}
+	return append(ms, rule.Reads...)
+}
+
+// AlsoOn returns the rule's Also condition on metric m; a rule's Match asking for a condition it does not
+// declare is a programming error (every rule is run by the tests).
+func (rule Rule) AlsoOn(m Metric) Condition {
+	for _, c := range rule.Also {
+		if c.Metric == m {
+			return c
+		}
+	}
+	panic(fmt.Sprintf("check: rule %s has no condition on %s", rule.ID, m))
+}
+
+// Crossing returns a hit for every sample of When.Metric that crosses the threshold and meets every Also
+// condition on the sample of its metric with the same labels. It is the evaluation of a rule without Match
+// and where a Match may start.
+func (rule Rule) Crossing(r *result.Report) []Hit {
+	res := r.Result(rule.When.Metric.Result)
+	if res == nil {
+		return nil
+	}
+	var hits []Hit
+	for _, m := range res.Metrics {
+		if m.Name != rule.When.Metric.Name || !rule.When.Holds(m.Value) {
+			continue
+		}
+		h := Hit{Key: result.FormatLabels(m.Labels), Value: m.Value, Evidence: []result.Evidence{EvidenceOf(m, res.Name)},
+			Vars: map[string]string{"value": result.FormatQuantity(m.Value, rule.When.Unit), "labels": result.FormatLabels(m.Labels)}}
+		for k, v := range m.Labels {
+			h.Vars[k] = v
+		}
+		ok := true
+		for _, c := range rule.Also {
+			var am *result.Metric
+			if ar := r.Result(c.Metric.Result); ar != nil {
+				am = ar.Metric(c.Metric.Name, m.Labels)
+			}
+			if am == nil || !c.Holds(am.Value) {
+				ok = false
+				break
+			}
+			h.Evidence = append(h.Evidence, EvidenceOf(*am, c.Metric.Result))
+			h.Vars[c.Metric.Name] = result.FormatQuantity(am.Value, c.Unit)
+		}
+		if ok {
+			hits = append(hits, h)
+		}
+	}
+	return hits
+}
+
+// Evaluate runs every rule over the report and returns the findings (one per rule that fired) and each
+// rule's evaluation.
 func Evaluate(r *result.Report, rules []Rule) ([]result.Finding, []result.RuleEvaluation) {
 	var findings []result.Finding
 	var evals []result.RuleEvaluation
 	for _, rule := range rules {
-		if missing := missingInputs(r, rule.Needs); missing != "" {
-			evals = append(evals, result.RuleEvaluation{ID: rule.ID, Status: NotEvaluated, Reason: missing})
+		if missing := missingInputs(r, rule.Inputs()); missing != "" {
+			evals = append(evals, result.RuleEvaluation{ID: rule.ID, Status: result.RuleNotEvaluated, Reason: missing})
 			continue
 		}
-		hits := rule.Match(r)
+		hits := rule.hits(r)
 		if len(hits) == 0 {
-			evals = append(evals, result.RuleEvaluation{ID: rule.ID, Status: Clear})
+			evals = append(evals, result.RuleEvaluation{ID: rule.ID, Status: result.RuleClear})
 			continue
 		}
-		evals = append(evals, result.RuleEvaluation{ID: rule.ID, Status: Fired})
-		for _, h := range hits {
-			findings = append(findings, rule.finding(h))
-		}
+		evals = append(evals, result.RuleEvaluation{ID: rule.ID, Status: result.RuleFired})
+		findings = append(findings, rule.finding(hits))
 	}
 	return findings, evals
+}
+
+// hits are the rule's hits, worst first (by the threshold's direction; first found first among equals).
+func (rule Rule) hits(r *result.Report) []Hit {
+	var hits []Hit
+	if rule.Match != nil {
+		hits = rule.Match(r, rule)
+	} else {
+		hits = rule.Crossing(r)
+	}
+	lower := rule.When.Op == "<" || rule.When.Op == "<="
+	sort.SliceStable(hits, func(i, j int) bool {
+		if lower {
+			return hits[i].Value < hits[j].Value
+		}
+		return hits[i].Value > hits[j].Value
+	})
+	return hits
 }
 
 func missingInputs(r *result.Report, needs []string) string {
@@ -79,40 +246,41 @@ func missingInputs(r *result.Report, needs []string) string {
 	return ""
 }
 
-func (rule Rule) finding(h Hit) result.Finding {
-	vars := map[string]string{"threshold": report.FormatValue(rule.Threshold.Value) + unitSuffix(rule.Threshold.Unit)}
-	for k, v := range h.Vars {
-		vars[k] = v
-	}
-	summary := rule.Summary
-	if t, err := template.New(rule.ID).Option("missingkey=error").Parse(rule.Summary); err == nil {
-		var b bytes.Buffer
-		if err := t.Execute(&b, vars); err == nil {
-			summary = b.String()
-		}
-	}
-	results := append([]string(nil), rule.Needs...)
-	for _, e := range h.Evidence {
+// finding is the rule's one finding: the worst hit's summary and evidence, and every hit as an item.
+func (rule Rule) finding(hits []Hit) result.Finding {
+	worst := hits[0]
+	results := rule.Inputs()
+	for _, e := range worst.Evidence {
 		if e.Result != "" && !contains(results, e.Result) {
 			results = append(results, e.Result)
 		}
 	}
-	return result.Finding{ID: rule.ID, Severity: rule.Severity, Title: rule.Title, Summary: summary, Evidence: h.Evidence,
-		Threshold: rule.Threshold, Remediation: rule.Remediation, Cases: rule.Cases, Results: results}
+	f := result.Finding{ID: rule.ID, Severity: rule.Severity, Title: rule.Title, Summary: rule.summary(worst), Evidence: worst.Evidence,
+		Threshold: rule.Threshold(), Remediation: rule.Remediation, Cases: rule.Cases, Results: results, ItemCount: len(hits)}
+	for i, h := range hits[:min(len(hits), result.MaxItems)] {
+		s := f.Summary
+		if i > 0 {
+			s = rule.summary(h)
+		}
+		f.Items = append(f.Items, result.Item{Key: h.Key, Value: h.Value, Summary: s})
+	}
+	return f
 }
 
-func unitSuffix(u string) string {
-	switch u {
-	case "", "count", "ratio":
-		return ""
-	case "seconds":
-		return " s"
-	case "per_minute":
-		return "/min"
-	case "bytes_per_second":
-		return " B/s"
+func (rule Rule) summary(h Hit) string {
+	vars := map[string]string{"threshold": result.FormatQuantity(rule.When.Value, rule.When.Unit)}
+	for k, v := range h.Vars {
+		vars[k] = v
 	}
-	return " " + u
+	t, err := template.New(rule.ID).Option("missingkey=error").Parse(rule.Summary)
+	if err != nil {
+		return rule.Summary
+	}
+	var b bytes.Buffer
+	if err := t.Execute(&b, vars); err != nil {
+		return rule.Summary
+	}
+	return b.String()
 }
 
 func contains(l []string, s string) bool {
@@ -139,31 +307,8 @@ func Compare(v float64, op string, threshold float64) bool {
 	return false
 }
 
-// MetricAbove returns a Match that fires for every metric named metric in result res whose value crosses
-// the rule's threshold; labels named in vars become summary variables (plus "value").
-func MetricAbove(res, metric, op string, threshold float64, unit string) func(*result.Report) []Hit {
-	return func(r *result.Report) []Hit {
-		rr := r.Result(res)
-		if rr == nil {
-			return nil
-		}
-		var hits []Hit
-		for _, m := range rr.Metrics {
-			if m.Name != metric || !Compare(m.Value, op, threshold) {
-				continue
-			}
-			vars := map[string]string{"value": report.FormatValue(m.Value) + unitSuffix(unit), "labels": report.FormatLabels(m.Labels)}
-			for k, v := range m.Labels {
-				vars[k] = v
-			}
-			hits = append(hits, Hit{Evidence: []result.Evidence{evidenceOf(m, res)}, Vars: vars})
-		}
-		return hits
-	}
-}
-
-// evidenceOf is a metric of result res as a finding's evidence.
-func evidenceOf(m result.Metric, res string) result.Evidence {
+// EvidenceOf is a metric of result res as a finding's evidence.
+func EvidenceOf(m result.Metric, res string) result.Evidence {
 	return result.Evidence{Name: m.Name, Value: m.Value, Unit: m.Unit, Labels: m.Labels, Result: res}
 }
 
@@ -173,15 +318,19 @@ func Reference(rules []Rule) string {
 	sort.Slice(sorted, func(i, j int) bool { return sorted[i].ID < sorted[j].ID })
 	var b strings.Builder
 	b.WriteString("# Rule reference\n\nGenerated from the rules in `internal/check` by `go test ./internal/check -update`; do not edit.\n\n")
-	b.WriteString("A rule fires when its condition holds over the results it needs; when one of those was not measured it is\n\"not evaluated\" (listed in the report), never \"clear\".\n\n")
+	b.WriteString("A rule fires when its condition holds over the results it needs; when one of those was not measured it is\n\"not evaluated\" (listed in the report), never \"clear\". A rule that holds for several items (nodes, paths,\nresources, clients) is one finding: the worst item's summary and evidence, and every item listed, worst first.\n\n")
 	for _, r := range sorted {
 		fmt.Fprintf(&b, "## %s — %s\n\n", r.ID, r.Title)
 		fmt.Fprintf(&b, "- severity: %s", r.Severity)
 		if len(r.Cases) > 0 {
 			fmt.Fprintf(&b, "; cases: %s", strings.Join(r.Cases, ", "))
 		}
-		fmt.Fprintf(&b, "\n- needs: %s\n", strings.Join(r.Needs, ", "))
-		fmt.Fprintf(&b, "- threshold: %s %s %s — source: %s\n", r.Threshold.Op, report.FormatValue(r.Threshold.Value), r.Threshold.Unit, r.Threshold.Source)
+		fmt.Fprintf(&b, "\n- needs: %s\n", strings.Join(r.Inputs(), ", "))
+		fmt.Fprintf(&b, "- threshold: `%s` of %s", r.When, r.When.Metric.Result)
+		for _, c := range r.Also {
+			fmt.Fprintf(&b, ", and `%s` of %s", c, c.Metric.Result)
+		}
+		fmt.Fprintf(&b, " — source: %s\n", r.Source)
 		fmt.Fprintf(&b, "- finding: %s\n- remediation: %s\n\n", strings.TrimSpace(r.Summary), r.Remediation)
 	}
 	return b.String()

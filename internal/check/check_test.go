@@ -2,6 +2,7 @@ package check
 
 import (
 	"flag"
+	"go/build"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,10 +14,9 @@ import (
 var update = flag.Bool("update", false, "regenerate docs/rules.md")
 
 func rule() Rule {
-	return Rule{ID: "KS-T-1", Title: "t", Severity: result.SeverityWarning, Needs: []string{"m"},
-		Threshold: result.Threshold{Op: ">", Value: 10, Unit: "seconds", Source: "test"},
-		Summary:   "p99 {{.value}} on {{.verb}} > {{.threshold}}", Remediation: "fix",
-		Match: MetricAbove("m", "p99", ">", 10, "seconds")}
+	return Rule{ID: "KS-T-1", Title: "t", Severity: result.SeverityWarning,
+		When: Condition{Metric: Metric{"m", "p99"}, Op: ">", Value: 10, Unit: "seconds"}, Source: "test",
+		Summary: "p99 {{.value}} on {{.verb}} > {{.threshold}}", Remediation: "fix"}
 }
 
 func rep(status result.Status, values ...float64) *result.Report {
@@ -36,14 +36,14 @@ func TestEvaluate(t *testing.T) {
 	cases := []struct {
 		name     string
 		r        *result.Report
-		status   string
+		status   result.RuleStatus
 		findings int
 	}{
-		{"fires per hit", rep(result.StatusPass, 12, 31), Fired, 2},
-		{"clear", rep(result.StatusPass, 3, 10), Clear, 0},
-		{"skipped input is not evaluated", rep(result.StatusSkip), NotEvaluated, 0},
-		{"errored input is not evaluated", rep(result.StatusError), NotEvaluated, 0},
-		{"missing input is not evaluated", &result.Report{APIVersion: result.APIVersion, Kind: result.Kind}, NotEvaluated, 0},
+		{"fires once for several items", rep(result.StatusPass, 12, 31), result.RuleFired, 1},
+		{"clear", rep(result.StatusPass, 3, 10), result.RuleClear, 0},
+		{"skipped input is not evaluated", rep(result.StatusSkip), result.RuleNotEvaluated, 0},
+		{"errored input is not evaluated", rep(result.StatusError), result.RuleNotEvaluated, 0},
+		{"missing input is not evaluated", &result.Report{APIVersion: result.APIVersion, Kind: result.Kind}, result.RuleNotEvaluated, 0},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -51,7 +51,7 @@ func TestEvaluate(t *testing.T) {
 			if len(evals) != 1 || evals[0].Status != c.status || len(fs) != c.findings {
 				t.Fatalf("evals %+v findings %d", evals, len(fs))
 			}
-			if c.status == NotEvaluated && evals[0].Reason == "" {
+			if c.status == result.RuleNotEvaluated && evals[0].Reason == "" {
 				t.Fatal("not-evaluated without a reason")
 			}
 			c.r.Findings = append(c.r.Findings, fs...)
@@ -69,6 +69,43 @@ func TestEvaluate(t *testing.T) {
 	}
 }
 
+// TestOneFindingPerCause: a rule that holds for several items is one finding, its summary and evidence the
+// worst item's, every item listed worst first (in the threshold's direction), and a long list cut at
+// MaxItems with the count of all.
+func TestOneFindingPerCause(t *testing.T) {
+	fs, _ := Evaluate(rep(result.StatusPass, 12, 31, 5, 40), []Rule{rule()})
+	if len(fs) != 1 {
+		t.Fatalf("findings %+v", fs)
+	}
+	f := fs[0]
+	if f.Summary != "p99 40 s on LIST > 10 s" || f.Evidence[0].Value != 40 || f.ItemCount != 3 || len(f.Items) != 3 {
+		t.Fatalf("finding %+v", f)
+	}
+	if f.Items[0].Key != "verb=LIST" || f.Items[0].Value != 40 || f.Items[1].Value != 31 || f.Items[2].Value != 12 || f.Items[2].Summary != "p99 12 s on GET > 10 s" {
+		t.Fatalf("items %+v", f.Items)
+	}
+	// Below a threshold, the lowest is the worst.
+	low := rule()
+	low.When.Op, low.When.Value = "<", 20
+	if fs, _ := Evaluate(rep(result.StatusPass, 12, 31, 5), []Rule{low}); len(fs) != 1 || fs[0].Items[0].Value != 5 || fs[0].Items[1].Value != 12 {
+		t.Fatalf("findings %+v", fs)
+	}
+	// Thousands of items: one finding, MaxItems listed, all counted.
+	var many []float64
+	for i := range 3000 {
+		many = append(many, 11+float64(i))
+	}
+	fs, _ = Evaluate(rep(result.StatusPass, many...), []Rule{rule()})
+	if len(fs) != 1 || fs[0].ItemCount != 3000 || len(fs[0].Items) != result.MaxItems || fs[0].Items[0].Value != 3010 {
+		t.Fatalf("%d findings, first with %d items of %d", len(fs), len(fs[0].Items), fs[0].ItemCount)
+	}
+	r := rep(result.StatusPass)
+	r.Findings = fs
+	if err := r.Validate(); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestRulesAreComplete(t *testing.T) {
 	seen := map[string]bool{}
 	for _, r := range Rules() {
@@ -76,14 +113,22 @@ func TestRulesAreComplete(t *testing.T) {
 			t.Errorf("duplicate rule id %s", r.ID)
 		}
 		seen[r.ID] = true
-		if r.Title == "" || r.Severity.Rank() == 0 || r.Threshold.Source == "" || r.Remediation == "" || len(r.Needs) == 0 || r.Match == nil || r.Summary == "" {
+		if r.Title == "" || r.Severity.Rank() == 0 || r.Source == "" || r.Remediation == "" || r.When.Metric.Result == "" || r.When.Metric.Name == "" ||
+			r.When.Unit == "" || !validOp(r.When.Op) || r.Summary == "" {
 			t.Errorf("rule %s is incomplete: %+v", r.ID, r)
+		}
+		for _, c := range r.Also {
+			if !validOp(c.Op) || c.Unit == "" {
+				t.Errorf("rule %s: condition %+v", r.ID, c)
+			}
 		}
 		if !strings.HasPrefix(r.ID, "KS-") {
 			t.Errorf("rule id %s does not start with KS-", r.ID)
 		}
 	}
 }
+
+func validOp(op string) bool { return op == ">" || op == ">=" || op == "<" || op == "<=" }
 
 // TestReferenceUpToDate keeps docs/rules.md generated from the rules.
 func TestReferenceUpToDate(t *testing.T) {
@@ -97,5 +142,18 @@ func TestReferenceUpToDate(t *testing.T) {
 	got, err := os.ReadFile(path)
 	if err != nil || string(got) != want {
 		t.Fatalf("docs/rules.md is out of date: run go test ./internal/check -update (%v)", err)
+	}
+}
+
+// TestEngineDoesNotImportRenderers: the findings engine depends on the schema, never on a renderer.
+func TestEngineDoesNotImportRenderers(t *testing.T) {
+	pkg, err := build.ImportDir(".", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, imp := range pkg.Imports {
+		if strings.HasSuffix(imp, "/internal/report") {
+			t.Errorf("internal/check imports %s", imp)
+		}
 	}
 }

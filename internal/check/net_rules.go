@@ -5,20 +5,25 @@ import (
 	"strings"
 
 	"github.com/kubeslow/kubeslow/internal/measure/netpath"
-	"github.com/kubeslow/kubeslow/internal/report"
 	"github.com/kubeslow/kubeslow/pkg/result"
 )
 
-// netTolerance is k8s-netperf's: a pod-network result more than 10 % below the host's is a regression.
-const netTolerance = 0.9
+// The metrics the network rules read.
+var (
+	netRatio     = Metric{netpath.Name, netpath.MetricRatioToHost}
+	netMTU       = Metric{netpath.Name, netpath.MetricMTU}
+	netRules     = Metric{netpath.Name, netpath.MetricKubeProxyRules}
+	netConntrack = Metric{netpath.Name, netpath.MetricConntrackUsage}
+	netNeighbour = Metric{netpath.Name, netpath.MetricNeighbourUsage}
+)
 
 // NetRules are the rules over the network path benchmark.
 func NetRules() []Rule {
 	return []Rule{{
 		ID: "KS-NET-POD", Title: "The pod network is slower than the host network", Severity: result.SeverityWarning, Cases: []string{"D", "B"},
-		Needs: []string{netpath.Name},
-		Threshold: result.Threshold{Op: "<", Value: netTolerance, Unit: "ratio",
-			Source: "k8s-netperf's tolerance: a pod-network result more than 10% below host-to-host on the same nodes"},
+		When:    Condition{Metric: netRatio, Op: "<", Value: 0.9, Unit: "ratio"},
+		Reads:   []Metric{netMTU, netRules, netConntrack},
+		Source:  "k8s-netperf's tolerance: a pod-network result more than 10% below host-to-host on the same nodes",
 		Summary: "{{.path}} reaches {{.ratio}} of host->host ({{.conn}}; CNI {{.cni}}, kube-proxy {{.proxy}}): {{.meaning}}. Seen on the nodes: {{.observed}}",
 		Remediation: "new connections: kube-proxy's per-connection rule walk and conntrack (iptables mode with many Services -> nftables mode or an eBPF " +
 			"datapath; raise nf_conntrack_max); keep-alive and streams: encapsulation and MTU (VXLAN/Geneve overlays: MTU 1450, lost offloads -> native " +
@@ -26,20 +31,16 @@ func NetRules() []Rule {
 		Match: netPodMatch,
 	}, {
 		ID: "KS-NODE-CONNTRACK", Title: "A node's conntrack table is nearly full", Severity: result.SeverityWarning, Cases: []string{"B", "D"},
-		Needs: []string{netpath.Name},
-		Threshold: result.Threshold{Op: ">=", Value: 0.8, Unit: "ratio",
-			Source: "Linux netfilter: at nf_conntrack_max new connections are dropped (\"nf_conntrack: table full, dropping packet\"); 80% leaves room for a burst"},
+		When:        Condition{Metric: netConntrack, Op: ">=", Value: 0.8, Unit: "ratio"},
+		Source:      "Linux netfilter: at nf_conntrack_max new connections are dropped (\"nf_conntrack: table full, dropping packet\"); 80% leaves room for a burst",
 		Summary:     "conntrack on {{.where}} holds {{.value}} of nf_conntrack_max: new connections through kube-proxy's NAT are dropped when it fills",
 		Remediation: "Raise net.netfilter.nf_conntrack_max (kube-proxy's conntrack.maxPerCore), shorten established/time-wait time-outs, or bypass conntrack (an eBPF datapath, NOTRACK for node-local traffic).",
-		Match:       MetricAbove(netpath.Name, "conntrack_usage", ">=", 0.8, "ratio"),
 	}, {
 		ID: "KS-NODE-NEIGH", Title: "A node's ARP table is near its hard limit", Severity: result.SeverityWarning, Cases: []string{"B"},
-		Needs: []string{netpath.Name},
-		Threshold: result.Threshold{Op: ">=", Value: 0.8, Unit: "ratio",
-			Source: "Linux neighbour table: past gc_thresh3 entries are refused (\"neighbor table overflow\"), which broke case B's cluster at 2,500 nodes"},
+		When:        Condition{Metric: netNeighbour, Op: ">=", Value: 0.8, Unit: "ratio"},
+		Source:      "Linux neighbour table: past gc_thresh3 entries are refused (\"neighbor table overflow\"), which broke case B's cluster at 2,500 nodes",
 		Summary:     "{{.where}} has {{.value}} of gc_thresh3 neighbour entries: new peers fail to resolve once it is full",
 		Remediation: "Raise net.ipv4.neigh.default.gc_thresh1/2/3 (case B: 80000/90000/100000), or use a datapath that does not need an ARP entry per pod (routed /32s with a gateway, overlay).",
-		Match:       MetricAbove(netpath.Name, "neighbour_usage", ">=", 0.8, "ratio"),
 	}}
 }
 
@@ -49,13 +50,15 @@ var connMeaning = map[string]string{
 	"stream":    "bulk throughput is capped: encapsulation and MTU, offloads",
 }
 
-func netPodMatch(r *result.Report) []Hit {
+// netPodMatch: one item per pod path below the tolerance, on its worst connection mode (host paths are the
+// baseline).
+func netPodMatch(r *result.Report, rule Rule) []Hit {
 	res := r.Result(netpath.Name)
 	worst := map[string]result.Metric{}
 	var order []string
-	for _, m := range res.Metrics {
+	for _, m := range netRatio.Samples(r) {
 		p := m.Labels["path"]
-		if m.Name != "ratio_to_host" || p == "host->host" || p == "host->pod" || m.Value >= netTolerance {
+		if p == "host->host" || p == "host->pod" || !rule.When.Holds(m.Value) {
 			continue
 		}
 		if w, ok := worst[p]; !ok || m.Value < w.Value {
@@ -69,9 +72,9 @@ func netPodMatch(r *result.Report) []Hit {
 	var hits []Hit
 	for _, p := range order {
 		m := worst[p]
-		hits = append(hits, Hit{
-			Evidence: append([]result.Evidence{evidenceOf(m, netpath.Name)}, seen...),
-			Vars: map[string]string{"path": p, "ratio": fmt.Sprintf("%sx", report.FormatValue(m.Value)), "conn": m.Labels["conn"],
+		hits = append(hits, Hit{Key: "path=" + p, Value: m.Value,
+			Evidence: append([]result.Evidence{netRatio.Evidence(m)}, seen...),
+			Vars: map[string]string{"path": p, "ratio": result.FormatValue(m.Value) + "x", "conn": m.Labels["conn"],
 				"meaning": connMeaning[m.Labels["conn"]], "cni": clusterFact(r, "cni"), "proxy": proxyMode(r, res), "observed": observed},
 		})
 	}
@@ -102,19 +105,19 @@ func observedNet(res *result.Result) (string, []result.Evidence) {
 	var ev []result.Evidence
 	for _, m := range res.Metrics {
 		switch m.Name {
-		case "mtu", "kube_proxy_rules", "conntrack_usage":
-			ev = append(ev, evidenceOf(m, netpath.Name))
+		case netMTU.Name, netRules.Name, netConntrack.Name:
+			ev = append(ev, EvidenceOf(m, netpath.Name))
 		}
 		switch {
-		case m.Name == "mtu" && m.Labels["where"] == "pod" && m.Labels["iface"] == "eth0":
-			parts = append(parts, fmt.Sprintf("pod MTU %s", report.FormatValue(m.Value)))
-		case m.Name == "kube_proxy_rules" && m.Labels["table"] == "nat":
+		case m.Name == netMTU.Name && m.Labels["where"] == "pod" && m.Labels["iface"] == "eth0":
+			parts = append(parts, fmt.Sprintf("pod MTU %s", result.FormatValue(m.Value)))
+		case m.Name == netRules.Name && m.Labels["table"] == "nat":
 			fam := ""
 			if f := m.Labels["family"]; f != "" {
 				fam = " (" + f + ")"
 			}
-			parts = append(parts, fmt.Sprintf("%s kube-proxy NAT rules%s on %s", report.FormatValue(m.Value), fam, m.Labels["where"]))
-		case m.Name == "conntrack_usage":
+			parts = append(parts, fmt.Sprintf("%s kube-proxy NAT rules%s on %s", result.FormatValue(m.Value), fam, m.Labels["where"]))
+		case m.Name == netConntrack.Name:
 			parts = append(parts, fmt.Sprintf("conntrack %.0f%% full on %s", m.Value*100, m.Labels["where"]))
 		}
 	}

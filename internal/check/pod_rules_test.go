@@ -89,13 +89,14 @@ func TestCNIIPAM(t *testing.T) {
 	// Without the API measurement the rule is not evaluated, never passed.
 	r := mk(4, 3000, "ipamblocks")
 	r.Results = r.Results[:1]
-	if _, evals := Evaluate(r, CombinedRules()); evals[0].Status != NotEvaluated {
+	if _, evals := Evaluate(r, CombinedRules()); evals[0].Status != result.RuleNotEvaluated {
 		t.Fatalf("evals %+v", evals)
 	}
 }
 
-// TestNetPod: one finding per pod path below 90 % of host->host, on its worst connection mode, naming the
-// cluster's CNI; host paths and paths within the tolerance stay quiet.
+// TestNetPod: one finding for the pod paths below 90 % of host->host, each path an item on its worst
+// connection mode, the worst path first and in the summary, naming the cluster's CNI; host paths and paths
+// within the tolerance stay quiet.
 func TestNetPod(t *testing.T) {
 	m := func(path, conn string, v float64) result.Metric {
 		return result.Metric{Name: "ratio_to_host", Unit: "ratio", Value: v, Labels: map[string]string{"path": path, "conn": conn}}
@@ -104,15 +105,16 @@ func TestNetPod(t *testing.T) {
 		Metrics: []result.Metric{m("host->host", "new", 1), m("host->pod", "new", 0.5), m("pod->pod other node", "keepalive", 0.8),
 			m("pod->pod other node", "new", 0.06), m("pod->pod same node", "new", 0.95), m("pod->Service", "stream", 0.7)}}}}
 	fs, _ := Evaluate(r, NetRules())
-	if len(fs) != 2 {
+	if len(fs) != 1 || fs[0].ItemCount != 2 || len(fs[0].Items) != 2 {
 		t.Fatalf("findings %+v", fs)
 	}
 	if e := fs[0].Evidence[0]; e.Labels["path"] != "pod->pod other node" || e.Labels["conn"] != "new" || e.Value != 0.06 ||
 		!strings.Contains(fs[0].Summary, "flannel") || !strings.Contains(fs[0].Summary, "per new connection") {
 		t.Fatalf("first finding %+v", fs[0])
 	}
-	if fs[1].Evidence[0].Labels["path"] != "pod->Service" {
-		t.Fatalf("second finding %+v", fs[1])
+	if it := fs[0].Items; it[0].Key != "path=pod->pod other node" || it[0].Value != 0.06 || it[1].Key != "path=pod->Service" || it[1].Value != 0.7 ||
+		!strings.Contains(it[1].Summary, "pod->Service reaches 0.7x") {
+		t.Fatalf("items %+v", it)
 	}
 	if !strings.Contains(fs[0].Summary, "nothing (the node probes") {
 		t.Errorf("no probe data, yet the summary says %q", fs[0].Summary)

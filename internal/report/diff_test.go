@@ -68,3 +68,43 @@ func TestCompare(t *testing.T) {
 		t.Errorf("a run against itself: %+v", same)
 	}
 }
+
+// TestCompareItems: a rule that fired in both runs is compared item by item; an item that only the second
+// run lists is a regression, one that went away is listed as gone; items past a cut list are not judged.
+func TestCompareItems(t *testing.T) {
+	f := func(count int, keys ...string) result.Finding {
+		fd := result.Finding{ID: "KS-NET-POD", Severity: result.SeverityWarning, Title: "pod network", Threshold: result.Threshold{Op: "<", Value: 0.9, Unit: "ratio"}, ItemCount: count}
+		for i, k := range keys {
+			fd.Items = append(fd.Items, result.Item{Key: k, Value: 0.1 * float64(i+1)})
+		}
+		return fd
+	}
+	a, b := sampleReport(), sampleReport()
+	a.Findings = []result.Finding{f(2, "path=pod->pod", "path=pod->Service")}
+	b.Findings = []result.Finding{f(2, "path=pod->Service", "path=pod->pod same node")}
+	d := Compare(a, b, DefaultTolerance)
+	if len(d.NewFindings) != 0 || len(d.FixedFindings) != 0 || len(d.Items) != 2 {
+		t.Fatalf("diff %+v", d)
+	}
+	if it := d.Items[0]; !it.New || it.Key != "path=pod->pod same node" || it.ID != "KS-NET-POD" {
+		t.Errorf("new item %+v", it)
+	}
+	if it := d.Items[1]; it.New || it.Key != "path=pod->pod" {
+		t.Errorf("gone item %+v", it)
+	}
+	if d.Regressions() != 1 {
+		t.Errorf("regressions %d, want 1 (the new item)", d.Regressions())
+	}
+	var buf bytes.Buffer
+	if err := WriteDiffText(&buf, d); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(buf.String(), "KS-NET-POD  path=pod->pod same node  0.2  new  (worse)") {
+		t.Errorf("diff text:\n%s", buf.String())
+	}
+	// The first run's list was cut: an item missing from it may have fired; not judged.
+	a.Findings = []result.Finding{f(3000, "path=pod->pod", "path=pod->Service")}
+	if d := Compare(a, b, DefaultTolerance); d.Regressions() != 0 || len(d.Items) != 1 || d.Items[0].New {
+		t.Errorf("cut list: %+v", d.Items)
+	}
+}

@@ -43,14 +43,14 @@ type htmlPage struct {
 	R        *result.Report
 	Findings []htmlFinding
 	Results  []htmlResult
-	Counts   map[string]int
+	Count    struct{ Fired, Clear, NotEvaluated int }
 	NotEval  []result.RuleEvaluation
 	Duration time.Duration
 }
 
 // WriteHTML renders the report as a self-contained HTML page with SVG plots.
 func WriteHTML(w io.Writer, r *result.Report) error {
-	p := htmlPage{R: r, Counts: map[string]int{}, Duration: r.End.Sub(r.Start).Round(time.Millisecond)}
+	p := htmlPage{R: r, Duration: r.End.Sub(r.Start).Round(time.Millisecond)}
 	for _, f := range SortedFindings(r.Findings) {
 		hf := htmlFinding{Finding: f}
 		for _, n := range f.Results {
@@ -59,8 +59,13 @@ func WriteHTML(w io.Writer, r *result.Report) error {
 		p.Findings = append(p.Findings, hf)
 	}
 	for _, e := range r.Rules {
-		p.Counts[e.Status]++
-		if e.Status == "not-evaluated" {
+		switch e.Status {
+		case result.RuleFired:
+			p.Count.Fired++
+		case result.RuleClear:
+			p.Count.Clear++
+		case result.RuleNotEvaluated:
+			p.Count.NotEvaluated++
 			p.NotEval = append(p.NotEval, e)
 		}
 	}
@@ -150,7 +155,7 @@ func (s *svgBuilder) axis(x0, x1, y, maxV float64, unit string) {
 	for i := 0; i <= 5; i++ {
 		x := x0 + (x1-x0)*float64(i)/5
 		s.f(`<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" class="grid"/>`, x, y, x, 8.0)
-		s.text(x, y+14, "middle", "tick", FormatValue(maxV*float64(i)/5))
+		s.text(x, y+14, "middle", "tick", result.FormatValue(maxV*float64(i)/5))
 	}
 	s.text(x1, y+28, "end", "tick", unit)
 }
@@ -178,7 +183,7 @@ func quantilePlot(rows []QuantileRow) template.HTML {
 	for i, r := range rows {
 		y := top + float64(i)*rowH
 		label := r.Name
-		if l := FormatLabels(r.Labels); l != "" {
+		if l := result.FormatLabels(r.Labels); l != "" {
 			label += " " + l
 		}
 		s.text(x0-6, y+rowH/2, "end", "label", truncate(label, 38))
@@ -188,7 +193,7 @@ func quantilePlot(rows []QuantileRow) template.HTML {
 			}
 			w := (x1 - x0) * *v / maxV
 			s.f(`<rect x="%.1f" y="%.1f" width="%.1f" height="%d" fill="%s"><title>%s %s = %s %s</title></rect>`,
-				x0, y+float64(j*barH/2), math.Max(w, 0.5), barH/2, palette[j], html.EscapeString(label), quantileCols[j], FormatValue(*v), html.EscapeString(r.Unit))
+				x0, y+float64(j*barH/2), math.Max(w, 0.5), barH/2, palette[j], html.EscapeString(label), quantileCols[j], result.FormatValue(*v), html.EscapeString(r.Unit))
 		}
 	}
 	h := top + float64(len(rows))*rowH
@@ -317,7 +322,7 @@ func stackedByNode(recs []result.Record) (template.HTML, bool) {
 			v := nodes[n].sum[k] / float64(nodes[n].n)
 			w := (x1 - x0) * v / maxV
 			s.f(`<rect x="%.1f" y="%.1f" width="%.1f" height="%d" fill="%s"><title>%s %s: mean %s s</title></rect>`,
-				x, y, w, barH, palette[j%len(palette)], html.EscapeString(n), strings.TrimSuffix(k, "_seconds"), FormatValue(v))
+				x, y, w, barH, palette[j%len(palette)], html.EscapeString(n), strings.TrimSuffix(k, "_seconds"), result.FormatValue(v))
 			x += w
 		}
 	}
@@ -353,7 +358,7 @@ func seriesPlot(sr result.Series) (template.HTML, bool) {
 	for i := 0; i <= 4; i++ {
 		y := y1 - (y1-y0)*float64(i)/4
 		s.f(`<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" class="grid"/>`, x0, y, x1, y)
-		s.text(x0-4, y+4, "end", "tick", FormatValue(maxV*float64(i)/4))
+		s.text(x0-4, y+4, "end", "tick", result.FormatValue(maxV*float64(i)/4))
 	}
 	pts := make([]string, 0, len(sr.Points))
 	for _, p := range sr.Points {
@@ -367,19 +372,22 @@ func seriesPlot(sr result.Series) (template.HTML, bool) {
 	}
 	s.f(`<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" class="axis"/>`, x0, y1, x1, y1)
 	s.text(x0, y1+14, "start", "tick", "0 s")
-	s.text(x1, y1+14, "end", "tick", fmt.Sprintf("%s s", FormatValue(span)))
+	s.text(x1, y1+14, "end", "tick", fmt.Sprintf("%s s", result.FormatValue(span)))
 	title := sr.Name + " (" + sr.Unit + ")"
-	if l := FormatLabels(sr.Labels); l != "" {
+	if l := result.FormatLabels(sr.Labels); l != "" {
 		title += " " + l
 	}
 	return s.html(title, plotWidth, y1+24), true
 }
 
 var pageTmpl = template.Must(template.New("report").Funcs(template.FuncMap{
-	"value":  FormatValue,
-	"labels": FormatLabels,
-	"upper":  func(s result.Severity) string { return strings.ToUpper(string(s)) },
-	"anchor": anchor,
+	"value":    result.FormatValue,
+	"quantity": result.FormatQuantity,
+	"labels":   result.FormatLabels,
+	"items":    ItemsHeading,
+	"item":     ItemName,
+	"upper":    func(s result.Severity) string { return strings.ToUpper(string(s)) },
+	"anchor":   anchor,
 }).Parse(`<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 <title>kubeslow report {{.R.RunID}} — {{.R.Cluster.Name}}</title>
@@ -403,12 +411,13 @@ nodes {{.R.Cluster.Nodes.Total}} ({{.R.Cluster.Nodes.Ready}} ready{{if .R.Cluste
 {{range .Findings}}<div class="finding {{.Severity}}" id="{{.ID}}">
 <div><span class="sev">[{{upper .Severity}}]</span> <b>{{.ID}}</b> {{.Title}}{{if .Cases}} · case {{range $i, $c := .Cases}}{{if $i}}, {{end}}{{$c}}{{end}}{{end}}</div>
 <div>{{.Summary}}</div>
+{{if gt (len .Items) 1}}{{$u := .Threshold.Unit}}<details><summary>{{items .Finding}}</summary><table>{{range .Items}}<tr><td>{{item .}}</td><td>{{quantity .Value $u}}</td><td>{{.Summary}}</td></tr>{{end}}</table></details>{{end}}
 <div>evidence: {{range $i, $e := .Evidence}}{{if $i}}; {{end}}{{if $e.Result}}<a href="#{{anchor $e.Result}}">{{$e.Name}}</a>{{else}}{{$e.Name}}{{end}} = {{value $e.Value}} {{$e.Unit}} {{labels $e.Labels}}{{end}}</div>
 <div>threshold: {{.Threshold.Op}} {{value .Threshold.Value}} {{.Threshold.Unit}} — {{.Threshold.Source}}</div>
 <div>fix: {{.Remediation}}</div>
 </div>{{end}}
 <h2 id="rules">Rules</h2>
-<p>{{index .Counts "fired"}} fired, {{index .Counts "clear"}} clear, {{index .Counts "not-evaluated"}} not evaluated (their inputs were not measured: not a pass).</p>
+<p>{{.Count.Fired}} fired, {{.Count.Clear}} clear, {{.Count.NotEvaluated}} not evaluated (their inputs were not measured: not a pass).</p>
 {{if .NotEval}}<ul>{{range .NotEval}}<li>{{.ID}}: {{.Reason}}</li>{{end}}</ul>{{end}}
 <h2 id="results">Results</h2>
 <table><tr><th>measurement</th><th>status</th><th>reason</th></tr>

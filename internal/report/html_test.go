@@ -21,6 +21,7 @@ func TestWriteHTML(t *testing.T) {
 	dec := xml.NewDecoder(strings.NewReader(page))
 	dec.Strict, dec.AutoClose, dec.Entity = false, xml.HTMLAutoClose, xml.HTMLEntity
 	depth := 0
+	var refs []string
 	for {
 		tok, err := dec.Token()
 		if errors.Is(err, io.EOF) {
@@ -29,8 +30,9 @@ func TestWriteHTML(t *testing.T) {
 		if err != nil {
 			t.Fatalf("malformed page: %v", err)
 		}
-		switch tok.(type) {
+		switch e := tok.(type) {
 		case xml.StartElement:
+			refs = append(refs, externalRefs(e)...)
 			depth++
 		case xml.EndElement:
 			depth--
@@ -54,8 +56,13 @@ func TestWriteHTML(t *testing.T) {
 			t.Errorf("page lacks %q", want)
 		}
 	}
-	if strings.Contains(page, "<script>") || strings.Contains(page, "http://") && !strings.Contains(page, `xmlns="http://www.w3.org/2000/svg"`) {
-		t.Error("page has a script or an external reference")
+	if strings.Contains(page, "<script") || len(refs) > 0 || strings.Contains(page, "url(") || strings.Contains(page, "@import") {
+		t.Errorf("page has a script or an external reference: %v", refs)
+	}
+	// A rule that fired on several nodes is one finding; its items are listed, worst first.
+	if i, j := strings.Index(page, "<td>node=kwok-node-2</td><td>5.4</td>"), strings.Index(page, "<td>node=kwok-node-7</td>"); i < 0 || j < i ||
+		!strings.Contains(page, "<summary>2 items, worst first</summary>") || strings.Count(page, `id="KS-POD-NODE"`) != 1 {
+		t.Errorf("KS-POD-NODE's items not listed worst first: %d %d", i, j)
 	}
 	// Findings come first, worst first.
 	if i, j, k := strings.Index(page, "KS-POD-SLO"), strings.Index(page, "KS-POD-NODE"), strings.Index(page, `id="results"`); !(i < j && j < k) {
@@ -64,6 +71,47 @@ func TestWriteHTML(t *testing.T) {
 	// The slow node's bar is the first (slowest first) of the stacked plot.
 	if i, j := strings.Index(page, ">kwok-node-2 (20)<"), strings.Index(page, ">kwok-node-0 (20)<"); i < 0 || j < 0 || i > j {
 		t.Errorf("slow node not first in the per-node plot: %d %d", i, j)
+	}
+}
+
+// externalRefs are the attributes of e that make a browser fetch something: any link, source or
+// reference that is not a fragment of the page itself (the SVG namespace is a name, not a fetch).
+func externalRefs(e xml.StartElement) []string {
+	var out []string
+	for _, a := range e.Attr {
+		switch a.Name.Local {
+		case "href", "src", "srcset", "action", "data", "poster", "background":
+			if !strings.HasPrefix(a.Value, "#") {
+				out = append(out, e.Name.Local+" "+a.Name.Local+"="+a.Value)
+			}
+		}
+	}
+	return out
+}
+
+// TestExternalRefs: the external-reference check catches what it must (it is what TestWriteHTML relies on).
+func TestExternalRefs(t *testing.T) {
+	for page, want := range map[string]int{
+		`<svg xmlns="http://www.w3.org/2000/svg"><a href="#r-x">x</a></svg>`:        0,
+		`<img src="http://example.com/x.png"/>`:                                     1,
+		`<link rel="stylesheet" href="https://cdn.example/a.css"/>`:                 1,
+		`<svg xmlns="http://www.w3.org/2000/svg"><use xlink:href="//x/y#z"/></svg>`: 1,
+	} {
+		dec := xml.NewDecoder(strings.NewReader(page))
+		dec.Strict = false
+		n := 0
+		for {
+			tok, err := dec.Token()
+			if err != nil {
+				break
+			}
+			if e, ok := tok.(xml.StartElement); ok {
+				n += len(externalRefs(e))
+			}
+		}
+		if n != want {
+			t.Errorf("%s: %d external references, want %d", page, n, want)
+		}
 	}
 }
 

@@ -64,7 +64,7 @@ func WriteJUnit(w io.Writer, r *result.Report) error {
 		}
 		var b strings.Builder
 		for _, m := range res.Metrics {
-			fmt.Fprintf(&b, "%s %s %s %s\n", m.Name, FormatValue(m.Value), m.Unit, FormatLabels(m.Labels))
+			fmt.Fprintf(&b, "%s %s %s %s\n", m.Name, result.FormatValue(m.Value), m.Unit, result.FormatLabels(m.Labels))
 		}
 		c.SystemOut = b.String()
 		ms.Cases = append(ms.Cases, c)
@@ -79,7 +79,7 @@ func WriteJUnit(w io.Writer, r *result.Report) error {
 	for _, ev := range r.Rules {
 		c := junitCase{Name: ev.ID, Classname: "kubeslow.rules"}
 		switch ev.Status {
-		case "fired":
+		case result.RuleFired:
 			fs := byID[ev.ID]
 			msg := ev.ID
 			var b strings.Builder
@@ -88,7 +88,7 @@ func WriteJUnit(w io.Writer, r *result.Report) error {
 				writeFinding(&b, f)
 			}
 			c.Failure, rs.Failures = &junitMessage{Message: msg, Type: "finding", Body: b.String()}, rs.Failures+1
-		case "not-evaluated":
+		case result.RuleNotEvaluated:
 			c.Skipped, rs.Skipped = &junitMessage{Message: "not evaluated: " + ev.Reason}, rs.Skipped+1
 		}
 		rs.Cases = append(rs.Cases, c)
@@ -110,8 +110,14 @@ func WriteJUnit(w io.Writer, r *result.Report) error {
 // writeFinding writes a finding's summary, evidence, threshold and fix, one per line.
 func writeFinding(b *strings.Builder, f result.Finding) {
 	fmt.Fprintf(b, "%s: %s\n", f.ID, f.Summary)
-	for _, e := range f.Evidence {
-		fmt.Fprintf(b, "  evidence: %s = %s %s %s\n", e.Name, FormatValue(e.Value), e.Unit, FormatLabels(e.Labels))
+	if len(f.Items) > 1 {
+		fmt.Fprintf(b, "  %s:\n", ItemsHeading(f))
+		for _, it := range f.Items {
+			fmt.Fprintf(b, "    %s: %s\n", ItemName(it), result.FormatQuantity(it.Value, f.Threshold.Unit))
+		}
 	}
-	fmt.Fprintf(b, "  threshold: %s %s %s (%s)\n  fix: %s\n", f.Threshold.Op, FormatValue(f.Threshold.Value), f.Threshold.Unit, f.Threshold.Source, f.Remediation)
+	for _, e := range f.Evidence {
+		fmt.Fprintf(b, "  evidence: %s = %s %s %s\n", e.Name, result.FormatValue(e.Value), e.Unit, result.FormatLabels(e.Labels))
+	}
+	fmt.Fprintf(b, "  threshold: %s %s %s (%s)\n  fix: %s\n", f.Threshold.Op, result.FormatValue(f.Threshold.Value), f.Threshold.Unit, f.Threshold.Source, f.Remediation)
 }

@@ -35,4 +35,10 @@ func TestWriteJUnit(t *testing.T) {
 	if slo == nil || slo.Failure == nil || !strings.Contains(slo.Failure.Message, "p99 7.1 s > 5 s") || !strings.Contains(slo.Failure.Body, "threshold: > 5 seconds (SIG Scalability)") {
 		t.Errorf("KS-POD-SLO case %+v", slo)
 	}
+	// One case per rule; a rule that fired on several nodes lists them in its one failure, worst first.
+	for _, c := range r.Cases {
+		if c.Name == "KS-POD-NODE" && (c.Failure == nil || !strings.Contains(c.Failure.Body, "2 items, worst first:\n    node=kwok-node-2: 5.4\n    node=kwok-node-7: 2.5\n")) {
+			t.Errorf("KS-POD-NODE case %+v", c)
+		}
+	}
 }

@@ -49,13 +49,14 @@ func sampleReport() *result.Report {
 			{Name: "dns.readiness", Status: result.StatusError, Reason: "could not create the probe pod: forbidden"}},
 		Findings: []result.Finding{
 			{ID: "KS-POD-NODE", Severity: result.SeverityWarning, Title: "One node starts pods much slower", Summary: "kwok-node-2: median 3.5 s",
-				Evidence:  []result.Evidence{{Name: "node_outlier_sli_p50", Value: 3.5, Unit: "seconds", Labels: map[string]string{"node": "kwok-node-2"}, Result: "pods.startup"}},
-				Threshold: result.Threshold{Op: ">", Value: 2, Unit: "ratio", Source: "kubeslow outlier rule"}, Remediation: "inspect the node's CNI", Cases: []string{"E"}, Results: []string{"pods.startup"}},
+				Evidence:  []result.Evidence{{Name: "node_sli_ratio", Value: 5.4, Unit: "ratio", Labels: map[string]string{"node": "kwok-node-2"}, Result: "pods.startup"}},
+				Threshold: result.Threshold{Op: ">", Value: 2, Unit: "ratio", Source: "kubeslow outlier rule"}, Remediation: "inspect the node's CNI", Cases: []string{"E"}, Results: []string{"pods.startup"},
+				Items: []result.Item{{Key: "node=kwok-node-2", Value: 5.4, Summary: "kwok-node-2: median 3.5 s"}, {Key: "node=kwok-node-7", Value: 2.5, Summary: "kwok-node-7: median 1.6 s"}}, ItemCount: 2},
 			{ID: "KS-POD-SLO", Severity: result.SeverityError, Title: "Pod start-up is slower than the SLO", Summary: "p99 7.1 s > 5 s <script>alert(1)</script>",
 				Evidence:  []result.Evidence{{Name: "startup_sli_p99", Value: 7.1, Unit: "seconds", Result: "pods.startup"}},
 				Threshold: result.Threshold{Op: ">", Value: 5, Unit: "seconds", Source: "SIG Scalability"}, Remediation: "see the phase", Cases: []string{"E"}, Results: []string{"pods.startup"}},
 		},
-		Rules: []result.RuleEvaluation{{ID: "KS-POD-SLO", Status: "fired"}, {ID: "KS-POD-NODE", Status: "fired"}, {ID: "KS-ETCD-FSYNC", Status: "clear"},
-			{ID: "KS-AUDIT-LIST", Status: "not-evaluated", Reason: "api.audit was not measured"}},
+		Rules: []result.RuleEvaluation{{ID: "KS-POD-SLO", Status: result.RuleFired}, {ID: "KS-POD-NODE", Status: result.RuleFired}, {ID: "KS-ETCD-FSYNC", Status: result.RuleClear},
+			{ID: "KS-AUDIT-LIST", Status: result.RuleNotEvaluated, Reason: "api.audit was not measured"}},
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"sort"
-	"strconv"
 	"strings"
 	"text/tabwriter"
 
@@ -33,22 +32,35 @@ func WriteText(w io.Writer, r *result.Report) error {
 		ew.printf("FINDINGS (%d)\n", len(findings))
 		for _, f := range findings {
 			ew.printf("  [%s] %s %s\n      %s\n", strings.ToUpper(string(f.Severity)), f.ID, f.Title, f.Summary)
-			ew.printf("      threshold: %s %s %s (%s)\n", f.Threshold.Op, FormatValue(f.Threshold.Value), f.Threshold.Unit, f.Threshold.Source)
+			if len(f.Items) > 1 {
+				ew.printf("      %s:\n", ItemsHeading(f))
+				tw := tabwriter.NewWriter(ew, 2, 4, 2, ' ', 0)
+				for _, it := range f.Items[:min(len(f.Items), textItems)] {
+					fmt.Fprintf(tw, "        %s\t%s\n", ItemName(it), result.FormatQuantity(it.Value, f.Threshold.Unit))
+				}
+				if err := tw.Flush(); err != nil {
+					return err
+				}
+				if more := f.ItemCount - min(len(f.Items), textItems); more > 0 {
+					ew.printf("        ... and %d more (-o json lists %d)\n", more, len(f.Items))
+				}
+			}
+			ew.printf("      threshold: %s %s %s (%s)\n", f.Threshold.Op, result.FormatValue(f.Threshold.Value), f.Threshold.Unit, f.Threshold.Source)
 			ew.printf("      fix: %s\n", f.Remediation)
 		}
 		ew.printf("\n")
 	}
 
 	if len(r.Rules) > 0 {
-		counts := map[string]int{}
+		counts := map[result.RuleStatus]int{}
 		var notEval []string
 		for _, e := range r.Rules {
 			counts[e.Status]++
-			if e.Status == "not-evaluated" {
+			if e.Status == result.RuleNotEvaluated {
 				notEval = append(notEval, e.ID+" ("+e.Reason+")")
 			}
 		}
-		ew.printf("RULES: %d fired, %d clear, %d not evaluated\n", counts["fired"], counts["clear"], counts["not-evaluated"])
+		ew.printf("RULES: %d fired, %d clear, %d not evaluated\n", counts[result.RuleFired], counts[result.RuleClear], counts[result.RuleNotEvaluated])
 		for _, n := range notEval {
 			ew.printf("  not evaluated: %s\n", n)
 		}
@@ -77,10 +89,10 @@ func WriteText(w io.Writer, r *result.Report) error {
 				for i, v := range q.Values {
 					cells[i] = "-"
 					if v != nil {
-						cells[i] = FormatValue(*v)
+						cells[i] = result.FormatValue(*v)
 					}
 				}
-				fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", q.Name, strings.Join(cells, "\t"), q.Unit, FormatLabels(q.Labels))
+				fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", q.Name, strings.Join(cells, "\t"), q.Unit, result.FormatLabels(q.Labels))
 			}
 			if err := tw.Flush(); err != nil {
 				return err
@@ -88,7 +100,7 @@ func WriteText(w io.Writer, r *result.Report) error {
 		}
 		tw := tabwriter.NewWriter(ew, 2, 4, 2, ' ', 0)
 		for _, m := range rest {
-			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", m.Name, FormatValue(m.Value), m.Unit, FormatLabels(m.Labels))
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", m.Name, result.FormatValue(m.Value), m.Unit, result.FormatLabels(m.Labels))
 		}
 		if err := tw.Flush(); err != nil {
 			return err
@@ -119,7 +131,7 @@ func QuantileRows(ms []result.Metric) (rows []QuantileRow, rest []result.Metric)
 		if col < 0 {
 			continue
 		}
-		key := base + "\x00" + m.Unit + "\x00" + FormatLabels(m.Labels)
+		key := base + "\x00" + m.Unit + "\x00" + result.FormatLabels(m.Labels)
 		j, ok := idx[key]
 		if !ok {
 			j = len(rows)
@@ -159,6 +171,26 @@ func splitQuantile(name string) (string, int) {
 	return "", -1
 }
 
+// textItems is how many of a finding's items the text report lists.
+const textItems = 10
+
+// ItemsHeading introduces a finding's items: "3 items, worst first" (with the count of all of them when the
+// list was cut).
+func ItemsHeading(f result.Finding) string {
+	if f.ItemCount > len(f.Items) {
+		return fmt.Sprintf("%d items, worst first (the first %d listed)", f.ItemCount, len(f.Items))
+	}
+	return fmt.Sprintf("%d items, worst first", max(f.ItemCount, len(f.Items)))
+}
+
+// ItemName is an item's key, or "(all)" for a rule over one global number.
+func ItemName(it result.Item) string {
+	if it.Key == "" {
+		return "(all)"
+	}
+	return it.Key
+}
+
 // SortedFindings returns findings worst first, then by ID.
 func SortedFindings(fs []result.Finding) []result.Finding {
 	out := append([]result.Finding(nil), fs...)
@@ -169,35 +201,6 @@ func SortedFindings(fs []result.Finding) []result.Finding {
 		return out[i].ID < out[j].ID
 	})
 	return out
-}
-
-// FormatValue prints a number compactly: integers without decimals, large numbers rounded to an integer,
-// others with 3 significant digits.
-func FormatValue(v float64) string {
-	if v == float64(int64(v)) && v < 1e15 && v > -1e15 {
-		return strconv.FormatInt(int64(v), 10)
-	}
-	if (v >= 100 || v <= -100) && v < 1e15 && v > -1e15 {
-		return strconv.FormatFloat(v, 'f', 0, 64)
-	}
-	return strconv.FormatFloat(v, 'g', 3, 64)
-}
-
-// FormatLabels prints labels as k=v pairs in key order.
-func FormatLabels(l map[string]string) string {
-	if len(l) == 0 {
-		return ""
-	}
-	keys := make([]string, 0, len(l))
-	for k := range l {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	parts := make([]string, len(keys))
-	for i, k := range keys {
-		parts[i] = k + "=" + l[k]
-	}
-	return strings.Join(parts, " ")
 }
 
 type errWriter struct {

@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -19,8 +20,13 @@ func TestWriteText(t *testing.T) {
 		Results: []result.Result{{Name: "a.b", Status: result.StatusSkip, Reason: "no permission"},
 			{Name: "c.d", Status: result.StatusWarn, Metrics: []result.Metric{{Name: "lat", Unit: "seconds", Value: 0.123456, Labels: map[string]string{"verb": "GET", "a": "1"}}}}},
 		Findings: []result.Finding{f("KS-B", result.SeverityWarning), f("KS-A", result.SeverityCritical), f("KS-C", result.SeverityWarning)},
-		Rules:    []result.RuleEvaluation{{ID: "KS-A", Status: "fired"}, {ID: "KS-X", Status: "not-evaluated", Reason: "a.b was not measured"}},
+		Rules:    []result.RuleEvaluation{{ID: "KS-A", Status: result.RuleFired}, {ID: "KS-X", Status: result.RuleNotEvaluated, Reason: "a.b was not measured"}},
 	}
+	// KS-C fired on 1,200 nodes: one finding, the worst first, the first ten listed and the rest counted.
+	for i := range result.MaxItems {
+		r.Findings[2].Items = append(r.Findings[2].Items, result.Item{Key: fmt.Sprintf("node=n%d", i), Value: float64(100 - i)})
+	}
+	r.Findings[2].ItemCount = 1200
 	var b bytes.Buffer
 	if err := WriteText(&b, r); err != nil {
 		t.Fatal(err)
@@ -31,17 +37,10 @@ func TestWriteText(t *testing.T) {
 		t.Fatalf("findings not worst first then by id:\n%s", out)
 	}
 	for _, want := range []string{"FINDINGS (3)", "[CRITICAL] KS-A", "threshold: > 0.5 seconds (src)", "fix: fix KS-A",
-		"RULES: 1 fired, 0 clear, 1 not evaluated", "not evaluated: KS-X (a.b was not measured)", "a.b", "Skip", "no permission", "0.123", "a=1 verb=GET"} {
+		"RULES: 1 fired, 0 clear, 1 not evaluated",
+		"1200 items, worst first (the first 50 listed):", "node=n0  100 s", "node=n9  91 s", "... and 1190 more (-o json lists 50)", "not evaluated: KS-X (a.b was not measured)", "a.b", "Skip", "no permission", "0.123", "a=1 verb=GET"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("text output lacks %q:\n%s", want, out)
-		}
-	}
-}
-
-func TestFormatValue(t *testing.T) {
-	for v, want := range map[float64]string{3: "3", 0.5: "0.5", 1234.5678: "1235", 12.345: "12.3", 0.000123: "0.000123", -2: "-2"} {
-		if got := FormatValue(v); got != want {
-			t.Errorf("FormatValue(%v) = %q, want %q", v, got, want)
 		}
 	}
 }

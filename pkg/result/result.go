@@ -36,10 +36,26 @@ type Report struct {
 
 // RuleEvaluation is the outcome of one rule.
 type RuleEvaluation struct {
-	ID string `json:"id"`
-	// Status is "fired", "clear" or "not-evaluated".
-	Status string `json:"status"`
-	Reason string `json:"reason,omitempty"`
+	ID     string     `json:"id"`
+	Status RuleStatus `json:"status"`
+	Reason string     `json:"reason,omitempty"`
+}
+
+// RuleStatus is what a rule's evaluation came to.
+type RuleStatus string
+
+const (
+	// RuleFired: the rule's condition held; its finding is in Findings.
+	RuleFired RuleStatus = "fired"
+	// RuleClear: the rule's inputs were measured and its condition did not hold.
+	RuleClear RuleStatus = "clear"
+	// RuleNotEvaluated: an input was not measured (Reason says which); this is not a pass.
+	RuleNotEvaluated RuleStatus = "not-evaluated"
+)
+
+// Valid reports whether s is one of the defined rule statuses.
+func (s RuleStatus) Valid() bool {
+	return s == RuleFired || s == RuleClear || s == RuleNotEvaluated
 }
 
 // Tool identifies the kubeslow build that produced a report.
@@ -206,6 +222,26 @@ type Finding struct {
 	Cases []string `json:"cases,omitempty"`
 	// Results names the results the evidence comes from.
 	Results []string `json:"results,omitempty"`
+	// Items are the things the rule fired on (paths, nodes, resources, clients), worst first: one finding
+	// per cause, whatever the number of items. Summary and Evidence are the first (worst) item's. At most
+	// MaxItems are listed; ItemCount counts them all.
+	Items []Item `json:"items,omitempty"`
+	// ItemCount is how many items the rule fired on (more than len(Items) when the list was cut).
+	ItemCount int `json:"itemCount,omitempty"`
+}
+
+// MaxItems is how many items a finding lists; the rest are counted in ItemCount.
+const MaxItems = 50
+
+// Item is one thing a rule fired on.
+type Item struct {
+	// Key names the item by its labels (e.g. "conn=new path=pod->Service", "node=n7"); stable between runs,
+	// so two reports can be compared item by item. Empty when the rule reads one global number.
+	Key string `json:"key"`
+	// Value is the item's number that crossed the threshold, in the threshold's unit.
+	Value float64 `json:"value"`
+	// Summary is the rule's summary for this item.
+	Summary string `json:"summary"`
 }
 
 // Evidence is one number a finding rests on.
@@ -249,6 +285,11 @@ func (r *Report) Validate() error {
 			}
 		}
 	}
+	for i, e := range r.Rules {
+		if e.ID == "" || !e.Status.Valid() {
+			return fmt.Errorf("rules[%d]: id %q status %q", i, e.ID, e.Status)
+		}
+	}
 	for i, f := range r.Findings {
 		if f.ID == "" || f.Title == "" {
 			return fmt.Errorf("findings[%d]: id and title are required", i)
@@ -264,6 +305,9 @@ func (r *Report) Validate() error {
 		}
 		if f.Remediation == "" {
 			return fmt.Errorf("finding %s: no remediation", f.ID)
+		}
+		if f.ItemCount < len(f.Items) {
+			return fmt.Errorf("finding %s: itemCount %d below its %d items", f.ID, f.ItemCount, len(f.Items))
 		}
 	}
 	return nil

@@ -21,6 +21,23 @@ import (
 // Name of the measurement.
 const Name = "api.responsiveness"
 
+// Metric names of the result: rules read them through these.
+const (
+	// MetricLatencyP99Single is the p99 of mutating and single-object calls (labels verb, resource, scope[, subresource]).
+	MetricLatencyP99Single = "latency_p99_single"
+	// MetricLatencyP99List is the p99 of LISTs at namespace and cluster scope (same labels).
+	MetricLatencyP99List = "latency_p99_list"
+	// MetricConflictsPerMinute and MetricThrottledPerMinute are the 409 and 429 rates (labels group, resource, verb).
+	MetricConflictsPerMinute = "conflicts_per_minute"
+	MetricThrottledPerMinute = "throttled_per_minute"
+	// MetricAPFRejectedPerMinute are API Priority and Fairness rejections (labels priority_level, reason).
+	MetricAPFRejectedPerMinute = "apf_rejected_per_minute"
+	// MetricListBytesPerSecond is the LIST response volume, in all and per resource (label resource).
+	MetricListBytesPerSecond = "list_bytes_per_second"
+	// MetricListBytesShare is a resource's share of the LIST volume (label resource).
+	MetricListBytesShare = "list_bytes_share"
+)
+
 // SLO thresholds (Kubernetes SIG Scalability, "API call latency" SLO): p99 <= 1 s for mutating and
 // single-object calls, <= 30 s for LIST at namespace and cluster scope.
 const (
@@ -109,9 +126,9 @@ func Analyze(before, after *prom.Snapshot) result.Result {
 		if s := g.Labels["subresource"]; s != "" {
 			l["subresource"] = s
 		}
-		name, slo := "latency_p99_single", SLOSingle
+		name, slo := MetricLatencyP99Single, SLOSingle
 		if g.Labels["verb"] == "LIST" && g.Labels["scope"] != "resource" {
-			name, slo = "latency_p99_list", SLOList
+			name, slo = MetricLatencyP99List, SLOList
 		}
 		add(name, "seconds", p99, l)
 		if p99 > slo {
@@ -126,7 +143,7 @@ func Analyze(before, after *prom.Snapshot) result.Result {
 		all += s.Value
 	}
 	add("requests_per_second", "requests_per_second", all/secs, nil)
-	for code, metric := range map[string]string{"409": "conflicts_per_minute", "429": "throttled_per_minute"} {
+	for code, metric := range map[string]string{"409": MetricConflictsPerMinute, "429": MetricThrottledPerMinute} {
 		byRes := prom.GroupCounters(total, []string{"group", "resource", "verb"}, func(l prom.Labels) bool { return l["code"] == code })
 		for _, g := range prom.Sorted(byRes) {
 			if g.Value > 0 {
@@ -137,7 +154,7 @@ func Analyze(before, after *prom.Snapshot) result.Result {
 	apf := prom.GroupCounters(prom.Delta(before, after, "apiserver_flowcontrol_rejected_requests_total"), []string{"priority_level", "reason"}, nil)
 	for _, g := range prom.Sorted(apf) {
 		if g.Value > 0 {
-			add("apf_rejected_per_minute", "per_minute", g.Value/secs*60, map[string]string{"priority_level": g.Labels["priority_level"], "reason": g.Labels["reason"]})
+			add(MetricAPFRejectedPerMinute, "per_minute", g.Value/secs*60, map[string]string{"priority_level": g.Labels["priority_level"], "reason": g.Labels["reason"]})
 		}
 	}
 
@@ -167,13 +184,13 @@ func Analyze(before, after *prom.Snapshot) result.Result {
 		}
 	}
 	sort.Slice(vols, func(i, j int) bool { return vols[i].bytes > vols[j].bytes })
-	add("list_bytes_per_second", "bytes_per_second", listBytes/secs, nil)
+	add(MetricListBytesPerSecond, "bytes_per_second", listBytes/secs, nil)
 	for i, v := range vols {
 		if i == 5 {
 			break
 		}
-		add("list_bytes_per_second", "bytes_per_second", v.bytes/secs, map[string]string{"resource": v.resource})
-		add("list_bytes_share", "ratio", v.bytes/listBytes, map[string]string{"resource": v.resource})
+		add(MetricListBytesPerSecond, "bytes_per_second", v.bytes/secs, map[string]string{"resource": v.resource})
+		add(MetricListBytesShare, "ratio", v.bytes/listBytes, map[string]string{"resource": v.resource})
 	}
 
 	// The apiserver's view of etcd.

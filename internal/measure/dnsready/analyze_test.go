@@ -54,7 +54,7 @@ func TestReportSplit(t *testing.T) {
 	at := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
 	m := New(Options{Wait: time.Minute, Backoff: DefaultBackoff})
 	var res result.Result
-	m.report(&res, []Target{
+	m.Report(&res, []Target{
 		{Pod: "peer-0", Asked: at(0), Ready: at(3), Endpoint: at(3.2), Resolved: at(20.1)},
 		{Pod: "peer-1", Asked: at(0), Ready: at(2), Resolved: at(2.5)},
 	}, at(0.1), at(0))

@@ -32,6 +32,18 @@ import (
 // Name of the measurement.
 const Name = "dns.readiness"
 
+// Metric names of the result that rules read (each lag also has _p50 and _max).
+const (
+	// MetricDNSLagP99: Ready -> resolvable; split into Ready -> EndpointSlice (MetricEndpointLagP99) and
+	// EndpointSlice -> resolvable (MetricServingLagP99).
+	MetricDNSLagP99      = "dns_lag_p99"
+	MetricEndpointLagP99 = "endpoint_lag_p99"
+	MetricServingLagP99  = "serving_lag_p99"
+	// MetricBackoffDelayP99: Ready -> a backing-off client's success; MetricBackoffExtraP99: resolvable -> that success.
+	MetricBackoffDelayP99 = "client_backoff_delay_p99"
+	MetricBackoffExtraP99 = "client_backoff_extra_p99"
+)
+
 // Options configure the measurement.
 type Options struct {
 	// Image holds the kubeslow binary at /kubeslow.
@@ -168,12 +180,12 @@ func (m *Measurement) Run(ctx context.Context, env *measure.Env) (result.Result,
 			firstAsk = w.FirstAttempt
 		}
 	}
-	m.report(&res, targets, created, firstAsk)
+	m.Report(&res, targets, created, firstAsk)
 	return res, nil
 }
 
-// report turns the targets into metrics and per-pod records.
-func (m *Measurement) report(res *result.Result, targets []Target, created, firstAsk time.Time) {
+// Report turns the targets into metrics and per-pod records (pure).
+func (m *Measurement) Report(res *result.Result, targets []Target, created, firstAsk time.Time) {
 	lags, unresolved := Analyze(targets, m.Opts.Backoff)
 	res.Metrics = append(res.Metrics,
 		result.Metric{Name: "pods", Unit: "count", Value: float64(len(targets))},

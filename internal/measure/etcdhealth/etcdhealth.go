@@ -21,6 +21,17 @@ import (
 // Name of the measurement.
 const Name = "etcd.health"
 
+// Metric names of the result: rules read them through these.
+const (
+	MetricWALFsyncP99      = "wal_fsync_p99"
+	MetricBackendCommitP99 = "backend_commit_p99"
+	// MetricDBQuotaRatio is the database size over --quota-backend-bytes.
+	MetricDBQuotaRatio  = "db_quota_ratio"
+	MetricLeaderChanges = "leader_changes"
+	// MetricAlarmNoSpace is 1 while the NOSPACE alarm is active.
+	MetricAlarmNoSpace = "alarm_nospace"
+)
+
 // Thresholds from etcd's documentation (hardware recommendations / tuning: "99th percentile of
 // wal_fsync_duration_seconds should be less than 10ms", backend commit "less than 25ms").
 const (
@@ -147,9 +158,9 @@ func Analyze(before, after *prom.Snapshot, alarms []string) result.Result {
 		res.Metrics = append(res.Metrics, result.Metric{Name: name, Unit: unit, Value: v, Labels: labels})
 	}
 	var notes []string
-	for _, h := range []struct{ family, metric string }{
-		{"etcd_disk_wal_fsync_duration_seconds", "wal_fsync"},
-		{"etcd_disk_backend_commit_duration_seconds", "backend_commit"},
+	for _, h := range []struct{ family, metric, p99 string }{
+		{"etcd_disk_wal_fsync_duration_seconds", "wal_fsync", MetricWALFsyncP99},
+		{"etcd_disk_backend_commit_duration_seconds", "backend_commit", MetricBackendCommitP99},
 	} {
 		var hist prom.Histogram
 		for _, s := range prom.Delta(before, after, h.family) {
@@ -163,7 +174,7 @@ func Analyze(before, after *prom.Snapshot, alarms []string) result.Result {
 			continue
 		}
 		if p99, ok := hist.Quantile(0.99); ok {
-			add(h.metric+"_p99", "seconds", p99, nil)
+			add(h.p99, "seconds", p99, nil)
 		}
 		add(h.metric+"_mean", "seconds", hist.Sum/hist.Count, nil)
 	}
@@ -176,20 +187,20 @@ func Analyze(before, after *prom.Snapshot, alarms []string) result.Result {
 		add("quota_bytes", "bytes", quota, nil)
 	}
 	if okSize && okQuota && quota > 0 {
-		add("db_quota_ratio", "ratio", size/quota, nil)
+		add(MetricDBQuotaRatio, "ratio", size/quota, nil)
 	}
 	var changes float64
 	for _, s := range prom.Delta(before, after, "etcd_server_leader_changes_seen_total") {
 		changes += s.Value
 	}
-	add("leader_changes", "count", changes, nil)
+	add(MetricLeaderChanges, "count", changes, nil)
 	nospace := 0.0
 	for _, a := range alarms {
 		if a == "NOSPACE" {
 			nospace = 1
 		}
 	}
-	add("alarm_nospace", "count", nospace, nil)
+	add(MetricAlarmNoSpace, "count", nospace, nil)
 	add("alarms", "count", float64(len(alarms)), nil)
 	if len(alarms) > 0 {
 		res.Status, res.Reason = result.StatusFail, "active alarms: "+strings.Join(alarms, ", ")

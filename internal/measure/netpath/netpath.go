@@ -24,6 +24,17 @@ import (
 // Name of the measurement.
 const Name = "net.paths"
 
+// Metric names of the result: rules read them through these.
+const (
+	// MetricRatioToHost is a path's throughput over host->host's (labels path, conn).
+	MetricRatioToHost = "ratio_to_host"
+	// Read by the agents on the nodes and in the pods (label where, and iface/table/family).
+	MetricMTU            = "mtu"
+	MetricKubeProxyRules = "kube_proxy_rules"
+	MetricConntrackUsage = "conntrack_usage"
+	MetricNeighbourUsage = "neighbour_usage"
+)
+
 // Ports the agents serve on (HTTP, TCP tests), in the pod network and on the node for host-network agents.
 const (
 	httpPort = 28080
@@ -252,7 +263,7 @@ func ratio(res *result.Result, base map[string]float64, key, path string, v floa
 		base[key] = v
 	}
 	if b := base[key]; b > 0 {
-		res.Metrics = append(res.Metrics, result.Metric{Name: "ratio_to_host", Unit: "ratio", Value: v / b, Labels: l})
+		res.Metrics = append(res.Metrics, result.Metric{Name: MetricRatioToHost, Unit: "ratio", Value: v / b, Labels: l})
 	}
 }
 

@@ -47,16 +47,16 @@ func nodeNetResult(res *result.Result, where string, n *agent.NodeNet) {
 		ifaces = n.Interfaces
 	}
 	for _, i := range ifaces {
-		add("mtu", "bytes", float64(i.MTU), "iface", i.Name, "kind", i.Kind)
+		add(MetricMTU, "bytes", float64(i.MTU), "iface", i.Name, "kind", i.Kind)
 	}
 	if where != "pod" {
 		if n.ConntrackEntries >= 0 && n.ConntrackMax > 0 {
 			add("conntrack_entries", "count", float64(n.ConntrackEntries))
-			add("conntrack_usage", "ratio", float64(n.ConntrackEntries)/float64(n.ConntrackMax))
+			add(MetricConntrackUsage, "ratio", float64(n.ConntrackEntries)/float64(n.ConntrackMax))
 		}
 		if n.Neighbours >= 0 && n.NeighThresh3 > 0 {
 			add("neighbours", "count", float64(n.Neighbours))
-			add("neighbour_usage", "ratio", float64(n.Neighbours)/float64(n.NeighThresh3))
+			add(MetricNeighbourUsage, "ratio", float64(n.Neighbours)/float64(n.NeighThresh3))
 		}
 		tables := make([]string, 0, len(n.KubeProxyRules))
 		for t := range n.KubeProxyRules {
@@ -66,9 +66,9 @@ func nodeNetResult(res *result.Result, where string, n *agent.NodeNet) {
 		for _, t := range tables {
 			table, family, _ := strings.Cut(t, "/")
 			if family != "" {
-				add("kube_proxy_rules", "count", float64(n.KubeProxyRules[t]), "table", table, "family", family)
+				add(MetricKubeProxyRules, "count", float64(n.KubeProxyRules[t]), "table", table, "family", family)
 			} else {
-				add("kube_proxy_rules", "count", float64(n.KubeProxyRules[t]), "table", table)
+				add(MetricKubeProxyRules, "count", float64(n.KubeProxyRules[t]), "table", table)
 			}
 		}
 		if n.KubeProxySyncP99 > 0 {

@@ -18,6 +18,15 @@ import (
 // Name of the measurement.
 const Name = "nodes.health"
 
+// Metric names of the result: rules read them through these.
+const (
+	MetricNodes    = "nodes"
+	MetricReady    = "nodes_ready"
+	MetricNotReady = "nodes_not_ready"
+	// MetricWithCondition counts the nodes with a pressure condition True (label condition).
+	MetricWithCondition = "nodes_with_condition"
+)
+
 // Measurement checks node conditions.
 type Measurement struct{}
 
@@ -94,12 +103,12 @@ func Analyze(nodes []corev1.Node) result.Result {
 		res.Records = append(res.Records, rec)
 	}
 	res.Metrics = append(res.Metrics,
-		result.Metric{Name: "nodes", Unit: "count", Value: float64(len(nodes))},
-		result.Metric{Name: "nodes_ready", Unit: "count", Value: float64(ready)},
-		result.Metric{Name: "nodes_not_ready", Unit: "count", Value: float64(len(nodes) - ready)},
+		result.Metric{Name: MetricNodes, Unit: "count", Value: float64(len(nodes))},
+		result.Metric{Name: MetricReady, Unit: "count", Value: float64(ready)},
+		result.Metric{Name: MetricNotReady, Unit: "count", Value: float64(len(nodes) - ready)},
 	)
 	for _, b := range bad {
-		res.Metrics = append(res.Metrics, result.Metric{Name: "nodes_with_condition", Unit: "count", Value: float64(counts[string(b)]), Labels: map[string]string{"condition": string(b)}})
+		res.Metrics = append(res.Metrics, result.Metric{Name: MetricWithCondition, Unit: "count", Value: float64(counts[string(b)]), Labels: map[string]string{"condition": string(b)}})
 	}
 	if problems > 0 {
 		res.Status = result.StatusWarn

@@ -13,6 +13,36 @@ import (
 // Name of the measurement.
 const Name = "pods.startup"
 
+// Metric names of the result: rules read them through these.
+const (
+	MetricPods   = "pods"
+	MetricSLIP90 = "startup_sli_p90"
+	MetricSLIP99 = "startup_sli_p99"
+	// MetricTailPhaseShare and MetricTailPhaseMean are the slow tail's (pods at or above the p90) share of
+	// time and mean seconds per phase (label phase).
+	MetricTailPhaseShare = "tail_phase_share"
+	MetricTailPhaseMean  = "tail_phase_mean"
+	// MetricNodeSLIP50 is a node's median start-up (label node).
+	MetricNodeSLIP50 = "node_sli_p50"
+	// MetricNodesSLIP50 is the median of the nodes' medians.
+	MetricNodesSLIP50 = "nodes_sli_p50"
+	// MetricNodeSLIRatio is a node's median over the median of the nodes' medians, and MetricNodeSLIExcess
+	// the seconds it is above it (labels node, phase: the phase in which the node differs most from the
+	// others, pods: its pod count).
+	MetricNodeSLIRatio  = "node_sli_ratio"
+	MetricNodeSLIExcess = "node_sli_excess"
+	// Creation (label creator: client or controller).
+	MetricCreationRate          = "creation_rate"
+	MetricCreationSpan          = "creation_span"
+	MetricCreationRateRequested = "creation_rate_requested"
+	// MetricCreationRateRatio is the achieved creation rate over the rate kubeslow requested.
+	MetricCreationRateRatio = "creation_rate_ratio"
+	MetricClientLimiterWait = "client_limiter_wait"
+	MetricCreateRequestP99  = "create_request_p99"
+	// MetricNotStartedByReason counts pods that never started (label reason).
+	MetricNotStartedByReason = "not_started_by_reason"
+)
+
 // DefaultSLO is SIG Scalability's pod start-up SLO: p99 <= 5 s, creation to all containers started and
 // observed via watch, image pulls excluded.
 const DefaultSLO = 5 * time.Second
@@ -30,7 +60,10 @@ type Input struct {
 	RequestedQPS float64
 	// ClientWait is how long kubeslow's own rate limiter held create requests back, in total.
 	ClientWait time.Duration
-	Expected   int
+	// CreateLatency is how long the apiserver took to accept each of kubeslow's creates (its own limiter
+	// excluded).
+	CreateLatency []time.Duration
+	Expected      int
 }
 
 // phaseTimes are a pod's phase durations (seconds) and its SLI, computed without negative or impossible
@@ -125,7 +158,7 @@ func Analyze(in Input) result.Result {
 		}
 		ok = append(ok, podP{t, p})
 	}
-	add("pods", "count", float64(len(ok)+len(notStarted)), nil)
+	add(MetricPods, "count", float64(len(ok)+len(notStarted)), nil)
 	add("pods_running", "count", float64(len(ok)), nil)
 	add("pods_not_started", "count", float64(len(notStarted)), nil)
 	add("timestamps_clamped", "count", float64(clamped), nil)
@@ -175,12 +208,12 @@ func Analyze(in Input) result.Result {
 	}
 	if tailTotal > 0 {
 		for _, ph := range Phases {
-			add("tail_phase_share", "ratio", tail[ph]/tailTotal, map[string]string{"phase": ph})
+			add(MetricTailPhaseShare, "ratio", tail[ph]/tailTotal, map[string]string{"phase": ph})
 		}
 		// The mean time a tail pod spent in each phase: an attribution is only as good as the timestamps it
 		// rests on, and the server's have 1 s precision.
 		for _, ph := range Phases {
-			add("tail_phase_mean", "seconds", tail[ph]/float64(tailPods), map[string]string{"phase": ph})
+			add(MetricTailPhaseMean, "seconds", tail[ph]/float64(tailPods), map[string]string{"phase": ph})
 		}
 	}
 	cl2(add, in.Timelines)
@@ -210,21 +243,31 @@ func ok2[T any](xs []T, f func(T) (string, float64, map[string]float64)) []nodeS
 	return out
 }
 
-// nodeBreakdown reports each node's median SLI and marks outliers: a node whose median start-up is more
-// than twice the median of all nodes' medians and at least 1 s slower, naming the phase that differs most.
+// nodeBreakdown reports each node's median SLI, the median of the nodes' medians, and how each node
+// compares with it: the ratio, the seconds above it, and the phase in which the node differs most from the
+// other nodes' typical value. Which node is an outlier is the rules' call (KS-POD-NODE).
 func nodeBreakdown(add func(string, string, float64, map[string]string), samples []nodeSample) {
 	byNode := map[string][]nodeSample{}
 	for _, s := range samples {
 		byNode[s.node] = append(byNode[s.node], s)
 	}
+	if len(byNode) < 2 {
+		return
+	}
 	med := func(v []float64) float64 { return stats.Percentile(stats.Sorted(v), 0.5) }
+	names := make([]string, 0, len(byNode))
+	for n := range byNode {
+		names = append(names, n)
+	}
+	sort.Strings(names)
 	nodeMed := map[string]float64{}
 	nodePhase := map[string]map[string]float64{}
 	var meds []float64
-	for n, ss := range byNode {
+	phaseMeds := map[string][]float64{} // every node's median per phase, sorted below
+	for _, n := range names {
 		var v []float64
 		ph := map[string][]float64{}
-		for _, s := range ss {
+		for _, s := range byNode[n] {
 			v = append(v, s.sli)
 			for k, x := range s.phase {
 				ph[k] = append(ph[k], x)
@@ -232,40 +275,47 @@ func nodeBreakdown(add func(string, string, float64, map[string]string), samples
 		}
 		nodeMed[n] = med(v)
 		nodePhase[n] = map[string]float64{}
-		for k, x := range ph {
-			nodePhase[n][k] = med(x)
+		for _, k := range Phases {
+			nodePhase[n][k] = med(ph[k])
+			phaseMeds[k] = append(phaseMeds[k], nodePhase[n][k])
 		}
 		meds = append(meds, nodeMed[n])
 	}
-	if len(byNode) < 2 {
-		return
+	for _, k := range Phases {
+		sort.Float64s(phaseMeds[k])
 	}
 	clusterMed := med(meds)
-	names := make([]string, 0, len(byNode))
-	for n := range byNode {
-		names = append(names, n)
-	}
-	sort.Strings(names)
+	add(MetricNodesSLIP50, "seconds", clusterMed, nil)
 	for _, n := range names {
-		add("node_sli_p50", "seconds", nodeMed[n], map[string]string{"node": n})
-		if nodeMed[n] > 2*clusterMed && nodeMed[n]-clusterMed >= 1 {
-			// The phase that differs most from the other nodes' typical value.
-			best, diff := "", -1.0
-			for _, ph := range Phases {
-				var others []float64
-				for _, m := range names {
-					if m != n {
-						others = append(others, nodePhase[m][ph])
-					}
-				}
-				if d := nodePhase[n][ph] - med(others); d > diff {
-					best, diff = ph, d
-				}
+		add(MetricNodeSLIP50, "seconds", nodeMed[n], map[string]string{"node": n})
+		// The phase that differs most from the other nodes' typical value.
+		best, diff := "", math.Inf(-1)
+		for _, ph := range Phases {
+			if d := nodePhase[n][ph] - medianWithout(phaseMeds[ph], nodePhase[n][ph]); d > diff {
+				best, diff = ph, d
 			}
-			add("node_outlier_sli_p50", "seconds", nodeMed[n], map[string]string{"node": n, "phase": best,
-				"cluster_p50": fmt.Sprintf("%.2f", clusterMed), "pods": fmt.Sprint(len(byNode[n]))})
 		}
+		l := map[string]string{"node": n, "phase": best, "pods": fmt.Sprint(len(byNode[n]))}
+		if clusterMed > 0 {
+			add(MetricNodeSLIRatio, "ratio", nodeMed[n]/clusterMed, l)
+		}
+		add(MetricNodeSLIExcess, "seconds", nodeMed[n]-clusterMed, l)
 	}
+}
+
+// medianWithout is the median (stats.Percentile 0.5) of sorted with one occurrence of v removed, without
+// copying: the other nodes' typical value for every node in O(log n).
+func medianWithout(sorted []float64, v float64) float64 {
+	n := len(sorted) - 1
+	if n <= 0 {
+		return 0
+	}
+	j := sort.SearchFloat64s(sorted, v)
+	i := max(0, min(int(math.Ceil(0.5*float64(n)))-1, n-1))
+	if i >= j {
+		i++
+	}
+	return sorted[i]
 }
 
 // creationRate compares how fast pods were created (first to last creation seen by the watch) with what was
@@ -290,11 +340,23 @@ func creationRate(add func(string, string, float64, map[string]string), in Input
 		return
 	}
 	l := map[string]string{"creator": in.Creator}
-	add("creation_rate", "pods_per_second", float64(n-1)/span, l)
-	add("creation_span", "seconds", span, l)
+	rate := float64(n-1) / span
+	add(MetricCreationRate, "pods_per_second", rate, l)
+	add(MetricCreationSpan, "seconds", span, l)
 	if in.Creator == "client" {
-		add("creation_rate_requested", "pods_per_second", in.RequestedQPS, l)
-		add("client_limiter_wait", "seconds", in.ClientWait.Seconds(), l)
+		add(MetricCreationRateRequested, "pods_per_second", in.RequestedQPS, l)
+		if in.RequestedQPS > 0 {
+			add(MetricCreationRateRatio, "ratio", rate/in.RequestedQPS, l)
+		}
+		add(MetricClientLimiterWait, "seconds", in.ClientWait.Seconds(), l)
+	}
+	if len(in.CreateLatency) > 0 {
+		// Server-side: how long the apiserver took to accept each create (kubeslow's own limiter excluded).
+		v := make([]float64, len(in.CreateLatency))
+		for i, d := range in.CreateLatency {
+			v[i] = d.Seconds()
+		}
+		add(MetricCreateRequestP99, "seconds", stats.Percentile(stats.Sorted(v), 0.99), nil)
 	}
 }
 
@@ -309,7 +371,7 @@ func addNotStarted(res *result.Result, ts []Timeline) {
 		res.Records = append(res.Records, result.Record{ID: t.Name, Labels: map[string]string{"node": t.Node, "not_started": r}})
 	}
 	for r, n := range reasons {
-		res.Metrics = append(res.Metrics, result.Metric{Name: "not_started_by_reason", Unit: "count", Value: float64(n), Labels: map[string]string{"reason": r}})
+		res.Metrics = append(res.Metrics, result.Metric{Name: MetricNotStartedByReason, Unit: "count", Value: float64(n), Labels: map[string]string{"reason": r}})
 	}
 }
 

@@ -3,13 +3,11 @@ package podstartup
 import (
 	"context"
 	"fmt"
-	"sort"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/kubeslow/kubeslow/internal/measure"
-	"github.com/kubeslow/kubeslow/internal/stats"
 	"github.com/kubeslow/kubeslow/internal/workload"
 	"github.com/kubeslow/kubeslow/pkg/result"
 )
@@ -94,20 +92,14 @@ func (m *Measurement) Run(ctx context.Context, env *measure.Env) (result.Result,
 		return result.Result{}, ctx.Err()
 	}
 	in := Input{Timelines: col.Timelines(), SLO: m.Opts.SLO, Expected: spec.Count, Creator: "controller"}
-	var createLatency []float64
 	if spec.Kind == workload.Pods {
 		in.Creator, in.RequestedQPS = "client", spec.QPS
 		for _, c := range out.Creates {
 			in.ClientWait += max(0, c.Sent.Sub(c.Intended))
-			createLatency = append(createLatency, c.Done.Sub(c.Sent).Seconds())
+			in.CreateLatency = append(in.CreateLatency, c.Done.Sub(c.Sent))
 		}
 	}
 	res := Analyze(in)
-	if len(createLatency) > 0 {
-		// Server-side: how long the apiserver took to accept each create (kubeslow's own limiter excluded).
-		sort.Float64s(createLatency)
-		res.Metrics = append(res.Metrics, result.Metric{Name: "create_request_p99", Unit: "seconds", Value: stats.Percentile(createLatency, 0.99)})
-	}
 	if f := out.Failed(); f > 0 {
 		res.Metrics = append(res.Metrics, result.Metric{Name: "create_errors", Unit: "count", Value: float64(f)})
 	}

@@ -20,6 +20,9 @@ import (
 // BenchName is the result name of `kubeslow bench disk`.
 const BenchName = "disk.fdatasync"
 
+// MetricFdatasyncP99 is the p99 of fdatasync (rules read it through this name).
+const MetricFdatasyncP99 = "fdatasync_p99"
+
 // EtcdSyncP99 is etcd's guidance for its WAL disk: "the 99th percentile of fdatasync should be below 10ms"
 // (etcd.io, Hardware recommendations / "Using fio to tell whether your storage is fast enough for etcd").
 const EtcdSyncP99 = 10 * time.Millisecond
@@ -134,7 +137,7 @@ func BenchResult(where string, s SyncSummary, start, end time.Time) result.Resul
 	res := result.Result{Name: BenchName, Status: result.StatusPass, Start: start, End: end,
 		Metrics: []result.Metric{
 			{Name: "fdatasync_p50", Unit: "seconds", Value: sec(s.P50), Labels: labels},
-			{Name: "fdatasync_p99", Unit: "seconds", Value: sec(s.P99), Labels: labels},
+			{Name: MetricFdatasyncP99, Unit: "seconds", Value: sec(s.P99), Labels: labels},
 			{Name: "fdatasync_max", Unit: "seconds", Value: sec(s.Max), Labels: labels},
 			{Name: "write_iops", Unit: "per_second", Value: s.IOPS, Labels: labels},
 			{Name: "writes", Unit: "count", Value: float64(s.N), Labels: labels},

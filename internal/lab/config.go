@@ -40,6 +40,8 @@ type Config struct {
 	DNS DNSSettings `json:"dns"`
 	// Registry shapes the lab registry's serving speed.
 	Registry RegistrySettings `json:"registry"`
+	// Prometheus runs Debian's Prometheus and node_exporter scraping the lab's components (PrometheusURL).
+	Prometheus bool `json:"prometheus,omitempty"`
 }
 
 // ImagePullSettings are kubelet's serializeImagePulls and maxParallelImagePulls.

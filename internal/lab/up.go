@@ -138,6 +138,11 @@ func Up(ctx context.Context, d Dirs, c Config, progress Progress) (*State, error
 			return nil, err
 		}
 	}
+	if c.Prometheus {
+		if err := upPrometheus(ctx, d, &c, st, step); err != nil {
+			return nil, err
+		}
+	}
 	step("lab up: kubeconfig %s, audit log %s", d.AdminKubeconfig(), d.AuditLog())
 	return st, nil
 }

@@ -131,6 +131,17 @@ type Result struct {
 	Records []Record `json:"records,omitempty"`
 	// Series are time series (latency over time, rates per minute...).
 	Series []Series `json:"series,omitempty"`
+	// Absent lists metrics the measurement could not take from its source (a series the Prometheus it read
+	// does not have): a rule reading one of them is "not evaluated", never "clear".
+	Absent []Absence `json:"absent,omitempty"`
+}
+
+// Absence is a metric a result does not hold because its source lacks the series it is computed from.
+type Absence struct {
+	// Metric is the result metric that is missing; Series the source series it needs.
+	Metric string `json:"metric"`
+	Series string `json:"series"`
+	Reason string `json:"reason,omitempty"`
 }
 
 // Metric is one number.

@@ -79,6 +79,7 @@ type upFlags struct {
 	dnsDenialTTL       time.Duration
 	registryBPS        int64
 	registryLatency    time.Duration
+	prometheus         bool
 	scenario           string
 }
 
@@ -98,7 +99,7 @@ func (f *upFlags) config() (lab.Config, error) {
 		Registry:           lab.RegistrySettings{BytesPerSecond: f.registryBPS, Latency: lab.Duration{Duration: f.registryLatency}},
 		ControllerManager:  lab.ClientSettings{QPS: f.kcmQPS, Burst: f.kcmBurst},
 		Scheduler:          lab.ClientSettings{QPS: f.schedQPS, Burst: f.schedBur},
-		APIServerExtraArgs: f.apiserverArgs,
+		APIServerExtraArgs: f.apiserverArgs, Prometheus: f.prometheus,
 		Kwok: lab.KwokSettings{PodReadyDelay: lab.Duration{Duration: f.podReadyDelay}, PodReadyJitter: lab.Duration{Duration: f.podReadyJitter},
 			SlowNodes: f.slowNodes, SlowNodeDelay: lab.Duration{Duration: f.slowNodeDelay}},
 	}
@@ -153,6 +154,7 @@ func newUp(streams common.IOStreams) *cobra.Command {
 	fl.DurationVar(&f.dnsDenialTTL, "dns-denial-ttl", 5*time.Second, "CoreDNS cache TTL for negative answers (NXDOMAIN)")
 	fl.Int64Var(&f.registryBPS, "registry-bytes-per-second", 0, "lab registry download speed per response (0: unlimited)")
 	fl.DurationVar(&f.registryLatency, "registry-latency", 0, "lab registry latency added to every request")
+	fl.BoolVar(&f.prometheus, "prometheus", false, "also run Debian's Prometheus and node_exporter scraping the lab's components (at "+lab.PrometheusURL()+"; see docs/prometheus.md)")
 	return cmd
 }
 

@@ -40,6 +40,7 @@ type flags struct {
 	etcd    string
 	image   string
 	audit   []string
+	prom    promFlags
 }
 
 // NewCommand returns `kubeslow run`.
@@ -82,6 +83,7 @@ Exit codes: 0 no finding at or above --fail-on, 1 findings, 2 could not run.`,
 	}
 	f.cluster.Add(cmd)
 	f.out.Add(cmd)
+	f.prom.add(cmd)
 	fl := cmd.Flags()
 	fl.StringSliceVar(&f.only, "only", nil, "run only these measurements (names or prefixes ending in '.')")
 	fl.StringSliceVar(&f.skip, "skip", nil, "skip these measurements (names or prefixes ending in '.')")
@@ -106,6 +108,9 @@ func (f *flags) run(ctx context.Context, streams common.IOStreams) (*result.Repo
 	}
 	if f.profile != "quick" && f.profile != "full" {
 		return nil, fmt.Errorf("unknown profile %q (want quick or full)", f.profile)
+	}
+	if f.prom.opts.URL != "" {
+		return f.runPrometheus(ctx, streams)
 	}
 	window := f.window
 	if window == 0 {

@@ -1,0 +1,158 @@
+package promwindow
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+
+	"github.com/prometheus/common/model"
+
+	"github.com/kubeslow/kubeslow/internal/measure"
+	"github.com/kubeslow/kubeslow/internal/measure/podstartup"
+	"github.com/kubeslow/kubeslow/pkg/result"
+)
+
+// NodesName is the result of the node-side signals read from Prometheus.
+const NodesName = "nodes.prometheus"
+
+// Nodes reads the node-side and component signals over the window: control-plane CPU, the kubelet's pod
+// start-up SLI, image pulls and runtime operations, CoreDNS rates and errors, node_exporter's disk latency,
+// pressure, conntrack and ARP entries, and cAdvisor's CPU throttling of kube-system pods.
+type Nodes struct{ src *Source }
+
+// NewNodes returns the measurement.
+func NewNodes(s *Source) *Nodes { return &Nodes{src: s} }
+
+// Name implements measure.Measurement.
+func (*Nodes) Name() string { return NodesName }
+
+// Description implements measure.Measurement.
+func (n *Nodes) Description() string {
+	return fmt.Sprintf("control-plane CPU, kubelet pod start-up/image pulls/runtime ops, CoreDNS, node disk/pressure/conntrack, kube-system CPU throttling, from Prometheus over %s", n.src.Window)
+}
+
+// signal is one metric of the result: a PromQL expression over the window (%[1]s is the role's job matcher,
+// %[2]s the window), the labels kept, and how many series at most (the highest first).
+type signal struct {
+	Role, Metric, Unit, Series string
+	Query                      string
+	Keep                       []string
+	Top                        int
+	// Const labels added to every metric (e.g. the component).
+	Const map[string]string
+}
+
+func nodeSignals() []signal {
+	var out []signal
+	for _, r := range []string{"apiserver", "etcd", "scheduler", "controller-manager"} {
+		out = append(out, signal{Role: r, Metric: "cpu_cores", Unit: "cores", Series: "process_cpu_seconds_total",
+			Query: `sum by (instance) (rate(process_cpu_seconds_total{%[1]s}[%[2]s]))`, Keep: []string{"instance"}, Top: 5, Const: map[string]string{"component": r}})
+	}
+	return append(out,
+		signal{Role: "kubelet", Metric: "pod_start_sli_p99", Unit: "seconds", Series: "kubelet_pod_start_sli_duration_seconds_bucket",
+			Query: `histogram_quantile(0.99, sum by (le) (increase(kubelet_pod_start_sli_duration_seconds_bucket{%[1]s}[%[2]s])))`},
+		signal{Role: "kubelet", Metric: "image_pull_p99", Unit: "seconds", Series: "kubelet_image_pull_duration_seconds_bucket",
+			Query: `histogram_quantile(0.99, sum by (le) (increase(kubelet_image_pull_duration_seconds_bucket{%[1]s}[%[2]s])))`},
+		signal{Role: "kubelet", Metric: "runtime_operation_p99", Unit: "seconds", Series: "kubelet_runtime_operations_duration_seconds_bucket",
+			Query: `histogram_quantile(0.99, sum by (operation_type, le) (increase(kubelet_runtime_operations_duration_seconds_bucket{%[1]s}[%[2]s])))`,
+			Keep:  []string{"operation_type"}, Top: 5},
+		signal{Role: "coredns", Metric: "dns_requests_per_second", Unit: "per_second", Series: "coredns_dns_requests_total",
+			Query: `sum(rate(coredns_dns_requests_total{%[1]s}[%[2]s]))`},
+		signal{Role: "coredns", Metric: "dns_errors_per_second", Unit: "per_second", Series: "coredns_dns_responses_total",
+			Query: `sum by (rcode) (rate(coredns_dns_responses_total{%[1]s,rcode=~"SERVFAIL|REFUSED"}[%[2]s]))`, Keep: []string{"rcode"}, Top: 2},
+		signal{Role: "coredns", Metric: "dns_request_p99", Unit: "seconds", Series: "coredns_dns_request_duration_seconds_bucket",
+			Query: `histogram_quantile(0.99, sum by (le) (increase(coredns_dns_request_duration_seconds_bucket{%[1]s}[%[2]s])))`},
+		signal{Role: "node-exporter", Metric: "disk_write_latency_mean", Unit: "seconds", Series: "node_disk_write_time_seconds_total",
+			Query: `rate(node_disk_write_time_seconds_total{%[1]s}[%[2]s]) / rate(node_disk_writes_completed_total{%[1]s}[%[2]s]) > 0`,
+			Keep:  []string{"instance", "device"}, Top: 5},
+		signal{Role: "node-exporter", Metric: "pressure_ratio", Unit: "ratio", Series: "node_pressure_io_waiting_seconds_total",
+			Query: `label_replace(rate(node_pressure_io_waiting_seconds_total{%[1]s}[%[2]s]), "resource", "io", "", "") or ` +
+				`label_replace(rate(node_pressure_cpu_waiting_seconds_total{%[1]s}[%[2]s]), "resource", "cpu", "", "") or ` +
+				`label_replace(rate(node_pressure_memory_waiting_seconds_total{%[1]s}[%[2]s]), "resource", "memory", "", "")`,
+			Keep: []string{"instance", "resource"}, Top: 6},
+		signal{Role: "node-exporter", Metric: "conntrack_usage", Unit: "ratio", Series: "node_nf_conntrack_entries",
+			Query: `max by (instance) (max_over_time(node_nf_conntrack_entries{%[1]s}[%[2]s]) / max_over_time(node_nf_conntrack_entries_limit{%[1]s}[%[2]s]))`,
+			Keep:  []string{"instance"}, Top: 5},
+		signal{Role: "node-exporter", Metric: "arp_entries", Unit: "count", Series: "node_arp_entries",
+			Query: `sum by (instance) (max_over_time(node_arp_entries{%[1]s}[%[2]s]))`, Keep: []string{"instance"}, Top: 5},
+		signal{Role: "cadvisor", Metric: "cpu_throttled_ratio", Unit: "ratio", Series: "container_cpu_cfs_throttled_periods_total",
+			Query: `sum by (namespace, pod) (increase(container_cpu_cfs_throttled_periods_total{%[1]s,namespace="kube-system"}[%[2]s])) / ` +
+				`sum by (namespace, pod) (increase(container_cpu_cfs_periods_total{%[1]s,namespace="kube-system"}[%[2]s])) > 0`,
+			Keep: []string{"namespace", "pod"}, Top: 5},
+	)
+}
+
+// Run implements measure.Measurement.
+func (n *Nodes) Run(ctx context.Context, _ *measure.Env) (result.Result, error) {
+	s := n.src
+	if err := s.Discover(ctx); err != nil {
+		return result.Result{}, err
+	}
+	res := result.Result{Name: NodesName, Status: result.StatusPass, Start: s.Window.From, End: s.Window.To}
+	anyRole := false
+	for _, sg := range nodeSignals() {
+		job, ok := s.Selector(sg.Role)
+		if !ok {
+			res.Absent = append(res.Absent, result.Absence{Metric: sg.Metric, Series: sg.Series, Reason: s.absentReason(sg.Role)})
+			continue
+		}
+		anyRole = true
+		v, err := s.Client.Instant(ctx, fmt.Sprintf(sg.Query, job, s.window()), s.Window.To)
+		if err != nil {
+			return res, err
+		}
+		var ms []result.Metric
+		for _, smp := range v {
+			f := float64(smp.Value)
+			if math.IsNaN(f) || math.IsInf(f, 0) {
+				continue
+			}
+			labels := map[string]string{"prometheus": fmt.Sprintf("%s %s", job, s.Window)}
+			for _, k := range sg.Keep {
+				labels[k] = string(smp.Metric[model.LabelName(k)])
+			}
+			for k, v := range sg.Const {
+				labels[k] = v
+			}
+			ms = append(ms, result.Metric{Name: sg.Metric, Unit: sg.Unit, Value: f, Labels: labels})
+		}
+		if len(ms) == 0 {
+			res.Absent = append(res.Absent, result.Absence{Metric: sg.Metric, Series: sg.Series,
+				Reason: fmt.Sprintf("job %s has no %s in the window (or nothing happened to measure)", job, sg.Series)})
+			continue
+		}
+		sort.SliceStable(ms, func(i, j int) bool { return ms[i].Value > ms[j].Value })
+		top := sg.Top
+		if top <= 0 {
+			top = 1
+		}
+		if len(ms) > top {
+			ms = ms[:top]
+		}
+		res.Metrics = append(res.Metrics, ms...)
+	}
+	// node_exporter does not export the neighbour table's limit (gc_thresh3): the ARP fill ratio the
+	// KS-NODE-NEIGH rule reads needs the live node probe.
+	res.Absent = append(res.Absent, result.Absence{Metric: "neighbour_usage", Series: "net.ipv4.neigh.default.gc_thresh3",
+		Reason: "node_exporter exports ARP entries but not the neighbour table's limit"})
+	if !anyRole {
+		return res, measure.Skipf("none of kubelet, cAdvisor, node_exporter, CoreDNS or the control-plane jobs is scraped by %s in %s", s.Client.URL(), s.Window)
+	}
+	if job, ok := s.Selector("kubelet"); ok {
+		if err := s.addProfile(ctx, &res, profile{Result: NodesName, Metric: "pod_start_sli_p99", Unit: "seconds", Op: ">", Threshold: podstartup.DefaultSLO.Seconds(),
+			What:  "kubelet pod start-up SLI p99",
+			Query: fmt.Sprintf("histogram_quantile(0.99, sum by (le) (rate(kubelet_pod_start_sli_duration_seconds_bucket{%s}[%s])))", job, s.rate())}); err != nil {
+			return res, err
+		}
+	}
+	var absent []string
+	for _, a := range res.Absent {
+		absent = append(absent, a.Metric)
+	}
+	if len(absent) > 0 {
+		res.Reason = "not measured from this Prometheus: " + strings.Join(absent, ", ")
+	}
+	return res, nil
+}

@@ -1,0 +1,119 @@
+package promwindow
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"sort"
+	"time"
+
+	"github.com/prometheus/common/model"
+
+	"github.com/kubeslow/kubeslow/internal/promql"
+	"github.com/kubeslow/kubeslow/internal/report"
+	"github.com/kubeslow/kubeslow/pkg/result"
+)
+
+// profile is one signal over the window: a range query whose series become result.Series named like the metric
+// the rule reads, and the rule's threshold, whose first crossing is the signal's onset.
+type profile struct {
+	Result, Metric, Unit string
+	// Op and Threshold are the rule's (the onset is the first point crossing it).
+	Op        string
+	Threshold float64
+	// What names the signal in the timeline ("etcd WAL fsync p99").
+	What  string
+	Query string
+	// Top keeps the series with the highest peaks (0: 1).
+	Top int
+}
+
+// Onset is the first instant a signal crossed its threshold in the window.
+type Onset struct {
+	Result, Metric, What string
+	Labels               map[string]string
+	At                   time.Time
+	Value, Threshold     float64
+	Op, Unit             string
+}
+
+// rate is the rate() window of profile points.
+func (s *Source) rate() string { return promql.PromDuration(s.Window.Rate) }
+
+// addProfile runs p's range query and adds its series (with their onset marks) to res.
+func (s *Source) addProfile(ctx context.Context, res *result.Result, p profile) error {
+	m, err := s.Client.Range(ctx, p.Query, s.Window.Range())
+	if err != nil {
+		return err
+	}
+	top := p.Top
+	if top <= 0 {
+		top = 1
+	}
+	peak := func(ss *model.SampleStream) float64 {
+		mx := math.Inf(-1)
+		for _, v := range ss.Values {
+			if f := float64(v.Value); !math.IsNaN(f) && f > mx {
+				mx = f
+			}
+		}
+		return mx
+	}
+	sort.SliceStable(m, func(i, j int) bool { return peak(m[i]) > peak(m[j]) })
+	for i, ss := range m {
+		if i == top {
+			break
+		}
+		series := result.Series{Name: p.Metric, Unit: p.Unit, Labels: labelsOf(ss.Metric)}
+		series.Labels["query"] = p.Query
+		var onset *Onset
+		for _, v := range ss.Values {
+			f := float64(v.Value)
+			if math.IsNaN(f) || math.IsInf(f, 0) {
+				continue // no requests in that step: no percentile
+			}
+			t := v.Timestamp.Time().UTC()
+			series.Points = append(series.Points, result.Point{T: t, V: f})
+			if onset == nil && crosses(f, p.Op, p.Threshold) {
+				onset = &Onset{Result: p.Result, Metric: p.Metric, What: p.What, Labels: labelsOf(ss.Metric), At: t, Value: f,
+					Threshold: p.Threshold, Op: p.Op, Unit: p.Unit}
+			}
+		}
+		if len(series.Points) == 0 {
+			continue
+		}
+		if onset != nil {
+			series.Marks = append(series.Marks, result.Mark{T: onset.At,
+				Label: fmt.Sprintf("%s %s %s at %s", p.What, p.Op, report.FormatValue(p.Threshold), onset.At.Format("15:04:05"))})
+			s.mu.Lock()
+			s.onsets = append(s.onsets, *onset)
+			s.mu.Unlock()
+		}
+		res.Series = append(res.Series, series)
+	}
+	return nil
+}
+
+// Onsets returns the onsets found so far, earliest first.
+func (s *Source) Onsets() []Onset {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := append([]Onset(nil), s.onsets...)
+	sort.SliceStable(out, func(i, j int) bool { return out[i].At.Before(out[j].At) })
+	return out
+}
+
+// crosses applies a rule's comparison.
+func crosses(v float64, op string, threshold float64) bool {
+	switch op {
+	case ">":
+		return v > threshold
+	case ">=":
+		return v >= threshold
+	case "<":
+		return v < threshold
+	case "<=":
+		return v <= threshold
+	}
+	return false
+}

@@ -1,0 +1,228 @@
+package promwindow
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"io"
+	"math"
+	"os"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/utils/clock"
+
+	"github.com/kubeslow/kubeslow/internal/check"
+	"github.com/kubeslow/kubeslow/internal/measure"
+	"github.com/kubeslow/kubeslow/internal/measure/apislo"
+	"github.com/kubeslow/kubeslow/internal/measure/etcdhealth"
+	"github.com/kubeslow/kubeslow/internal/prom"
+	"github.com/kubeslow/kubeslow/internal/promql"
+	"github.com/kubeslow/kubeslow/internal/promql/promtest"
+	"github.com/kubeslow/kubeslow/pkg/result"
+)
+
+func fixture(t *testing.T, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile("../../prom/testdata/" + name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.HasSuffix(name, ".gz") {
+		gz, err := gzip.NewReader(bytes.NewReader(b))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b, err = io.ReadAll(gz); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return b
+}
+
+// storm is two real scrapes of the lab's apiserver during the conflict storm and two of its etcd, placed a
+// minute apart three hours ago (promtool backfills only whole past blocks).
+type storm struct {
+	t0, t1                   time.Time
+	api0, api1, etcd0, etcd1 []byte
+	apiLabels, etcdLabels    map[string]string
+}
+
+func newStorm(t *testing.T) storm {
+	t0 := time.Now().Add(-3 * time.Hour).Truncate(time.Minute)
+	return storm{t0: t0, t1: t0.Add(time.Minute),
+		api0: fixture(t, "apiserver-metrics-conflict-storm-1.txt.gz"), api1: fixture(t, "apiserver-metrics-conflict-storm-2.txt.gz"),
+		etcd0: fixture(t, "etcd-metrics-1.txt"), etcd1: fixture(t, "etcd-metrics-2.txt"),
+		apiLabels:  map[string]string{"job": "kube-apiserver", "instance": "198.19.255.1:6443"},
+		etcdLabels: map[string]string{"job": "kube-etcd", "instance": "198.19.255.1:2379"}}
+}
+
+func (s storm) scrapes() []promtest.Scrape {
+	return []promtest.Scrape{{At: s.t0, Text: s.api0, Labels: s.apiLabels}, {At: s.t1, Text: s.api1, Labels: s.apiLabels},
+		{At: s.t0, Text: s.etcd0, Labels: s.etcdLabels}, {At: s.t1, Text: s.etcd1, Labels: s.etcdLabels}}
+}
+
+func parse(t *testing.T, b []byte, at time.Time) *prom.Snapshot {
+	t.Helper()
+	s, err := prom.Parse(bytes.NewReader(b), at)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func source(t *testing.T, url string, from, to time.Time, jobs map[string]string) *Source {
+	t.Helper()
+	c, err := promql.New(promql.Options{URL: url, Timeout: 20 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := promql.NewWindow(from, to, 0, 0, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return NewSource(c, w, jobs)
+}
+
+// key identifies a metric without the label naming the Prometheus window.
+func key(m result.Metric) string {
+	var ls []string
+	for k, v := range m.Labels {
+		if k != "prometheus" {
+			ls = append(ls, k+"="+v)
+		}
+	}
+	sort.Strings(ls)
+	return m.Name + "{" + strings.Join(ls, ",") + "}"
+}
+
+func sameMetrics(t *testing.T, live, fromProm result.Result) {
+	t.Helper()
+	want := map[string]float64{}
+	for _, m := range live.Metrics {
+		want[key(m)] = m.Value
+	}
+	got := map[string]float64{}
+	for _, m := range fromProm.Metrics {
+		got[key(m)] = m.Value
+	}
+	for k, v := range want {
+		g, ok := got[k]
+		if !ok {
+			t.Errorf("%s: live %g, missing from the Prometheus result", k, v)
+			continue
+		}
+		if math.Abs(g-v) > 1e-6*math.Max(1, math.Abs(v)) {
+			t.Errorf("%s: live %g, Prometheus %g", k, v, g)
+		}
+	}
+	for k := range got {
+		if _, ok := want[k]; !ok {
+			t.Errorf("%s: only in the Prometheus result", k)
+		}
+	}
+}
+
+func fired(rep *result.Report) []string {
+	_, evals := check.Evaluate(rep, check.Rules())
+	var out []string
+	for _, e := range evals {
+		if e.Status == check.Fired {
+			out = append(out, e.ID)
+		}
+	}
+	return out
+}
+
+func run(t *testing.T, m measure.Measurement) result.Result {
+	t.Helper()
+	res := measure.RunOne(context.Background(), &measure.Env{Clock: clock.RealClock{}}, m)
+	if !res.Status.Measured() {
+		t.Fatalf("%s: %s %s", m.Name(), res.Status, res.Reason)
+	}
+	return res
+}
+
+// TestSameResultsAsLive backfills a real Prometheus with the scrapes the live measurements analyse and checks
+// that the Prometheus-backed measurements produce the same metrics (names, labels, values) and so the same
+// rules fire on the same thresholds.
+func TestSameResultsAsLive(t *testing.T) {
+	s := newStorm(t)
+	url := promtest.Start(t, s.scrapes())
+	src := source(t, url, s.t0, s.t1, nil)
+
+	liveAPI := apislo.Analyze(parse(t, s.api0, s.t0), parse(t, s.api1, s.t1))
+	liveEtcd := etcdhealth.Analyze(parse(t, s.etcd0, s.t0), parse(t, s.etcd1, s.t1), nil)
+	var kept []result.Metric
+	for _, m := range liveEtcd.Metrics {
+		if m.Name != "alarm_nospace" && m.Name != "alarms" { // alarms are not metrics: absent over a past window
+			kept = append(kept, m)
+		}
+	}
+	liveEtcd.Metrics = kept
+
+	api := run(t, NewAPI(src))
+	etcd := run(t, NewEtcd(src))
+	sameMetrics(t, liveAPI, api)
+	sameMetrics(t, liveEtcd, etcd)
+	if c := api.Metric("conflicts_per_minute", map[string]string{"resource": "ipamblocks", "verb": "PUT"}); c == nil || c.Value <= 60 {
+		t.Fatalf("409s on ipamblocks = %+v, want the storm's rate", c)
+	}
+
+	liveRep := &result.Report{Results: []result.Result{liveAPI, liveEtcd}}
+	promRep := &result.Report{Results: []result.Result{api, etcd}}
+	lf, pf := fired(liveRep), fired(promRep)
+	if strings.Join(lf, ",") != strings.Join(pf, ",") || len(lf) == 0 {
+		t.Fatalf("live fired %v, Prometheus fired %v", lf, pf)
+	}
+	// Every metric says the job and window it rests on.
+	for _, m := range api.Metrics {
+		if !strings.Contains(m.Labels["prometheus"], `job "kube-apiserver"`) {
+			t.Fatalf("metric %s without its source: %v", m.Name, m.Labels)
+		}
+	}
+	// Discovery found the jobs by their series, whatever they are called, and the absent roles are listed.
+	srcRes := run(t, &Sources{src: src})
+	if got := src.Target("apiserver").Job; got != "kube-apiserver" {
+		t.Fatalf("apiserver job = %q", got)
+	}
+	if !strings.Contains(srcRes.Reason, "absent: scheduler, controller-manager, kubelet, cadvisor, node-exporter, coredns") {
+		t.Fatalf("sources: %s", srcRes.Reason)
+	}
+	q, n := src.Client.Cost()
+	if q == 0 || q > promql.DefaultMaxQueries || n == 0 {
+		t.Fatalf("cost %d queries, %d samples", q, n)
+	}
+}
+
+// TestAbsentIsNotEvaluated: a Prometheus without etcd skips etcd.health with the series it looked for, so the
+// etcd rules are "not evaluated", never "clear"; the NOSPACE alarm, never a metric, is not evaluated either.
+func TestAbsentIsNotEvaluated(t *testing.T) {
+	s := newStorm(t)
+	url := promtest.Start(t, []promtest.Scrape{{At: s.t0, Text: s.api0, Labels: s.apiLabels}, {At: s.t1, Text: s.api1, Labels: s.apiLabels}})
+	src := source(t, url, s.t0, s.t1, nil)
+	etcd := measure.RunOne(context.Background(), &measure.Env{Clock: clock.RealClock{}}, NewEtcd(src))
+	if etcd.Status != result.StatusSkip || !strings.Contains(etcd.Reason, "etcd_server_has_leader is absent") {
+		t.Fatalf("etcd.health without etcd: %s %s", etcd.Status, etcd.Reason)
+	}
+	rep := &result.Report{Results: []result.Result{run(t, NewAPI(src)), etcd}}
+	_, evals := check.Evaluate(rep, check.Rules())
+	for _, e := range evals {
+		if strings.HasPrefix(e.ID, "KS-ETCD-") && e.ID != "KS-ETCD-EVENTS" && (e.Status != check.NotEvaluated || !strings.Contains(e.Reason, "etcd_server_has_leader")) {
+			t.Errorf("%s: %s (%s), want not evaluated naming the absent series", e.ID, e.Status, e.Reason)
+		}
+	}
+}
+
+// TestJobOverride: --prometheus-job picks the job; one that lacks the role's series makes the role absent.
+func TestJobOverride(t *testing.T) {
+	s := newStorm(t)
+	url := promtest.Start(t, s.scrapes())
+	src := source(t, url, s.t0, s.t1, map[string]string{"etcd": "no-such-job"})
+	etcd := measure.RunOne(context.Background(), &measure.Env{Clock: clock.RealClock{}}, NewEtcd(src))
+	if etcd.Status != result.StatusSkip || !strings.Contains(etcd.Reason, `"no-such-job"`) {
+		t.Fatalf("etcd.health with a wrong job: %s %s", etcd.Status, etcd.Reason)
+	}
+}

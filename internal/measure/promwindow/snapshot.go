@@ -1,0 +1,161 @@
+package promwindow
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/model"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/kubeslow/kubeslow/internal/prom"
+	"github.com/kubeslow/kubeslow/internal/promql"
+)
+
+// The live measurements analyse "after minus before" of two scrapes. Over a past window the same delta is
+// increase() over the window at its end, summed by the labels the analysis groups by; it is handed to the
+// analysis as an "after" snapshot whose "before" is empty (so the delta is the increase itself).
+
+// window is the whole window as a PromQL range.
+func (s *Source) window() string { return promql.PromDuration(s.Window.Duration()) }
+
+// selector builds family{matchers} with the role's job matcher.
+func selector(family, jobSel string, extra ...string) string {
+	ms := []string{}
+	if jobSel != "" {
+		ms = append(ms, jobSel)
+	}
+	for _, e := range extra {
+		if e != "" {
+			ms = append(ms, e)
+		}
+	}
+	return family + "{" + strings.Join(ms, ",") + "}"
+}
+
+func by(labels []string) string { return "by (" + strings.Join(labels, ", ") + ")" }
+
+// counter adds family (a counter) to fams: its increase over the window, summed by labels.
+func (s *Source) counter(ctx context.Context, fams map[string]*dto.MetricFamily, family, jobSel string, labels []string, extra ...string) error {
+	q := fmt.Sprintf("sum %s (increase(%s[%s]))", by(labels), selector(family, jobSel, extra...), s.window())
+	v, err := s.Client.Instant(ctx, q, s.Window.To)
+	if err != nil {
+		return err
+	}
+	if len(v) == 0 {
+		return nil
+	}
+	f := &dto.MetricFamily{Name: proto.String(family), Type: dto.MetricType_COUNTER.Enum()}
+	for _, smp := range v {
+		f.Metric = append(f.Metric, &dto.Metric{Label: pairs(smp.Metric), Counter: &dto.Counter{Value: proto.Float64(float64(smp.Value))}})
+	}
+	fams[family] = f
+	return nil
+}
+
+// gauge adds family (a gauge) to fams: its highest value in the window, by labels.
+func (s *Source) gauge(ctx context.Context, fams map[string]*dto.MetricFamily, family, jobSel string, labels []string) error {
+	q := fmt.Sprintf("max %s (max_over_time(%s[%s]))", by(labels), selector(family, jobSel), s.window())
+	v, err := s.Client.Instant(ctx, q, s.Window.To)
+	if err != nil || len(v) == 0 {
+		return err
+	}
+	f := &dto.MetricFamily{Name: proto.String(family), Type: dto.MetricType_GAUGE.Enum()}
+	for _, smp := range v {
+		f.Metric = append(f.Metric, &dto.Metric{Label: pairs(smp.Metric), Gauge: &dto.Gauge{Value: proto.Float64(float64(smp.Value))}})
+	}
+	fams[family] = f
+	return nil
+}
+
+// histogram adds family (a classic histogram) to fams: the increase of every bucket over the window, summed by
+// labels and le. withSum also reads _sum (the analyses that use a histogram's sum need it).
+func (s *Source) histogram(ctx context.Context, fams map[string]*dto.MetricFamily, family, jobSel string, labels []string, withSum bool, extra ...string) error {
+	q := fmt.Sprintf("sum %s (increase(%s[%s]))", by(append(append([]string(nil), labels...), "le")), selector(family+"_bucket", jobSel, extra...), s.window())
+	v, err := s.Client.Instant(ctx, q, s.Window.To)
+	if err != nil || len(v) == 0 {
+		return err
+	}
+	sums := map[string]float64{}
+	if withSum {
+		sq := fmt.Sprintf("sum %s (increase(%s[%s]))", by(labels), selector(family+"_sum", jobSel, extra...), s.window())
+		sv, err := s.Client.Instant(ctx, sq, s.Window.To)
+		if err != nil {
+			return err
+		}
+		for _, smp := range sv {
+			sums[smp.Metric.String()] = float64(smp.Value)
+		}
+	}
+	fams[family] = histogramFamily(family, v, sums)
+	return nil
+}
+
+// histogramFamily assembles per-bucket samples (with an le label) into one dto histogram per label set.
+func histogramFamily(family string, v model.Vector, sums map[string]float64) *dto.MetricFamily {
+	type bucket struct{ le, count float64 }
+	groups := map[string][]bucket{}
+	metrics := map[string]model.Metric{}
+	for _, smp := range v {
+		le, err := strconv.ParseFloat(string(smp.Metric["le"]), 64)
+		if err != nil {
+			continue
+		}
+		m := smp.Metric.Clone()
+		delete(m, "le")
+		k := m.String()
+		metrics[k] = m
+		groups[k] = append(groups[k], bucket{le, float64(smp.Value)})
+	}
+	keys := make([]string, 0, len(groups))
+	for k := range groups {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	f := &dto.MetricFamily{Name: proto.String(family), Type: dto.MetricType_HISTOGRAM.Enum()}
+	for _, k := range keys {
+		bs := groups[k]
+		sort.Slice(bs, func(i, j int) bool { return bs[i].le < bs[j].le })
+		h := &dto.Histogram{SampleSum: proto.Float64(sums[k])}
+		count := 0.0
+		// increase() extrapolates each bucket on its own, so cumulative counts can dip by a rounding error:
+		// keep them monotonic, as histogram_quantile does.
+		prev := 0.0
+		for _, b := range bs {
+			c := math.Max(b.count, prev)
+			prev = c
+			if math.IsInf(b.le, 1) {
+				count = c
+				continue
+			}
+			h.Bucket = append(h.Bucket, &dto.Bucket{UpperBound: proto.Float64(b.le), CumulativeCount: proto.Uint64(uint64(math.Round(c)))})
+		}
+		h.SampleCount = proto.Uint64(uint64(math.Round(count)))
+		f.Metric = append(f.Metric, &dto.Metric{Label: pairs(metrics[k]), Histogram: h})
+	}
+	return f
+}
+
+func pairs(m model.Metric) []*dto.LabelPair {
+	names := make([]string, 0, len(m))
+	for k := range m {
+		if k != model.MetricNameLabel {
+			names = append(names, string(k))
+		}
+	}
+	sort.Strings(names)
+	out := make([]*dto.LabelPair, len(names))
+	for i, n := range names {
+		out[i] = &dto.LabelPair{Name: proto.String(n), Value: proto.String(string(m[model.LabelName(n)]))}
+	}
+	return out
+}
+
+// snapshots returns the empty "before" and the window's "after".
+func (s *Source) snapshots(fams map[string]*dto.MetricFamily) (*prom.Snapshot, *prom.Snapshot) {
+	return &prom.Snapshot{At: s.Window.From, Families: map[string]*dto.MetricFamily{}}, &prom.Snapshot{At: s.Window.To, Families: fams}
+}

@@ -1,0 +1,190 @@
+// Package promwindow is kubeslow's read-only measurements taken from a Prometheus-compatible server over a past
+// window instead of from live scrapes: "it was slow yesterday at 3 pm". The API and etcd measurements build
+// the same window deltas the live ones take from two scrapes (increase() over the window, summed by the same
+// labels) and run the live measurements' own analysis on them, so their results carry the same names and
+// metric names and the same rules fire on the same thresholds. Each also gets time profiles over the window
+// (result.Series) with the instant each signal crossed its rule's threshold. What the server does not have is
+// said: a job that is not found makes its measurement skipped with the series it looked for, and a metric
+// Prometheus cannot provide is listed as absent in its result, so its rule is "not evaluated", never "clear".
+package promwindow
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/prometheus/common/model"
+
+	"github.com/kubeslow/kubeslow/internal/promql"
+)
+
+// Role is one kind of scrape target kubeslow reads, found by a series only it exposes.
+type Role struct {
+	Name string
+	// Signature is a series only this kind of target exposes; the jobs that have it are the role's jobs.
+	Signature string
+	What      string
+}
+
+// Roles are the targets kubeslow looks for, in report order.
+var Roles = []Role{
+	{"apiserver", "apiserver_request_total", "kube-apiserver"},
+	{"etcd", "etcd_server_has_leader", "etcd"},
+	{"scheduler", "scheduler_schedule_attempts_total", "kube-scheduler"},
+	{"controller-manager", `workqueue_adds_total{name="replicaset"}`, "kube-controller-manager"},
+	{"kubelet", "kubelet_node_name", "kubelet"},
+	{"cadvisor", "container_cpu_usage_seconds_total", "cAdvisor (kubelet /metrics/cadvisor)"},
+	{"node-exporter", "node_uname_info", "node_exporter"},
+	{"coredns", "coredns_dns_requests_total", "CoreDNS"},
+}
+
+// Target is what discovery found for a role.
+type Target struct {
+	Role Role
+	// Job is the job label the queries select ("" when the role is absent); Others are further jobs that
+	// expose the signature (a second scrape of the same targets, which would double every sum).
+	Job    string
+	Others []string
+	// Series counts the signature's series of Job (its instances).
+	Series int
+	// Override is the job --prometheus-job set ("" when discovered).
+	Override string
+}
+
+// Source is the server and window every measurement of a run reads, and what they found.
+type Source struct {
+	Client *promql.Client
+	Window promql.Window
+	// Jobs overrides discovery: role name -> job label value.
+	Jobs map[string]string
+
+	once    sync.Once
+	targets map[string]*Target
+	discErr error
+	mu      sync.Mutex
+	onsets  []Onset
+}
+
+// NewSource returns a source; discovery runs on first use.
+func NewSource(c *promql.Client, w promql.Window, jobs map[string]string) *Source {
+	return &Source{Client: c, Window: w, Jobs: jobs}
+}
+
+// ParseJobs reads --prometheus-job values "role=job".
+func ParseJobs(values []string) (map[string]string, error) {
+	out := map[string]string{}
+	for _, v := range values {
+		role, job, ok := strings.Cut(v, "=")
+		known := false
+		for _, r := range Roles {
+			known = known || r.Name == role
+		}
+		if !ok || !known || job == "" || strings.ContainsAny(job, "\"\\\n") {
+			names := make([]string, len(Roles))
+			for i, r := range Roles {
+				names[i] = r.Name
+			}
+			return nil, fmt.Errorf("--prometheus-job %q: want ROLE=JOB with ROLE one of %s", v, strings.Join(names, ", "))
+		}
+		out[role] = job
+	}
+	return out, nil
+}
+
+// Discover finds each role's job: the jobs exposing the role's signature series within the window, the one with
+// the most series first. It runs once per source.
+func (s *Source) Discover(ctx context.Context) error {
+	s.once.Do(func() {
+		s.targets = map[string]*Target{}
+		for _, r := range Roles {
+			t := &Target{Role: r}
+			s.targets[r.Name] = t
+			if job, ok := s.Jobs[r.Name]; ok {
+				t.Job, t.Override = job, job
+			}
+			sel := r.Signature
+			if t.Override != "" {
+				sel = withMatcher(sel, fmt.Sprintf("job=%q", t.Job))
+			}
+			v, err := s.Client.Instant(ctx, fmt.Sprintf("count by (job) (last_over_time(%s[%s]))", sel, promql.PromDuration(s.Window.Duration())), s.Window.To)
+			if err != nil {
+				s.discErr = err
+				return
+			}
+			sort.Slice(v, func(i, j int) bool {
+				if v[i].Value != v[j].Value {
+					return v[i].Value > v[j].Value
+				}
+				return v[i].Metric["job"] < v[j].Metric["job"]
+			})
+			for i, smp := range v {
+				job := string(smp.Metric["job"])
+				if i == 0 {
+					t.Series = int(smp.Value)
+					if t.Override == "" {
+						t.Job = job
+					}
+					continue
+				}
+				t.Others = append(t.Others, job)
+			}
+			if t.Override != "" && len(v) == 0 {
+				t.Job = "" // the job given does not expose the role's series in the window
+			}
+		}
+	})
+	return s.discErr
+}
+
+// Target returns the role's discovery (after Discover).
+func (s *Source) Target(role string) *Target { return s.targets[role] }
+
+// Selector is the label matcher selecting the role's job, and whether the role was found.
+func (s *Source) Selector(role string) (string, bool) {
+	t := s.targets[role]
+	if t == nil || t.Job == "" {
+		return "", false
+	}
+	return fmt.Sprintf("job=%q", t.Job), true
+}
+
+// absentReason says why a role's measurement has nothing to read.
+func (s *Source) absentReason(role string) string {
+	t := s.targets[role]
+	if t != nil && t.Override != "" {
+		return fmt.Sprintf("series %s is absent from %s in %s for job %q (set by --prometheus-job)", t.Role.Signature, s.Client.URL(), s.Window, t.Override)
+	}
+	sig := role
+	if t != nil {
+		sig = t.Role.Signature
+	}
+	return fmt.Sprintf("series %s is absent from %s in %s: no %s job is scraped there", sig, s.Client.URL(), s.Window, role)
+}
+
+// withMatcher adds a label matcher to a selector ("name" or "name{...}").
+func withMatcher(sel, matcher string) string {
+	if matcher == "" {
+		return sel
+	}
+	if strings.HasSuffix(sel, "}") {
+		inner := strings.TrimSuffix(sel, "}")
+		if strings.HasSuffix(inner, "{") {
+			return inner + matcher + "}"
+		}
+		return inner + "," + matcher + "}"
+	}
+	return sel + "{" + matcher + "}"
+}
+
+// labelsOf returns a sample's labels as a map, without the metric name.
+func labelsOf(m model.Metric) map[string]string {
+	out := map[string]string{}
+	for k, v := range m {
+		if k != model.MetricNameLabel {
+			out[string(k)] = string(v)
+		}
+	}
+	return out
+}

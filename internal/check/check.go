@@ -200,7 +200,11 @@ func Evaluate(r *result.Report, rules []Rule) ([]result.Finding, []result.RuleEv
 	var findings []result.Finding
 	var evals []result.RuleEvaluation
 	for _, rule := range rules {
-		if missing := missingInputs(r, rule.Inputs()); missing != "" {
+		missing := missingInputs(r, rule.Inputs())
+		if missing == "" {
+			missing = absentMetrics(r, rule.Metrics())
+		}
+		if missing != "" {
 			evals = append(evals, result.RuleEvaluation{ID: rule.ID, Status: result.RuleNotEvaluated, Reason: missing})
 			continue
 		}
@@ -231,6 +235,23 @@ func (rule Rule) hits(r *result.Report) []Hit {
 		return hits[i].Value > hits[j].Value
 	})
 	return hits
+}
+
+// absentMetrics says which metric a rule reads its result lists as absent (a series its source lacks, e.g. a
+// Prometheus without node_exporter): such a rule is not evaluated, never clear.
+func absentMetrics(r *result.Report, ms []Metric) string {
+	for _, m := range ms {
+		res := r.Result(m.Result)
+		if res == nil {
+			continue
+		}
+		for _, a := range res.Absent {
+			if a.Metric == m.Name {
+				return fmt.Sprintf("%s %s is absent: series %s (%s)", m.Result, m.Name, a.Series, a.Reason)
+			}
+		}
+	}
+	return ""
 }
 
 func missingInputs(r *result.Report, needs []string) string {

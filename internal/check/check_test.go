@@ -32,6 +32,12 @@ func rep(status result.Status, values ...float64) *result.Report {
 	return r
 }
 
+// absent marks the rule's metric as absent from its source (a Prometheus without the series).
+func absent(r *result.Report) *result.Report {
+	r.Results[0].Absent = []result.Absence{{Metric: "p99", Series: "x_bucket", Reason: "not scraped"}}
+	return r
+}
+
 func TestEvaluate(t *testing.T) {
 	cases := []struct {
 		name     string
@@ -44,6 +50,7 @@ func TestEvaluate(t *testing.T) {
 		{"skipped input is not evaluated", rep(result.StatusSkip), result.RuleNotEvaluated, 0},
 		{"errored input is not evaluated", rep(result.StatusError), result.RuleNotEvaluated, 0},
 		{"missing input is not evaluated", &result.Report{APIVersion: result.APIVersion, Kind: result.Kind}, result.RuleNotEvaluated, 0},
+		{"absent metric is not evaluated", absent(rep(result.StatusPass)), result.RuleNotEvaluated, 0},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -76,13 +76,13 @@ func (a *API) Run(ctx context.Context, _ *measure.Env) (result.Result, error) {
 		}
 	}
 	if fams[latency] == nil {
-		absent = append(absent, result.Absence{Metric: "latency_p99_single", Series: latency + "_bucket", Reason: "no request latency histogram in the window"},
-			result.Absence{Metric: "latency_p99_list", Series: latency + "_bucket", Reason: "no request latency histogram in the window"})
+		absent = append(absent, result.Absence{Metric: apislo.MetricLatencyP99Single, Series: latency + "_bucket", Reason: "no request latency histogram in the window"},
+			result.Absence{Metric: apislo.MetricLatencyP99List, Series: latency + "_bucket", Reason: "no request latency histogram in the window"})
 	}
 	// Rejection series exist only once a rejection happened: APF is "not scraped" only when its always-present
 	// gauges are missing too.
 	if fams["apiserver_flowcontrol_rejected_requests_total"] == nil && s.hasNone(ctx, apfGauges, job) {
-		absent = append(absent, result.Absence{Metric: "apf_rejected_per_minute", Series: "apiserver_flowcontrol_nominal_limit_seats",
+		absent = append(absent, result.Absence{Metric: apislo.MetricAPFRejectedPerMinute, Series: "apiserver_flowcontrol_nominal_limit_seats",
 			Reason: "API Priority and Fairness metrics are not scraped from the apiserver job"})
 	}
 	res := apislo.Analyze(s.snapshots(fams))
@@ -99,11 +99,11 @@ func (a *API) profiles(ctx context.Context, res *result.Result, latency, job str
 	s := a.src
 	filter := `verb!~"WATCH|WATCHLIST|CONNECT|LIST",subresource!~"proxy|log|exec|attach|portforward"`
 	for _, p := range []profile{
-		{Result: apislo.Name, Metric: "latency_p99_single", Unit: "seconds", Op: ">", Threshold: apislo.SLOSingle, What: "API p99 (single-object and mutating calls)",
+		{Result: apislo.Name, Metric: apislo.MetricLatencyP99Single, Unit: "seconds", Rule: "KS-API-LATENCY", What: "API p99 (single-object and mutating calls)",
 			Query: fmt.Sprintf("histogram_quantile(0.99, sum by (le) (rate(%s[%s])))", selector(latency+"_bucket", job, filter), s.rate())},
-		{Result: apislo.Name, Metric: "conflicts_per_minute", Unit: "per_minute", Op: ">", Threshold: 60, What: "409 Conflicts",
+		{Result: apislo.Name, Metric: apislo.MetricConflictsPerMinute, Unit: "per_minute", Rule: "KS-API-409", What: "409 Conflicts",
 			Query: fmt.Sprintf("60 * sum by (group, resource, verb) (rate(%s[%s]))", selector("apiserver_request_total", job, `code="409"`), s.rate()), Top: 3},
-		{Result: apislo.Name, Metric: "apf_rejected_per_minute", Unit: "per_minute", Op: ">", Threshold: 0, What: "APF rejections",
+		{Result: apislo.Name, Metric: apislo.MetricAPFRejectedPerMinute, Unit: "per_minute", Rule: "KS-API-THROTTLED", What: "APF rejections",
 			Query: fmt.Sprintf("60 * sum by (priority_level, reason) (rate(%s[%s]))", selector("apiserver_flowcontrol_rejected_requests_total", job), s.rate()), Top: 3},
 	} {
 		if err := s.addProfile(ctx, res, p); err != nil {

@@ -56,17 +56,17 @@ func (e *Etcd) Run(ctx context.Context, _ *measure.Env) (result.Result, error) {
 	// Alarms are read from etcd's API, not its metrics: over a past window they are unknown, not zero.
 	kept := res.Metrics[:0]
 	for _, m := range res.Metrics {
-		if m.Name != "alarm_nospace" && m.Name != "alarms" {
+		if m.Name != etcdhealth.MetricAlarmNoSpace && m.Name != "alarms" {
 			kept = append(kept, m)
 		}
 	}
 	res.Metrics = kept
-	res.Absent = append(res.Absent, result.Absence{Metric: "alarm_nospace", Series: "(etcd alarm list)",
+	res.Absent = append(res.Absent, result.Absence{Metric: etcdhealth.MetricAlarmNoSpace, Series: "(etcd alarm list)",
 		Reason: "etcd's alarms are not exported as metrics; over a past window whether NOSPACE was raised is unknown"})
 	for _, a := range []struct{ family, metric string }{
-		{"etcd_mvcc_db_total_size_in_bytes", "db_quota_ratio"}, {"etcd_server_quota_backend_bytes", "db_quota_ratio"},
-		{"etcd_disk_wal_fsync_duration_seconds", "wal_fsync_p99"}, {"etcd_disk_backend_commit_duration_seconds", "backend_commit_p99"},
-		{"etcd_server_leader_changes_seen_total", "leader_changes"},
+		{"etcd_mvcc_db_total_size_in_bytes", etcdhealth.MetricDBQuotaRatio}, {"etcd_server_quota_backend_bytes", etcdhealth.MetricDBQuotaRatio},
+		{"etcd_disk_wal_fsync_duration_seconds", etcdhealth.MetricWALFsyncP99}, {"etcd_disk_backend_commit_duration_seconds", etcdhealth.MetricBackendCommitP99},
+		{"etcd_server_leader_changes_seen_total", etcdhealth.MetricLeaderChanges},
 	} {
 		if fams[a.family] == nil && !hasAbsence(res.Absent, a.metric) {
 			res.Absent = append(res.Absent, result.Absence{Metric: a.metric, Series: a.family, Reason: "not exposed by the etcd job in the window"})
@@ -75,11 +75,11 @@ func (e *Etcd) Run(ctx context.Context, _ *measure.Env) (result.Result, error) {
 	res.Start, res.End = s.Window.From, s.Window.To
 	s.label(&res, "job "+jobValue(job))
 	for _, p := range []profile{
-		{Result: etcdhealth.Name, Metric: "wal_fsync_p99", Unit: "seconds", Op: ">", Threshold: etcdhealth.FsyncP99Max, What: "etcd WAL fsync p99",
+		{Result: etcdhealth.Name, Metric: etcdhealth.MetricWALFsyncP99, Unit: "seconds", Rule: "KS-ETCD-FSYNC", What: "etcd WAL fsync p99",
 			Query: fmt.Sprintf("histogram_quantile(0.99, sum by (le) (rate(%s[%s])))", selector("etcd_disk_wal_fsync_duration_seconds_bucket", job), s.rate())},
-		{Result: etcdhealth.Name, Metric: "backend_commit_p99", Unit: "seconds", Op: ">", Threshold: etcdhealth.CommitP99Max, What: "etcd backend commit p99",
+		{Result: etcdhealth.Name, Metric: etcdhealth.MetricBackendCommitP99, Unit: "seconds", Rule: "KS-ETCD-COMMIT", What: "etcd backend commit p99",
 			Query: fmt.Sprintf("histogram_quantile(0.99, sum by (le) (rate(%s[%s])))", selector("etcd_disk_backend_commit_duration_seconds_bucket", job), s.rate())},
-		{Result: etcdhealth.Name, Metric: "db_quota_ratio", Unit: "ratio", Op: ">=", Threshold: 0.8, What: "etcd database / quota",
+		{Result: etcdhealth.Name, Metric: etcdhealth.MetricDBQuotaRatio, Unit: "ratio", Rule: "KS-ETCD-QUOTA", What: "etcd database / quota",
 			Query: fmt.Sprintf("max(%s) / max(%s)", selector("etcd_mvcc_db_total_size_in_bytes", job), selector("etcd_server_quota_backend_bytes", job))},
 	} {
 		if err := s.addProfile(ctx, &res, p); err != nil {

@@ -9,8 +9,8 @@ import (
 
 	"github.com/prometheus/common/model"
 
+	"github.com/kubeslow/kubeslow/internal/check"
 	"github.com/kubeslow/kubeslow/internal/promql"
-	"github.com/kubeslow/kubeslow/internal/report"
 	"github.com/kubeslow/kubeslow/pkg/result"
 )
 
@@ -18,7 +18,9 @@ import (
 // the rule reads, and the rule's threshold, whose first crossing is the signal's onset.
 type profile struct {
 	Result, Metric, Unit string
-	// Op and Threshold are the rule's (the onset is the first point crossing it).
+	// Rule is the ID of the rule reading the metric: its threshold makes the onset. Without one, Op and
+	// Threshold say it.
+	Rule      string
 	Op        string
 	Threshold float64
 	// What names the signal in the timeline ("etcd WAL fsync p99").
@@ -42,6 +44,10 @@ func (s *Source) rate() string { return promql.PromDuration(s.Window.Rate) }
 
 // addProfile runs p's range query and adds its series (with their onset marks) to res.
 func (s *Source) addProfile(ctx context.Context, res *result.Result, p profile) error {
+	if p.Rule != "" {
+		c := ruleCondition(p.Rule)
+		p.Op, p.Threshold = c.Op, c.Value
+	}
 	m, err := s.Client.Range(ctx, p.Query, s.Window.Range())
 	if err != nil {
 		return err
@@ -74,7 +80,7 @@ func (s *Source) addProfile(ctx context.Context, res *result.Result, p profile) 
 			}
 			t := v.Timestamp.Time().UTC()
 			series.Points = append(series.Points, result.Point{T: t, V: f})
-			if onset == nil && crosses(f, p.Op, p.Threshold) {
+			if onset == nil && check.Compare(f, p.Op, p.Threshold) {
 				onset = &Onset{Result: p.Result, Metric: p.Metric, What: p.What, Labels: labelsOf(ss.Metric), At: t, Value: f,
 					Threshold: p.Threshold, Op: p.Op, Unit: p.Unit}
 			}
@@ -84,7 +90,7 @@ func (s *Source) addProfile(ctx context.Context, res *result.Result, p profile) 
 		}
 		if onset != nil {
 			series.Marks = append(series.Marks, result.Mark{T: onset.At,
-				Label: fmt.Sprintf("%s %s %s at %s", p.What, p.Op, report.FormatValue(p.Threshold), onset.At.Format("15:04:05"))})
+				Label: fmt.Sprintf("%s %s %s at %s", p.What, p.Op, result.FormatValue(p.Threshold), onset.At.Format("15:04:05"))})
 			s.mu.Lock()
 			s.onsets = append(s.onsets, *onset)
 			s.mu.Unlock()
@@ -103,17 +109,14 @@ func (s *Source) Onsets() []Onset {
 	return out
 }
 
-// crosses applies a rule's comparison.
-func crosses(v float64, op string, threshold float64) bool {
-	switch op {
-	case ">":
-		return v > threshold
-	case ">=":
-		return v >= threshold
-	case "<":
-		return v < threshold
-	case "<=":
-		return v <= threshold
+// ruleCondition is the threshold of the rule with the given ID; an unknown ID is a programming error (every
+// profile is run by the tests).
+func ruleCondition(id string) check.Condition {
+	for _, r := range check.Rules() {
+		if r.ID == id {
+			return r.When
+		}
 	}
-	return false
+	panic("promwindow: no rule " + id)
 }
+

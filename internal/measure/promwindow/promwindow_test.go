@@ -129,7 +129,7 @@ func fired(rep *result.Report) []string {
 	_, evals := check.Evaluate(rep, check.Rules())
 	var out []string
 	for _, e := range evals {
-		if e.Status == check.Fired {
+		if e.Status == result.RuleFired {
 			out = append(out, e.ID)
 		}
 	}
@@ -210,7 +210,7 @@ func TestAbsentIsNotEvaluated(t *testing.T) {
 	rep := &result.Report{Results: []result.Result{run(t, NewAPI(src)), etcd}}
 	_, evals := check.Evaluate(rep, check.Rules())
 	for _, e := range evals {
-		if strings.HasPrefix(e.ID, "KS-ETCD-") && e.ID != "KS-ETCD-EVENTS" && (e.Status != check.NotEvaluated || !strings.Contains(e.Reason, "etcd_server_has_leader")) {
+		if strings.HasPrefix(e.ID, "KS-ETCD-") && e.ID != "KS-ETCD-EVENTS" && (e.Status != result.RuleNotEvaluated || !strings.Contains(e.Reason, "etcd_server_has_leader")) {
 			t.Errorf("%s: %s (%s), want not evaluated naming the absent series", e.ID, e.Status, e.Reason)
 		}
 	}

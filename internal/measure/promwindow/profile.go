@@ -119,4 +119,3 @@ func ruleCondition(id string) check.Condition {
 	}
 	panic("promwindow: no rule " + id)
 }
-

@@ -193,10 +193,10 @@ func (m *Measurement) Run(ctx context.Context, env *measure.Env) (result.Result,
 			res.Records = append(res.Records, result.Record{ID: "probe " + pr.where, Labels: map[string]string{"error": err.Error()}})
 			continue
 		}
-		nodeNetResult(&res, pr.where, nn)
+		NodeNetResult(&res, pr.where, nn)
 	}
 	samples := map[string][]float64{}
-	key := func(path, metric, conn string) string { return path + "\x00" + metric + "\x00" + conn }
+	key := SampleKey
 	for round := 0; round < m.Opts.Repeats; round++ {
 		for _, p := range paths {
 			target := p.Target(addr)
@@ -228,7 +228,17 @@ func (m *Measurement) Run(ctx context.Context, env *measure.Env) (result.Result,
 			}
 		}
 	}
-	// Medians over the repeats, with the spread; ratios of medians.
+	Summarize(&res, paths, samples)
+	res.Metrics = append(res.Metrics, result.Metric{Name: "repeats", Unit: "count", Value: float64(m.Opts.Repeats)})
+	return res, nil
+}
+
+// SampleKey keys the samples of one path, metric and connection mode.
+func SampleKey(path, metric, conn string) string { return path + "\x00" + metric + "\x00" + conn }
+
+// Summarize adds the medians over the repeats of every path's samples (keyed by SampleKey), with their
+// spread, and each path's ratio to host->host (the first path) (pure).
+func Summarize(res *result.Result, paths []Path, samples map[string][]float64) {
 	base := map[string]float64{}
 	for _, p := range paths {
 		for _, c := range []struct{ metric, unit, conn string }{
@@ -236,7 +246,7 @@ func (m *Measurement) Run(ctx context.Context, env *measure.Env) (result.Result,
 			{"rps", "requests_per_second", "new"}, {"latency_p99", "seconds", "new"},
 			{"stream_gbit", "gbit_per_second", "stream"}, {"rr_latency_p99", "seconds", "stream"},
 		} {
-			v := samples[key(p.Name, c.metric, c.conn)]
+			v := samples[SampleKey(p.Name, c.metric, c.conn)]
 			if len(v) == 0 {
 				continue
 			}
@@ -249,12 +259,10 @@ func (m *Measurement) Run(ctx context.Context, env *measure.Env) (result.Result,
 			if c.metric == "rps" || c.metric == "stream_gbit" {
 				res.Metrics = append(res.Metrics, result.Metric{Name: c.metric + "_min", Unit: c.unit, Value: lo, Labels: l},
 					result.Metric{Name: c.metric + "_max", Unit: c.unit, Value: hi, Labels: l})
-				ratio(&res, base, c.metric+"_"+c.conn, p.Name, med, map[string]string{"path": p.Name, "conn": c.conn})
+				ratio(res, base, c.metric+"_"+c.conn, p.Name, med, map[string]string{"path": p.Name, "conn": c.conn})
 			}
 		}
 	}
-	res.Metrics = append(res.Metrics, result.Metric{Name: "repeats", Unit: "count", Value: float64(m.Opts.Repeats)})
-	return res, nil
 }
 
 // ratio records a path's value against host->host's (the first path).

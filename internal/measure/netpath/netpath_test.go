@@ -48,12 +48,12 @@ func TestRealNodes(t *testing.T) {
 // become metrics; a pod's interfaces all do; what was unreadable on a node is recorded.
 func TestNodeNetResult(t *testing.T) {
 	var res result.Result
-	nodeNetResult(&res, "node n1", &agent.NodeNet{
+	NodeNetResult(&res, "node n1", &agent.NodeNet{
 		Interfaces:       []agent.Iface{{Name: "eth0", MTU: 1500}, {Name: "flannel.1", MTU: 1450, Kind: "vxlan"}, {Name: "veth1", MTU: 1450}},
 		ConntrackEntries: 50, ConntrackMax: 200, Neighbours: -1, NeighThresh3: -1,
 		KubeProxyMode: "iptables", KubeProxyRules: map[string]int64{"nat/IPv4": 300, "filter": 7}, Unread: []string{"neighbours: no such file"},
 	})
-	nodeNetResult(&res, "pod", &agent.NodeNet{Interfaces: []agent.Iface{{Name: "eth0", MTU: 1450}}, ConntrackEntries: -1, Neighbours: -1})
+	NodeNetResult(&res, "pod", &agent.NodeNet{Interfaces: []agent.Iface{{Name: "eth0", MTU: 1450}}, ConntrackEntries: -1, Neighbours: -1})
 	got := map[string]float64{}
 	for _, m := range res.Metrics {
 		got[m.Name+"/"+m.Labels["where"]+"/"+m.Labels["iface"]+m.Labels["table"]+m.Labels["family"]] = m.Value

@@ -31,10 +31,10 @@ func (m *Measurement) probeNode(ctx context.Context, env *measure.Env, pod strin
 	return &nn, nil
 }
 
-// nodeNetResult adds what a namespace showed to the result: metrics (MTU of the pod's interfaces and of the
+// NodeNetResult adds what a namespace showed to the result (pure): metrics (MTU of the pod's interfaces and of the
 // node's overlay devices, conntrack and ARP fill, kube-proxy's rule count and sync p99) and one record with
 // the kube-proxy mode, the overlay and what could not be read.
-func nodeNetResult(res *result.Result, where string, n *agent.NodeNet) {
+func NodeNetResult(res *result.Result, where string, n *agent.NodeNet) {
 	add := func(name, unit string, v float64, extra ...string) {
 		l := map[string]string{"where": where}
 		for i := 0; i+1 < len(extra); i += 2 {

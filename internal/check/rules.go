@@ -25,6 +25,7 @@ var (
 	nodesNotReady      = Metric{nodes.Name, nodes.MetricNotReady}
 	nodesWithCondition = Metric{nodes.Name, nodes.MetricWithCondition}
 	nodesTotal         = Metric{nodes.Name, nodes.MetricNodes}
+	nodesFlapping      = Metric{nodes.Name, nodes.MetricFlapping}
 	apiLatencySingle   = Metric{apislo.Name, apislo.MetricLatencyP99Single}
 	apiLatencyList     = Metric{apislo.Name, apislo.MetricLatencyP99List}
 	apiConflicts       = Metric{apislo.Name, apislo.MetricConflictsPerMinute}
@@ -54,6 +55,17 @@ func coreRules() []Rule {
 			Source:      "kubelet node-pressure eviction (the condition is set when an eviction threshold is crossed)",
 			Summary:     "{{.value}} nodes report {{.condition}}=True: the kubelet is evicting pods and refusing new ones of lower priority",
 			Remediation: "Free or add the resource under pressure; review kubelet --eviction-hard and the pods' requests.",
+		},
+		{
+			ID: "KS-NODE-FLAP", Title: "Nodes flap between Ready and NotReady", Severity: result.SeverityWarning,
+			When: Condition{Metric: nodesFlapping, Op: ">", Value: 0, Unit: "count"},
+			Source: "kubelet renews its kube-node-lease Lease every 10 s (a quarter of nodeLeaseDurationSeconds, 40 s); the node lifecycle controller " +
+				"marks a node NotReady only after node-monitor-grace-period (50 s) without a renewal, so a node that is up never does",
+			Summary: "{{.value}} nodes went NotReady and came back within the last hour of Events: they are up but lose their heartbeat, " +
+				"and each time their pods are marked not Ready (taken out of Services) and new pods avoid them",
+			Remediation: "For the nodes the nodes.health records mark Flapping (with their not_ready_transitions): compare their Lease's renewTime " +
+				"in kube-node-lease with its leaseDurationSeconds, and look for what delays renewals — a starved kubelet (CPU/memory pressure, " +
+				"system-reserved too small), a slow or lossy path to the apiserver, or slow API writes (etcd.health, api.responsiveness).",
 		},
 		{
 			ID: "KS-API-LATENCY", Title: "API calls slower than the SLO", Severity: result.SeverityError, Cases: []string{"B", "E"},

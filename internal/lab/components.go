@@ -117,5 +117,6 @@ func kwokArgs(d Dirs, c *Config, bin string) ([]string, error) {
 	return []string{bin, "--config=" + path, "--kubeconfig=" + d.componentKubeconfig("kwok"),
 		"--manage-all-nodes=false", "--manage-nodes-with-annotation-selector=" + KwokNodeAnnotation + "=fake",
 		"--cidr=" + KwokPodCIDR, "--node-ip=" + ControlPlaneIP,
+		fmt.Sprintf("--node-lease-duration-seconds=%d", int(KwokNodeLeaseDuration.Seconds())),
 		fmt.Sprintf("--server-address=%s:%d", ControlPlaneIP, KwokPort)}, nil
 }

@@ -5,6 +5,7 @@ import (
 	"embed"
 	"fmt"
 	"strings"
+	"time"
 
 	"sigs.k8s.io/yaml"
 )
@@ -13,6 +14,13 @@ import (
 var stageFS embed.FS
 
 var stageFiles = []string{"node-initialize.yaml", "node-heartbeat-with-lease.yaml", "pod-ready.yaml", "pod-complete.yaml", "pod-delete.yaml"}
+
+// KwokNodeLeaseDuration is the Lease each simulated node holds in kube-node-lease, as a kubelet does with its
+// default nodeLeaseDurationSeconds (40 s). kwok renews it every quarter of that (10 s, 4% jitter, kubelet's
+// interval), so the node lifecycle controller sees a heartbeat well within its node-monitor-grace-period (50 s) and
+// never marks a healthy simulated node NotReady. kwok's node-heartbeat-with-lease stage (in stageFiles) then
+// refreshes the node's status only every 10-20 minutes, as a kubelet does when its lease is the heartbeat.
+const KwokNodeLeaseDuration = 40 * time.Second
 
 // KwokNodeAnnotation marks nodes kwok manages (and only those).
 const (

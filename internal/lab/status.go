@@ -6,6 +6,8 @@ import (
 	"sort"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -22,8 +24,9 @@ type Status struct {
 	Scenario   string            `json:"scenario,omitempty"`
 	Components []ComponentStatus `json:"components"`
 	Nodes      []NodeStatus      `json:"nodes,omitempty"`
-	// NodesError says why nodes could not be listed.
-	NodesError string `json:"nodesError,omitempty"`
+	// NodesError says why nodes could not be listed; LeasesError why their leases could not.
+	NodesError  string `json:"nodesError,omitempty"`
+	LeasesError string `json:"leasesError,omitempty"`
 }
 
 // ComponentStatus is one lab process.
@@ -42,6 +45,24 @@ type NodeStatus struct {
 	Ready   bool   `json:"ready"`
 	Kubelet string `json:"kubeletVersion"`
 	Runtime string `json:"containerRuntime"`
+	// Lease is the node's heartbeat Lease in kube-node-lease (nil: the node holds none).
+	Lease *NodeLease `json:"lease,omitempty"`
+}
+
+// NodeLease is a node's Lease as the node lifecycle controller reads it: who renews it, when it was last
+// renewed, and for how long a renewal counts.
+type NodeLease struct {
+	Holder  string    `json:"holder"`
+	Renewed time.Time `json:"renewTime,omitzero"`
+	// DurationSeconds is how long a renewal counts; RenewedAgoSeconds how long ago the last one was, when
+	// `lab status` looked.
+	DurationSeconds   float64 `json:"durationSeconds"`
+	RenewedAgoSeconds float64 `json:"renewedAgoSeconds"`
+}
+
+// Expired reports whether the lease was last renewed longer than its duration ago (or never).
+func (l *NodeLease) Expired() bool {
+	return l.Renewed.IsZero() || l.RenewedAgoSeconds > l.DurationSeconds
 }
 
 // GetStatus reads the lab's records and, if the apiserver answers, its nodes.
@@ -80,6 +101,15 @@ func GetStatus(ctx context.Context, d Dirs) (*Status, error) {
 		s.NodesError = fmt.Sprintf("listing nodes: %v", err)
 		return s, nil
 	}
+	leases := map[string]*NodeLease{}
+	if ll, err := c.CoordinationV1().Leases(corev1.NamespaceNodeLease).List(ctx, metav1.ListOptions{}); err != nil {
+		s.LeasesError = fmt.Sprintf("listing leases in %s: %v", corev1.NamespaceNodeLease, err)
+	} else {
+		now := time.Now()
+		for i := range ll.Items {
+			leases[ll.Items[i].Name] = nodeLease(&ll.Items[i], now)
+		}
+	}
 	for i := range nodes.Items {
 		n := &nodes.Items[i]
 		kind := "real"
@@ -87,7 +117,22 @@ func GetStatus(ctx context.Context, d Dirs) (*Status, error) {
 			kind = "kwok"
 		}
 		s.Nodes = append(s.Nodes, NodeStatus{Name: n.Name, Kind: kind, Ready: nodeReady(n),
-			Kubelet: n.Status.NodeInfo.KubeletVersion, Runtime: n.Status.NodeInfo.ContainerRuntimeVersion})
+			Kubelet: n.Status.NodeInfo.KubeletVersion, Runtime: n.Status.NodeInfo.ContainerRuntimeVersion, Lease: leases[n.Name]})
 	}
 	return s, nil
+}
+
+func nodeLease(l *coordinationv1.Lease, now time.Time) *NodeLease {
+	nl := &NodeLease{}
+	if l.Spec.HolderIdentity != nil {
+		nl.Holder = *l.Spec.HolderIdentity
+	}
+	if l.Spec.LeaseDurationSeconds != nil {
+		nl.DurationSeconds = float64(*l.Spec.LeaseDurationSeconds)
+	}
+	if l.Spec.RenewTime != nil {
+		nl.Renewed = l.Spec.RenewTime.Time
+		nl.RenewedAgoSeconds = now.Sub(nl.Renewed).Seconds()
+	}
+	return nl
 }

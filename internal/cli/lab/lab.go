@@ -4,6 +4,7 @@ package lab
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"net"
 	"os"
 	"text/tabwriter"
@@ -249,9 +250,49 @@ func writeStatus(streams common.IOStreams, s *lab.Status) error {
 	for _, kind := range []string{"real", "kwok"} {
 		if k, ok := kinds[kind]; ok {
 			fmt.Fprintf(w, "nodes (%s): %d, %d Ready  (kubelet/runtime %s)\n", kind, k[0], k[1], versions[kind])
+			if s.LeasesError == "" {
+				fmt.Fprintf(w, "  leases: %s\n", leaseSummary(s.Nodes, kind))
+			}
 		}
 	}
+	if s.LeasesError != "" {
+		fmt.Fprintf(w, "leases: %s\n", s.LeasesError)
+	}
 	return nil
+}
+
+// leaseSummary says how the nodes of one kind keep their kube-node-lease Leases: how many hold one, how long
+// ago the renewals were, and how many have none or an expired one.
+func leaseSummary(nodes []lab.NodeStatus, kind string) string {
+	var held, missing, expired int
+	var dur float64
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for _, n := range nodes {
+		switch {
+		case n.Kind != kind:
+			continue
+		case n.Lease == nil:
+			missing++
+			continue
+		case n.Lease.Expired():
+			expired++
+		default:
+			held++
+		}
+		dur = n.Lease.DurationSeconds
+		lo, hi = math.Min(lo, n.Lease.RenewedAgoSeconds), math.Max(hi, n.Lease.RenewedAgoSeconds)
+	}
+	if held+expired == 0 {
+		return fmt.Sprintf("none (%d nodes without a Lease in kube-node-lease)", missing)
+	}
+	out := fmt.Sprintf("%d renewed %.0f-%.0fs ago (duration %.0fs)", held, lo, hi, dur)
+	if expired > 0 {
+		out += fmt.Sprintf(", %d EXPIRED", expired)
+	}
+	if missing > 0 {
+		out += fmt.Sprintf(", %d without a Lease", missing)
+	}
+	return out
 }
 
 func newKubeconfig(streams common.IOStreams) *cobra.Command {

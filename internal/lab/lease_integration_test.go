@@ -1,0 +1,264 @@
+package lab_test
+
+import (
+	"context"
+	"log/slog"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/retry"
+	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
+
+	"github.com/kubeslow/kubeslow/internal/check"
+	"github.com/kubeslow/kubeslow/internal/lab"
+	"github.com/kubeslow/kubeslow/internal/labtest"
+	"github.com/kubeslow/kubeslow/internal/measure"
+	"github.com/kubeslow/kubeslow/internal/measure/nodes"
+	"github.com/kubeslow/kubeslow/pkg/result"
+)
+
+// leaseWatch is how long a healthy lab is watched: more than three node-monitor grace periods (50 s), so a
+// simulated node without a renewed Lease would have gone NotReady at least once (without Leases they did about
+// once a minute).
+const leaseWatch = 3 * time.Minute
+
+// TestIntegrationKwokLeases: a healthy lab with 50 simulated nodes, watched for 3 minutes, has no NodeNotReady
+// Event and no pod losing Ready, every node's Lease is renewed by kwok, and nodes.health is clean. Then two
+// nodes lose their heartbeat the way a stuck kubelet does (another holder keeps their Lease, so kwok stops
+// renewing it and stops managing the node): one for 75 s, one for good; nodes.health calls the first flapping
+// and the second down.
+func TestIntegrationKwokLeases(t *testing.T) {
+	d := labtest.Dirs(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+	defer cancel()
+	const n = 50
+	if _, err := lab.Up(ctx, d, lab.Config{Nodes: n, Etcd: lab.EtcdStorage{Kind: "tmpfs"}}, t.Logf); err != nil {
+		t.Fatalf("lab up: %v", err)
+	}
+	t.Cleanup(func() { _ = lab.Down(context.Background(), d, t.Logf) })
+	c, err := lab.AdminClient(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runDeployment(ctx, t, c, n)
+
+	w := watchLab(ctx, t, c)
+	start := time.Now()
+	t.Logf("watching %d simulated nodes and their pods for %s", n, leaseWatch)
+	select {
+	case <-time.After(leaseWatch):
+	case <-ctx.Done():
+		t.Fatal(ctx.Err())
+	}
+	notReady, lostReady, renewals := w.snapshot()
+	if len(notReady) > 0 {
+		t.Errorf("NodeNotReady Events on a healthy lab: %v", notReady)
+	}
+	if len(lostReady) > 0 {
+		t.Errorf("%d pods lost Ready on a healthy lab: %v", len(lostReady), lostReady)
+	}
+	// kwok renews every 10 s (4% jitter): each Lease is renewed ~18 times in 3 minutes; fewer than 12 means a
+	// renewal interval past 15 s, still inside the grace period but not kubelet's behaviour.
+	least, most := -1, 0
+	for i := 1; i <= n; i++ {
+		r := renewals[lab.KwokNodeName(i)]
+		if least < 0 || r < least {
+			least = r
+		}
+		most = max(most, r)
+	}
+	t.Logf("Lease renewals per node in %s: %d-%d", time.Since(start).Round(time.Second), least, most)
+	if least < 12 {
+		t.Errorf("a node's Lease was renewed only %d times in %s (want at least 12; kwok renews every 10 s)", least, leaseWatch)
+	}
+	res, findings := nodesHealth(ctx, t, c)
+	if res.Status != result.StatusPass || len(findings) > 0 {
+		t.Errorf("nodes.health on a healthy lab: %s (%s), findings %v", res.Status, res.Reason, findings)
+	}
+	if m := res.Metric("nodes_ready", nil); m == nil || m.Value != n {
+		t.Errorf("nodes_ready = %v, want %d", m, n)
+	}
+	if t.Failed() {
+		return
+	}
+
+	// Two nodes lose their heartbeat: another holder takes their Leases (as if their kubelet had stopped
+	// renewing and a new one had not come yet).
+	flapper, downer := lab.KwokNodeName(1), lab.KwokNodeName(2)
+	stealLease(ctx, t, c, flapper, 75)
+	stealLease(ctx, t, c, downer, 3600)
+	stolen := time.Now()
+	waitFor(ctx, t, 3*time.Minute, "both nodes NotReady (NodeNotReady Events)", func() bool {
+		ev, _, _ := w.snapshot()
+		return ev[flapper] > 0 && ev[downer] > 0
+	})
+	t.Logf("NodeNotReady %s after their Leases stopped being renewed", time.Since(stolen).Round(time.Second))
+	waitFor(ctx, t, 3*time.Minute, flapper+" Ready again (kwok took its expired Lease back)", func() bool {
+		node, err := c.CoreV1().Nodes().Get(ctx, flapper, metav1.GetOptions{})
+		return err == nil && nodeIsReady(node)
+	})
+	res, findings = nodesHealth(ctx, t, c)
+	recs := map[string]result.Record{}
+	for _, r := range res.Records {
+		recs[r.ID] = r
+	}
+	if r := recs[flapper]; r.Labels["issues"] != "Flapping" || r.Values["not_ready_transitions"] < 1 {
+		t.Errorf("%s (NotReady and back): record %+v, want Flapping", flapper, r)
+	}
+	if r := recs[downer]; r.Labels["issues"] != "NotReady" || r.Values["ready"] != 0 {
+		t.Errorf("%s (NotReady for good): record %+v, want NotReady and not Flapping", downer, r)
+	}
+	for _, id := range []string{"KS-NODE-FLAP", "KS-NODE-001"} {
+		found := false
+		for _, f := range findings {
+			if f == id {
+				found = true
+			}
+		}
+		if !found {
+			t.Errorf("finding %s not raised: %v", id, findings)
+		}
+	}
+	if m := res.Metric("nodes_flapping", nil); m == nil || m.Value != 1 {
+		t.Errorf("nodes_flapping = %v, want 1", m)
+	}
+}
+
+// labWatch records, from informers, the NodeNotReady Events per node, the pods whose Ready condition left
+// True, and the renewals of each node Lease.
+type labWatch struct {
+	mu        sync.Mutex
+	notReady  map[string]int
+	lostReady []string
+	renewals  map[string]int
+}
+
+func watchLab(ctx context.Context, t *testing.T, c kubernetes.Interface) *labWatch {
+	t.Helper()
+	w := &labWatch{notReady: map[string]int{}, renewals: map[string]int{}}
+	f := informers.NewSharedInformerFactory(c, 0)
+	pods := f.Core().V1().Pods().Informer()
+	events := f.Core().V1().Events().Informer()
+	lf := informers.NewSharedInformerFactoryWithOptions(c, 0, informers.WithNamespace(corev1.NamespaceNodeLease))
+	leases := lf.Coordination().V1().Leases().Informer()
+	onEvent := func(obj any) {
+		if e, ok := obj.(*corev1.Event); ok && e.InvolvedObject.Kind == "Node" && e.Reason == nodes.NotReadyReason {
+			w.mu.Lock()
+			w.notReady[e.InvolvedObject.Name]++
+			w.mu.Unlock()
+		}
+	}
+	_, _ = events.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: onEvent, UpdateFunc: func(_, o any) { onEvent(o) }})
+	_, _ = pods.AddEventHandler(cache.ResourceEventHandlerFuncs{UpdateFunc: func(o, n any) {
+		op, nw := o.(*corev1.Pod), n.(*corev1.Pod)
+		if podReady(op) && !podReady(nw) {
+			w.mu.Lock()
+			w.lostReady = append(w.lostReady, nw.Name+" on "+nw.Spec.NodeName)
+			w.mu.Unlock()
+		}
+	}})
+	_, _ = leases.AddEventHandler(cache.ResourceEventHandlerFuncs{UpdateFunc: func(o, n any) {
+		ol, nl := o.(*coordinationv1.Lease), n.(*coordinationv1.Lease)
+		if nl.Spec.RenewTime != nil && (ol.Spec.RenewTime == nil || nl.Spec.RenewTime.After(ol.Spec.RenewTime.Time)) {
+			w.mu.Lock()
+			w.renewals[nl.Name]++
+			w.mu.Unlock()
+		}
+	}})
+	f.Start(ctx.Done())
+	lf.Start(ctx.Done())
+	if !cache.WaitForCacheSync(ctx.Done(), pods.HasSynced, events.HasSynced, leases.HasSynced) {
+		t.Fatal("informers did not sync")
+	}
+	return w
+}
+
+func (w *labWatch) snapshot() (notReady map[string]int, lostReady []string, renewals map[string]int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	notReady, renewals = map[string]int{}, map[string]int{}
+	for k, v := range w.notReady {
+		notReady[k] = v
+	}
+	for k, v := range w.renewals {
+		renewals[k] = v
+	}
+	return notReady, append([]string(nil), w.lostReady...), renewals
+}
+
+func podReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+func nodeIsReady(n *corev1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// stealLease makes another holder renew node's Lease now for seconds: kwok neither renews a Lease held by
+// someone else before it expires nor manages the node meanwhile.
+func stealLease(ctx context.Context, t *testing.T, c kubernetes.Interface, node string, seconds int32) {
+	t.Helper()
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		l, err := c.CoordinationV1().Leases(corev1.NamespaceNodeLease).Get(ctx, node, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		l.Spec.HolderIdentity = ptr.To("kubeslow-test-intruder")
+		l.Spec.LeaseDurationSeconds = ptr.To(seconds)
+		l.Spec.RenewTime = ptr.To(metav1.NowMicro())
+		_, err = c.CoordinationV1().Leases(corev1.NamespaceNodeLease).Update(ctx, l, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
+		t.Fatalf("taking %s's Lease: %v", node, err)
+	}
+}
+
+func waitFor(ctx context.Context, t *testing.T, limit time.Duration, what string, cond func() bool) {
+	t.Helper()
+	start := time.Now()
+	err := wait.PollUntilContextTimeout(ctx, time.Second, limit, true, func(context.Context) (bool, error) { return cond(), nil })
+	if err != nil {
+		t.Fatalf("waiting for %s: %v", what, err)
+	}
+	t.Logf("%s after %s", what, time.Since(start).Round(time.Second))
+}
+
+// nodesHealth runs the nodes.health measurement against the lab and evaluates every rule over it.
+func nodesHealth(ctx context.Context, t *testing.T, c kubernetes.Interface) (result.Result, []string) {
+	t.Helper()
+	env := &measure.Env{Client: c, Clock: clock.RealClock{}, Log: slog.Default()}
+	res := measure.RunOne(ctx, env, nodes.New())
+	fs, _ := check.Evaluate(&result.Report{Results: []result.Result{res}}, check.Rules())
+	var ids []string
+	for _, f := range fs {
+		ids = append(ids, f.ID)
+	}
+	sort.Strings(ids)
+	t.Logf("nodes.health: %s %s; findings [%s]", res.Status, res.Reason, strings.Join(ids, " "))
+	if res.Status == result.StatusError || res.Status == result.StatusSkip {
+		t.Fatalf("nodes.health could not measure: %s", res.Reason)
+	}
+	return res, ids
+}

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"golang.org/x/mod/modfile"
+
+	"github.com/kubeslow/kubeslow/internal/lab/host"
 )
 
 // Manifest records what `lab build` produced, so a later build can verify and skip it.
@@ -356,7 +358,7 @@ func saveManifest(d Dirs, m *Manifest) error {
 	if err != nil {
 		return err
 	}
-	return writeFileAtomic(manifestPath(d), b, 0o644)
+	return host.WriteFileAtomic(manifestPath(d), b, 0o644)
 }
 
 // verified reports whether every component of s is recorded at s's version and its file still has the

@@ -7,6 +7,8 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"github.com/kubeslow/kubeslow/internal/lab/host"
 )
 
 // Config is how a lab is started. It is saved in the state directory so that `lab status`, `lab down` and the
@@ -200,13 +202,5 @@ func (d Dirs) saveState(s *State) error {
 	if err != nil {
 		return err
 	}
-	return writeFileAtomic(d.ConfigFile(), b, 0o600)
-}
-
-func writeFileAtomic(path string, data []byte, mode os.FileMode) error {
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, data, mode); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
+	return host.WriteFileAtomic(d.ConfigFile(), b, 0o600)
 }

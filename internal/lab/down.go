@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/kubeslow/kubeslow/internal/lab/host"
 )
 
 // stopOrder stops consumers before what they depend on; components added by later lab features are
@@ -21,7 +23,7 @@ var stopOrder = []string{Kwok, KubeScheduler, KubeControllerMgr, KubeAPIServer, 
 func Down(ctx context.Context, d Dirs, progress Progress) error {
 	var errs []error
 	st, stErr := d.loadState()
-	recs, err := readRecords(d)
+	recs, err := d.procs().All()
 	if err != nil {
 		errs = append(errs, err)
 	}
@@ -31,7 +33,7 @@ func Down(ctx context.Context, d Dirs, progress Progress) error {
 		nodeIDs[i] = nodeContainerIDs(d, i)
 		drainNode(ctx, d, i, progress)
 	}
-	byName := map[string]*procRecord{}
+	byName := map[string]*host.Process{}
 	for _, r := range recs {
 		byName[r.Name] = r
 	}
@@ -52,8 +54,8 @@ func Down(ctx context.Context, d Dirs, progress Progress) error {
 		if n == KubeAPIServer {
 			grace = 20 * time.Second // graceful shutdown drains requests; nothing to save in the lab
 		}
-		wasAlive := r.alive()
-		if err := r.stop(grace); err != nil {
+		wasAlive := r.Alive()
+		if err := r.Stop(grace); err != nil {
 			errs = append(errs, err)
 			continue
 		}
@@ -64,8 +66,8 @@ func Down(ctx context.Context, d Dirs, progress Progress) error {
 	// Whatever descendants are left (the components' own children) sit in the lab's cgroups.
 	// The pids hierarchy first: it holds every process, so the other hierarchies are empty afterwards.
 	cgroups := []string{}
-	if root := cgroupRoot(); root != "" {
-		cgroups = append(cgroups, labCgroup(root))
+	if root := host.CgroupRoot(); root != "" {
+		cgroups = append(cgroups, host.LabCgroup(root))
 	}
 	if st != nil {
 		for _, cg := range st.Cgroups {
@@ -75,22 +77,22 @@ func Down(ctx context.Context, d Dirs, progress Progress) error {
 		}
 	}
 	for _, cg := range cgroups {
-		if err := killCgroup(ctx, cg); err != nil {
+		if err := host.KillCgroup(ctx, cg); err != nil {
 			errs = append(errs, err)
 		}
 	}
-	if err := unmountAll(ctx, d.State); err != nil {
+	if err := host.UnmountAll(ctx, d.State); err != nil {
 		errs = append(errs, fmt.Errorf("unmounting: %w", err))
 	}
-	for _, dev := range loopDevicesOf(etcdDiskImage(d)) {
-		if _, err := run(ctx, short, "losetup", "-d", dev); err != nil {
+	for _, dev := range host.LoopDevicesOf(etcdDiskImage(d)) {
+		if _, err := host.Run(ctx, host.Short, "losetup", "-d", dev); err != nil {
 			errs = append(errs, err)
 		} else {
 			progress("detached %s", dev)
 		}
 	}
 	for i := 1; i <= MaxRealNodes; i++ {
-		if removed, err := deleteNodeNetns(ctx, i); err != nil {
+		if removed, err := host.DelNetns(ctx, RealNodeNetNS(i)); err != nil {
 			errs = append(errs, err)
 		} else if removed {
 			progress("network namespace %s removed", RealNodeNetNS(i))

@@ -18,6 +18,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/static"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"github.com/google/go-containerregistry/pkg/v1/types"
+
+	"github.com/kubeslow/kubeslow/internal/lab/host"
 )
 
 // The lab's own images: the kubeslow binary (agents and probes run from it) and the pause image, which is
@@ -125,7 +127,7 @@ func buildLabImages(d Dirs, binary string) (string, error) {
 
 // importImages loads the image tarball into a node's containerd (namespace k8s.io, where the CRI looks).
 func importImages(ctx context.Context, sock, tarPath string) error {
-	_, err := run(ctx, 2*time.Minute, "ctr", "--address", sock, "-n", "k8s.io", "images", "import", "--no-unpack=false", tarPath)
+	_, err := host.Run(ctx, 2*time.Minute, "ctr", "--address", sock, "-n", "k8s.io", "images", "import", "--no-unpack=false", tarPath)
 	return err
 }
 

@@ -157,24 +157,6 @@ replace (
 	}
 }
 
-func TestUnescapeMountPath(t *testing.T) {
-	for in, want := range map[string]string{`/a/b`: "/a/b", `/a\040b`: "/a b", `/x\011y\134z`: "/x\ty\\z"} {
-		if got := unescapeMountPath(in); got != want {
-			t.Errorf("unescape(%q) = %q, want %q", in, got, want)
-		}
-	}
-}
-
-func TestProcStatParsesOwnProcess(t *testing.T) {
-	st, tick, err := procStat(1)
-	if err != nil || tick == 0 || st == 0 {
-		t.Fatalf("procStat(1) = %c %d %v", st, tick, err)
-	}
-	if _, _, err := procStat(1 << 30); err == nil {
-		t.Fatal("procStat of a non-existent pid succeeded")
-	}
-}
-
 func TestAddressesInBenchmarkRange(t *testing.T) {
 	for _, a := range []string{HostLinkIP, UplinkIP, ControlPlaneIP, KubernetesSvcIP, ClusterDNSIP} {
 		if !strings.HasPrefix(a, "198.18.") && !strings.HasPrefix(a, "198.19.") {

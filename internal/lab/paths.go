@@ -2,6 +2,7 @@ package lab
 
 import (
 	"errors"
+	"github.com/kubeslow/kubeslow/internal/lab/host"
 	"os"
 	"path/filepath"
 )
@@ -47,6 +48,9 @@ func (d Dirs) EtcdDir() string         { return filepath.Join(d.State, "etcd") }
 func (d Dirs) ConfDir() string         { return filepath.Join(d.State, "config") }
 func (d Dirs) AuditLog() string        { return filepath.Join(d.LogDir(), "audit.log") }
 func (d Dirs) AdminKubeconfig() string { return filepath.Join(d.State, "kubeconfig") }
+
+// procs are the lab's process records and logs.
+func (d Dirs) procs() host.Records { return host.Records{Dir: d.ProcDir(), Logs: d.LogDir()} }
 
 // Paths inside the cache directory.
 func (d Dirs) BinDir() string       { return filepath.Join(d.Cache, "bin") }

@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/kubeslow/kubeslow/internal/lab/host"
 )
 
 // MaxRealNodes is how many real nodes (containerd + kubelet + kube-proxy, each in its own network
@@ -45,32 +47,30 @@ func RealNodeNetNS(i int) string { return realNode{i}.netns() }
 // setupNodeNetwork gives the node its namespace, with eth0 on the lab bridge and a default route through
 // the control-plane namespace.
 func setupNodeNetwork(ctx context.Context, n realNode) error {
-	if netnsExists(n.netns()) {
+	if host.NetnsExists(n.netns()) {
 		return nil
 	}
-	if _, err := run(ctx, short, "ip", "netns", "add", n.netns()); err != nil {
+	if err := host.AddNetns(ctx, n.netns()); err != nil {
 		return err
 	}
-	if err := ipIn(ctx, NetNS, "link", "add", n.bridgePort(), "type", "veth", "peer", "name", "eth0", "netns", n.netns()); err != nil {
+	if err := host.IPIn(ctx, NetNS, "link", "add", n.bridgePort(), "type", "veth", "peer", "name", "eth0", "netns", n.netns()); err != nil {
 		return err
 	}
 	for _, s := range [][]string{{"link", "set", n.bridgePort(), "master", Bridge}, {"link", "set", n.bridgePort(), "up"}} {
-		if err := ipIn(ctx, NetNS, s...); err != nil {
+		if err := host.IPIn(ctx, NetNS, s...); err != nil {
 			return err
 		}
 	}
 	for _, s := range [][]string{
-		{"link", "set", "lo", "up"},
 		{"addr", "add", fmt.Sprintf("%s/%d", n.ip(), NodeNetPrefix), "dev", "eth0"},
 		{"link", "set", "eth0", "up"},
 		{"route", "add", "default", "via", ControlPlaneIP},
 	} {
-		if err := ipIn(ctx, n.netns(), s...); err != nil {
+		if err := host.IPIn(ctx, n.netns(), s...); err != nil {
 			return err
 		}
 	}
-	_, err := run(ctx, short, "ip", "netns", "exec", n.netns(), "sysctl", "-qw", "net.ipv4.ip_forward=1")
-	return err
+	return host.EnableForwarding(ctx, n.netns())
 }
 
 // addPodRoutes routes every real node's pod CIDR to that node, in the control-plane namespace and in the
@@ -81,14 +81,14 @@ func addPodRoutes(ctx context.Context, podCIDRs map[int]string, nodes []realNode
 		if cidr == "" {
 			return fmt.Errorf("node %s has no pod CIDR", owner.name())
 		}
-		if err := ipIn(ctx, NetNS, "route", "replace", cidr, "via", owner.ip()); err != nil {
+		if err := host.IPIn(ctx, NetNS, "route", "replace", cidr, "via", owner.ip()); err != nil {
 			return err
 		}
 		for _, other := range nodes {
 			if other.index == owner.index {
 				continue
 			}
-			if err := ipIn(ctx, other.netns(), "route", "replace", cidr, "via", owner.ip()); err != nil {
+			if err := host.IPIn(ctx, other.netns(), "route", "replace", cidr, "via", owner.ip()); err != nil {
 				return err
 			}
 		}
@@ -96,14 +96,6 @@ func addPodRoutes(ctx context.Context, podCIDRs map[int]string, nodes []realNode
 	return nil
 }
 
-func deleteNodeNetns(ctx context.Context, i int) (bool, error) {
-	ns := realNode{i}.netns()
-	if !netnsExists(ns) {
-		return false, nil
-	}
-	_, err := run(ctx, short, "ip", "netns", "del", ns)
-	return err == nil, err
-}
 
 // containerdConfig is containerd 1.6's CRI configuration for a lab node. The sandbox image is the lab's own
 // pause image (nothing is ever pulled from outside); the lab registry is reachable over plain HTTP.

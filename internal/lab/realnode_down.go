@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/kubeslow/kubeslow/internal/lab/host"
 )
 
 // hostPathsOwned are fixed host paths that the kubelet, containerd and the CNI plugins use whatever their
@@ -43,18 +45,18 @@ func nodeContainerIDs(d Dirs, i int) []string {
 func drainNode(ctx context.Context, d Dirs, i int, progress Progress) {
 	n := realNode{i}
 	for _, c := range []string{"kubelet", "kube-proxy"} {
-		if r, err := readRecord(d, n.proc(c)); err == nil && r.alive() {
-			if err := r.stop(10 * time.Second); err == nil {
+		if r, err := d.procs().Read(n.proc(c)); err == nil && r.Alive() {
+			if err := r.Stop(10 * time.Second); err == nil {
 				progress("stopped %s (pid %d)", r.Name, r.PID)
 			}
 		}
 	}
-	r, err := readRecord(d, n.proc("containerd"))
-	if err != nil || !r.alive() {
+	r, err := d.procs().Read(n.proc("containerd"))
+	if err != nil || !r.Alive() {
 		return
 	}
 	ctr := func(args ...string) string {
-		out, _ := run(ctx, time.Minute, "ctr", append([]string{"--address", n.sock(d), "-n", "k8s.io"}, args...)...)
+		out, _ := host.Run(ctx, time.Minute, "ctr", append([]string{"--address", n.sock(d), "-n", "k8s.io"}, args...)...)
 		return out
 	}
 	ids := nodeContainerIDs(d, i)

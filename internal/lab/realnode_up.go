@@ -11,54 +11,9 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/kubeslow/kubeslow/internal/lab/host"
 )
-
-// cgroupHierarchies are the mounted cgroup v1 hierarchies (plus the cgroup2 mount), where the kubelet makes
-// its pod cgroups below --cgroup-root.
-func cgroupHierarchies() []string {
-	entries, err := os.ReadDir("/sys/fs/cgroup")
-	if err != nil {
-		return nil
-	}
-	var out []string
-	for _, e := range entries {
-		p := filepath.Join("/sys/fs/cgroup", e.Name())
-		if _, err := os.Stat(filepath.Join(p, "cgroup.procs")); err == nil {
-			out = append(out, p)
-		}
-	}
-	return out
-}
-
-// ensureCgroupPath creates rel (e.g. "/kubeslow-lab/pods-lab-node-1") in every hierarchy. In the cpuset
-// hierarchy each new level needs its CPUs and memory nodes before a task may join.
-func ensureCgroupPath(rel string) error {
-	for _, h := range cgroupHierarchies() {
-		cur := h
-		for _, part := range strings.Split(strings.Trim(rel, "/"), "/") {
-			parent := cur
-			cur = filepath.Join(cur, part)
-			if err := os.MkdirAll(cur, 0o755); err != nil {
-				return err
-			}
-			if filepath.Base(h) == "cpuset" {
-				for _, f := range []string{"cpuset.cpus", "cpuset.mems"} {
-					b, err := os.ReadFile(filepath.Join(parent, f))
-					if err != nil {
-						return err
-					}
-					if cur, _ := os.ReadFile(filepath.Join(cur, f)); strings.TrimSpace(string(cur)) != "" {
-						continue
-					}
-					if err := os.WriteFile(filepath.Join(cur, f), b, 0o644); err != nil {
-						return fmt.Errorf("%s: %w", filepath.Join(cur, f), err)
-					}
-				}
-			}
-		}
-	}
-	return nil
-}
 
 func componentEnv() []string {
 	env := os.Environ()
@@ -115,11 +70,11 @@ func upRealNodes(ctx context.Context, d Dirs, c *Config, st *State, client kuber
 		if err := nodeFiles(d, c, n); err != nil {
 			return fmt.Errorf("%s files: %w", n.name(), err)
 		}
-		if err := ensureCgroupPath(n.cgroupRoot()); err != nil {
+		if err := host.EnsureCgroupPath(n.cgroupRoot()); err != nil {
 			return fmt.Errorf("%s cgroups: %w", n.name(), err)
 		}
 		ctrOK := func(ctx context.Context) bool {
-			_, err := run(ctx, 5*time.Second, "ctr", "--address", n.sock(d), "version")
+			_, err := host.Run(ctx, 5*time.Second, "ctr", "--address", n.sock(d), "version")
 			return err == nil
 		}
 		if err := startInAndWait(ctx, d, n.proc("containerd"), n.netns(),
@@ -166,7 +121,7 @@ func upRealNodes(ctx context.Context, d Dirs, c *Config, st *State, client kuber
 // nsHTTPOK checks a URL that only answers inside a namespace (a component's loopback health port).
 func nsHTTPOK(ns, url string) func(context.Context) bool {
 	return func(ctx context.Context) bool {
-		_, err := run(ctx, 5*time.Second, "nsenter", "--net="+netnsPath(ns), "--", "curl", "-sf", "--max-time", "2", url)
+		_, err := host.RunIn(ctx, 5*time.Second, nil, ns, "curl", "-sf", "--max-time", "2", url)
 		return err == nil
 	}
 }

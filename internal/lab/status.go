@@ -74,14 +74,14 @@ func GetStatus(ctx context.Context, d Dirs) (*Status, error) {
 	}
 	s.Kubeconfig, s.APIServer, s.AuditLog, s.Etcd = d.AdminKubeconfig(), APIServerURL(), d.AuditLog(), EtcdEndpoint()
 	s.EtcdData, s.Started, s.Scenario = st.Config.Etcd.String(), st.Started, st.Config.Scenario
-	recs, err := readRecords(d)
+	recs, err := d.procs().All()
 	if err != nil {
 		return nil, err
 	}
 	sort.Slice(recs, func(i, j int) bool { return recs[i].Name < recs[j].Name })
 	up := len(recs) > 0
 	for _, r := range recs {
-		alive := r.alive()
+		alive := r.Alive()
 		up = up && alive
 		s.Components = append(s.Components, ComponentStatus{Name: r.Name, PID: r.PID, Running: alive, Version: st.Versions[r.Name], Log: r.Log})
 	}

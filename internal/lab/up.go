@@ -15,6 +15,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/kubeslow/kubeslow/internal/lab/host"
 )
 
 // Up starts the lab (or completes a partly started one) and waits until it is ready: control plane healthy,
@@ -55,8 +57,8 @@ func Up(ctx context.Context, d Dirs, c Config, progress Progress) (*State, error
 			return nil, err
 		}
 	}
-	for _, h := range cgroupHierarchies() {
-		st.Cgroups = append(st.Cgroups, labCgroup(h))
+	for _, h := range host.Hierarchies() {
+		st.Cgroups = append(st.Cgroups, host.LabCgroup(h))
 	}
 	if c.Etcd.Kind != "dir" {
 		st.Mounts = []string{d.EtcdDir()}
@@ -82,7 +84,7 @@ func Up(ctx context.Context, d Dirs, c Config, progress Progress) (*State, error
 		return nil, fmt.Errorf("etcd storage: %w", err)
 	}
 	if c.EtcdWriteIOPS > 0 {
-		if err := throttleEtcdWrites(d.EtcdDir(), c.EtcdWriteIOPS); err != nil {
+		if err := host.ThrottleWrites(host.ProcessCgroup("blkio", Etcd), d.EtcdDir(), c.EtcdWriteIOPS); err != nil {
 			return nil, err
 		}
 		step("etcd writes throttled to %d IOPS on its device (blkio cgroup)", c.EtcdWriteIOPS)
@@ -155,13 +157,13 @@ func startAndWait(ctx context.Context, d Dirs, name string, argv []string, step 
 
 // startInAndWait is startAndWait in network namespace ns with environment env.
 func startInAndWait(ctx context.Context, d Dirs, name, ns string, argv, env []string, step func(string, ...any), healthy func(context.Context) bool) error {
-	rec, err := startProcess(d, name, ns, argv, env)
+	rec, err := d.procs().Start(name, ns, argv, env)
 	if err != nil {
 		return err
 	}
 	step("%s started (pid %d)", name, rec.PID)
 	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
-		if !rec.alive() {
+		if !rec.Alive() {
 			return false, fmt.Errorf("%s exited; last lines of %s:\n%s", name, rec.Log, tail(rec.Log, 15))
 		}
 		return healthy(ctx), nil
@@ -222,8 +224,8 @@ func AdminClient(d Dirs) (kubernetes.Interface, error) {
 func mountEtcdStorage(ctx context.Context, d Dirs, c *Config, st *State) error {
 	switch c.Etcd.Kind {
 	case "loop":
-		if !isMountpoint(d.EtcdDir()) {
-			dev, err := setupLoopDisk(ctx, d, 4<<30)
+		if !host.IsMountpoint(d.EtcdDir()) {
+			dev, err := host.LoopDisk(ctx, etcdDiskImage(d), 4<<30)
 			if err != nil {
 				return err
 			}
@@ -231,25 +233,25 @@ func mountEtcdStorage(ctx context.Context, d Dirs, c *Config, st *State) error {
 			if err := d.saveState(st); err != nil {
 				return err
 			}
-			if _, err := run(ctx, short, "mount", dev, d.EtcdDir()); err != nil {
+			if _, err := host.Run(ctx, host.Short, "mount", dev, d.EtcdDir()); err != nil {
 				return err
 			}
 		}
 	case "dir":
 		return os.MkdirAll(etcdDataDir(d, c), 0o700)
 	case "device":
-		if !isMountpoint(d.EtcdDir()) {
-			if _, err := run(ctx, short, "mount", c.Etcd.Path, d.EtcdDir()); err != nil {
+		if !host.IsMountpoint(d.EtcdDir()) {
+			if _, err := host.Run(ctx, host.Short, "mount", c.Etcd.Path, d.EtcdDir()); err != nil {
 				return fmt.Errorf("%w (the device needs a filesystem, e.g. mkfs.ext4)", err)
 			}
 		}
 	default:
-		if !isMountpoint(d.EtcdDir()) {
+		if !host.IsMountpoint(d.EtcdDir()) {
 			size := int64(4 << 30)
 			if c.EtcdQuotaBytes+(1<<30) > size {
 				size = c.EtcdQuotaBytes + (1 << 30)
 			}
-			if _, err := run(ctx, short, "mount", "-t", "tmpfs", "-o", "mode=0700,size="+strconv.FormatInt(size, 10), "kubeslow-etcd", d.EtcdDir()); err != nil {
+			if _, err := host.Run(ctx, host.Short, "mount", "-t", "tmpfs", "-o", "mode=0700,size="+strconv.FormatInt(size, 10), "kubeslow-etcd", d.EtcdDir()); err != nil {
 				return err
 			}
 		}

@@ -14,6 +14,8 @@ import (
 
 	"github.com/kubeslow/kubeslow/internal/stats"
 	"github.com/kubeslow/kubeslow/pkg/result"
+
+	"github.com/kubeslow/kubeslow/internal/lab/host"
 )
 
 // BenchName is the result of `kubeslow lab net`.
@@ -105,9 +107,9 @@ func pin(cpu int) []string {
 
 // startServer runs `kubeslow agent serve` in the path's server namespace; stop kills it by PID.
 func startServer(ctx context.Context, bin string, p *Path) (stop func(), err error) {
-	args := append(append([]string{"netns", "exec", p.ServerNS}, pin(0)...), bin, "agent", "serve", "--listen", fmt.Sprintf("%s:%d", p.ServerIP, benchPort),
-		"--tcp-listen", fmt.Sprintf("%s:%d", p.ServerIP, benchPort+1))
-	cmd := exec.CommandContext(ctx, "ip", args...)
+	argv := host.InNetns(p.ServerNS, append(pin(0), bin, "agent", "serve", "--listen", fmt.Sprintf("%s:%d", p.ServerIP, benchPort),
+		"--tcp-listen", fmt.Sprintf("%s:%d", p.ServerIP, benchPort+1))...)
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		return nil, err
@@ -135,11 +137,11 @@ type sample struct{ rps, p99 float64 }
 
 // runJSON runs a kubeslow command in the client namespace (pinned to CPU 1) and returns its one result.
 func runJSON(ctx context.Context, o BenchOptions, p *Path, timeout time.Duration, args ...string) (*result.Result, error) {
-	full := append(append(append([]string{"netns", "exec", p.ClientNS}, pin(1)...), o.Binary), append(args, "-o", "json")...)
+	full := host.InNetns(p.ClientNS, append(append(pin(1), o.Binary), append(args, "-o", "json")...)...)
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	var stdout, stderr bytes.Buffer
-	cmd := exec.CommandContext(cctx, "ip", full...)
+	cmd := exec.CommandContext(cctx, full[0], full[1:]...)
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
 		return nil, fmt.Errorf("%s in %s: %v: %s", args[1], p.ClientNS, err, strings.TrimSpace(stderr.String()))

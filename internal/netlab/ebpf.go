@@ -11,6 +11,8 @@ import (
 	"github.com/cilium/ebpf/asm"
 	"github.com/cilium/ebpf/link"
 	"golang.org/x/sys/unix"
+
+	"github.com/kubeslow/kubeslow/internal/lab/host"
 )
 
 // EBPFRedirect joins client and server through a middle ("node") namespace where, instead of a bridge or
@@ -21,13 +23,13 @@ func EBPFRedirect(ctx context.Context) (*Path, error) {
 	c, s, n := NSPrefix+"bpf-c", NSPrefix+"bpf-s", NSPrefix+"bpf-node"
 	p := &Path{Name: "tc-ebpf", Description: "veth pairs joined by tc-eBPF bpf_redirect_peer (Cilium-style)", ClientNS: c, ServerNS: s,
 		ServerIP: "198.19.132.2", DialIP: "198.19.132.2", MTU: 1500, extra: []string{c, s, n}}
-	if err := addNS(ctx, c, s, n); err != nil {
+	if err := host.AddNetns(ctx, c, s, n); err != nil {
 		return p, err
 	}
-	if err := vethPair(ctx, n, "vc", "", c, "eth0", "198.19.132.1/24"); err != nil {
+	if err := host.Veth(ctx, n, "vc", "", c, "eth0", "198.19.132.1/24"); err != nil {
 		return p, err
 	}
-	if err := vethPair(ctx, n, "vs", "", s, "eth0", "198.19.132.2/24"); err != nil {
+	if err := host.Veth(ctx, n, "vs", "", s, "eth0", "198.19.132.2/24"); err != nil {
 		return p, err
 	}
 	var links []link.Link
@@ -94,7 +96,7 @@ func inNamespace(ns string, fn func() error) error {
 			return
 		}
 		defer unix.Close(orig)
-		target, err := unix.Open("/run/netns/"+ns, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		target, err := unix.Open(host.NetnsPath(ns), unix.O_RDONLY|unix.O_CLOEXEC, 0)
 		if err != nil {
 			runtime.UnlockOSThread()
 			done <- err

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/kubeslow/kubeslow/internal/lab/host"
 )
 
 // Destroy removes a path's namespaces (and with them its links, routes, rules and attached programs).
@@ -13,7 +15,7 @@ func Destroy(ctx context.Context, p *Path) error {
 	}
 	var firstErr error
 	for _, ns := range p.allNS() {
-		if err := ip(ctx, "netns", "del", ns); err != nil && firstErr == nil {
+		if _, err := host.DelNetns(ctx, ns); err != nil && firstErr == nil {
 			firstErr = err
 		}
 	}
@@ -28,7 +30,7 @@ func Loopback(ctx context.Context) (*Path, error) {
 	ns := NSPrefix + "lo"
 	p := &Path{Name: "loopback", Description: "client and server in one namespace, over lo", ClientNS: ns, ServerNS: ns,
 		ServerIP: "127.0.0.1", DialIP: "127.0.0.1", MTU: 65536, extra: []string{ns}}
-	return p, addNS(ctx, ns)
+	return p, host.AddNetns(ctx, ns)
 }
 
 // Veth: two namespaces joined by a veth pair (a routed pod network, like host-gw or ptp).
@@ -36,10 +38,10 @@ func Veth(ctx context.Context) (*Path, error) {
 	c, s := NSPrefix+"veth-c", NSPrefix+"veth-s"
 	p := &Path{Name: "veth", Description: "two namespaces joined by a veth pair (routed)", ClientNS: c, ServerNS: s,
 		ServerIP: "198.19.128.2", DialIP: "198.19.128.2", MTU: 1500, extra: []string{c, s}}
-	if err := addNS(ctx, c, s); err != nil {
+	if err := host.AddNetns(ctx, c, s); err != nil {
 		return p, err
 	}
-	return p, vethPair(ctx, c, "eth0", "198.19.128.1/30", s, "eth0", "198.19.128.2/30")
+	return p, host.Veth(ctx, c, "eth0", "198.19.128.1/30", s, "eth0", "198.19.128.2/30")
 }
 
 // Bridge: client and server each on a veth into a Linux bridge in a third namespace (pods on one node).
@@ -47,20 +49,20 @@ func Bridge(ctx context.Context) (*Path, error) {
 	c, s, b := NSPrefix+"br-c", NSPrefix+"br-s", NSPrefix+"br-node"
 	p := &Path{Name: "bridge", Description: "veth into a Linux bridge and out again (pods on one node)", ClientNS: c, ServerNS: s,
 		ServerIP: "198.19.129.3", DialIP: "198.19.129.3", MTU: 1500, extra: []string{c, s, b}}
-	if err := addNS(ctx, c, s, b); err != nil {
+	if err := host.AddNetns(ctx, c, s, b); err != nil {
 		return p, err
 	}
-	if err := inNS(ctx, b, "link", "add", "br0", "type", "bridge"); err != nil {
+	if err := host.IPIn(ctx, b, "link", "add", "br0", "type", "bridge"); err != nil {
 		return p, err
 	}
-	if err := inNS(ctx, b, "link", "set", "br0", "up"); err != nil {
+	if err := host.IPIn(ctx, b, "link", "set", "br0", "up"); err != nil {
 		return p, err
 	}
 	for _, e := range []struct{ ns, port, addr string }{{c, "vc", "198.19.129.2/24"}, {s, "vs", "198.19.129.3/24"}} {
-		if err := vethPair(ctx, b, e.port, "", e.ns, "eth0", e.addr); err != nil {
+		if err := host.Veth(ctx, b, e.port, "", e.ns, "eth0", e.addr); err != nil {
 			return p, err
 		}
-		if err := inNS(ctx, b, "link", "set", e.port, "master", "br0"); err != nil {
+		if err := host.IPIn(ctx, b, "link", "set", e.port, "master", "br0"); err != nil {
 			return p, err
 		}
 	}
@@ -73,20 +75,20 @@ func VXLAN(ctx context.Context) (*Path, error) {
 	c, s := NSPrefix+"vx-n1", NSPrefix+"vx-n2"
 	p := &Path{Name: "vxlan", Description: "VXLAN overlay between two node namespaces (VNI 42, MTU 1450)", ClientNS: c, ServerNS: s,
 		ServerIP: "198.19.131.2", DialIP: "198.19.131.2", MTU: 1450, extra: []string{c, s}}
-	if err := addNS(ctx, c, s); err != nil {
+	if err := host.AddNetns(ctx, c, s); err != nil {
 		return p, err
 	}
-	if err := vethPair(ctx, c, "eth0", "198.19.130.1/30", s, "eth0", "198.19.130.2/30"); err != nil {
+	if err := host.Veth(ctx, c, "eth0", "198.19.130.1/30", s, "eth0", "198.19.130.2/30"); err != nil {
 		return p, err
 	}
 	for _, e := range []struct{ ns, local, remote, overlay string }{
 		{c, "198.19.130.1", "198.19.130.2", "198.19.131.1/24"}, {s, "198.19.130.2", "198.19.130.1", "198.19.131.2/24"}} {
-		if err := inNS(ctx, e.ns, "link", "add", "vxlan0", "type", "vxlan", "id", "42", "local", e.local, "remote", e.remote,
+		if err := host.IPIn(ctx, e.ns, "link", "add", "vxlan0", "type", "vxlan", "id", "42", "local", e.local, "remote", e.remote,
 			"dstport", "4789", "dev", "eth0"); err != nil {
 			return p, err
 		}
 		for _, args := range [][]string{{"link", "set", "vxlan0", "mtu", "1450"}, {"addr", "add", e.overlay, "dev", "vxlan0"}, {"link", "set", "vxlan0", "up"}} {
-			if err := inNS(ctx, e.ns, args...); err != nil {
+			if err := host.IPIn(ctx, e.ns, args...); err != nil {
 				return p, err
 			}
 		}
@@ -117,7 +119,7 @@ func NAT(ctx context.Context, backend Backend, services int, port int) (*Path, e
 	vip := serviceVIP(max(services-1, 0))
 	p.DialIP = vip
 	// A node reaches ClusterIPs through its default route; here that is the veth towards the server.
-	if err := inNS(ctx, p.ClientNS, "route", "add", "default", "via", p.ServerIP); err != nil {
+	if err := host.IPIn(ctx, p.ClientNS, "route", "add", "default", "via", p.ServerIP); err != nil {
 		return p, err
 	}
 	var rules []byte
@@ -134,7 +136,7 @@ func NAT(ctx context.Context, backend Backend, services int, port int) (*Path, e
 	if tool == "nft" {
 		args = []string{"-f", "-"}
 	}
-	if err := nsExec(ctx, 10*time.Minute, rules, p.ClientNS, append([]string{tool}, args...)...); err != nil {
+	if _, err := host.RunIn(ctx, 10*time.Minute, rules, p.ClientNS, append([]string{tool}, args...)...); err != nil {
 		return p, fmt.Errorf("loading %d services into %s: %w", services, backend, err)
 	}
 	return p, nil

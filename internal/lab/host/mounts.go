@@ -1,4 +1,4 @@
-package lab
+package host
 
 import (
 	"bufio"
@@ -9,8 +9,8 @@ import (
 	"strings"
 )
 
-// mountPoints returns the mount points at or below dir (from /proc/self/mountinfo), deepest first.
-func mountPoints(dir string) ([]string, error) {
+// MountPoints returns the mount points at or below dir (from /proc/self/mountinfo), deepest first.
+func MountPoints(dir string) ([]string, error) {
 	f, err := os.Open("/proc/self/mountinfo")
 	if err != nil {
 		return nil, err
@@ -25,7 +25,7 @@ func mountPoints(dir string) ([]string, error) {
 		if len(fields) < 5 {
 			continue
 		}
-		mp := unescapeMountPath(fields[4])
+		mp := UnescapeMountPath(fields[4])
 		if mp == dir || strings.HasPrefix(mp, dir+"/") {
 			out = append(out, mp)
 		}
@@ -34,8 +34,8 @@ func mountPoints(dir string) ([]string, error) {
 	return out, sc.Err()
 }
 
-// unescapeMountPath undoes mountinfo's octal escapes (\040 for space, ...).
-func unescapeMountPath(s string) string {
+// UnescapeMountPath undoes mountinfo's octal escapes (\040 for space, ...).
+func UnescapeMountPath(s string) string {
 	if !strings.Contains(s, `\`) {
 		return s
 	}
@@ -52,8 +52,9 @@ func unescapeMountPath(s string) string {
 	return b.String()
 }
 
-func isMountpoint(dir string) bool {
-	mps, err := mountPoints(dir)
+// IsMountpoint reports whether dir is a mount point.
+func IsMountpoint(dir string) bool {
+	mps, err := MountPoints(dir)
 	if err != nil {
 		return false
 	}
@@ -65,17 +66,17 @@ func isMountpoint(dir string) bool {
 	return false
 }
 
-// unmountAll unmounts everything at or below dir, deepest first.
-func unmountAll(ctx context.Context, dir string) error {
-	mps, err := mountPoints(dir)
+// UnmountAll unmounts everything at or below dir, deepest first.
+func UnmountAll(ctx context.Context, dir string) error {
+	mps, err := MountPoints(dir)
 	if err != nil {
 		return err
 	}
 	var firstErr error
 	for _, m := range mps {
-		if _, err := run(ctx, short, "umount", m); err != nil {
+		if _, err := Run(ctx, Short, "umount", m); err != nil {
 			// A busy mount (a process still holds it) is detached lazily rather than left behind.
-			if _, err2 := run(ctx, short, "umount", "-l", m); err2 != nil && firstErr == nil {
+			if _, err2 := Run(ctx, Short, "umount", "-l", m); err2 != nil && firstErr == nil {
 				firstErr = err
 			}
 		}

@@ -96,7 +96,6 @@ func addPodRoutes(ctx context.Context, podCIDRs map[int]string, nodes []realNode
 	return nil
 }
 
-
 // containerdConfig is containerd 1.6's CRI configuration for a lab node. The sandbox image is the lab's own
 // pause image (nothing is ever pulled from outside); the lab registry is reachable over plain HTTP.
 func containerdConfig(d Dirs, n realNode) string {

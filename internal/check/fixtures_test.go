@@ -373,6 +373,13 @@ func ruleCases() map[string]ruleCase {
 			return report(facts, nodes.Analyze(nodeObjects(n, notReady, pressure)))
 		}
 	}
+	// flaps: 5 nodes, the first notReady of them NotReady now, and NodeNotReady Events on n0 (count times).
+	flaps := func(notReady int, count int32) func(t *testing.T) *result.Report {
+		return func(*testing.T) *result.Report {
+			ev := corev1.Event{InvolvedObject: corev1.ObjectReference{Kind: "Node", Name: "n0"}, Reason: nodes.NotReadyReason, Count: count}
+			return report(nil, nodes.Analyze(nodeObjects(5, notReady, ""), ev))
+		}
+	}
 	ipam := func(resource string) func(t *testing.T) *result.Report {
 		return func(t *testing.T) *result.Report {
 			a := healthyAPI
@@ -393,8 +400,9 @@ func ruleCases() map[string]ruleCase {
 	healthyNet := netRun{podRatio: 0.95, conntrackFill: 0.1, neighbours: 0.05}
 	healthyDNS := dnsRun{ready: 3, endpoint: 3.2, resolved: 3.6}
 	return map[string]ruleCase{
-		"KS-NODE-001": {nodeSet(5, 2, "", nil), nodeSet(5, 0, corev1.NodeMemoryPressure, nil)},
-		"KS-NODE-002": {nodeSet(5, 0, corev1.NodeDiskPressure, nil), nodeSet(5, 2, "", nil)},
+		"KS-NODE-001":  {nodeSet(5, 2, "", nil), nodeSet(5, 0, corev1.NodeMemoryPressure, nil)},
+		"KS-NODE-002":  {nodeSet(5, 0, corev1.NodeDiskPressure, nil), nodeSet(5, 2, "", nil)},
+		"KS-NODE-FLAP": {flaps(0, 3), flaps(1, 1)}, // NotReady three times and Ready now; down once and still down
 		"KS-API-LATENCY": {api(with(func(a *apiServer) { a.getLatency = 3 })),
 			api(with(func(a *apiServer) { a.listLatency = 20 }))}, // a slow LIST is not a slow GET
 		"KS-API-LIST-LATENCY": {api(with(func(a *apiServer) { a.listLatency = 45 })),

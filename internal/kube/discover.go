@@ -48,7 +48,7 @@ func Discover(ctx context.Context, c kubernetes.Interface, name, server string) 
 					cl.Nodes.Ready++
 				}
 			}
-			if n.Annotations["kwok.x-k8s.io/node"] == "fake" {
+			if IsSimulated(n) {
 				cl.Nodes.Simulated++
 			}
 			if p := n.Spec.ProviderID; p != "" && managed == "" {

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/kubeslow/kubeslow/internal/kube"
 )
 
 const auditPolicy = `apiVersion: audit.k8s.io/v1
@@ -115,7 +117,7 @@ func kwokArgs(d Dirs, c *Config, bin string) ([]string, error) {
 		return nil, err
 	}
 	return []string{bin, "--config=" + path, "--kubeconfig=" + d.componentKubeconfig("kwok"),
-		"--manage-all-nodes=false", "--manage-nodes-with-annotation-selector=" + KwokNodeAnnotation + "=fake",
+		"--manage-all-nodes=false", "--manage-nodes-with-annotation-selector=" + KwokNodeAnnotation + "=" + kube.SimulatedNodeValue,
 		"--cidr=" + KwokPodCIDR, "--node-ip=" + ControlPlaneIP,
 		fmt.Sprintf("--node-lease-duration-seconds=%d", int(KwokNodeLeaseDuration.Seconds())),
 		fmt.Sprintf("--server-address=%s:%d", ControlPlaneIP, KwokPort)}, nil

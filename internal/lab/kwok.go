@@ -4,10 +4,11 @@ import (
 	"bytes"
 	"embed"
 	"fmt"
-	"strings"
 	"time"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/kubeslow/kubeslow/internal/kube"
 )
 
 //go:embed stages/*.yaml
@@ -22,11 +23,11 @@ var stageFiles = []string{"node-initialize.yaml", "node-heartbeat-with-lease.yam
 // refreshes the node's status only every 10-20 minutes, as a kubelet does when its lease is the heartbeat.
 const KwokNodeLeaseDuration = 40 * time.Second
 
-// KwokNodeAnnotation marks nodes kwok manages (and only those).
+// KwokNodeAnnotation marks nodes kwok manages (and only those); see kube.IsSimulated.
 const (
-	KwokNodeAnnotation = "kwok.x-k8s.io/node"
-	KwokNodeLabel      = "type"
-	KwokNodeLabelValue = "kwok"
+	KwokNodeAnnotation = kube.SimulatedNodeAnnotation
+	KwokNodeLabel      = kube.SimulatedNodeLabel
+	KwokNodeLabelValue = kube.SimulatedNodeLabelValue
 )
 
 // kwokStages renders kwok's stage configuration: kwok's own "fast" stages with the configured delays on
@@ -91,6 +92,3 @@ func podReadyStage(src []byte, name string, delayMS, jitterMS int64, nodes []str
 
 // KwokNodeName is the name of the i-th simulated node (1-based).
 func KwokNodeName(i int) string { return fmt.Sprintf("kwok-node-%d", i) }
-
-// IsKwokNodeName reports whether name follows the lab's simulated-node naming.
-func IsKwokNodeName(name string) bool { return strings.HasPrefix(name, "kwok-node-") }

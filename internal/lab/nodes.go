@@ -17,6 +17,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	watchtools "k8s.io/client-go/tools/watch"
+
+	"github.com/kubeslow/kubeslow/internal/kube"
 )
 
 // kwokNode is a simulated node as kwok expects it: annotated for kwok, tainted so that only pods that
@@ -31,11 +33,11 @@ func kwokNode(i int) *corev1.Node {
 	return &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:        name,
-			Annotations: map[string]string{KwokNodeAnnotation: "fake", "node.alpha.kubernetes.io/ttl": "0"},
+			Annotations: map[string]string{KwokNodeAnnotation: kube.SimulatedNodeValue, "node.alpha.kubernetes.io/ttl": "0"},
 			Labels: map[string]string{KwokNodeLabel: KwokNodeLabelValue, "kubernetes.io/hostname": name,
 				"kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64", "kubeslow.dev/lab-node-index": strconv.Itoa(i)},
 		},
-		Spec:   corev1.NodeSpec{Taints: []corev1.Taint{{Key: KwokNodeAnnotation, Value: "fake", Effect: corev1.TaintEffectNoSchedule}}},
+		Spec:   corev1.NodeSpec{Taints: []corev1.Taint{{Key: kube.SimulatedNodeTaint, Value: kube.SimulatedNodeValue, Effect: corev1.TaintEffectNoSchedule}}},
 		Status: corev1.NodeStatus{Allocatable: res, Capacity: res},
 	}
 }

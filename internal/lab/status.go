@@ -9,6 +9,8 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubeslow/kubeslow/internal/kube"
 )
 
 // Status describes a lab for `lab status`.
@@ -113,7 +115,7 @@ func GetStatus(ctx context.Context, d Dirs) (*Status, error) {
 	for i := range nodes.Items {
 		n := &nodes.Items[i]
 		kind := "real"
-		if n.Annotations[KwokNodeAnnotation] == "fake" {
+		if kube.IsSimulated(n) {
 			kind = "kwok"
 		}
 		s.Nodes = append(s.Nodes, NodeStatus{Name: n.Name, Kind: kind, Ready: nodeReady(n),

@@ -216,7 +216,7 @@ func RealNodes(ctx context.Context, env *Env) ([]corev1.Node, error) {
 	}
 	var out []corev1.Node
 	for _, n := range l.Items {
-		if n.Annotations["kwok.x-k8s.io/node"] == "fake" || n.Spec.Unschedulable {
+		if kube.IsSimulated(&n) || n.Spec.Unschedulable {
 			continue
 		}
 		for _, c := range n.Status.Conditions {

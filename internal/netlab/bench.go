@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kubeslow/kubeslow/internal/agentproto"
 	"github.com/kubeslow/kubeslow/internal/stats"
 	"github.com/kubeslow/kubeslow/pkg/result"
 
@@ -107,8 +108,8 @@ func pin(cpu int) []string {
 
 // startServer runs `kubeslow agent serve` in the path's server namespace; stop kills it by PID.
 func startServer(ctx context.Context, bin string, p *Path) (stop func(), err error) {
-	argv := host.InNetns(p.ServerNS, append(pin(0), bin, "agent", "serve", "--listen", fmt.Sprintf("%s:%d", p.ServerIP, benchPort),
-		"--tcp-listen", fmt.Sprintf("%s:%d", p.ServerIP, benchPort+1))...)
+	serve := agentproto.Serve{Listen: fmt.Sprintf("%s:%d", p.ServerIP, benchPort), TCPListen: fmt.Sprintf("%s:%d", p.ServerIP, benchPort+1)}
+	argv := host.InNetns(p.ServerNS, append(append(pin(0), bin), serve.Args()...)...)
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kubeslow/kubeslow/internal/agent"
+	"github.com/kubeslow/kubeslow/internal/agentproto"
 	"github.com/kubeslow/kubeslow/internal/cli/common"
 )
 
@@ -60,8 +61,8 @@ func NewCommand(streams common.IOStreams) *cobra.Command {
 		defEngine = "epoll"
 	}
 	serve.Flags().StringVar(&engine, "engine", defEngine, "HTTP server: epoll (an epoll loop per thread, little more than the kernel's cost per request) or go (net/http)")
-	serve.Flags().StringVar(&listen, "listen", "127.0.0.1:8080", "address to serve HTTP on")
-	serve.Flags().StringVar(&tcpListen, "tcp-listen", "", "address to serve the TCP stream and request/response tests on (empty: none)")
+	serve.Flags().StringVar(&listen, agentproto.FlagListen, "127.0.0.1:8080", "address to serve HTTP on")
+	serve.Flags().StringVar(&tcpListen, agentproto.FlagTCPListen, "", "address to serve the TCP stream and request/response tests on (empty: none)")
 	cmd.AddCommand(serve, newDiskSample(streams))
 	return cmd
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kubeslow/kubeslow/internal/agent"
+	"github.com/kubeslow/kubeslow/internal/agentproto"
 	"github.com/kubeslow/kubeslow/internal/cli/common"
 )
 
@@ -22,7 +23,7 @@ import (
 func NewCommand(streams common.IOStreams) *cobra.Command {
 	cmd := &cobra.Command{Use: "probe", Short: "One-shot network checks, for use inside pods"}
 	var timeout time.Duration
-	cmd.PersistentFlags().DurationVar(&timeout, "timeout", 5*time.Second, "give up after this long")
+	cmd.PersistentFlags().DurationVar(&timeout, agentproto.FlagTimeout, 5*time.Second, "give up after this long")
 	cmd.AddCommand(&cobra.Command{
 		Use:   "dns NAME",
 		Short: "Resolve NAME with the pod's resolver; print the addresses; exit 1 if it does not resolve",
@@ -78,14 +79,14 @@ func NewCommand(streams common.IOStreams) *cobra.Command {
 			defer cancel()
 			r := &net.Resolver{PreferGo: true}
 			// The line on stderr tells a caller (kubeslow's DNS benchmark) that every name has been asked for.
-			res := agent.WaitResolve(ctx, r.LookupHost, args, interval, timeout, func() { fmt.Fprintln(streams.ErrOut, "asked") })
+			res := agent.WaitResolve(ctx, r.LookupHost, args, interval, timeout, func() { fmt.Fprintln(streams.ErrOut, agentproto.AskedLine) })
 			enc := json.NewEncoder(streams.Out)
 			enc.SetIndent("", "  ")
 			return enc.Encode(res)
 		},
 	}
-	dnsWait.Flags().DurationVar(&interval, "interval", 100*time.Millisecond, "time between attempts for each name")
-	dnsWait.Flags().DurationVar(&wait, "wait", time.Minute, "give up on the names still unresolved after this long")
+	dnsWait.Flags().DurationVar(&interval, agentproto.FlagInterval, 100*time.Millisecond, "time between attempts for each name")
+	dnsWait.Flags().DurationVar(&wait, agentproto.FlagWait, time.Minute, "give up on the names still unresolved after this long")
 	cmd.AddCommand(dnsWait)
 	var roots agent.NodeNetRoots
 	node := &cobra.Command{
@@ -104,9 +105,9 @@ What cannot be read is listed under "unread" with the reason; it is not an error
 			return enc.Encode(agent.ReadNodeNet(ctx, roots))
 		},
 	}
-	node.Flags().StringVar(&roots.Proc, "path.procfs", "/proc", "procfs mount point")
-	node.Flags().StringVar(&roots.Sys, "path.sysfs", "/sys", "sysfs mount point")
-	node.Flags().StringVar(&roots.KubeProxy, "kube-proxy-metrics", "http://127.0.0.1:10249", "kube-proxy's metrics base URL, reachable from host-network pods (empty: skip)")
+	node.Flags().StringVar(&roots.Proc, agentproto.FlagProcfs, "/proc", "procfs mount point")
+	node.Flags().StringVar(&roots.Sys, agentproto.FlagSysfs, "/sys", "sysfs mount point")
+	node.Flags().StringVar(&roots.KubeProxy, agentproto.FlagKubeProxy, "http://127.0.0.1:10249", "kube-proxy's metrics base URL, reachable from host-network pods (empty: skip)")
 	cmd.AddCommand(node)
 	return cmd
 }

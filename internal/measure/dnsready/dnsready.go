@@ -9,7 +9,6 @@ package dnsready
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"maps"
 	"strings"
@@ -23,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/kubeslow/kubeslow/internal/agent"
+	"github.com/kubeslow/kubeslow/internal/agentproto"
 	"github.com/kubeslow/kubeslow/internal/kube"
 	"github.com/kubeslow/kubeslow/internal/measure"
 	"github.com/kubeslow/kubeslow/internal/stats"
@@ -100,7 +100,7 @@ func (m *Measurement) Run(ctx context.Context, env *measure.Env) (result.Result,
 		}
 		return res, fmt.Errorf("creating the headless Service: %w", err)
 	}
-	client := env.AgentPod("dns-client", m.Opts.Image, node, "pause")
+	client := env.AgentPod("dns-client", m.Opts.Image, node, agentproto.Pause{}.Args()...)
 	if _, err := env.Client.CoreV1().Pods(env.Namespace).Create(ctx, client, metav1.CreateOptions{}); err != nil {
 		if apierrors.IsForbidden(err) {
 			return res, measure.Skipf("no permission to create pods: %v", err)
@@ -129,17 +129,17 @@ func (m *Measurement) Run(ctx context.Context, env *measure.Env) (result.Result,
 	clientDone := make(chan waitOut, 1)
 	errOut := &askedSignal{asked: make(chan struct{})}
 	go func() {
-		args := append([]string{"/kubeslow", "probe", "dns-wait", "--interval", m.Opts.Interval.String(), "--wait", m.Opts.Wait.String(), "--timeout", "2s"}, names...)
+		req := agentproto.DNSWait{Interval: m.Opts.Interval, Wait: m.Opts.Wait, Timeout: 2 * time.Second, Names: names}
 		cctx, cancel := context.WithTimeout(ctx, m.Opts.Wait+time.Minute)
 		defer cancel()
 		var out bytes.Buffer
-		if err := kube.ExecStream(cctx, env.Config, env.Client, env.Namespace, client.Name, &out, errOut, args...); err != nil {
+		if err := kube.ExecStream(cctx, env.Config, env.Client, env.Namespace, client.Name, &out, errOut, agentproto.Argv(req)...); err != nil {
 			clientDone <- waitOut{err: fmt.Errorf("exec dns-wait: %v: %s", err, strings.TrimSpace(errOut.String()))}
 			return
 		}
-		var ws []agent.DNSWait
-		if err := json.Unmarshal(out.Bytes(), &ws); err != nil {
-			clientDone <- waitOut{err: fmt.Errorf("dns-wait output: %w", err)}
+		ws, err := req.Decode(out.Bytes())
+		if err != nil {
+			clientDone <- waitOut{err: err}
 			return
 		}
 		clientDone <- waitOut{ws: ws}
@@ -157,7 +157,7 @@ func (m *Measurement) Run(ctx context.Context, env *measure.Env) (result.Result,
 	}
 	created := env.Clock.Now()
 	for i := range names {
-		p := env.AgentPod(fmt.Sprintf("peer-%d", i), m.Opts.Image, node, "pause")
+		p := env.AgentPod(fmt.Sprintf("peer-%d", i), m.Opts.Image, node, agentproto.Pause{}.Args()...)
 		p.Labels[roleLabel] = targetRole
 		p.Spec.Hostname, p.Spec.Subdomain = p.Name, svcName
 		if _, err := env.Client.CoreV1().Pods(env.Namespace).Create(ctx, p, metav1.CreateOptions{}); err != nil {
@@ -353,7 +353,7 @@ func (a *askedSignal) Write(p []byte) (int, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.buf.Write(p)
-	if bytes.Contains(a.buf.Bytes(), []byte("asked\n")) {
+	if bytes.Contains(a.buf.Bytes(), []byte(agentproto.AskedLine+"\n")) {
 		a.once.Do(func() { close(a.asked) })
 	}
 	return len(p), nil

@@ -6,7 +6,6 @@ package netpath
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
@@ -15,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
+	"github.com/kubeslow/kubeslow/internal/agentproto"
 	"github.com/kubeslow/kubeslow/internal/kube"
 	"github.com/kubeslow/kubeslow/internal/measure"
 	"github.com/kubeslow/kubeslow/internal/stats"
@@ -119,15 +119,16 @@ func (m *Measurement) Run(ctx context.Context, env *measure.Env) (result.Result,
 	if len(nodes) > 1 {
 		b = nodes[1]
 	}
-	serve := []string{"agent", "serve", "--listen", fmt.Sprintf("0.0.0.0:%d", httpPort), "--tcp-listen", fmt.Sprintf("0.0.0.0:%d", tcpPort)}
+	serve := agentproto.Serve{Listen: fmt.Sprintf("0.0.0.0:%d", httpPort), TCPListen: fmt.Sprintf("0.0.0.0:%d", tcpPort)}.Args()
+	pause := agentproto.Pause{}.Args()
 	pods := []*corev1.Pod{
 		m.pod(env, "srv-pod", a.Name, false, serve...),
 		m.pod(env, "srv-host", a.Name, true, serve...),
-		m.pod(env, "cli-pod-a", a.Name, false, "pause"),
-		m.pod(env, "cli-host-b", b.Name, true, "pause"),
+		m.pod(env, "cli-pod-a", a.Name, false, pause...),
+		m.pod(env, "cli-host-b", b.Name, true, pause...),
 	}
 	if b.Name != a.Name {
-		pods = append(pods, m.pod(env, "cli-pod-b", b.Name, false, "pause"))
+		pods = append(pods, m.pod(env, "cli-pod-b", b.Name, false, pause...))
 	}
 	for _, p := range pods {
 		if _, err := env.Client.CoreV1().Pods(env.Namespace).Create(ctx, p, metav1.CreateOptions{}); err != nil {
@@ -205,13 +206,13 @@ func (m *Measurement) Run(ctx context.Context, env *measure.Env) (result.Result,
 				hp, tp = addr.nodePortHTTP, addr.nodePortTCP
 			}
 			for _, newConn := range []bool{false, true} {
-				args := []string{"/kubeslow", "bench", "http", fmt.Sprintf("http://%s/", joinHostPort(target, hp)),
-					"-c", strconv.Itoa(m.Opts.Concurrency), "-d", m.Opts.Duration.String(), "-o", "json"}
+				req := agentproto.BenchHTTP{URL: fmt.Sprintf("http://%s/", joinHostPort(target, hp)), Concurrency: m.Opts.Concurrency,
+					Duration: m.Opts.Duration, NewConn: newConn}
 				conn := "keepalive"
 				if newConn {
-					args, conn = append(args, "--new-conn"), "new"
+					conn = "new"
 				}
-				r, err := m.exec(ctx, env, p.Client, args...)
+				r, err := m.exec(ctx, env, p.Client, req)
 				if err != nil {
 					return res, fmt.Errorf("%s (%s): %w", p.Name, conn, err)
 				}
@@ -219,7 +220,7 @@ func (m *Measurement) Run(ctx context.Context, env *measure.Env) (result.Result,
 				samples[key(p.Name, "latency_p99", conn)] = append(samples[key(p.Name, "latency_p99", conn)], metric(r, "latency_p99"))
 			}
 			if p.TCP {
-				r, err := m.exec(ctx, env, p.Client, "/kubeslow", "bench", "tcp", joinHostPort(target, tp), "-d", m.Opts.Duration.String(), "-o", "json")
+				r, err := m.exec(ctx, env, p.Client, agentproto.BenchTCP{Addr: joinHostPort(target, tp), Duration: m.Opts.Duration})
 				if err != nil {
 					return res, fmt.Errorf("%s (tcp): %w", p.Name, err)
 				}
@@ -291,20 +292,9 @@ func metric(r *result.Result, name string) float64 {
 	return 0
 }
 
-// exec runs a kubeslow client command in an agent pod and decodes its one result.
-func (m *Measurement) exec(ctx context.Context, env *measure.Env, pod string, args ...string) (*result.Result, error) {
+// exec runs a kubeslow client benchmark in an agent pod and decodes its one result.
+func (m *Measurement) exec(ctx context.Context, env *measure.Env, pod string, req agentproto.Call[*result.Result]) (*result.Result, error) {
 	cctx, cancel := context.WithTimeout(ctx, 2*m.Opts.Duration+time.Minute)
 	defer cancel()
-	out, errOut, err := kube.Exec(cctx, env.Config, env.Client, env.Namespace, pod, args...)
-	if err != nil {
-		return nil, fmt.Errorf("exec in %s: %v: %s", pod, err, strings.TrimSpace(errOut))
-	}
-	rep, err := result.Decode(strings.NewReader(out))
-	if err != nil || len(rep.Results) != 1 {
-		return nil, fmt.Errorf("client report from %s: %v", pod, err)
-	}
-	if rep.Results[0].Status == result.StatusError {
-		return nil, fmt.Errorf("client in %s: %s", pod, rep.Results[0].Reason)
-	}
-	return &rep.Results[0], nil
+	return agentproto.Exec(cctx, env.Config, env.Client, env.Namespace, pod, req)
 }

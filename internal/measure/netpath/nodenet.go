@@ -2,7 +2,6 @@ package netpath
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"sort"
 	"strconv"
@@ -10,7 +9,7 @@ import (
 	"time"
 
 	"github.com/kubeslow/kubeslow/internal/agent"
-	"github.com/kubeslow/kubeslow/internal/kube"
+	"github.com/kubeslow/kubeslow/internal/agentproto"
 	"github.com/kubeslow/kubeslow/internal/measure"
 	"github.com/kubeslow/kubeslow/pkg/result"
 )
@@ -20,15 +19,7 @@ import (
 func (m *Measurement) probeNode(ctx context.Context, env *measure.Env, pod string) (*agent.NodeNet, error) {
 	cctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	out, errOut, err := kube.Exec(cctx, env.Config, env.Client, env.Namespace, pod, "/kubeslow", "probe", "node")
-	if err != nil {
-		return nil, fmt.Errorf("exec in %s: %v: %s", pod, err, strings.TrimSpace(errOut))
-	}
-	var nn agent.NodeNet
-	if err := json.Unmarshal([]byte(out), &nn); err != nil {
-		return nil, fmt.Errorf("probe output from %s: %w", pod, err)
-	}
-	return &nn, nil
+	return agentproto.Exec(cctx, env.Config, env.Client, env.Namespace, pod, agentproto.ProbeNode{})
 }
 
 // NodeNetResult adds what a namespace showed to the result (pure): metrics (MTU of the pod's interfaces and of the

@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/kubeslow/kubeslow/internal/kube"
 	"github.com/kubeslow/kubeslow/internal/measure"
 	"github.com/kubeslow/kubeslow/internal/workload"
 	"github.com/kubeslow/kubeslow/pkg/result"
@@ -14,10 +15,8 @@ import (
 
 // LabImage and the lab's kwok taint: on the lab, benchmark pods run the local pause image on simulated nodes.
 const (
-	LabImage      = "kubeslow.local/pause:1"
-	ClusterImage  = "registry.k8s.io/pause:3.10"
-	kwokTaintKey  = "kwok.x-k8s.io/node"
-	kwokNodeLabel = "type"
+	LabImage     = "kubeslow.local/pause:1"
+	ClusterImage = "registry.k8s.io/pause:3.10"
 )
 
 // Options configure a pod start-up benchmark.
@@ -61,8 +60,8 @@ func (o Options) Spec(env *measure.Env) workload.Spec {
 		}
 	}
 	if env.Lab != nil && o.Simulated {
-		s.NodeSelector = map[string]string{kwokNodeLabel: "kwok"}
-		s.Tolerations = []corev1.Toleration{{Key: kwokTaintKey, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}}
+		s.NodeSelector = map[string]string{kube.SimulatedNodeLabel: kube.SimulatedNodeLabelValue}
+		s.Tolerations = []corev1.Toleration{{Key: kube.SimulatedNodeTaint, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}}
 	}
 	return s
 }

@@ -1,0 +1,183 @@
+// Package agentproto is the one place that knows how kubeslow talks to its agents: the command line of each
+// agent request (the container args of an agent pod, or the argv of an exec in one) and the decoding of what
+// the agent prints. The measurements build requests here and never write an agent flag or parse agent output
+// themselves; the agent's commands (internal/cli/agent, internal/cli/probe, internal/cli/bench) declare their
+// flags with the names below, and a test parses every request through the real command tree.
+package agentproto
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/kubeslow/kubeslow/internal/agent"
+	"github.com/kubeslow/kubeslow/internal/kube"
+	"github.com/kubeslow/kubeslow/pkg/result"
+)
+
+// Binary is the kubeslow binary's path in the agent image (its entrypoint).
+const Binary = "/kubeslow"
+
+// Flag names shared by the agent's commands and the requests below.
+const (
+	FlagListen    = "listen"
+	FlagTCPListen = "tcp-listen"
+	FlagInterval  = "interval"
+	FlagWait      = "wait"
+	FlagTimeout   = "timeout"
+	FlagDuration  = "duration"
+	FlagConc      = "concurrency"
+	FlagNewConn   = "new-conn"
+	FlagOutput    = "output"
+	FlagProcfs    = "path.procfs"
+	FlagSysfs     = "path.sysfs"
+	FlagRootfs    = "path.rootfs"
+	FlagKubeProxy = "kube-proxy-metrics"
+	FlagProbeDir  = "probe-dir"
+	FlagProbeSize = "probe-bytes"
+	FlagWindow    = "window"
+)
+
+// Request is one agent command: Args are its arguments after the binary (what an agent pod's container
+// args hold, the image's entrypoint being the binary).
+type Request interface{ Args() []string }
+
+// Argv is the full command line of r for an exec in an agent pod.
+func Argv(r Request) []string { return append([]string{Binary}, r.Args()...) }
+
+// Call is a Request whose output decodes to a T.
+type Call[T any] interface {
+	Request
+	Decode(out []byte) (T, error)
+}
+
+// Exec runs r in the agent pod ns/pod (through the apiserver, as kubectl exec) and decodes its output.
+func Exec[T any](ctx context.Context, cfg *rest.Config, c kubernetes.Interface, ns, pod string, r Call[T]) (T, error) {
+	out, errOut, err := kube.Exec(ctx, cfg, c, ns, pod, Argv(r)...)
+	if err != nil {
+		var zero T
+		return zero, fmt.Errorf("exec in %s: %v: %s", pod, err, strings.TrimSpace(errOut))
+	}
+	v, err := r.Decode([]byte(out))
+	if err != nil {
+		return v, fmt.Errorf("%s: %w", pod, err)
+	}
+	return v, nil
+}
+
+// Pause keeps an agent pod alive doing nothing (the client side of exec-driven benchmarks).
+type Pause struct{}
+
+// Args implements Request.
+func (Pause) Args() []string { return []string{"pause"} }
+
+// Serve is `agent serve`: the HTTP server and, with TCPListen, the TCP test server.
+type Serve struct{ Listen, TCPListen string }
+
+// Args implements Request.
+func (s Serve) Args() []string {
+	a := []string{"agent", "serve", "--" + FlagListen, s.Listen}
+	if s.TCPListen != "" {
+		a = append(a, "--"+FlagTCPListen, s.TCPListen)
+	}
+	return a
+}
+
+// ProbeNode is `probe node`: the namespace's network facts (agent.NodeNet).
+type ProbeNode struct{}
+
+// Args implements Request.
+func (ProbeNode) Args() []string { return []string{"probe", "node"} }
+
+// Decode reads the probe's output.
+func (ProbeNode) Decode(out []byte) (*agent.NodeNet, error) {
+	var nn agent.NodeNet
+	if err := json.Unmarshal(out, &nn); err != nil {
+		return nil, fmt.Errorf("probe node output: %w", err)
+	}
+	return &nn, nil
+}
+
+// DNSWait is `probe dns-wait`: resolve every name until it resolves or Wait ends. The command writes one
+// line to stderr once it has asked for every name (AskedLine).
+type DNSWait struct {
+	Interval, Wait, Timeout time.Duration
+	Names                   []string
+}
+
+// AskedLine is what dns-wait prints on stderr once every name has been asked for.
+const AskedLine = "asked"
+
+// Args implements Request.
+func (d DNSWait) Args() []string {
+	a := []string{"probe", "dns-wait", "--" + FlagInterval, d.Interval.String(), "--" + FlagWait, d.Wait.String()}
+	if d.Timeout > 0 {
+		a = append(a, "--"+FlagTimeout, d.Timeout.String())
+	}
+	return append(a, d.Names...)
+}
+
+// Decode reads the command's output.
+func (DNSWait) Decode(out []byte) ([]agent.DNSWait, error) {
+	var ws []agent.DNSWait
+	if err := json.Unmarshal(out, &ws); err != nil {
+		return nil, fmt.Errorf("dns-wait output: %w", err)
+	}
+	return ws, nil
+}
+
+// BenchHTTP is `bench http` run by an agent (closed loop) with a JSON report.
+type BenchHTTP struct {
+	URL         string
+	Concurrency int
+	Duration    time.Duration
+	NewConn     bool
+}
+
+// Args implements Request.
+func (b BenchHTTP) Args() []string {
+	a := []string{"bench", "http", b.URL, "--" + FlagConc, strconv.Itoa(b.Concurrency), "--" + FlagDuration, b.Duration.String(), "--" + FlagOutput, "json"}
+	if b.NewConn {
+		a = append(a, "--"+FlagNewConn)
+	}
+	return a
+}
+
+// Decode reads the benchmark's one result.
+func (BenchHTTP) Decode(out []byte) (*result.Result, error) { return decodeOne(out) }
+
+// BenchTCP is `bench tcp` (stream and request/response) run by an agent, with a JSON report.
+type BenchTCP struct {
+	Addr     string
+	Duration time.Duration
+}
+
+// Args implements Request.
+func (b BenchTCP) Args() []string {
+	return []string{"bench", "tcp", b.Addr, "--" + FlagDuration, b.Duration.String(), "--" + FlagOutput, "json"}
+}
+
+// Decode reads the benchmark's one result.
+func (BenchTCP) Decode(out []byte) (*result.Result, error) { return decodeOne(out) }
+
+// decodeOne reads a report holding one result; a result with status Error is returned as an error.
+func decodeOne(out []byte) (*result.Result, error) {
+	rep, err := result.Decode(bytes.NewReader(out))
+	if err != nil {
+		return nil, fmt.Errorf("agent report: %w", err)
+	}
+	if len(rep.Results) != 1 {
+		return nil, fmt.Errorf("agent report: %d results, want 1", len(rep.Results))
+	}
+	if rep.Results[0].Status == result.StatusError {
+		return nil, fmt.Errorf("agent: %s", rep.Results[0].Reason)
+	}
+	return &rep.Results[0], nil
+}

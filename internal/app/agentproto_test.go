@@ -1,0 +1,56 @@
+package app
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kubeslow/kubeslow/internal/agentproto"
+	"github.com/kubeslow/kubeslow/internal/cli/common"
+)
+
+// TestAgentRequestsParse runs every agent request's command line through the real command tree: each must
+// name an existing command, and every flag it writes must exist there with the value it meant.
+func TestAgentRequestsParse(t *testing.T) {
+	reqs := []struct {
+		req   agentproto.Request
+		flags map[string]string // flag -> the value the command must see
+		args  int
+	}{
+		{agentproto.Pause{}, nil, 0},
+		{agentproto.Serve{Listen: "0.0.0.0:1", TCPListen: "0.0.0.0:2"}, map[string]string{"listen": "0.0.0.0:1", "tcp-listen": "0.0.0.0:2"}, 0},
+		{agentproto.ProbeNode{}, nil, 0},
+		{agentproto.DNSWait{Interval: 50 * time.Millisecond, Wait: time.Minute, Timeout: 2 * time.Second, Names: []string{"a.", "b."}},
+			map[string]string{"interval": "50ms", "wait": "1m0s", "timeout": "2s"}, 2},
+		{agentproto.BenchHTTP{URL: "http://198.18.0.1:1/", Concurrency: 3, Duration: 2 * time.Second, NewConn: true},
+			map[string]string{"concurrency": "3", "duration": "2s", "new-conn": "true", "output": "json"}, 1},
+		{agentproto.BenchTCP{Addr: "198.18.0.1:2", Duration: time.Second}, map[string]string{"duration": "1s", "output": "json"}, 1},
+	}
+	for _, r := range reqs {
+		argv := agentproto.Argv(r.req)
+		if argv[0] != agentproto.Binary {
+			t.Fatalf("%T: argv %v does not start with the binary", r.req, argv)
+		}
+		root := NewRoot(common.IOStreams{In: strings.NewReader(""), Out: &strings.Builder{}, ErrOut: &strings.Builder{}})
+		cmd, rest, err := root.Find(argv[1:])
+		if err != nil || cmd == root {
+			t.Fatalf("%T: %v names no command: %v", r.req, argv, err)
+		}
+		if err := cmd.ParseFlags(rest); err != nil {
+			t.Fatalf("%T: %v: %v", r.req, argv, err)
+		}
+		if err := cmd.ValidateArgs(cmd.Flags().Args()); err != nil || len(cmd.Flags().Args()) != r.args {
+			t.Errorf("%T: positional args %v (want %d): %v", r.req, cmd.Flags().Args(), r.args, err)
+		}
+		for name, want := range r.flags {
+			f := cmd.Flags().Lookup(name)
+			if f == nil {
+				t.Errorf("%T: %s has no --%s", r.req, cmd.CommandPath(), name)
+				continue
+			}
+			if got := f.Value.String(); got != want || (!f.Changed && name != "path.procfs" && name != "path.sysfs") {
+				t.Errorf("%T: --%s = %q (set %v), want %q", r.req, name, got, f.Changed, want)
+			}
+		}
+	}
+}

@@ -5,7 +5,6 @@ package agent
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"runtime"
@@ -153,9 +152,10 @@ func (l *sloop) close() {
 
 func (l *sloop) run() {
 	lastSweep := time.Now()
+	var w rawsock.Waiter
 	for {
-		n, err := unix.EpollWait(l.ep, l.events, 1000)
-		if err != nil && !errors.Is(err, unix.EINTR) {
+		n, e := w.Wait(l.ep, l.events, 1000)
+		if e != 0 && e != unix.EINTR {
 			return
 		}
 		now := time.Now()

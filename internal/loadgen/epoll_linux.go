@@ -74,6 +74,7 @@ type eloop struct {
 	issued  *atomic.Int64
 	pending []int32 // connections to (re)start, drained by the loop (no recursion on synchronous failures)
 	closing bool
+	waiter  rawsock.Waiter
 	// open loop
 	open                       bool
 	idle                       []int32
@@ -137,7 +138,9 @@ func runEpoll(ctx context.Context, cfg *Config, req []byte, res *Result) error {
 		return fmt.Errorf("resolve %s: %w", cfg.Addr, err)
 	}
 	threads := min(runtime.GOMAXPROCS(0), cfg.Concurrency)
-	if cfg.Mode == Open {
+	if cfg.Threads > 0 {
+		threads = cfg.Threads
+	} else if cfg.Mode == Open {
 		// Each thread keeps every threads-th due time: at low rates one thread keeps the schedule precisely.
 		threads = max(1, min(threads, int(cfg.Rate/20000)+1))
 	}
@@ -262,8 +265,8 @@ func (l *eloop) run(ctx context.Context) {
 			l.unsent += int64(len(l.backlog) - l.bhead)
 			return
 		}
-		n, err := unix.EpollWait(l.ep, l.events, l.waitMs(now))
-		if err != nil && err != unix.EINTR {
+		n, e := l.waiter.Wait(l.ep, l.events, l.waitMs(now))
+		if e != 0 && e != unix.EINTR {
 			return
 		}
 		for _, ev := range l.events[:max(n, 0)] {

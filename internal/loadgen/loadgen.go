@@ -68,6 +68,9 @@ type Config struct {
 	// Engine: EngineEpoll (one epoll loop per thread, as wrk; the default on Linux) or EngineGo (a
 	// goroutine per connection on Go's netpoller; the default elsewhere and with Dial).
 	Engine string
+	// Threads is the epoll engine's number of event-loop threads (0: the usable cores, at most one per
+	// connection; wrk's -t).
+	Threads int
 }
 
 // Engines.
@@ -109,6 +112,10 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("engine %q: want %s or %s", c.Engine, EngineEpoll, EngineGo)
 	case c.Engine == EngineEpoll && (!epollAvailable || c.Dial != nil):
 		return errors.New("the epoll engine needs Linux and no custom dialer")
+	case c.Threads < 0 || c.Threads > c.Concurrency:
+		return fmt.Errorf("threads %d: want 0 (the usable cores) to the concurrency (%d)", c.Threads, c.Concurrency)
+	case c.Threads > 0 && c.engine() != EngineEpoll:
+		return errors.New("threads: only the epoll engine has a thread count (the goroutine engine uses Go's scheduler)")
 	}
 	return nil
 }

@@ -117,6 +117,13 @@ func TestClosedLoop(t *testing.T) {
 			}
 		}
 	}
+	if epollAvailable {
+		// 3 threads for 4 connections: one thread has two.
+		res, err := Run(context.Background(), Config{Addr: addr, Mode: Closed, Concurrency: 4, Threads: 3, Duration: time.Minute, MaxRequests: 300})
+		if err != nil || res.Requests != 300 || res.Errors != 0 || res.Connections != 4 {
+			t.Fatalf("3 threads: %v %+v", err, res)
+		}
+	}
 }
 
 // engines are the engines this system can run.
@@ -186,7 +193,10 @@ func TestValidate(t *testing.T) {
 		"no addr": func(c *Config) { c.Addr = "" }, "mode": func(c *Config) { c.Mode = "x" },
 		"conc": func(c *Config) { c.Concurrency = 0 }, "dur": func(c *Config) { c.Duration = time.Hour },
 		"rate": func(c *Config) { c.Mode, c.Rate = Open, 0 }, "body": func(c *Config) { c.BodyBytes = 2 << 20 },
-		"engine": func(c *Config) { c.Engine = "io_uring" },
+		"engine":                    func(c *Config) { c.Engine = "io_uring" },
+		"threads above connections": func(c *Config) { c.Threads = 2 },
+		"threads negative":          func(c *Config) { c.Threads = -1 },
+		"threads with goroutines":   func(c *Config) { c.Engine, c.Threads = EngineGo, 1 },
 		"epoll with a dialer": func(c *Config) {
 			c.Engine, c.Dial = EngineEpoll, func(context.Context, string, string) (net.Conn, error) { return nil, nil }
 		},

@@ -74,8 +74,12 @@ func (c *Config) Describe() string {
 	if c.NewConn {
 		conn = "new connection per request"
 	}
-	if c.Mode == Open {
-		return fmt.Sprintf("open loop at %v requests/s over %d connections (%s), %d-byte %s, %s, %s engine", c.Rate, c.Concurrency, conn, c.BodyBytes, c.Method, c.Duration, c.engine())
+	engine := c.engine() + " engine"
+	if c.Threads > 0 {
+		engine += fmt.Sprintf(" (%d threads)", c.Threads)
 	}
-	return fmt.Sprintf("closed loop at concurrency %d (%s), %d-byte %s, %s, %s engine", c.Concurrency, conn, c.BodyBytes, c.Method, c.Duration, c.engine())
+	if c.Mode == Open {
+		return fmt.Sprintf("open loop at %v requests/s over %d connections (%s), %d-byte %s, %s, %s", c.Rate, c.Concurrency, conn, c.BodyBytes, c.Method, c.Duration, engine)
+	}
+	return fmt.Sprintf("closed loop at concurrency %d (%s), %d-byte %s, %s, %s", c.Concurrency, conn, c.BodyBytes, c.Method, c.Duration, engine)
 }

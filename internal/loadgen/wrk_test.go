@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -19,12 +21,16 @@ import (
 	"github.com/kubeslow/kubeslow/pkg/result"
 )
 
-// TestCompareWrk is the generator's benchmark against Debian's wrk, in one run: the same server (`kubeslow
-// agent serve`, pinned to CPU 0), each generator pinned to CPU 1 with 8 connections, keep-alive and
-// new-connection modes, 5 rounds in which the generators take turns (the order alternates between rounds, so a
-// drift of the machine does not favour one). It prints requests/s and CPU per request of kubeslow's epoll
-// engine, its goroutine engine and wrk, and the ratios to wrk: the median over rounds of each round's ratio.
-// Set KUBESLOW_BENCH_WRK=1 to run it (a benchmark, not a pass/fail test).
+// TestCompareWrk is the generator's benchmark against Debian's wrk, in one run, against two servers: kubeslow's
+// own (`kubeslow agent serve`) and one it did not write (Debian's nginx-light, one worker, answering 404 with
+// its defaults otherwise). Each server is pinned to CPU 0; the generators are not pinned (they share the
+// machine with the server, as they do when a user runs them). The cells: both generators at their default
+// threads (wrk: 2; kubeslow: the usable cores) and at one thread, 8 and 32 keep-alive connections, and 8
+// connections with a new connection per request. In each round every cell runs kubeslow's epoll engine and wrk
+// once, the order alternating between rounds (so a drift of the machine favours neither). It prints a table
+// row per cell: median requests/s and CPU (user + system) per request of each, and the median of the rounds'
+// ratios with their min–max. Set KUBESLOW_BENCH_WRK=1 to run it (a benchmark, not a pass/fail test);
+// KUBESLOW_BENCH_WRK_ROUNDS (default 5) and KUBESLOW_BENCH_WRK_DURATION (default 4s) change its length.
 func TestCompareWrk(t *testing.T) {
 	if os.Getenv("KUBESLOW_BENCH_WRK") == "" {
 		t.Skip("benchmark: set KUBESLOW_BENCH_WRK=1")
@@ -33,22 +39,27 @@ func TestCompareWrk(t *testing.T) {
 	if err != nil {
 		t.Skip("wrk is not installed (hack/deps.sh installs it)")
 	}
-	bin := labtest.Binary(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	srv := exec.CommandContext(ctx, "taskset", "-c", "0", bin, "agent", "serve", "--listen", "127.0.0.1:0")
-	stdout, _ := srv.StdoutPipe()
-	if err := srv.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = srv.Process.Kill(); _ = srv.Wait() }()
-	line, err := bufio.NewReader(stdout).ReadString('\n')
+	nginx, err := exec.LookPath("nginx")
 	if err != nil {
-		t.Fatal(err)
+		t.Skip("nginx is not installed (hack/deps.sh installs nginx-light)")
 	}
-	url := "http://" + strings.TrimSpace(strings.TrimPrefix(line, "listening ")) + "/"
+	rounds, dur := 5, 4*time.Second
+	if v := os.Getenv("KUBESLOW_BENCH_WRK_ROUNDS"); v != "" {
+		if rounds, err = strconv.Atoi(v); err != nil || rounds < 1 {
+			t.Fatalf("KUBESLOW_BENCH_WRK_ROUNDS=%q", v)
+		}
+	}
+	if v := os.Getenv("KUBESLOW_BENCH_WRK_DURATION"); v != "" {
+		if dur, err = time.ParseDuration(v); err != nil || dur <= 0 {
+			t.Fatalf("KUBESLOW_BENCH_WRK_DURATION=%q", v)
+		}
+	}
+	bin := labtest.Binary(t)
 	dir := t.TempDir()
-	const dur, rounds = 5 * time.Second, 5
+	servers := []struct{ name, url string }{
+		{"kubeslow", startAgentServe(t, bin)},
+		{"nginx", startNginx(t, nginx, dir)},
+	}
 	script := func(newConn bool) string {
 		p := filepath.Join(dir, fmt.Sprintf("post-%v.lua", newConn))
 		s := "wrk.method = \"POST\"\nwrk.body = string.rep(\"x\", 3072)\nwrk.headers[\"Content-Type\"] = \"application/octet-stream\"\n"
@@ -61,16 +72,29 @@ func TestCompareWrk(t *testing.T) {
 		return p
 	}
 	rpsRe := regexp.MustCompile(`Requests/sec:\s+([0-9.]+)`)
-	type sample struct{ rps, cpuPerReq float64 }
-	// run runs one generator for dur pinned to CPU 1: its requests/s and CPU (user + system) per request.
-	run := func(gen string, newConn bool) sample {
-		args := []string{bin, "bench", "http", url, "-c", "8", "-d", dur.String(), "-o", "json", "--engine", gen}
-		if gen == "wrk" {
-			args = []string{wrk, "-t1", "-c8", "-d" + dur.String(), "-s", script(newConn), url}
-		} else if newConn {
+	type cell struct {
+		server, url      string
+		threads, conns   int // threads 0: the tool's default
+		newConn          bool
+		ks, wrk          []sample
+		rpsRatio, cpuRat []float64
+	}
+	// run runs one generator for dur: its requests/s and CPU (user + system) per request.
+	run := func(c *cell, gen string) sample {
+		args := []string{bin, "bench", "http", c.url, "-c", strconv.Itoa(c.conns), "-d", dur.String(), "-o", "json"}
+		if c.threads > 0 {
+			args = append(args, "--threads", strconv.Itoa(c.threads))
+		}
+		if c.newConn {
 			args = append(args, "--new-conn")
 		}
-		cmd := exec.CommandContext(ctx, "taskset", append([]string{"-c", "1"}, args...)...)
+		if gen == "wrk" {
+			args = []string{wrk, "-c" + strconv.Itoa(c.conns), "-d" + dur.String(), "-s", script(c.newConn), c.url}
+			if c.threads > 0 {
+				args = append(args, "-t"+strconv.Itoa(c.threads))
+			}
+		}
+		cmd := exec.Command(args[0], args[1:]...)
 		out, err := cmd.Output()
 		if err != nil {
 			t.Fatalf("%v: %v", args, err)
@@ -94,47 +118,161 @@ func TestCompareWrk(t *testing.T) {
 				}
 			}
 		}
+		if rps <= 0 {
+			t.Fatalf("%v: no requests/s in %s", args, out)
+		}
 		return sample{rps, cpu / (rps * dur.Seconds())}
 	}
-	median := func(v []float64) float64 {
-		v = append([]float64(nil), v...)
-		sort.Float64s(v)
-		return v[len(v)/2]
+	var cells []*cell
+	for _, s := range servers {
+		for _, th := range []int{0, 1} {
+			for _, c := range []int{8, 32} {
+				cells = append(cells, &cell{server: s.name, url: s.url, threads: th, conns: c})
+			}
+			cells = append(cells, &cell{server: s.name, url: s.url, threads: th, conns: 8, newConn: true})
+		}
 	}
-	gens := []string{EngineEpoll, EngineGo, "wrk"}
-	for _, newConn := range []bool{false, true} {
-		got := map[string][]sample{}
-		for round := 0; round < rounds; round++ {
-			order := gens
+	// Round after round over every cell, so that a drift of the shared machine spreads over all of them.
+	for round := 0; round < rounds; round++ {
+		for _, c := range cells {
+			order := []string{"kubeslow", "wrk"}
 			if round%2 == 1 {
-				order = []string{gens[2], gens[1], gens[0]}
+				order = []string{"wrk", "kubeslow"}
 			}
+			var k, w sample
 			for _, g := range order {
-				got[g] = append(got[g], run(g, newConn))
+				if g == "wrk" {
+					w = run(c, g)
+				} else {
+					k = run(c, g)
+				}
 			}
-		}
-		mode := "keep-alive"
-		if newConn {
-			mode = "new connection per request"
-		}
-		for _, g := range gens[:2] {
-			var rpsRatio, cpuRatio, rps, cpu, wrps, wcpu []float64
-			for i, s := range got[g] {
-				w := got["wrk"][i]
-				rpsRatio, cpuRatio = append(rpsRatio, s.rps/w.rps), append(cpuRatio, s.cpuPerReq/w.cpuPerReq)
-				rps, cpu, wrps, wcpu = append(rps, s.rps), append(cpu, s.cpuPerReq*1e6), append(wrps, w.rps), append(wcpu, w.cpuPerReq*1e6)
-			}
-			t.Logf("%s, kubeslow %s engine vs wrk, %d rounds, medians: kubeslow %.0f req/s (%.1f µs CPU/req), wrk %.0f req/s (%.1f µs CPU/req); "+
-				"ratio kubeslow/wrk: requests/s %.2f (rounds %s), CPU per request %.2f (rounds %s)",
-				mode, g, rounds, median(rps), median(cpu), median(wrps), median(wcpu), median(rpsRatio), fmtAll(rpsRatio), median(cpuRatio), fmtAll(cpuRatio))
+			c.ks, c.wrk = append(c.ks, k), append(c.wrk, w)
+			c.rpsRatio, c.cpuRat = append(c.rpsRatio, k.rps/w.rps), append(c.cpuRat, k.cpuPerReq/w.cpuPerReq)
 		}
 	}
+	t.Logf("%d rounds of %s; medians, ratios kubeslow/wrk as median (min–max) of the rounds' ratios", rounds, dur)
+	t.Logf("| server | threads | conns | mode | kubeslow req/s | wrk req/s | **req/s ratio** | kubeslow CPU/req | wrk CPU/req | **CPU ratio** |")
+	t.Logf("|---|---|---|---|---|---|---|---|---|---|")
+	below := 0
+	for _, c := range cells {
+		th, mode := "default", "keep-alive"
+		if c.threads > 0 {
+			th = strconv.Itoa(c.threads)
+		}
+		if c.newConn {
+			mode = "new conn"
+		}
+		rr, cr := spread(c.rpsRatio), spread(c.cpuRat)
+		if rr[1] < 1 || cr[1] > 1 {
+			below++
+		}
+		t.Logf("| %s | %s | %d | %s | %s | %s | **%.2f** (%.2f–%.2f) | %.1f µs | %.1f µs | **%.2f** (%.2f–%.2f) |",
+			c.server, th, c.conns, mode, thousands(median(rps(c.ks))), thousands(median(rps(c.wrk))), rr[1], rr[0], rr[2],
+			median(cpuUs(c.ks)), median(cpuUs(c.wrk)), cr[1], cr[0], cr[2])
+	}
+	t.Logf("cells whose median misses the goal (req/s ratio >= 1, CPU ratio <= 1): %d of %d", below, len(cells))
 }
 
-func fmtAll(v []float64) string {
-	s := make([]string, len(v))
-	for i, x := range v {
-		s[i] = strconv.FormatFloat(x, 'f', 2, 64)
+type sample struct{ rps, cpuPerReq float64 }
+
+func rps(s []sample) []float64 {
+	v := make([]float64, len(s))
+	for i, x := range s {
+		v[i] = x.rps
 	}
-	return strings.Join(s, " ")
+	return v
+}
+
+func cpuUs(s []sample) []float64 {
+	v := make([]float64, len(s))
+	for i, x := range s {
+		v[i] = x.cpuPerReq * 1e6
+	}
+	return v
+}
+
+func median(v []float64) float64 { return spread(v)[1] }
+
+// spread is min, median, max.
+func spread(v []float64) [3]float64 {
+	v = append([]float64(nil), v...)
+	sort.Float64s(v)
+	return [3]float64{v[0], v[len(v)/2], v[len(v)-1]}
+}
+
+func thousands(f float64) string {
+	s := strconv.FormatInt(int64(f+0.5), 10)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
+}
+
+// startAgentServe starts `kubeslow agent serve` pinned to CPU 0 and returns its URL; the test's end stops it.
+func startAgentServe(t *testing.T, bin string) string {
+	srv := exec.Command("taskset", "-c", "0", bin, "agent", "serve", "--listen", "127.0.0.1:0")
+	stdout, _ := srv.StdoutPipe()
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Process.Kill(); _ = srv.Wait() })
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil {
+		t.Fatal(err)
+	}
+	return "http://" + strings.TrimSpace(strings.TrimPrefix(line, "listening ")) + "/"
+}
+
+// startNginx starts Debian's nginx with one worker pinned to CPU 0, answering every request 404 (case D's
+// server), everything else at nginx's defaults (keep-alive up to 1,000 requests per connection), and returns
+// its URL once it accepts connections; the test's end stops it (SIGTERM to the master, which stops the worker).
+func startNginx(t *testing.T, nginx, dir string) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	_ = l.Close()
+	conf := filepath.Join(dir, "nginx.conf")
+	c := fmt.Sprintf(`worker_processes 1;
+daemon off;
+master_process on;
+pid %[1]s/nginx.pid;
+error_log %[1]s/error.log;
+events { worker_connections 1024; }
+http {
+  access_log off;
+  client_body_temp_path %[1]s/body;
+  proxy_temp_path %[1]s/proxy;
+  fastcgi_temp_path %[1]s/fastcgi;
+  uwsgi_temp_path %[1]s/uwsgi;
+  scgi_temp_path %[1]s/scgi;
+  server { listen %[2]s; location / { return 404; } }
+}
+`, dir, addr)
+	if err := os.WriteFile(conf, []byte(c), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	srv := exec.Command("taskset", "-c", "0", nginx, "-p", dir, "-e", filepath.Join(dir, "error.log"), "-c", conf)
+	srv.Stderr = os.Stderr
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Process.Signal(syscall.SIGTERM); _ = srv.Wait() })
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for {
+		var d net.Dialer
+		conn, err := d.DialContext(ctx, "tcp", addr)
+		if err == nil {
+			_ = conn.Close()
+			return "http://" + addr + "/"
+		}
+		if ctx.Err() != nil {
+			log, _ := os.ReadFile(filepath.Join(dir, "error.log"))
+			t.Fatalf("nginx did not accept connections on %s: %v\n%s", addr, err, log)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }

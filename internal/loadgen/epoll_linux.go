@@ -94,19 +94,24 @@ type eloop struct {
 func (l *eloop) now() int64 { return int64(time.Since(l.base)) }
 
 // resolve turns host:port into the server's address as the kernel takes it (IPv4 first): a struct
-// sockaddr_in or sockaddr_in6, its size and its family.
-func resolve(ctx context.Context, addr string) (unsafe.Pointer, int, int, error) {
+// sockaddr_in or sockaddr_in6, its size and its family, and whether the address is this host's own.
+func resolve(ctx context.Context, addr string) (unsafe.Pointer, int, int, bool, error) {
+	rsa, n, family, ip, err := resolveIP(ctx, addr)
+	return rsa, n, family, err == nil && localIP(ip), err
+}
+
+func resolveIP(ctx context.Context, addr string) (unsafe.Pointer, int, int, net.IP, error) {
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
-		return nil, 0, 0, err
+		return nil, 0, 0, nil, err
 	}
 	p, err := strconv.Atoi(port)
 	if err != nil || p < 1 || p > 65535 {
-		return nil, 0, 0, fmt.Errorf("port %q", port)
+		return nil, 0, 0, nil, fmt.Errorf("port %q", port)
 	}
 	ips, err := net.DefaultResolver.LookupIPAddr(ctx, host)
 	if err != nil {
-		return nil, 0, 0, err
+		return nil, 0, 0, nil, err
 	}
 	sort.SliceStable(ips, func(i, j int) bool { return ips[i].IP.To4() != nil && ips[j].IP.To4() == nil })
 	for _, ip := range ips {
@@ -114,7 +119,7 @@ func resolve(ctx context.Context, addr string) (unsafe.Pointer, int, int, error)
 			r := &unix.RawSockaddrInet4{Family: unix.AF_INET}
 			copy(r.Addr[:], v4)
 			binary.BigEndian.PutUint16((*[2]byte)(unsafe.Pointer(&r.Port))[:], uint16(p))
-			return unsafe.Pointer(r), unix.SizeofSockaddrInet4, unix.AF_INET, nil
+			return unsafe.Pointer(r), unix.SizeofSockaddrInet4, unix.AF_INET, ip.IP, nil
 		}
 		if v6 := ip.IP.To16(); v6 != nil {
 			r := &unix.RawSockaddrInet6{Family: unix.AF_INET6}
@@ -125,25 +130,26 @@ func resolve(ctx context.Context, addr string) (unsafe.Pointer, int, int, error)
 					r.Scope_id = uint32(ifi.Index)
 				}
 			}
-			return unsafe.Pointer(r), unix.SizeofSockaddrInet6, unix.AF_INET6, nil
+			return unsafe.Pointer(r), unix.SizeofSockaddrInet6, unix.AF_INET6, ip.IP, nil
 		}
 	}
-	return nil, 0, 0, fmt.Errorf("%s: no address", host)
+	return nil, 0, 0, nil, fmt.Errorf("%s: no address", host)
 }
 
 // runEpoll is Run on the epoll engine.
 func runEpoll(ctx context.Context, cfg *Config, req []byte, res *Result) error {
-	rsa, rsaLen, family, err := resolve(ctx, cfg.Addr)
+	rsa, rsaLen, family, local, err := resolve(ctx, cfg.Addr)
 	if err != nil {
 		return fmt.Errorf("resolve %s: %w", cfg.Addr, err)
 	}
-	threads := min(runtime.GOMAXPROCS(0), cfg.Concurrency)
+	threads := defaultThreads(runtime.GOMAXPROCS(0), cfg.Concurrency, local)
 	if cfg.Threads > 0 {
 		threads = cfg.Threads
 	} else if cfg.Mode == Open {
 		// Each thread keeps every threads-th due time: at low rates one thread keeps the schedule precisely.
 		threads = max(1, min(threads, int(cfg.Rate/20000)+1))
 	}
+	res.Threads = threads
 	loops := make([]*eloop, threads)
 	var issued atomic.Int64
 	start := time.Now()

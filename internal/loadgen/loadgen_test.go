@@ -120,9 +120,24 @@ func TestClosedLoop(t *testing.T) {
 	if epollAvailable {
 		// 3 threads for 4 connections: one thread has two.
 		res, err := Run(context.Background(), Config{Addr: addr, Mode: Closed, Concurrency: 4, Threads: 3, Duration: time.Minute, MaxRequests: 300})
-		if err != nil || res.Requests != 300 || res.Errors != 0 || res.Connections != 4 {
+		if err != nil || res.Requests != 300 || res.Errors != 0 || res.Connections != 4 || res.Threads != 3 {
 			t.Fatalf("3 threads: %v %+v", err, res)
 		}
+	}
+}
+
+func TestDefaultThreads(t *testing.T) {
+	for _, c := range []struct {
+		cores, conns int
+		local        bool
+		want         int
+	}{{2, 8, false, 2}, {2, 8, true, 1}, {1, 8, true, 1}, {8, 4, false, 4}, {8, 32, true, 4}, {16, 2, true, 2}} {
+		if got := defaultThreads(c.cores, c.conns, c.local); got != c.want {
+			t.Errorf("%d cores, %d connections, local %v: %d threads, want %d", c.cores, c.conns, c.local, got, c.want)
+		}
+	}
+	if !localIP(net.ParseIP("127.0.0.1")) || !localIP(net.ParseIP("::1")) || localIP(net.ParseIP("198.18.0.1")) {
+		t.Error("localIP")
 	}
 }
 

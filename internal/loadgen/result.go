@@ -32,6 +32,9 @@ func (r *Result) Metrics(labels map[string]string) []result.Metric {
 		{Name: "errors", Unit: "count", Value: float64(r.Errors), Labels: l()},
 		{Name: "connections", Unit: "count", Value: float64(r.Connections), Labels: l()},
 	}
+	if r.Threads > 0 {
+		out = append(out, result.Metric{Name: "threads", Unit: "count", Value: float64(r.Threads), Labels: l()})
+	}
 	if r.Latency.TotalCount() > 0 {
 		for _, q := range Quantiles {
 			out = append(out, result.Metric{Name: "latency_" + q.Name, Unit: "seconds", Value: float64(r.Latency.ValueAtQuantile(q.Q)) / 1e6, Labels: l()})

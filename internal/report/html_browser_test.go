@@ -3,12 +3,16 @@ package report
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"html/template"
 	"image"
 	"image/color"
 	"image/png"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -17,7 +21,9 @@ import (
 // TestIntegrationHTMLInChromium opens the report in a real headless browser (Debian's chromium, installed by
 // hack/deps.sh), in a network namespace of its own with only loopback, so the page cannot fetch anything:
 // the page must load without console errors, the browser's DOM must hold every plot, and the screenshot
-// must show the plots' colours (they rendered). The screenshot is kept in out/artifacts/.
+// must show the plots' colours (they rendered). The screenshot of the whole page and one of each kind of plot
+// (percentiles, pod start-up CDF per phase, phases per node, a long time series with change points, the path
+// matrix's ratios and its medians with their spread) are kept in out/artifacts/ (look at them).
 func TestIntegrationHTMLInChromium(t *testing.T) {
 	if os.Getenv("KUBESLOW_INTEGRATION") == "" {
 		t.Skip("integration test: set KUBESLOW_INTEGRATION=1 (needs chromium from hack/deps.sh, and root)")
@@ -28,8 +34,10 @@ func TestIntegrationHTMLInChromium(t *testing.T) {
 	}
 	dir := t.TempDir()
 	page := filepath.Join(dir, "report.html")
+	rep := sampleReport()
+	rep.Results = append(rep.Results, plotSamples()...)
 	var b bytes.Buffer
-	if err := WriteHTML(&b, sampleReport()); err != nil {
+	if err := WriteHTML(&b, rep); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(page, b.Bytes(), 0o644); err != nil {
@@ -65,8 +73,9 @@ func TestIntegrationHTMLInChromium(t *testing.T) {
 			t.Errorf("browser reported: %s", l)
 		}
 	}
-	if n := strings.Count(dom, "<svg "); n != 4 {
-		t.Errorf("browser DOM has %d plots, want 4", n)
+	// sampleReport's 4, the path matrix's 4 (3 spreads, the ratios), the disk series.
+	if n := strings.Count(dom, "<svg "); n != 9 {
+		t.Errorf("browser DOM has %d plots, want 9", n)
 	}
 	if !strings.Contains(dom, "KS-POD-SLO") {
 		t.Error("browser DOM lacks the findings")
@@ -88,6 +97,48 @@ func TestIntegrationHTMLInChromium(t *testing.T) {
 		}
 	}
 	t.Logf("screenshot: %s", shot)
+
+	// One screenshot per kind of plot, each on a page of its own.
+	ps, _ := resultPlots(rep.Results[0])
+	np, _ := resultPlots(rep.Results[4])
+	disk, _ := resultPlots(rep.Results[5])
+	heightRe := regexp.MustCompile(`<svg [^>]*height="(\d+)"`)
+	for _, k := range []struct {
+		name    string
+		plot    template.HTML
+		colours int // palette colours it must show
+	}{
+		{"percentiles", ps[0], 4}, {"startup-cdf", ps[1], 4}, {"phases-per-node", ps[2], 4},
+		{"series-change-points", disk[0], 1}, {"path-ratios", np[3], 3}, {"path-spread", np[0], 1},
+	} {
+		m := heightRe.FindStringSubmatch(string(k.plot))
+		if m == nil {
+			t.Fatalf("%s: no svg height", k.name)
+		}
+		h, _ := strconv.Atoi(m[1])
+		p := filepath.Join(dir, k.name+".html")
+		if err := os.WriteFile(p, []byte(`<!DOCTYPE html><html><head><meta charset="utf-8"></head><body style="margin:8px;font-family:DejaVu Sans">`+string(k.plot)+`</body></html>`), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		shot := filepath.Join(artifacts, "plot-"+k.name+".png")
+		_ = os.Remove(shot)
+		run("--screenshot="+shot, fmt.Sprintf("--window-size=%d,%d", plotWidth+20, h+50), "--hide-scrollbars", "file://"+p)
+		f, err := os.Open(shot)
+		if err != nil {
+			t.Fatalf("no screenshot of %s: %v", k.name, err)
+		}
+		img, err := png.Decode(f)
+		f.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, hex := range palette[:k.colours] {
+			if n := countColour(img, hex); n < 40 {
+				t.Errorf("%s: colour %s covers %d pixels: the plot did not render", k.name, hex, n)
+			}
+		}
+		t.Logf("screenshot: %s", shot)
+	}
 }
 
 func countColour(img image.Image, hex string) int {

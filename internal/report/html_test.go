@@ -47,7 +47,7 @@ func TestWriteHTML(t *testing.T) {
 	}
 	for _, want := range []string{
 		`href="#r-pods-startup"`, `id="r-pods-startup"`, `id="r-etcd-health"`, // findings link to their evidence
-		"CDF of sli_seconds over 60 records", "phases per node", "change point", "wal_fsync_p99 (seconds)",
+		"pod start-up CDF per phase over 60 pods", "phases per node", "change point", "wal_fsync_p99 (seconds)",
 		"lab &lt;test&gt;", "&lt;script&gt;alert(1)&lt;/script&gt;", // escaped
 		"no audit log given", "could not create the probe pod", "not evaluated (their inputs were not measured",
 		"KS-AUDIT-LIST: api.audit was not measured",

@@ -105,6 +105,7 @@ func (m *Measurement) pod(env *measure.Env, name, node string, hostNet bool, arg
 // Run deploys the agents, runs every path and reports.
 func (m *Measurement) Run(ctx context.Context, env *measure.Env) (result.Result, error) {
 	res := result.Result{Name: Name, Status: result.StatusPass}
+	began := time.Now()
 	nodes, err := measure.RealNodes(ctx, env)
 	if err != nil {
 		if apierrors.IsForbidden(err) {
@@ -196,6 +197,9 @@ func (m *Measurement) Run(ctx context.Context, env *measure.Env) (result.Result,
 		}
 		NodeNetResult(&res, pr.where, nn)
 	}
+	// Where the time goes: the agents' start and the probes, then the matrix.
+	res.Metrics = append(res.Metrics, result.Metric{Name: "setup_seconds", Unit: "seconds", Value: time.Since(began).Seconds()})
+	matrix := time.Now()
 	samples := map[string][]float64{}
 	key := SampleKey
 	for round := 0; round < m.Opts.Repeats; round++ {
@@ -229,6 +233,7 @@ func (m *Measurement) Run(ctx context.Context, env *measure.Env) (result.Result,
 			}
 		}
 	}
+	res.Metrics = append(res.Metrics, result.Metric{Name: "matrix_seconds", Unit: "seconds", Value: time.Since(matrix).Seconds()})
 	Summarize(&res, paths, samples)
 	res.Metrics = append(res.Metrics, result.Metric{Name: "repeats", Unit: "count", Value: float64(m.Opts.Repeats)})
 	return res, nil

@@ -117,7 +117,7 @@ func TestIntegrationHTMLInChromium(t *testing.T) {
 		}
 		h, _ := strconv.Atoi(m[1])
 		p := filepath.Join(dir, k.name+".html")
-		if err := os.WriteFile(p, []byte(`<!DOCTYPE html><html><head><meta charset="utf-8"></head><body style="margin:8px;font-family:DejaVu Sans">`+string(k.plot)+`</body></html>`), 0o644); err != nil {
+		if err := os.WriteFile(p, []byte(`<!DOCTYPE html><html><head><meta charset="utf-8"><style>figure{margin:0}figcaption{font-size:13px;color:#444}</style></head><body style="margin:8px;font-family:DejaVu Sans">`+string(k.plot)+`</body></html>`), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		shot := filepath.Join(artifacts, "plot-"+k.name+".png")

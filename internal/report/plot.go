@@ -691,8 +691,13 @@ func seriesPlot(group []result.Series) (template.HTML, bool) {
 	y0 += float64(len(rows)) * 13
 	y1 := y0 + 190
 	yOf := func(v float64) float64 { return y1 - (y1-y0)*(v-minV)/(maxV-minV) }
-	for i := 0; i <= 4; i++ {
-		v := minV + (maxV-minV)*float64(i)/4
+	// Round tick values: 5 steps of 0.2, 1 or 10 units of the scale, or 4 of 0.5.
+	nt := 4
+	if lead := math.Round(maxV / math.Pow(10, math.Floor(math.Log10(maxV)))); minV == 0 && (lead == 1 || lead == 5 || lead == 10) {
+		nt = 5
+	}
+	for i := 0; i <= nt; i++ {
+		v := minV + (maxV-minV)*float64(i)/float64(nt)
 		y := yOf(v)
 		s.f(`<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" class="grid"/>`, x0, y, x1, y)
 		s.text(x0-4, y+4, "end", "tick", result.FormatValue(v))

@@ -11,6 +11,7 @@ import (
 
 	"github.com/kubeslow/kubeslow/internal/check"
 	"github.com/kubeslow/kubeslow/internal/promql"
+	"github.com/kubeslow/kubeslow/internal/stats"
 	"github.com/kubeslow/kubeslow/pkg/result"
 )
 
@@ -88,9 +89,10 @@ func (s *Source) addProfile(ctx context.Context, res *result.Result, p profile) 
 		if len(series.Points) == 0 {
 			continue
 		}
+		series.Marks = append(series.Marks, changeMarks(series.Points, p.Unit)...)
 		if onset != nil {
 			series.Marks = append(series.Marks, result.Mark{T: onset.At,
-				Label: fmt.Sprintf("%s %s %s at %s", p.What, p.Op, result.FormatValue(p.Threshold), onset.At.Format("15:04:05"))})
+				Label: fmt.Sprintf("%s %s %s at %s", p.What, p.Op, result.FormatQuantity(p.Threshold, p.Unit), onset.At.Format("15:04:05"))})
 			s.mu.Lock()
 			s.onsets = append(s.onsets, *onset)
 			s.mu.Unlock()
@@ -98,6 +100,26 @@ func (s *Source) addProfile(ctx context.Context, res *result.Result, p profile) 
 		res.Series = append(res.Series, series)
 	}
 	return nil
+}
+
+// ChangeMinSegment is the fewest profile points a level lasts for its start to be marked as a change.
+const ChangeMinSegment = 5
+
+// changeMarks marks where the profile's level changes (stats.Changes: PELT, normal mean and variance, MBIC),
+// with the medians before and after: a signal that degrades without crossing a threshold still shows when.
+func changeMarks(points []result.Point, unit string) []result.Mark {
+	x := make([]float64, len(points))
+	for i, p := range points {
+		x[i] = p.V
+	}
+	cps := stats.Changes(x, stats.ChangeOptions{MinSegment: ChangeMinSegment})
+	segs := stats.Segments(x, cps)
+	var out []result.Mark
+	for i := 1; i < len(segs); i++ {
+		out = append(out, result.Mark{T: points[segs[i].Start].T, Label: fmt.Sprintf("change: median %s -> %s",
+			result.FormatQuantity(segs[i-1].Median, unit), result.FormatQuantity(segs[i].Median, unit))})
+	}
+	return out
 }
 
 // Onsets returns the onsets found so far, earliest first.

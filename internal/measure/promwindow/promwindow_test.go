@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"fmt"
 	"io"
 	"math"
 	"os"
@@ -231,5 +232,110 @@ func TestJobOverride(t *testing.T) {
 	etcd := measure.RunOne(context.Background(), &measure.Env{Clock: clock.RealClock{}}, NewEtcd(src))
 	if etcd.Status != result.StatusSkip || !strings.Contains(etcd.Reason, `"no-such-job"`) {
 		t.Fatalf("etcd.health with a wrong job: %s %s", etcd.Status, etcd.Reason)
+	}
+}
+
+// histText renders one classic histogram series in the text format from per-bucket (non-cumulative) counts.
+func histText(b *strings.Builder, name, labels string, bounds []float64, counts []float64, sum float64) {
+	cum := 0.0
+	for i, ub := range bounds {
+		cum += counts[i]
+		le := fmt.Sprintf("%g", ub)
+		if math.IsInf(ub, 1) {
+			le = "+Inf"
+		}
+		sep := ""
+		if labels != "" {
+			sep = ","
+		}
+		fmt.Fprintf(b, "%s_bucket{%s%sle=%q} %g\n", name, labels, sep, le, cum)
+	}
+	fmt.Fprintf(b, "%s_sum{%s} %g\n%s_count{%s} %g\n", name, labels, sum, name, labels, cum)
+}
+
+// degrading makes scrapes every 5 s for 20 minutes: etcd's WAL fsyncs go from 1.5 ms to 50 ms at etcdAt, GET
+// pods from 30 ms to 3 s at apiAt.
+func degrading(t0, etcdAt, apiAt time.Time) []promtest.Scrape {
+	fsyncBounds := []float64{0.001, 0.002, 0.004, 0.008, 0.016, 0.032, 0.064, math.Inf(1)}
+	apiBounds := []float64{0.05, 0.1, 0.5, 1, 2, 4, 8, math.Inf(1)}
+	fsync := make([]float64, len(fsyncBounds))
+	lat := make([]float64, len(apiBounds))
+	var fsyncSum, latSum, requests float64
+	var out []promtest.Scrape
+	for at := t0; !at.After(t0.Add(20 * time.Minute)); at = at.Add(5 * time.Second) {
+		if at.Before(etcdAt) {
+			fsync[1] += 50
+			fsyncSum += 50 * 0.0015
+		} else {
+			fsync[6] += 50
+			fsyncSum += 50 * 0.05
+		}
+		if at.Before(apiAt) {
+			lat[0] += 20
+			latSum += 20 * 0.03
+		} else {
+			lat[5] += 20
+			latSum += 20 * 3
+		}
+		requests += 20
+		var e, a strings.Builder
+		e.WriteString("# TYPE etcd_server_has_leader gauge\netcd_server_has_leader 1\n# TYPE etcd_disk_wal_fsync_duration_seconds histogram\n")
+		histText(&e, "etcd_disk_wal_fsync_duration_seconds", "", fsyncBounds, fsync, fsyncSum)
+		a.WriteString("# TYPE apiserver_request_total counter\n")
+		fmt.Fprintf(&a, "apiserver_request_total{code=\"200\",group=\"\",resource=\"pods\",verb=\"GET\"} %g\n", requests)
+		a.WriteString("# TYPE apiserver_request_sli_duration_seconds histogram\n")
+		histText(&a, "apiserver_request_sli_duration_seconds", `resource="pods",scope="resource",subresource="",verb="GET"`, apiBounds, lat, latSum)
+		out = append(out, promtest.Scrape{At: at, Text: []byte(e.String()), Labels: map[string]string{"job": "etcd", "instance": "e:2379"}},
+			promtest.Scrape{At: at, Text: []byte(a.String()), Labels: map[string]string{"job": "apiserver", "instance": "a:6443"}})
+	}
+	return out
+}
+
+// TestOnsetOrder: etcd's fsyncs slow down 40 s before the API does; the profiles mark each onset and
+// KS-PROM-ORDER says etcd went first and the API 40 s later (within a profile step and a scrape).
+func TestOnsetOrder(t *testing.T) {
+	t0 := time.Now().Add(-3 * time.Hour).Truncate(time.Minute)
+	etcdAt, apiAt := t0.Add(10*time.Minute), t0.Add(10*time.Minute+40*time.Second)
+	url := promtest.Start(t, degrading(t0, etcdAt, apiAt))
+	src := source(t, url, t0, t0.Add(20*time.Minute), nil)
+	api, etcd := run(t, NewAPI(src)), run(t, NewEtcd(src))
+	tl := &Timeline{src: src}
+	res := run(t, tl)
+	if len(res.Records) != 2 {
+		t.Fatalf("onsets %+v", res.Records)
+	}
+	first, second := res.Records[0], res.Records[1]
+	if first.Labels["metric"] != "wal_fsync_p99" || second.Labels["metric"] != "latency_p99_single" {
+		t.Fatalf("order %s then %s", first.ID, second.ID)
+	}
+	for _, c := range []struct {
+		got, want time.Time
+	}{{first.Times["onset"], etcdAt}, {second.Times["onset"], apiAt}} {
+		if d := c.got.Sub(c.want); d < 0 || d > src.Window.Step+5*time.Second {
+			t.Errorf("onset %s, change at %s", c.got.Format(time.TimeOnly), c.want.Format(time.TimeOnly))
+		}
+	}
+	fs := tl.Diagnose(res)
+	if len(fs) != 1 || !strings.Contains(fs[0].Summary, "etcd WAL fsync p99 crossed") || !strings.Contains(fs[0].Summary, "after") {
+		t.Fatalf("findings %+v", fs)
+	}
+	t.Log(fs[0].Summary)
+	lag := second.Times["onset"].Sub(first.Times["onset"])
+	if lag < 30*time.Second || lag > 50*time.Second {
+		t.Fatalf("lag %s, want ~40s", lag)
+	}
+	// The profiles mark the level change too, and the whole-window rules fire as they would live.
+	changed := false
+	for _, s := range etcd.Series {
+		for _, m := range s.Marks {
+			changed = changed || (strings.HasPrefix(m.Label, "change:") && m.T.Sub(etcdAt).Abs() <= src.Window.Rate+src.Window.Step)
+		}
+	}
+	if !changed {
+		t.Errorf("no change mark near %s: %+v", etcdAt.Format(time.TimeOnly), etcd.Series)
+	}
+	got := fired(&result.Report{Results: []result.Result{api, etcd}})
+	if strings.Join(got, ",") != "KS-API-LATENCY,KS-ETCD-FSYNC" {
+		t.Fatalf("fired %v", got)
 	}
 }

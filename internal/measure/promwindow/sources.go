@@ -123,7 +123,7 @@ func (*Timeline) Diagnose(res result.Result) []result.Finding {
 		ev = append(ev, result.Evidence{Name: r.Labels["metric"], Value: r.Values["value"], Unit: r.Labels["unit"],
 			Labels: map[string]string{"signal": r.ID, "onset": at.Format(time.RFC3339)}, Result: r.Labels["result"]})
 		if i == 0 {
-			parts = append(parts, fmt.Sprintf("%s crossed %s at %s", r.ID, result.FormatValue(r.Values["threshold"]), at.Format("15:04:05")))
+			parts = append(parts, fmt.Sprintf("%s crossed %s at %s", r.ID, result.FormatQuantity(r.Values["threshold"], r.Labels["unit"]), at.Format("15:04:05")))
 			continue
 		}
 		parts = append(parts, fmt.Sprintf("%s at %s, %s after", r.ID, at.Format("15:04:05"), at.Sub(t0).Round(time.Second)))

@@ -53,6 +53,9 @@ func (s *Source) addProfile(ctx context.Context, res *result.Result, p profile) 
 	if err != nil {
 		return err
 	}
+	// The query is recorded once per profile (not on the series: their labels are the plots' legends).
+	res.Records = append(res.Records, result.Record{ID: "profile " + p.Metric, Labels: map[string]string{"query": p.Query,
+		"step": s.Window.Step.String(), "rate": s.Window.Rate.String()}})
 	top := p.Top
 	if top <= 0 {
 		top = 1
@@ -72,7 +75,6 @@ func (s *Source) addProfile(ctx context.Context, res *result.Result, p profile) 
 			break
 		}
 		series := result.Series{Name: p.Metric, Unit: p.Unit, Labels: labelsOf(ss.Metric)}
-		series.Labels["query"] = p.Query
 		var onset *Onset
 		for _, v := range ss.Values {
 			f := float64(v.Value)

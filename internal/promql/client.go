@@ -177,16 +177,36 @@ func (c *Client) count(n int) {
 	c.mu.Unlock()
 }
 
-// Instant evaluates q at t and returns its vector (a scalar answer becomes one sample without labels).
-func (c *Client) Instant(ctx context.Context, q string, t time.Time) (model.Vector, error) {
+// do spends one query of the budget and runs it with the per-query time-out, classifying its error.
+func (c *Client) do(ctx context.Context, q string, f func(context.Context) (model.Value, error)) (model.Value, error) {
 	if err := c.spend(q); err != nil {
 		return nil, err
 	}
 	qctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
-	v, _, _, err := c.api.Query(qctx, q, t, v1.WithTimeout(c.timeout))
+	v, err := f(qctx)
 	if err != nil {
 		return nil, c.classify(qctx, q, err)
+	}
+	return v, nil
+}
+
+// tooMany refuses an answer with more series than allowed.
+func (c *Client) tooMany(q string, n int) error {
+	if n > c.maxSeries {
+		return &Error{URL: c.url, Query: q, Kind: "budget", Err: fmt.Errorf("%d series in the answer, more than the %d allowed", n, c.maxSeries)}
+	}
+	return nil
+}
+
+// Instant evaluates q at t and returns its vector (a scalar answer becomes one sample without labels).
+func (c *Client) Instant(ctx context.Context, q string, t time.Time) (model.Vector, error) {
+	v, err := c.do(ctx, q, func(ctx context.Context) (model.Value, error) {
+		v, _, _, err := c.api.Query(ctx, q, t, v1.WithTimeout(c.timeout))
+		return v, err
+	})
+	if err != nil {
+		return nil, err
 	}
 	var out model.Vector
 	switch x := v.(type) {
@@ -197,8 +217,8 @@ func (c *Client) Instant(ctx context.Context, q string, t time.Time) (model.Vect
 	default:
 		return nil, &Error{URL: c.url, Query: q, Kind: "rejected", Err: fmt.Errorf("answer of type %s, want a vector", v.Type())}
 	}
-	if len(out) > c.maxSeries {
-		return nil, &Error{URL: c.url, Query: q, Kind: "budget", Err: fmt.Errorf("%d series in the answer, more than the %d allowed", len(out), c.maxSeries)}
+	if err := c.tooMany(q, len(out)); err != nil {
+		return nil, err
 	}
 	c.count(len(out))
 	return out, nil
@@ -206,21 +226,19 @@ func (c *Client) Instant(ctx context.Context, q string, t time.Time) (model.Vect
 
 // Range evaluates q over r and returns its matrix.
 func (c *Client) Range(ctx context.Context, q string, r v1.Range) (model.Matrix, error) {
-	if err := c.spend(q); err != nil {
-		return nil, err
-	}
-	qctx, cancel := context.WithTimeout(ctx, c.timeout)
-	defer cancel()
-	v, _, _, err := c.api.QueryRange(qctx, q, r, v1.WithTimeout(c.timeout))
+	v, err := c.do(ctx, q, func(ctx context.Context) (model.Value, error) {
+		v, _, _, err := c.api.QueryRange(ctx, q, r, v1.WithTimeout(c.timeout))
+		return v, err
+	})
 	if err != nil {
-		return nil, c.classify(qctx, q, err)
+		return nil, err
 	}
 	m, ok := v.(model.Matrix)
 	if !ok {
 		return nil, &Error{URL: c.url, Query: q, Kind: "rejected", Err: fmt.Errorf("answer of type %s, want a matrix", v.Type())}
 	}
-	if len(m) > c.maxSeries {
-		return nil, &Error{URL: c.url, Query: q, Kind: "budget", Err: fmt.Errorf("%d series in the answer, more than the %d allowed", len(m), c.maxSeries)}
+	if err := c.tooMany(q, len(m)); err != nil {
+		return nil, err
 	}
 	n := 0
 	for _, s := range m {

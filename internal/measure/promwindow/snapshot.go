@@ -42,31 +42,30 @@ func by(labels []string) string { return "by (" + strings.Join(labels, ", ") + "
 // counter adds family (a counter) to fams: its increase over the window, summed by labels.
 func (s *Source) counter(ctx context.Context, fams map[string]*dto.MetricFamily, family, jobSel string, labels []string, extra ...string) error {
 	q := fmt.Sprintf("sum %s (increase(%s[%s]))", by(labels), selector(family, jobSel, extra...), s.window())
-	v, err := s.Client.Instant(ctx, q, s.Window.To)
-	if err != nil {
-		return err
-	}
-	if len(v) == 0 {
-		return nil
-	}
-	f := &dto.MetricFamily{Name: proto.String(family), Type: dto.MetricType_COUNTER.Enum()}
-	for _, smp := range v {
-		f.Metric = append(f.Metric, &dto.Metric{Label: pairs(smp.Metric), Counter: &dto.Counter{Value: proto.Float64(float64(smp.Value))}})
-	}
-	fams[family] = f
-	return nil
+	return s.scalarFamily(ctx, fams, family, dto.MetricType_COUNTER, q)
 }
 
 // gauge adds family (a gauge) to fams: its highest value in the window, by labels.
 func (s *Source) gauge(ctx context.Context, fams map[string]*dto.MetricFamily, family, jobSel string, labels []string) error {
 	q := fmt.Sprintf("max %s (max_over_time(%s[%s]))", by(labels), selector(family, jobSel), s.window())
+	return s.scalarFamily(ctx, fams, family, dto.MetricType_GAUGE, q)
+}
+
+// scalarFamily adds the answer of q to fams as a counter or gauge family (nothing when the answer is empty).
+func (s *Source) scalarFamily(ctx context.Context, fams map[string]*dto.MetricFamily, family string, typ dto.MetricType, q string) error {
 	v, err := s.Client.Instant(ctx, q, s.Window.To)
 	if err != nil || len(v) == 0 {
 		return err
 	}
-	f := &dto.MetricFamily{Name: proto.String(family), Type: dto.MetricType_GAUGE.Enum()}
+	f := &dto.MetricFamily{Name: proto.String(family), Type: typ.Enum()}
 	for _, smp := range v {
-		f.Metric = append(f.Metric, &dto.Metric{Label: pairs(smp.Metric), Gauge: &dto.Gauge{Value: proto.Float64(float64(smp.Value))}})
+		m := &dto.Metric{Label: pairs(smp.Metric)}
+		if typ == dto.MetricType_COUNTER {
+			m.Counter = &dto.Counter{Value: proto.Float64(float64(smp.Value))}
+		} else {
+			m.Gauge = &dto.Gauge{Value: proto.Float64(float64(smp.Value))}
+		}
+		f.Metric = append(f.Metric, m)
 	}
 	fams[family] = f
 	return nil

@@ -235,7 +235,8 @@ func topKey(m map[string]int64) string {
 	return best
 }
 
-// StatsMetrics adds the read statistics (files, bytes, bad lines) to a result.
+// StatsMetrics adds the read statistics (files, bytes, bad lines) to a result. An input with no readable
+// event measured nothing: the result is Error when every line was unreadable, Skip when there was no line.
 func StatsMetrics(res *result.Result, st Stats) {
 	res.Metrics = append(res.Metrics,
 		result.Metric{Name: "files", Unit: "count", Value: float64(st.Files)},
@@ -247,9 +248,18 @@ func StatsMetrics(res *result.Result, st Stats) {
 			where = append(where, fmt.Sprintf("%s:%d (%s)", b.File, b.Line, b.Err))
 		}
 		note := fmt.Sprintf("%d unreadable lines skipped, first: %s", st.BadLines, strings.Join(where, "; "))
+		if st.Events == 0 {
+			res.Status, res.Reason = result.StatusError, fmt.Sprintf("no readable audit event in %d files: all %d lines unreadable, first: %s",
+				st.Files, st.BadLines, strings.Join(where, "; "))
+			return
+		}
 		if res.Reason != "" {
 			note = res.Reason + "; " + note
 		}
 		res.Reason = note
+		return
+	}
+	if st.Events == 0 {
+		res.Status, res.Reason = result.StatusSkip, fmt.Sprintf("no audit event in %d files (%d bytes): nothing to analyse", st.Files, st.Bytes)
 	}
 }

@@ -1,4 +1,5 @@
-// Package report renders a result.Report for people (text) and machines (JSON is in pkg/result).
+// Package report renders a result.Report for people and tools: text, a self-contained HTML page, JUnit XML, and
+// the comparison of two runs (diff). The JSON form and the value formatting are pkg/result's.
 package report
 
 import (

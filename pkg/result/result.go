@@ -1,4 +1,5 @@
-// Package result is kubeslow's report schema: data only, shared by every measurement, check and renderer.
+// Package result is kubeslow's report schema, shared by every measurement, check and renderer: data, its validation
+// and how its numbers read (FormatValue, FormatQuantity, FormatLabels).
 //
 // The JSON form is versioned by APIVersion. Additive changes keep the version; renaming or removing a field,
 // or changing a field's meaning, bumps it.

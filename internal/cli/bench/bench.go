@@ -1,4 +1,5 @@
-// Package bench is `kubeslow bench …`: benchmarks run on their own (pod start-up today).
+// Package bench is `kubeslow bench …`: the benchmarks run on their own (pod start-up, network paths, DNS readiness,
+// disk sync, HTTP and TCP load), each a report with the rules that read it.
 package bench
 
 import (

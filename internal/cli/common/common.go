@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -34,21 +35,53 @@ func (s IOStreams) Progressf(format string, args ...any) {
 	fmt.Fprintf(s.ErrOut, format+"\n", args...)
 }
 
-// OutputFlag is the -o/--output flag of every command that produces results.
-type OutputFlag struct{ Format string }
+// OutputFlag is the -o/--output flag of every command that produces results. Formats are the formats the
+// command can produce: every report format when empty; a command that prints something other than a
+// report (its status, its version) lists the ones it has, so that it never accepts one it cannot write.
+type OutputFlag struct {
+	Format  string
+	Formats []string
+}
+
+// reportFormats are the formats of a report, with their help.
+var reportFormats = []struct{ name, help string }{
+	{"text", "text"}, {"json", "json (the versioned report)"}, {"html", "html (self-contained page with plots)"}, {"junit", "junit (XML for CI)"},
+}
+
+func (o *OutputFlag) formats() []string {
+	if len(o.Formats) > 0 {
+		return o.Formats
+	}
+	var all []string
+	for _, f := range reportFormats {
+		all = append(all, f.name)
+	}
+	return all
+}
 
 // Add registers -o on cmd.
 func (o *OutputFlag) Add(cmd *cobra.Command) {
-	cmd.Flags().StringVarP(&o.Format, "output", "o", "text", "output format: text, json (the versioned report), html (self-contained page with plots) or junit (XML for CI)")
+	var help []string
+	for _, f := range o.formats() {
+		h := f
+		for _, rf := range reportFormats {
+			if rf.name == f && len(o.Formats) == 0 {
+				h = rf.help
+			}
+		}
+		help = append(help, h)
+	}
+	cmd.Flags().StringVarP(&o.Format, "output", "o", "text", "output format: "+strings.Join(help, ", "))
 }
 
-// Validate checks the format name.
+// Validate checks the format name against what the command produces.
 func (o *OutputFlag) Validate() error {
-	switch o.Format {
-	case "text", "json", "html", "junit":
-		return nil
+	for _, f := range o.formats() {
+		if o.Format == f {
+			return nil
+		}
 	}
-	return fmt.Errorf("unknown output format %q (want text, json, html or junit)", o.Format)
+	return fmt.Errorf("unknown output format %q (want %s)", o.Format, strings.Join(o.formats(), ", "))
 }
 
 // Write renders r to s.Out in the chosen format.

@@ -179,7 +179,7 @@ func newDown(streams common.IOStreams) *cobra.Command {
 }
 
 func newStatus(streams common.IOStreams) *cobra.Command {
-	var out common.OutputFlag
+	out := common.OutputFlag{Formats: []string{"text", "json"}}
 	cmd := &cobra.Command{
 		Use:   "status",
 		Short: "Show the lab's components, nodes, kubeconfig and audit log",

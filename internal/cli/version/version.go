@@ -22,7 +22,7 @@ type Info struct {
 
 // NewCommand returns the version command.
 func NewCommand(streams common.IOStreams) *cobra.Command {
-	var out common.OutputFlag
+	out := common.OutputFlag{Formats: []string{"text", "json"}}
 	cmd := &cobra.Command{
 		Use:   "version",
 		Short: "Print kubeslow's version",

@@ -53,11 +53,18 @@ func Connect(o ClientOptions) (*Cluster, error) {
 	if err == nil && ctxName == "" {
 		ctxName = raw.CurrentContext
 	}
-	if o.QPS > 0 {
-		cfg.QPS = o.QPS
+	return FromConfig(cfg, ctxName, o.QPS, o.Burst)
+}
+
+// FromConfig builds kubeslow's client from a REST config (a copy of it is changed): its own user agent, the
+// client-side rate limit (qps and burst when > 0), and the request counter.
+func FromConfig(base *rest.Config, name string, qps float32, burst int) (*Cluster, error) {
+	cfg := rest.CopyConfig(base)
+	if qps > 0 {
+		cfg.QPS = qps
 	}
-	if o.Burst > 0 {
-		cfg.Burst = o.Burst
+	if burst > 0 {
+		cfg.Burst = burst
 	}
 	cfg.UserAgent = "kubeslow"
 	reqs := &RequestCounter{}
@@ -66,5 +73,5 @@ func Connect(o ClientOptions) (*Cluster, error) {
 	if err != nil {
 		return nil, fmt.Errorf("building client: %w", err)
 	}
-	return &Cluster{Config: cfg, Client: client, Context: ctxName, Requests: reqs}, nil
+	return &Cluster{Config: cfg, Client: client, Context: name, Requests: reqs}, nil
 }

@@ -80,6 +80,13 @@ func KindOf(m Measurement) Kind {
 	return ReadOnly
 }
 
+// Loader is implemented by benchmarks that send requests at a rate of their own (pod creation at a set QPS):
+// the run's client-side limit gets that much headroom on top of kubeslow's own reads, so kubeslow does not
+// throttle its own benchmark.
+type Loader interface {
+	ClientLoad() (qps float32, burst int)
+}
+
 // SkipError says a measurement could not run for a reason that is not a fault: missing permission,
 // a capability the cluster lacks, a source that is unreachable by design.
 type SkipError struct{ Reason string }

@@ -36,6 +36,9 @@ type Options struct {
 	Progress func(format string, args ...any)
 	// Rules are the findings engine's rules (evaluated after every measurement has run).
 	Rules []check.Rule
+	// SkipBenchmarks, when set, is why the benchmarks cannot run (e.g. the namespace could not be created):
+	// each becomes a Skip with this reason.
+	SkipBenchmarks string
 }
 
 // Run executes ms and returns the report. Measurement failures are recorded in their results; Run itself
@@ -62,6 +65,8 @@ func Run(ctx context.Context, o Options, ms []measure.Measurement) *result.Repor
 		switch {
 		case ctx.Err() != nil:
 			res = result.Result{Name: m.Name(), Status: result.StatusSkip, Reason: "run interrupted before this measurement"}
+		case i >= len(readOnly) && o.SkipBenchmarks != "":
+			res = result.Result{Name: m.Name(), Status: result.StatusSkip, Reason: o.SkipBenchmarks}
 		case i >= len(readOnly) && o.Budget > 0 && !o.Clock.Now().Before(deadline):
 			res = result.Result{Name: m.Name(), Status: result.StatusSkip, Reason: fmt.Sprintf("time budget of %s used up", o.Budget)}
 		default:
@@ -85,7 +90,7 @@ func Run(ctx context.Context, o Options, ms []measure.Measurement) *result.Repor
 	return rep
 }
 
-// ExitCode is 0 when no finding reaches the given severity, 1 otherwise.
+// ExitCode is 0 when no finding reaches the given severity, 1 otherwise (Outcome adds "nothing measured").
 func ExitCode(r *result.Report, failOn result.Severity) int {
 	for _, f := range r.Findings {
 		if f.Severity.Rank() >= failOn.Rank() {

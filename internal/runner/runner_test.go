@@ -2,6 +2,7 @@ package runner_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -84,4 +85,67 @@ func join(s []string) string {
 		out += x
 	}
 	return out
+}
+
+// TestSkipBenchmarks: when the run's namespace cannot be made, every benchmark is a Skip with the reason —
+// whatever its position — and the read-only checks still run.
+func TestSkipBenchmarks(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Now())
+	var ran []string
+	ms := []measure.Measurement{
+		&m{name: "bench.a", kind: measure.Benchmark, clk: clk, ran: &ran, stat: result.StatusPass},
+		&m{name: "check.a", kind: measure.ReadOnly, clk: clk, ran: &ran, stat: result.StatusPass},
+	}
+	rep := runner.Run(context.Background(), runner.Options{Clock: clk, SkipBenchmarks: "etcd full"}, ms)
+	if join(ran) != "check.a" {
+		t.Fatalf("ran %v", ran)
+	}
+	if r := rep.Result("bench.a"); r == nil || r.Status != result.StatusSkip || r.Reason != "etcd full" {
+		t.Fatalf("benchmark not skipped with the reason: %+v", r)
+	}
+}
+
+type loader struct {
+	m
+	qps   float32
+	burst int
+}
+
+func (l *loader) ClientLoad() (float32, int) { return l.qps, l.burst }
+
+// TestHeadroom: the client limit is kubeslow's own plus the largest single benchmark's rate (benchmarks run
+// one at a time), so a 50 QPS pod benchmark is not throttled by kubeslow's 20 QPS default.
+func TestHeadroom(t *testing.T) {
+	ms := []measure.Measurement{&m{name: "ro"}, &loader{m: m{name: "a"}, qps: 50, burst: 20}, &loader{m: m{name: "b"}, qps: 30, burst: 60}}
+	if q, b := runner.Headroom(20, 40, ms); q != 70 || b != 100 {
+		t.Fatalf("headroom %v/%v, want 70/100", q, b)
+	}
+	if q, b := runner.Headroom(20, 40, ms[:1]); q != 20 || b != 40 {
+		t.Fatalf("no benchmark: %v/%v", q, b)
+	}
+}
+
+// TestOutcome: a report in which nothing was measured exits "could not run" and says why, even without
+// findings; kubeslow's own overhead result is not a measurement of the cluster.
+func TestOutcome(t *testing.T) {
+	rep := &result.Report{Results: []result.Result{
+		{Name: "nodes.config", Status: result.StatusSkip, Reason: "no permission to list nodes"},
+		{Name: "api.responsiveness", Status: result.StatusError, Reason: "GET /metrics: timeout"},
+		{Name: runner.OverheadName, Status: result.StatusPass},
+	}}
+	code, why := runner.Outcome(rep, result.SeverityWarning)
+	if code != runner.ExitCouldNotRun || !strings.Contains(why, "no permission to list nodes") || !strings.Contains(why, "0 measurements ran, 1 skipped, 1 errored") {
+		t.Fatalf("nothing measured: code %d %q", code, why)
+	}
+	rep.Results[1].Status = result.StatusPass
+	if code, why := runner.Outcome(rep, result.SeverityWarning); code != runner.ExitOK || why != "" {
+		t.Fatalf("one measurement ran: code %d %q", code, why)
+	}
+	rep.Findings = []result.Finding{finding("KS-A", result.SeverityError)}
+	if code, _ := runner.Outcome(rep, result.SeverityWarning); code != runner.ExitFindings {
+		t.Fatalf("finding: code %d", code)
+	}
+	if code, _ := runner.Outcome(&result.Report{}, result.SeverityWarning); code != runner.ExitCouldNotRun {
+		t.Fatalf("empty report: code %d", code)
+	}
 }

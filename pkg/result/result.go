@@ -8,6 +8,7 @@ package result
 import (
 	"fmt"
 	"math"
+	"strings"
 	"time"
 )
 
@@ -333,6 +334,38 @@ func (r *Report) Result(name string) *Result {
 		}
 	}
 	return nil
+}
+
+// SelfPrefix starts the names of results about kubeslow itself (its own overhead), which are not
+// measurements of the cluster and are left out of Tally.
+const SelfPrefix = "kubeslow."
+
+// Tally counts a report's measurements of the cluster by outcome.
+type Tally struct {
+	// Ran produced a measurement (Pass, Warn, Fail); Skipped and Errored did not.
+	Ran, Skipped, Errored int
+}
+
+// Tally counts r's results, leaving out those about kubeslow itself.
+func (r *Report) Tally() Tally {
+	var t Tally
+	for _, res := range r.Results {
+		switch {
+		case strings.HasPrefix(res.Name, SelfPrefix):
+		case res.Status.Measured():
+			t.Ran++
+		case res.Status == StatusSkip:
+			t.Skipped++
+		default:
+			t.Errored++
+		}
+	}
+	return t
+}
+
+// String is the report's summary line: "4 measurements ran, 1 skipped, 1 errored".
+func (t Tally) String() string {
+	return fmt.Sprintf("%d measurements ran, %d skipped, %d errored", t.Ran, t.Skipped, t.Errored)
 }
 
 // Metric returns the first metric with the given name whose labels include all of match, or nil.

@@ -3,20 +3,13 @@
 package bench
 
 import (
-	"context"
 	"fmt"
 	"time"
-
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/dynamic"
-	"k8s.io/utils/clock"
 
 	"github.com/spf13/cobra"
 
 	"github.com/kubeslow/kubeslow/internal/check"
 	"github.com/kubeslow/kubeslow/internal/cli/common"
-	"github.com/kubeslow/kubeslow/internal/kube"
 	"github.com/kubeslow/kubeslow/internal/measure"
 	"github.com/kubeslow/kubeslow/internal/measure/podstartup"
 	"github.com/kubeslow/kubeslow/internal/runner"
@@ -53,8 +46,7 @@ func newPods(streams common.IOStreams) *cobra.Command {
 				return fmt.Errorf("--count %d: want 1..20000", o.Count)
 			}
 			o.Kind, o.Simulated = k, !realNodes
-			rep, err := runPods(common.Context(cmd), streams, &cf, o)
-			return finish(streams, &out, rep, err)
+			return runBenchmark(cmd, streams, &cf, &out, podstartup.New(o), check.PodRules())
 		},
 	}
 	cf.Add(cmd)
@@ -71,64 +63,15 @@ func newPods(streams common.IOStreams) *cobra.Command {
 	return cmd
 }
 
-func runPods(ctx context.Context, streams common.IOStreams, cf *common.ClusterFlags, o podstartup.Options) (*result.Report, error) {
-	// kubeslow's own client limit must leave room for the requested creation rate, or it would throttle the
-	// benchmark itself.
-	if o.Kind == workload.Pods {
-		cf.QPS += float32(o.QPS)
-		cf.Burst += o.Burst
-	}
-	return runBenchmark(ctx, streams, cf, podstartup.New(o), check.PodRules())
-}
-
-// runBenchmark runs one benchmark in a namespace of its own, which is deleted afterwards (also on Ctrl-C),
-// and appends kubeslow's own cost.
-func runBenchmark(ctx context.Context, streams common.IOStreams, cf *common.ClusterFlags, m measure.Measurement, rules []check.Rule) (*result.Report, error) {
-	start := markNow()
-	c, labInfo, err := cf.Connect()
+// runBenchmark runs one benchmark through the run lifecycle (its own namespace, deleted afterwards, also on
+// Ctrl-C; kubeslow's own cost appended) and writes the report with the exit code.
+func runBenchmark(cmd *cobra.Command, streams common.IOStreams, cf *common.ClusterFlags, out *common.OutputFlag, m measure.Measurement, rules []check.Rule) error {
+	t, err := cf.Target()
 	if err != nil {
-		return nil, err
+		return common.Finish(streams, out, nil, err, result.SeverityWarning)
 	}
-	clk := clock.RealClock{}
-	cl, err := kube.Discover(ctx, c.Client, c.Context, c.Config.Host)
-	if err != nil {
-		return nil, err
-	}
-	cl.Lab = labInfo != nil
-	runID := kube.NewRunID(clk.Now())
-	ns := "kubeslow-" + runID
-	if _, err := c.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: kube.ObjectMeta(ns, "", runID)}, metav1.CreateOptions{}); err != nil {
-		return nil, fmt.Errorf("creating namespace %s: %w", ns, err)
-	}
-	defer func() {
-		cctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		defer cancel()
-		if dyn, err := dynamic.NewForConfig(c.Config); err == nil {
-			if _, err := kube.Cleanup(cctx, dyn, runID, streams.Logger(false)); err != nil {
-				streams.Progressf("cleanup failed: %v (run `kubeslow cleanup --run %s`)", err, runID)
-			}
-		}
-	}()
-	streams.Progressf("%s in %s", m.Description(), ns)
-	rep := runner.Run(ctx, runner.Options{Client: c.Client, Config: c.Config, Cluster: cl, Clock: clk, Log: streams.Logger(false),
-		RunID: runID, Namespace: ns, Lab: labInfo, Progress: streams.Progressf, Rules: rules},
-		[]measure.Measurement{m})
-	// kubeslow's own cost, up to the end of the measurement (the cleanup that follows is not counted).
-	rep.Results = append(rep.Results, overhead(start, c.Requests))
-	return rep, nil
-}
-
-// finish writes a benchmark's report and turns it into the exit code: 2 if it could not run, 1 with findings
-// at warning or above, 0 otherwise.
-func finish(streams common.IOStreams, out *common.OutputFlag, rep *result.Report, err error) error {
-	if err != nil {
-		return &common.ExitError{Code: 2, Err: err}
-	}
-	if err := out.Write(streams, rep); err != nil {
-		return err
-	}
-	if runner.ExitCode(rep, result.SeverityWarning) != 0 {
-		return &common.ExitError{Code: 1}
-	}
-	return nil
+	streams.Progressf("%s", m.Description())
+	rep, err := runner.Execute(common.Context(cmd), runner.Plan{Target: t, Measurements: []measure.Measurement{m}, Rules: rules,
+		Progress: streams.Progressf, Log: streams.Logger(false)})
+	return common.Finish(streams, out, rep, err, result.SeverityWarning)
 }

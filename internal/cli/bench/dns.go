@@ -36,8 +36,7 @@ against an exponential back-off (--backoff-base, --backoff-factor) to show what 
 			if o.Image = cf.AgentImage(o.Image); o.Image == "" {
 				return errNoImage
 			}
-			rep, err := runBenchmark(common.Context(cmd), streams, &cf, dnsready.New(o), check.DNSRules())
-			return finish(streams, &out, rep, err)
+			return runBenchmark(cmd, streams, &cf, &out, dnsready.New(o), check.DNSRules())
 		},
 	}
 	cf.Add(cmd)

@@ -55,14 +55,7 @@ the moment it was due, so a stalling server shows in the tail (no coordinated om
 			if res.Requests == 0 {
 				r.Status, r.Reason = result.StatusError, fmt.Sprintf("no request completed (%d errors: %v)", res.Errors, res.ErrorKinds)
 			}
-			rep := runner.StandaloneReport("none", args[0], start, r)
-			if err := out.Write(streams, rep); err != nil {
-				return &common.ExitError{Code: 2, Err: err}
-			}
-			if r.Status == result.StatusError {
-				return &common.ExitError{Code: 2}
-			}
-			return nil
+			return common.Finish(streams, &out, runner.StandaloneReport("none", args[0], start, r), nil, result.SeverityWarning)
 		},
 	}
 	out.Add(cmd)

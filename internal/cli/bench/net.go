@@ -48,8 +48,7 @@ kube-proxy's mode and rule count, conntrack and ARP-table fill. --image must hol
 			if o.Image = cf.AgentImage(o.Image); o.Image == "" {
 				return errNoImage
 			}
-			rep, err := runBenchmark(common.Context(cmd), streams, &cf, netpath.New(o), check.NetRules())
-			return finish(streams, &out, rep, err)
+			return runBenchmark(cmd, streams, &cf, &out, netpath.New(o), check.NetRules())
 		},
 	}
 	cf.Add(cmd)

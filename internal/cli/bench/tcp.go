@@ -49,11 +49,7 @@ func newTCP(streams common.IOStreams) *cobra.Command {
 			}
 			r.Metrics = TCPMetrics(st, rr, nil)
 			r.End = time.Now()
-			rep := runner.StandaloneReport("none", addr, start, r)
-			if err := out.Write(streams, rep); err != nil {
-				return &common.ExitError{Code: 2, Err: err}
-			}
-			return nil
+			return common.Finish(streams, &out, runner.StandaloneReport("none", addr, start, r), nil, result.SeverityWarning)
 		},
 	}
 	out.Add(cmd)

@@ -21,7 +21,7 @@ func NewCommand(streams common.IOStreams) *cobra.Command {
 		Short: "Delete every object kubeslow created (all runs, or one with --run); never anything else",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, _, err := cf.Connect()
+			c, err := cf.Connect()
 			if err != nil {
 				return err
 			}

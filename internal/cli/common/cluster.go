@@ -6,6 +6,7 @@ import (
 	"github.com/kubeslow/kubeslow/internal/kube"
 	"github.com/kubeslow/kubeslow/internal/lab"
 	"github.com/kubeslow/kubeslow/internal/measure"
+	"github.com/kubeslow/kubeslow/internal/runner"
 )
 
 // ClusterFlags select the cluster: a kubeconfig/context, or the local lab.
@@ -23,8 +24,8 @@ func (f *ClusterFlags) Add(cmd *cobra.Command) {
 	fl.StringVar(&f.Kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG or ~/.kube/config)")
 	fl.StringVar(&f.Context, "context", "", "kubeconfig context (default: the current one)")
 	fl.BoolVar(&f.Lab, "lab", false, "use the local lab started by `kubeslow lab up`")
-	fl.Float32Var(&f.QPS, "qps", 20, "kubeslow's own request rate limit towards the apiserver (client-side)")
-	fl.IntVar(&f.Burst, "burst", 40, "kubeslow's own request burst towards the apiserver (client-side)")
+	fl.Float32Var(&f.QPS, "qps", runner.DefaultQPS, "kubeslow's own request rate limit towards the apiserver (client-side)")
+	fl.IntVar(&f.Burst, "burst", runner.DefaultBurst, "kubeslow's own request burst towards the apiserver (client-side); a benchmark's own creation rate is added on top")
 }
 
 // AgentImage is the image holding the kubeslow binary for in-cluster agents: image when given, else on the
@@ -36,27 +37,25 @@ func (f *ClusterFlags) AgentImage(image string) string {
 	return image
 }
 
-// Connect returns the selected cluster, and lab information when it is the lab.
-func (f *ClusterFlags) Connect() (*kube.Cluster, *measure.LabInfo, error) {
-	o := kube.ClientOptions{Kubeconfig: f.Kubeconfig, Context: f.Context, QPS: f.QPS, Burst: f.Burst}
-	var info *measure.LabInfo
+// Target is the selected cluster as the run lifecycle takes it (no connection yet).
+func (f *ClusterFlags) Target() (runner.Target, error) {
+	t := runner.Target{Client: kube.ClientOptions{Kubeconfig: f.Kubeconfig, Context: f.Context, QPS: f.QPS, Burst: f.Burst}}
 	if f.Lab {
 		d, err := lab.DefaultDirs()
 		if err != nil {
-			return nil, nil, err
+			return t, err
 		}
-		o.Kubeconfig, o.Context = d.AdminKubeconfig(), ""
-		info = &measure.LabInfo{EtcdEndpoint: lab.EtcdEndpoint(), AuditLogPath: d.AuditLog(), StateDir: d.State}
+		t.Client.Kubeconfig, t.Client.Context = d.AdminKubeconfig(), ""
+		t.Lab = &measure.LabInfo{EtcdEndpoint: lab.EtcdEndpoint(), AuditLogPath: d.AuditLog(), StateDir: d.State}
 	}
-	c, err := kube.Connect(o)
+	return t, nil
+}
+
+// Connect returns the selected cluster (for commands that are not a run: cleanup).
+func (f *ClusterFlags) Connect() (*kube.Cluster, error) {
+	t, err := f.Target()
 	if err != nil {
-		if f.Lab {
-			return nil, nil, &ExitError{Code: 2, Err: err}
-		}
-		return nil, nil, err
+		return nil, err
 	}
-	if f.Lab {
-		c.Context = "lab"
-	}
-	return c, info, nil
+	return kube.Connect(t.Client)
 }

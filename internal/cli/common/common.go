@@ -3,6 +3,7 @@ package common
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -11,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kubeslow/kubeslow/internal/report"
+	"github.com/kubeslow/kubeslow/internal/runner"
 	"github.com/kubeslow/kubeslow/pkg/result"
 )
 
@@ -119,4 +121,31 @@ func Context(cmd *cobra.Command) context.Context {
 		return ctx
 	}
 	return context.Background()
+}
+
+// Finish is the end of every command that produces a report: a run that could not start exits 2 with its
+// error; otherwise the report is written in the chosen format and turned into the exit code (Exit).
+func Finish(s IOStreams, out *OutputFlag, rep *result.Report, err error, failOn result.Severity) error {
+	if err != nil {
+		return &ExitError{Code: runner.ExitCouldNotRun, Err: err}
+	}
+	if err := out.Write(s, rep); err != nil {
+		return &ExitError{Code: runner.ExitCouldNotRun, Err: err}
+	}
+	return Exit(s, rep, failOn)
+}
+
+// Exit prints the report's summary line (how many measurements ran, were skipped, errored) on ErrOut and
+// returns the exit code's error: 1 for findings at or above failOn, 2 with the reason when nothing was
+// measured, nil otherwise.
+func Exit(s IOStreams, rep *result.Report, failOn result.Severity) error {
+	s.Progressf("%s, %d findings", rep.Tally(), len(rep.Findings))
+	switch code, why := runner.Outcome(rep, failOn); code {
+	case runner.ExitOK:
+		return nil
+	case runner.ExitCouldNotRun:
+		return &ExitError{Code: code, Err: errors.New(why)}
+	default:
+		return &ExitError{Code: code}
+	}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/kubeslow/kubeslow/internal/cli/common"
 	"github.com/kubeslow/kubeslow/internal/netlab"
 	"github.com/kubeslow/kubeslow/internal/runner"
+	"github.com/kubeslow/kubeslow/pkg/result"
 )
 
 func newNet(streams common.IOStreams) *cobra.Command {
@@ -41,7 +42,7 @@ spread, p99 and the ratio to loopback. Needs root; everything is removed afterwa
 			if err != nil {
 				return &common.ExitError{Code: 2, Err: err}
 			}
-			return out.Write(streams, runner.StandaloneReport("netlab", "network namespaces", start, res))
+			return common.Finish(streams, &out, runner.StandaloneReport("netlab", "network namespaces", start, res), nil, result.SeverityWarning)
 		},
 	}
 	out.Add(cmd)

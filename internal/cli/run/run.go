@@ -9,17 +9,10 @@ import (
 	"path/filepath"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/dynamic"
-	"k8s.io/utils/clock"
-
 	"github.com/spf13/cobra"
 
 	"github.com/kubeslow/kubeslow/internal/check"
 	"github.com/kubeslow/kubeslow/internal/cli/common"
-	"github.com/kubeslow/kubeslow/internal/kube"
-	"github.com/kubeslow/kubeslow/internal/measure"
 	"github.com/kubeslow/kubeslow/internal/measure/all"
 	"github.com/kubeslow/kubeslow/internal/report"
 	"github.com/kubeslow/kubeslow/internal/runner"
@@ -57,15 +50,15 @@ Exit codes: 0 no finding at or above --fail-on, 1 findings, 2 could not run.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			rep, err := f.run(common.Context(cmd), streams)
 			if err != nil {
-				return &common.ExitError{Code: 2, Err: err}
+				return &common.ExitError{Code: runner.ExitCouldNotRun, Err: err}
 			}
 			if err := f.out.Write(streams, rep); err != nil {
-				return &common.ExitError{Code: 2, Err: err}
+				return &common.ExitError{Code: runner.ExitCouldNotRun, Err: err}
 			}
 			if f.outDir != "" {
 				path, err := writeReportFiles(f.outDir, rep)
 				if err != nil {
-					return &common.ExitError{Code: 2, Err: err}
+					return &common.ExitError{Code: runner.ExitCouldNotRun, Err: err}
 				}
 				streams.Progressf("report: %s", path)
 				if fs := report.SortedFindings(rep.Findings); len(fs) > 0 {
@@ -75,10 +68,7 @@ Exit codes: 0 no finding at or above --fail-on, 1 findings, 2 could not run.`,
 				}
 			}
 			sev, _ := result.ParseSeverity(f.failOn)
-			if code := runner.ExitCode(rep, sev); code != 0 {
-				return &common.ExitError{Code: code}
-			}
-			return nil
+			return common.Exit(streams, rep, sev)
 		},
 	}
 	f.cluster.Add(cmd)
@@ -121,53 +111,12 @@ func (f *flags) run(ctx context.Context, streams common.IOStreams) (*result.Repo
 	if err != nil {
 		return nil, err
 	}
-	c, labInfo, err := f.cluster.Connect()
+	t, err := f.cluster.Target()
 	if err != nil {
 		return nil, err
 	}
-	clk := clock.RealClock{}
-	log := streams.Logger(f.verbose)
-	streams.Progressf("connecting to %s (%s)", c.Config.Host, c.Context)
-	cl, err := kube.Discover(ctx, c.Client, c.Context, c.Config.Host)
-	if err != nil {
-		return nil, err
-	}
-	cl.Lab = labInfo != nil
-	streams.Progressf("cluster %s: %d nodes (%d ready, %d simulated)", cl.Version, cl.Nodes.Total, cl.Nodes.Ready, cl.Nodes.Simulated)
-
-	runID := kube.NewRunID(clk.Now())
-	ns := "kubeslow-" + runID
-	needNS := false
-	for _, m := range ms {
-		needNS = needNS || measure.KindOf(m) == measure.Benchmark
-	}
-	if needNS {
-		if _, err := c.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: kube.ObjectMeta(ns, "", runID)}, metav1.CreateOptions{}); err != nil {
-			// A cluster that refuses writes (etcd out of space, no permission) still gets its read-only checks:
-			// the benchmarks are skipped with the reason.
-			reason := fmt.Sprintf("could not create the run's namespace %s: %v", ns, err)
-			streams.Progressf("%s: benchmarks skipped", reason)
-			ms = skipBenchmarks(ms, reason)
-		} else {
-			defer func() {
-				// A fresh context: cleanup must run after Ctrl-C too.
-				cctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-				defer cancel()
-				dyn, err := dynamic.NewForConfig(c.Config)
-				if err == nil {
-					_, err = kube.Cleanup(cctx, dyn, runID, log)
-				}
-				if err != nil {
-					streams.Progressf("cleanup of run %s failed: %v (run `kubeslow cleanup --run %s`)", runID, err, runID)
-				}
-			}()
-		}
-	}
-	rep := runner.Run(ctx, runner.Options{
-		Client: c.Client, Config: c.Config, Cluster: cl, Clock: clk, Log: log, RunID: runID, Namespace: ns,
-		Lab: labInfo, Budget: f.budget, Progress: streams.Progressf, Rules: check.Rules(),
-	}, ms)
-	return rep, nil
+	return runner.Execute(ctx, runner.Plan{Target: t, Measurements: ms, Rules: check.Rules(), Budget: f.budget,
+		Progress: streams.Progressf, Log: streams.Logger(f.verbose)})
 }
 
 // writeReportFiles saves the report as report.json in dir and returns its path.
@@ -192,25 +141,4 @@ func writeReportFiles(dir string, rep *result.Report) (string, error) {
 		}
 	}
 	return filepath.Join(dir, "report.html"), nil
-}
-
-// skipped stands in for a benchmark that cannot run: its result is Skip with the reason.
-type skipped struct {
-	measure.Measurement
-	reason string
-}
-
-func (s skipped) Run(context.Context, *measure.Env) (result.Result, error) {
-	return result.Result{}, measure.Skipf("%s", s.reason)
-}
-
-func skipBenchmarks(ms []measure.Measurement, reason string) []measure.Measurement {
-	out := make([]measure.Measurement, len(ms))
-	for i, m := range ms {
-		out[i] = m
-		if measure.KindOf(m) == measure.Benchmark {
-			out[i] = skipped{Measurement: m, reason: reason}
-		}
-	}
-	return out
 }

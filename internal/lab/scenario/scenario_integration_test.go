@@ -8,15 +8,7 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/utils/clock"
-
-	"strings"
-
 	"github.com/kubeslow/kubeslow/internal/check"
-	"github.com/kubeslow/kubeslow/internal/kube"
 	"github.com/kubeslow/kubeslow/internal/lab"
 	"github.com/kubeslow/kubeslow/internal/lab/scenario"
 	"github.com/kubeslow/kubeslow/internal/labtest"
@@ -93,21 +85,15 @@ func runScenarioWith(t *testing.T, sc scenario.Scenario, ms []measure.Measuremen
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := kubernetes.NewForConfigOrDie(rc)
-	ns := "kubeslow-test-" + strings.ReplaceAll(sc.Name, "_", "-")
-	needNS := false
-	for _, m := range ms {
-		needNS = needNS || measure.KindOf(m) == measure.Benchmark
+	// The run lifecycle of `kubeslow run`: only benchmarks get a namespace (etcd-quota's full etcd refuses to
+	// create one), and what they created is deleted before the lab goes down.
+	rep, err := runner.Execute(ctx, runner.Plan{Target: runner.Target{Config: rc, Name: "lab",
+		Lab: &measure.LabInfo{EtcdEndpoint: lab.EtcdEndpoint(), AuditLogPath: d.AuditLog(), StateDir: d.State}},
+		Measurements: ms, Rules: check.Rules(), Progress: t.Logf, Log: slog.New(slog.NewTextHandler(os.Stderr, nil))})
+	if err != nil {
+		t.Fatal(err)
 	}
-	// Only benchmarks need a namespace (and etcd-quota's full etcd refuses to create one).
-	if needNS {
-		if _, err := c.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: kube.ObjectMeta(ns, "", "test")}, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return runner.Run(ctx, runner.Options{Client: c, Config: rc, Clock: clock.RealClock{}, RunID: "test", Namespace: ns,
-		Log: slog.New(slog.NewTextHandler(os.Stderr, nil)), Lab: &measure.LabInfo{EtcdEndpoint: lab.EtcdEndpoint(), AuditLogPath: d.AuditLog()},
-		Rules: check.Rules(), Progress: t.Logf}, ms)
+	return rep
 }
 
 func keys(m map[string]bool) []string {

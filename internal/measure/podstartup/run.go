@@ -44,6 +44,14 @@ func (*Measurement) Name() string { return Name }
 // Kind marks it as a benchmark: it creates pods.
 func (*Measurement) Kind() measure.Kind { return measure.Benchmark }
 
+// ClientLoad implements measure.Loader: with --kind pods kubeslow itself creates the pods at QPS.
+func (m *Measurement) ClientLoad() (float32, int) {
+	if m.Opts.Kind != workload.Pods {
+		return 0, 0
+	}
+	return float32(m.Opts.QPS), m.Opts.Burst
+}
+
 // Description implements measure.Measurement.
 func (m *Measurement) Description() string {
 	return fmt.Sprintf("pod start-up by phase: %d pods (%s) vs the %s p99 SLO", m.Opts.Count, m.Opts.Kind, m.Opts.SLO)

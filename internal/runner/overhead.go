@@ -1,4 +1,4 @@
-package bench
+package runner
 
 import (
 	"bufio"
@@ -13,10 +13,10 @@ import (
 	"github.com/kubeslow/kubeslow/pkg/result"
 )
 
-// overheadName is the result that reports kubeslow's own cost during a benchmark: the CPU it used, its
+// OverheadName is the result that reports kubeslow's own cost during a benchmark: the CPU it used, its
 // peak resident memory and the apiserver requests it sent (issue: "report kubeslow's own CPU and peak
 // memory and the apiserver requests it issued").
-const overheadName = "kubeslow.overhead"
+const OverheadName = result.SelfPrefix + "overhead"
 
 // peakRSSTarget is the memory budget for a 10,000-pod benchmark.
 const peakRSSTarget = 200 << 20
@@ -67,7 +67,7 @@ func vmHWM() (float64, error) {
 
 // overhead measures the process since start.
 func overhead(start cpuMark, reqs *kube.RequestCounter) result.Result {
-	r := result.Result{Name: overheadName, Status: result.StatusPass, Start: start.wall, End: time.Now()}
+	r := result.Result{Name: OverheadName, Status: result.StatusPass, Start: start.wall, End: time.Now()}
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
 		r.Status, r.Reason = result.StatusError, fmt.Sprintf("getrusage: %v", err)

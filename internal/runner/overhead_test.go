@@ -1,4 +1,4 @@
-package bench
+package runner
 
 import (
 	"net/http"

@@ -1,0 +1,198 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/clock"
+
+	"github.com/kubeslow/kubeslow/internal/check"
+	"github.com/kubeslow/kubeslow/internal/kube"
+	"github.com/kubeslow/kubeslow/internal/measure"
+	"github.com/kubeslow/kubeslow/pkg/result"
+)
+
+// Target is the cluster a run measures: a kubeconfig and context (the CLI), or a REST config made by the
+// caller (a test's lab), plus what kubeslow knows of it when it is its own lab.
+type Target struct {
+	// Client selects the kubeconfig and context when Config is nil. Its QPS and Burst are kubeslow's own
+	// client-side limit for its reads; the benchmarks' headroom is added to them (see Headroom).
+	Client kube.ClientOptions
+	// Config, when set, is used instead of loading a kubeconfig; Name then names the cluster.
+	Config *rest.Config
+	Name   string
+	// Lab is set when the target is kubeslow's own lab.
+	Lab *measure.LabInfo
+}
+
+// Plan is one run: what to measure where, the rules that turn results into findings, and the run's bounds.
+type Plan struct {
+	Target       Target
+	Measurements []measure.Measurement
+	Rules        []check.Rule
+	// Budget bounds the benchmarks' total time (0: no bound); read-only checks always run.
+	Budget time.Duration
+	// Progress gets one line per step (nil: none); Log gets debug output (nil: discarded).
+	Progress func(format string, args ...any)
+	Log      *slog.Logger
+	// Clock is the time source (nil: the real clock).
+	Clock clock.Clock
+}
+
+// Default client-side limits for kubeslow's own reads (the --qps and --burst flags' defaults).
+const (
+	DefaultQPS   = 20
+	DefaultBurst = 40
+)
+
+// Headroom is the client-side limit a run needs: kubeslow's own (qps, burst) plus the largest rate one
+// benchmark sends by itself (benchmarks run one after another, so their rates do not add up).
+func Headroom(qps float32, burst int, ms []measure.Measurement) (float32, int) {
+	var q float32
+	var b int
+	for _, m := range ms {
+		if l, ok := m.(measure.Loader); ok {
+			mq, mb := l.ClientLoad()
+			q, b = max(q, mq), max(b, mb)
+		}
+	}
+	return qps + q, burst + b
+}
+
+// connect builds the run's client with the given limits.
+func (t Target) connect(qps float32, burst int) (*kube.Cluster, error) {
+	if t.Config != nil {
+		return kube.FromConfig(t.Config, t.Name, qps, burst)
+	}
+	o := t.Client
+	o.QPS, o.Burst = qps, burst
+	c, err := kube.Connect(o)
+	if err != nil {
+		return nil, err
+	}
+	if t.Lab != nil {
+		c.Context = "lab"
+	}
+	return c, nil
+}
+
+// Execute is the one run lifecycle of `kubeslow run`, every `kubeslow bench` against a cluster, and the
+// scenario tests: connect (with the client headroom the benchmarks need), discover, a fresh run ID and, when
+// a benchmark needs one, the run's namespace; then the measurements (Run), kubeslow's own overhead, and the
+// cleanup of everything labelled with the run ID — on every exit path, Ctrl-C included (ctx cancelled: the
+// measurements stop, the cleanup runs on a fresh context).
+//
+// A namespace that cannot be created (no permission, etcd out of space) skips the benchmarks with the
+// reason; the read-only checks still run. Execute fails only when the cluster cannot be reached.
+func Execute(ctx context.Context, p Plan) (*result.Report, error) {
+	start := markNow()
+	clk := p.Clock
+	if clk == nil {
+		clk = clock.RealClock{}
+	}
+	progress := p.Progress
+	if progress == nil {
+		progress = func(string, ...any) {}
+	}
+	log := p.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	base := p.Target.Client
+	if base.QPS <= 0 {
+		base.QPS = DefaultQPS
+	}
+	if base.Burst <= 0 {
+		base.Burst = DefaultBurst
+	}
+	qps, burst := Headroom(base.QPS, base.Burst, p.Measurements)
+	c, err := p.Target.connect(qps, burst)
+	if err != nil {
+		return nil, err
+	}
+	progress("connecting to %s (%s)", c.Config.Host, c.Context)
+	cl, err := kube.Discover(ctx, c.Client, c.Context, c.Config.Host)
+	if err != nil {
+		return nil, err
+	}
+	cl.Lab = p.Target.Lab != nil
+	progress("cluster %s: %d nodes (%d ready, %d simulated)", cl.Version, cl.Nodes.Total, cl.Nodes.Ready, cl.Nodes.Simulated)
+
+	runID := kube.NewRunID(clk.Now())
+	ns := "kubeslow-" + runID
+	o := Options{Client: c.Client, Config: c.Config, Cluster: cl, Clock: clk, Log: log, RunID: runID, Namespace: ns,
+		Lab: p.Target.Lab, Budget: p.Budget, Progress: progress, Rules: p.Rules}
+	if needsNamespace(p.Measurements) {
+		if _, err := c.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: kube.ObjectMeta(ns, "", runID)}, metav1.CreateOptions{}); err != nil {
+			// A cluster that refuses writes (etcd out of space, no permission) still gets its read-only
+			// checks; the benchmarks are skipped with the reason.
+			o.SkipBenchmarks = fmt.Sprintf("could not create the run's namespace %s: %v", ns, err)
+			progress("%s: benchmarks skipped", o.SkipBenchmarks)
+		} else {
+			progress("run %s: objects in namespace %s (deleted at the end; `kubeslow cleanup --run %s` if interrupted)", runID, ns, runID)
+			defer cleanup(c.Config, runID, log, progress)
+		}
+	}
+	rep := Run(ctx, o, p.Measurements)
+	// kubeslow's own cost up to the end of the measurements (the cleanup that follows is not counted).
+	rep.Results = append(rep.Results, overhead(start, c.Requests))
+	rep.End = clk.Now().UTC()
+	return rep, nil
+}
+
+func needsNamespace(ms []measure.Measurement) bool {
+	for _, m := range ms {
+		if measure.KindOf(m) == measure.Benchmark {
+			return true
+		}
+	}
+	return false
+}
+
+// cleanup deletes what the run created, on a fresh context: it must run after Ctrl-C too.
+func cleanup(cfg *rest.Config, runID string, log *slog.Logger, progress func(string, ...any)) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err == nil {
+		_, err = kube.Cleanup(ctx, dyn, runID, log)
+	}
+	if err != nil {
+		progress("cleanup of run %s failed: %v (run `kubeslow cleanup --run %s`)", runID, err, runID)
+	}
+}
+
+// Exit codes of every command that produces a report.
+const (
+	ExitOK = 0
+	// ExitFindings: a finding at or above the --fail-on severity.
+	ExitFindings = 1
+	// ExitCouldNotRun: the command could not run, or nothing was measured (every measurement skipped or
+	// errored) — which must not read as a healthy cluster.
+	ExitCouldNotRun = 2
+)
+
+// Outcome is the exit code of a report and, when nothing was measured, why: the reason of each skipped or
+// errored measurement.
+func Outcome(r *result.Report, failOn result.Severity) (int, string) {
+	if t := r.Tally(); t.Ran == 0 {
+		var why []string
+		for _, res := range r.Results {
+			if !strings.HasPrefix(res.Name, result.SelfPrefix) {
+				why = append(why, fmt.Sprintf("%s %s: %s", res.Name, strings.ToLower(string(res.Status)), res.Reason))
+			}
+		}
+		if len(why) == 0 {
+			return ExitCouldNotRun, "nothing was measured: no measurement selected"
+		}
+		return ExitCouldNotRun, "nothing was measured (" + t.String() + "): " + strings.Join(why, "; ")
+	}
+	return ExitCode(r, failOn), ""
+}

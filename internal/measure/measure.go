@@ -185,8 +185,14 @@ func (r *Registry) Select(only, skip []string) ([]Measurement, error) {
 func RunOne(ctx context.Context, env *Env, m Measurement) result.Result {
 	start := env.Clock.Now()
 	res, err := m.Run(ctx, env)
+	return Complete(env, m.Name(), start, res, err)
+}
+
+// Complete makes a well-formed Result of what a measurement returned: its name, start and end times, and an
+// error turned into Error (or Skip for a SkipError) with the reason.
+func Complete(env *Env, name string, start time.Time, res result.Result, err error) result.Result {
 	if res.Name == "" {
-		res.Name = m.Name()
+		res.Name = name
 	}
 	if res.Start.IsZero() {
 		res.Start = start

@@ -49,6 +49,9 @@ func labelsOf(m *dto.Metric) Labels {
 }
 
 // key identifies a series by all its labels.
+// Key is a canonical string of the labels (sorted), for maps.
+func (l Labels) Key() string { return l.key() }
+
 func (l Labels) key() string {
 	keys := make([]string, 0, len(l))
 	for k := range l {

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/kubeslow/kubeslow/pkg/result"
 )
@@ -68,7 +69,7 @@ func WriteText(w io.Writer, r *result.Report) error {
 		ew.printf("\n")
 	}
 
-	ew.printf("RESULTS\n")
+	ew.printf("RESULTS: %s\n", r.Tally())
 	tw := tabwriter.NewWriter(ew, 2, 4, 2, ' ', 0)
 	for _, res := range r.Results {
 		fmt.Fprintf(tw, "  %s\t%s\t%s\n", res.Name, res.Status, res.Reason)
@@ -81,6 +82,9 @@ func WriteText(w io.Writer, r *result.Report) error {
 			continue
 		}
 		ew.printf("\n%s\n", res.Name)
+		if res.Observed {
+			ew.printf("  %s\n", ObservationWindow(res))
+		}
 		rows, rest := QuantileRows(res.Metrics)
 		if len(rows) > 0 {
 			tw := tabwriter.NewWriter(ew, 2, 4, 2, ' ', 0)
@@ -222,4 +226,17 @@ func (e *errWriter) printf(format string, args ...any) {
 	if e.err == nil {
 		_, e.err = fmt.Fprintf(e.w, format, args...)
 	}
+}
+
+// ObservationWindow states an observation's window and the load kubeslow ran in it.
+func ObservationWindow(res result.Result) string {
+	w := fmt.Sprintf("observed %s to %s UTC (%s)", res.Start.UTC().Format("15:04:05"), res.End.UTC().Format("15:04:05"), res.End.Sub(res.Start).Round(time.Second))
+	if len(res.Load) == 0 {
+		return w + ", no kubeslow load in the window"
+	}
+	var l []string
+	for _, s := range res.Load {
+		l = append(l, fmt.Sprintf("%s %s to %s", s.Name, s.Start.UTC().Format("15:04:05"), s.End.UTC().Format("15:04:05")))
+	}
+	return w + ", under the load of " + strings.Join(l, ", ")
 }

@@ -41,8 +41,11 @@ type Options struct {
 	SkipBenchmarks string
 }
 
-// Run executes ms and returns the report. Measurement failures are recorded in their results; Run itself
-// fails only if ctx is cancelled before anything ran.
+// Run executes ms and returns the report, clusterloader2's way: observers (measure.Observer: the metric-based
+// measurements) start first, then the other read-only checks run, then the benchmarks within the budget,
+// then the observers are gathered once their window has passed — so they report the control plane under the
+// load the benchmarks made (each result lists that load), and a run takes max(window, benchmarks), not their
+// sum. Results are listed in ms's order. Measurement failures are recorded in their results.
 func Run(ctx context.Context, o Options, ms []measure.Measurement) *result.Report {
 	v, commit := version.Get()
 	rep := &result.Report{
@@ -50,34 +53,118 @@ func Run(ctx context.Context, o Options, ms []measure.Measurement) *result.Repor
 		Tool:    result.Tool{Name: "kubeslow", Version: v, Commit: commit},
 		Cluster: o.Cluster, Start: o.Clock.Now().UTC(), Results: []result.Result{}, Findings: []result.Finding{},
 	}
-	env := &measure.Env{Client: o.Client, Config: o.Config, Clock: o.Clock, Log: o.Log, Namespace: o.Namespace, RunID: o.RunID, Lab: o.Lab}
-	var readOnly, bench []measure.Measurement
-	for _, m := range ms {
-		if measure.KindOf(m) == measure.ReadOnly {
-			readOnly = append(readOnly, m)
-		} else {
-			bench = append(bench, m)
+	log := o.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	progress := o.Progress
+	if progress == nil {
+		progress = func(string, ...any) {}
+	}
+	env := &measure.Env{Client: o.Client, Config: o.Config, Clock: o.Clock, Log: log, Namespace: o.Namespace, RunID: o.RunID, Lab: o.Lab}
+	results := make([]*result.Result, len(ms))
+	set := func(i int, r result.Result) {
+		results[i] = &r
+		progress("[%d/%d] %s: %s %s", i+1, len(ms), r.Name, r.Status, r.Reason)
+	}
+	var observers, checks, bench []int
+	for i, m := range ms {
+		_, isObs := m.(measure.Observer)
+		switch {
+		case measure.KindOf(m) == measure.Benchmark:
+			bench = append(bench, i)
+		case isObs:
+			observers = append(observers, i)
+		default:
+			checks = append(checks, i)
 		}
 	}
-	deadline := o.Clock.Now().Add(o.Budget)
-	for i, m := range append(readOnly, bench...) {
-		var res result.Result
-		switch {
-		case ctx.Err() != nil:
-			res = result.Result{Name: m.Name(), Status: result.StatusSkip, Reason: "run interrupted before this measurement"}
-		case i >= len(readOnly) && o.SkipBenchmarks != "":
-			res = result.Result{Name: m.Name(), Status: result.StatusSkip, Reason: o.SkipBenchmarks}
-		case i >= len(readOnly) && o.Budget > 0 && !o.Clock.Now().Before(deadline):
-			res = result.Result{Name: m.Name(), Status: result.StatusSkip, Reason: fmt.Sprintf("time budget of %s used up", o.Budget)}
-		default:
-			if o.Progress != nil {
-				o.Progress("[%d/%d] %s: %s", i+1, len(ms), m.Name(), m.Description())
-			}
-			res = measure.RunOne(ctx, env, m)
-			if o.Progress != nil {
-				o.Progress("[%d/%d] %s: %s %s", i+1, len(ms), m.Name(), res.Status, res.Reason)
-			}
+	interrupted := func(i int) bool {
+		if ctx.Err() == nil {
+			return false
 		}
+		results[i] = &result.Result{Name: ms[i].Name(), Status: result.StatusSkip, Reason: "run interrupted before this measurement"}
+		return true
+	}
+
+	// Observers start before anything else runs.
+	type started struct {
+		i     int
+		start time.Time
+		obs   measure.Observation
+	}
+	var running []started
+	var window time.Duration
+	obsStart := o.Clock.Now()
+	for _, i := range observers {
+		if interrupted(i) {
+			continue
+		}
+		ob := ms[i].(measure.Observer)
+		progress("[%d/%d] %s: started (%s over at least %s)", i+1, len(ms), ob.Name(), ob.Description(), ob.Window())
+		t := o.Clock.Now()
+		st, err := ob.Start(ctx, env)
+		if err != nil {
+			set(i, measure.Complete(env, ob.Name(), t, result.Result{}, err))
+			continue
+		}
+		running = append(running, started{i, t, st})
+		window = max(window, ob.Window())
+	}
+	obs := make([]measure.Observation, len(running))
+	for k, r := range running {
+		obs[k] = r.obs
+	}
+	stopSampling := measure.StartSampling(ctx, env, obs...)
+
+	runNow := func(i int) {
+		progress("[%d/%d] %s: %s", i+1, len(ms), ms[i].Name(), ms[i].Description())
+		set(i, measure.RunOne(ctx, env, ms[i]))
+	}
+	for _, i := range checks {
+		if !interrupted(i) {
+			runNow(i)
+		}
+	}
+	deadline := rep.Start.Add(o.Budget)
+	var load []result.Span
+	for _, i := range bench {
+		switch {
+		case interrupted(i):
+		case o.SkipBenchmarks != "":
+			set(i, result.Result{Name: ms[i].Name(), Status: result.StatusSkip, Reason: o.SkipBenchmarks})
+		case o.Budget > 0 && !o.Clock.Now().Before(deadline):
+			set(i, result.Result{Name: ms[i].Name(), Status: result.StatusSkip, Reason: fmt.Sprintf("time budget of %s used up", o.Budget)})
+		default:
+			runNow(i)
+			load = append(load, result.Span{Name: ms[i].Name(), Start: results[i].Start, End: results[i].End})
+		}
+	}
+
+	// The observers' window: at least their own, and as long as the benchmarks took.
+	if left := obsStart.Add(window).Sub(o.Clock.Now()); len(running) > 0 && left > 0 {
+		progress("observing %s more (the observation window is %s)", left.Round(time.Second), window)
+		select {
+		case <-ctx.Done():
+		case <-o.Clock.After(left):
+		}
+	}
+	stopSampling()
+	for _, r := range running {
+		if interrupted(r.i) {
+			results[r.i].Reason = "run interrupted before the observation window ended"
+			continue
+		}
+		res, err := r.obs.Gather(ctx)
+		res = measure.Complete(env, ms[r.i].Name(), r.start, res, err)
+		if res.Status.Measured() {
+			res.Observed, res.Load = true, load
+		}
+		set(r.i, res)
+	}
+
+	for i, m := range ms {
+		res := *results[i]
 		rep.Results = append(rep.Results, res)
 		if d, ok := m.(measure.Diagnoser); ok && res.Status.Measured() {
 			rep.Findings = append(rep.Findings, d.Diagnose(res)...)

@@ -2,7 +2,9 @@ package runner_test
 
 import (
 	"context"
+	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -147,5 +149,87 @@ func TestOutcome(t *testing.T) {
 	}
 	if code, _ := runner.Outcome(&result.Report{}, result.SeverityWarning); code != runner.ExitCouldNotRun {
 		t.Fatalf("empty report: code %d", code)
+	}
+}
+
+type obsM struct {
+	name    string
+	window  time.Duration
+	ran     *[]string
+	mu      sync.Mutex
+	samples int
+}
+
+func (o *obsM) Name() string          { return o.name }
+func (o *obsM) Description() string   { return o.name }
+func (o *obsM) Window() time.Duration { return o.window }
+func (o *obsM) Run(context.Context, *measure.Env) (result.Result, error) {
+	panic("an observer in a run is started and gathered, not run")
+}
+func (o *obsM) Start(context.Context, *measure.Env) (measure.Observation, error) {
+	*o.ran = append(*o.ran, "start:"+o.name)
+	return o, nil
+}
+func (o *obsM) Sample(context.Context) {
+	o.mu.Lock()
+	o.samples++
+	o.mu.Unlock()
+}
+func (o *obsM) Gather(context.Context) (result.Result, error) {
+	*o.ran = append(*o.ran, "gather:"+o.name)
+	return result.Result{Status: result.StatusPass}, nil
+}
+
+// TestObserversSpanTheBenchmarks: observers start before the checks and benchmarks and are gathered after
+// them, sampled at the fixed step in between; the run takes max(window, benchmarks), not their sum, and each
+// observation lists the load that ran in its window.
+func TestObserversSpanTheBenchmarks(t *testing.T) {
+	for _, c := range []struct {
+		bench, want time.Duration
+	}{{6 * time.Second, 20 * time.Second}, {30 * time.Second, 30 * time.Second}} {
+		clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+		done := make(chan struct{})
+		go func() { // time passes whenever the run waits
+			for {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				if clk.HasWaiters() {
+					clk.Step(time.Second)
+				}
+				runtime.Gosched()
+			}
+		}()
+		var ran []string
+		o := &obsM{name: "api.x", window: 20 * time.Second, ran: &ran}
+		ms := []measure.Measurement{
+			&m{name: "bench.a", kind: measure.Benchmark, clk: clk, took: c.bench, ran: &ran, stat: result.StatusPass},
+			o,
+			&m{name: "check.a", kind: measure.ReadOnly, clk: clk, ran: &ran, stat: result.StatusPass},
+		}
+		rep := runner.Run(context.Background(), runner.Options{Clock: clk, RunID: "r"}, ms)
+		close(done)
+		if got := join(ran); got != "start:api.x,check.a,bench.a,gather:api.x" {
+			t.Fatalf("order %s", got)
+		}
+		if d := rep.End.Sub(rep.Start); d < c.want || d > c.want+2*time.Second {
+			t.Errorf("bench %s: run took %s, want max(window, benchmarks) = %s", c.bench, d, c.want)
+		}
+		r := rep.Result("api.x")
+		if r == nil || r.Status != result.StatusPass || len(r.Load) != 1 || r.Load[0].Name != "bench.a" || r.Load[0].End.Sub(r.Load[0].Start) != c.bench {
+			t.Fatalf("observation: %+v", r)
+		}
+		if rep.Results[0].Name != "bench.a" || rep.Results[1].Name != "api.x" {
+			t.Errorf("results not in the measurements' order: %s, %s", rep.Results[0].Name, rep.Results[1].Name)
+		}
+		// While the run waits out the window, time moves in steps the sampler sees (the fake benchmark jumps
+		// its whole duration at once, which the sampler sees as one step).
+		o.mu.Lock()
+		if min := int((c.want-c.bench)/measure.ObserveStep) / 2; o.samples < min {
+			t.Errorf("%d samples while waiting %s, want at least %d at a %s step", o.samples, c.want-c.bench, min, measure.ObserveStep)
+		}
+		o.mu.Unlock()
 	}
 }

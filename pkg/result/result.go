@@ -136,6 +136,12 @@ type Result struct {
 	// Absent lists metrics the measurement could not take from its source (a series the Prometheus it read
 	// does not have): a rule reading one of them is "not evaluated", never "clear".
 	Absent []Absence `json:"absent,omitempty"`
+	// Load lists what kubeslow ran during an observation's window (Start to End): its benchmarks, each with
+	// its own span, so that the observed figures are read against the load; empty when the window saw none.
+	Load []Span `json:"load,omitempty"`
+	// Observed is true for an observation of the cluster over its window (Start to End), with Load the
+	// load that ran in it.
+	Observed bool `json:"observed,omitempty"`
 }
 
 // Absence is a metric a result does not hold because its source lacks the series it is computed from.
@@ -144,6 +150,13 @@ type Absence struct {
 	Metric string `json:"metric"`
 	Series string `json:"series"`
 	Reason string `json:"reason,omitempty"`
+}
+
+// Span is one named interval, e.g. a benchmark that ran during an observation.
+type Span struct {
+	Name  string    `json:"name"`
+	Start time.Time `json:"start"`
+	End   time.Time `json:"end"`
 }
 
 // Metric is one number.

@@ -11,6 +11,7 @@ import (
 	"github.com/kubeslow/kubeslow/internal/cli/common"
 	"github.com/kubeslow/kubeslow/internal/measure/disk"
 	"github.com/kubeslow/kubeslow/internal/runner"
+	"github.com/kubeslow/kubeslow/pkg/result"
 )
 
 func newDisk(streams common.IOStreams) *cobra.Command {
@@ -45,7 +46,7 @@ then removes the file. docs/disk.md compares it with fio on the same file.`,
 			}
 			rep := runner.StandaloneReport("local", abs, start, disk.BenchResult(abs, res.Summary(), start, time.Now()))
 			rep.Findings, rep.Rules = check.Evaluate(rep, check.DiskBenchRules())
-			return finish(streams, &out, rep, nil)
+			return common.Finish(streams, &out, rep, nil, result.SeverityWarning)
 		},
 	}
 	out.Add(cmd)

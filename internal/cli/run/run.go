@@ -82,7 +82,7 @@ Exit codes: 0 no finding at or above --fail-on, 1 findings, 2 could not run.`,
 	fl.StringVar(&f.failOn, "fail-on", "warning", "lowest finding severity that makes the exit code 1: info, warning, error, critical")
 	fl.BoolVarP(&f.verbose, "verbose", "v", false, "debug logging on stderr")
 	fl.StringVar(&f.outDir, "out-dir", ".", "directory for report.json, report.html and report.xml (JUnit) (empty: write no files)")
-	fl.DurationVar(&f.window, "window", 0, "observation window of metric-based measurements (default: 20s quick, 60s full)")
+	fl.DurationVar(&f.window, "window", 0, "least observation window of the metric-based measurements, which start before the benchmarks and end after them (default: 20s quick, 60s full)")
 	fl.StringSliceVar(&f.audit, "audit-log", nil, "apiserver audit log files or directories to attribute load to clients (the lab's is known)")
 	fl.StringVar(&f.etcd, "etcd-endpoint", "", "etcd metrics endpoint, e.g. http://127.0.0.1:2381 through a port-forward (the lab's is known)")
 	fl.StringVar(&f.image, "image", "", "image with the kubeslow binary at /kubeslow, for the benchmarks that run kubeslow in pods (DNS readiness); the lab's is known, elsewhere they are skipped without it")

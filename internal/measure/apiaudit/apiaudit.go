@@ -17,7 +17,7 @@ import (
 
 // Measurement reads the audit log for the events of its window.
 type Measurement struct {
-	Window time.Duration
+	Length time.Duration
 	// Paths are audit log files or directories; default: the lab's audit log and its rotated files.
 	Paths []string
 	Top   int
@@ -25,7 +25,7 @@ type Measurement struct {
 
 // New returns the measurement.
 func New(window time.Duration, paths []string) *Measurement {
-	return &Measurement{Window: window, Paths: paths, Top: 10}
+	return &Measurement{Length: window, Paths: paths, Top: 10}
 }
 
 // Name implements measure.Measurement.
@@ -33,8 +33,11 @@ func (*Measurement) Name() string { return auditlog.Name }
 
 // Description implements measure.Measurement.
 func (m *Measurement) Description() string {
-	return fmt.Sprintf("who loads the apiserver: top clients, LIST and 409 sources from the audit log, over %s", m.Window)
+	return fmt.Sprintf("who loads the apiserver: top clients, LIST and 409 sources from the audit log, over %s", m.Length)
 }
+
+// Window implements measure.Observer.
+func (m *Measurement) Window() time.Duration { return m.Length }
 
 func (m *Measurement) files(env *measure.Env) ([]string, error) {
 	if len(m.Paths) > 0 {
@@ -49,25 +52,40 @@ func (m *Measurement) files(env *measure.Env) ([]string, error) {
 	return append(rotated, env.Lab.AuditLogPath), nil
 }
 
-// Run waits for the window, then reads the events received during it.
+// Run observes the window on its own.
 func (m *Measurement) Run(ctx context.Context, env *measure.Env) (result.Result, error) {
+	return measure.Observe(ctx, env, m)
+}
+
+// Start implements measure.Observer: the window's events are read at Gather.
+func (m *Measurement) Start(_ context.Context, env *measure.Env) (measure.Observation, error) {
 	files, err := m.files(env)
 	if err != nil {
-		return result.Result{}, err
+		return nil, err
 	}
-	from := env.Clock.Now()
-	select {
-	case <-ctx.Done():
-		return result.Result{}, ctx.Err()
-	case <-env.Clock.After(m.Window):
-	}
+	return &observation{m: m, env: env, files: files, from: env.Clock.Now()}, nil
+}
+
+type observation struct {
+	m     *Measurement
+	env   *measure.Env
+	files []string
+	from  time.Time
+}
+
+// Sample implements measure.Observation: the log is read once, at the end.
+func (*observation) Sample(context.Context) {}
+
+// Gather reads the events received during the window.
+func (o *observation) Gather(ctx context.Context) (result.Result, error) {
 	a := auditlog.NewAnalyzer()
-	a.From, a.To = from, env.Clock.Now()
-	st, err := auditlog.Read(ctx, files, a.Add, nil)
+	a.From, a.To = o.from, o.env.Clock.Now()
+	st, err := auditlog.Read(ctx, o.files, a.Add, nil)
 	if err != nil {
 		return result.Result{}, err
 	}
-	res := a.Result(m.Top)
+	res := a.Result(o.m.Top)
+	res.Start, res.End = a.From, a.To
 	auditlog.StatsMetrics(&res, st)
 	return res, nil
 }

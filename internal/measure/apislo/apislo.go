@@ -47,18 +47,22 @@ const (
 	MinRequests = 10
 )
 
-// Measurement scrapes /metrics twice, Window apart.
-type Measurement struct{ Window time.Duration }
+// Measurement observes /metrics over a window: a scrape at its start, one every measure.ObserveStep, one at
+// its end.
+type Measurement struct{ Length time.Duration }
 
 // New returns the measurement with a window.
-func New(window time.Duration) *Measurement { return &Measurement{Window: window} }
+func New(window time.Duration) *Measurement { return &Measurement{Length: window} }
+
+// Window implements measure.Observer.
+func (m *Measurement) Window() time.Duration { return m.Length }
 
 // Name implements measure.Measurement.
 func (*Measurement) Name() string { return Name }
 
 // Description implements measure.Measurement.
 func (m *Measurement) Description() string {
-	return fmt.Sprintf("API latency p99 per verb/resource vs SLO, 409/429 rates, APF rejections, LIST bytes, over %s of apiserver metrics", m.Window)
+	return fmt.Sprintf("API latency p99 per verb/resource vs SLO, 409/429 rates, APF rejections, LIST bytes, over %s of apiserver metrics", m.Length)
 }
 
 func scrape(ctx context.Context, env *measure.Env) (*prom.Snapshot, error) {
@@ -72,22 +76,56 @@ func scrape(ctx context.Context, env *measure.Env) (*prom.Snapshot, error) {
 	return prom.Parse(bytes.NewReader(raw), env.Clock.Now())
 }
 
-// Run scrapes, waits the window on env's clock, scrapes again, and analyses the difference.
+// Run observes the window on its own.
 func (m *Measurement) Run(ctx context.Context, env *measure.Env) (result.Result, error) {
-	before, err := scrape(ctx, env)
-	if err != nil {
-		return result.Result{}, err
+	return measure.Observe(ctx, env, m)
+}
+
+// Start implements measure.Observer.
+func (m *Measurement) Start(ctx context.Context, env *measure.Env) (measure.Observation, error) {
+	s := &measure.Scrapes{Scrape: func(ctx context.Context) (*prom.Snapshot, error) { return scrape(ctx, env) },
+		Step: Step, Analyze: func(_ context.Context, first, last *prom.Snapshot) (result.Result, error) { return Analyze(first, last), nil },
+		Log: env.Log.Debug}
+	return s.Start(ctx)
+}
+
+// Step is one step of the series (pure): requests/s, 409 conflicts/min and the p99 of single-object calls
+// between two consecutive scrapes.
+func Step(prev, cur *prom.Snapshot) []result.Metric {
+	secs := cur.At.Sub(prev.At).Seconds()
+	if secs <= 0 {
+		return nil
 	}
-	select {
-	case <-ctx.Done():
-		return result.Result{}, ctx.Err()
-	case <-env.Clock.After(m.Window):
+	var all, conflicts float64
+	for _, s := range prom.Delta(prev, cur, "apiserver_request_total") {
+		all += s.Value
+		if s.Labels["code"] == "409" {
+			conflicts += s.Value
+		}
 	}
-	after, err := scrape(ctx, env)
-	if err != nil {
-		return result.Result{}, err
+	out := []result.Metric{
+		{Name: "requests_per_second", Unit: "requests_per_second", Value: all / secs},
+		{Name: "conflicts_per_minute", Unit: "per_minute", Value: conflicts / secs * 60},
 	}
-	return Analyze(before, after), nil
+	g := prom.GroupCounters(prom.Delta(prev, cur, latencyFamily(cur)), nil, func(l prom.Labels) bool {
+		return !excludedVerbs[l["verb"]] && !excludedSub[l["subresource"]] && !(l["verb"] == "LIST" && l["scope"] != "resource")
+	})
+	for _, gr := range g {
+		if gr.Hist != nil && gr.Hist.Count > 0 {
+			if p99, ok := gr.Hist.Quantile(0.99); ok {
+				out = append(out, result.Metric{Name: "latency_p99_single", Unit: "seconds", Value: p99})
+			}
+		}
+	}
+	return out
+}
+
+// latencyFamily is the SLI histogram (without webhook and APF waiting), or on older apiservers the plain one.
+func latencyFamily(s *prom.Snapshot) string {
+	if s.Families["apiserver_request_sli_duration_seconds"] != nil {
+		return "apiserver_request_sli_duration_seconds"
+	}
+	return "apiserver_request_duration_seconds"
 }
 
 var excludedVerbs = map[string]bool{"WATCH": true, "WATCHLIST": true, "CONNECT": true}
@@ -107,10 +145,7 @@ func Analyze(before, after *prom.Snapshot) result.Result {
 
 	// Latency against the SLO. The SLI histogram excludes webhook and priority-and-fairness waiting time;
 	// older apiservers only have the plain duration histogram.
-	latName := "apiserver_request_sli_duration_seconds"
-	if after.Families[latName] == nil {
-		latName = "apiserver_request_duration_seconds"
-	}
+	latName := latencyFamily(after)
 	groups := prom.GroupCounters(prom.Delta(before, after, latName), []string{"verb", "resource", "subresource", "scope"},
 		func(l prom.Labels) bool { return !excludedVerbs[l["verb"]] && !excludedSub[l["subresource"]] })
 	breaches := 0

@@ -43,7 +43,7 @@ const (
 
 // Measurement reads etcd's metrics endpoint.
 type Measurement struct {
-	Window time.Duration
+	Length time.Duration
 	// Endpoint overrides the lab's etcd endpoint (e.g. a port-forward to an etcd member, plain http).
 	Endpoint string
 	Client   *http.Client
@@ -51,7 +51,7 @@ type Measurement struct {
 
 // New returns the measurement.
 func New(window time.Duration, endpoint string) *Measurement {
-	return &Measurement{Window: window, Endpoint: endpoint, Client: &http.Client{Timeout: 10 * time.Second}}
+	return &Measurement{Length: window, Endpoint: endpoint, Client: &http.Client{Timeout: 10 * time.Second}}
 }
 
 // Name implements measure.Measurement.
@@ -59,8 +59,11 @@ func (*Measurement) Name() string { return Name }
 
 // Description implements measure.Measurement.
 func (m *Measurement) Description() string {
-	return fmt.Sprintf("etcd WAL fsync and commit p99, database size vs quota, alarms, leader changes, over %s", m.Window)
+	return fmt.Sprintf("etcd WAL fsync and commit p99, database size vs quota, alarms, leader changes, over %s", m.Length)
 }
+
+// Window implements measure.Observer.
+func (m *Measurement) Window() time.Duration { return m.Length }
 
 func (m *Measurement) endpoint(env *measure.Env) string {
 	if m.Endpoint != "" {
@@ -125,30 +128,55 @@ func ParseAlarms(body []byte) ([]string, error) {
 	return out, nil
 }
 
-// Run scrapes twice a window apart and reads the alarms.
+// Run observes the window on its own.
 func (m *Measurement) Run(ctx context.Context, env *measure.Env) (result.Result, error) {
+	return measure.Observe(ctx, env, m)
+}
+
+// Start implements measure.Observer: scrapes at the start, every step and at the end; the alarms at the end.
+func (m *Measurement) Start(ctx context.Context, env *measure.Env) (measure.Observation, error) {
 	ep := m.endpoint(env)
 	if ep == "" {
-		return result.Result{}, measure.Skipf("no etcd metrics endpoint: etcd is usually not reachable from outside the control plane; pass --etcd-endpoint (e.g. through a port-forward to an etcd member)")
+		return nil, measure.Skipf("no etcd metrics endpoint: etcd is usually not reachable from outside the control plane; pass --etcd-endpoint (e.g. through a port-forward to an etcd member)")
 	}
-	before, err := m.scrape(ctx, env, ep)
-	if err != nil {
-		return result.Result{}, err
+	s := &measure.Scrapes{
+		Scrape: func(ctx context.Context) (*prom.Snapshot, error) { return m.scrape(ctx, env, ep) },
+		Step:   Step,
+		Analyze: func(ctx context.Context, first, last *prom.Snapshot) (result.Result, error) {
+			alarms, err := m.alarms(ctx, ep)
+			if err != nil {
+				return result.Result{}, fmt.Errorf("reading etcd alarms: %w", err)
+			}
+			return Analyze(first, last, alarms), nil
+		},
+		Log: env.Log.Debug,
 	}
-	select {
-	case <-ctx.Done():
-		return result.Result{}, ctx.Err()
-	case <-env.Clock.After(m.Window):
+	return s.Start(ctx)
+}
+
+// Step is one step of the series (pure): the WAL fsync and backend commit p99 between two scrapes.
+func Step(prev, cur *prom.Snapshot) []result.Metric {
+	var out []result.Metric
+	for _, h := range walCommit {
+		var hist prom.Histogram
+		for _, s := range prom.Delta(prev, cur, h.family) {
+			if s.Hist != nil {
+				hist.Add(s.Hist)
+			}
+		}
+		if hist.Count == 0 {
+			continue
+		}
+		if p99, ok := hist.Quantile(0.99); ok {
+			out = append(out, result.Metric{Name: h.p99, Unit: "seconds", Value: p99})
+		}
 	}
-	after, err := m.scrape(ctx, env, ep)
-	if err != nil {
-		return result.Result{}, err
-	}
-	alarms, err := m.alarms(ctx, ep)
-	if err != nil {
-		return result.Result{}, fmt.Errorf("reading etcd alarms: %w", err)
-	}
-	return Analyze(before, after, alarms), nil
+	return out
+}
+
+var walCommit = []struct{ family, metric, p99 string }{
+	{"etcd_disk_wal_fsync_duration_seconds", "wal_fsync", MetricWALFsyncP99},
+	{"etcd_disk_backend_commit_duration_seconds", "backend_commit", MetricBackendCommitP99},
 }
 
 // Analyze computes the result (pure).
@@ -158,10 +186,7 @@ func Analyze(before, after *prom.Snapshot, alarms []string) result.Result {
 		res.Metrics = append(res.Metrics, result.Metric{Name: name, Unit: unit, Value: v, Labels: labels})
 	}
 	var notes []string
-	for _, h := range []struct{ family, metric, p99 string }{
-		{"etcd_disk_wal_fsync_duration_seconds", "wal_fsync", MetricWALFsyncP99},
-		{"etcd_disk_backend_commit_duration_seconds", "backend_commit", MetricBackendCommitP99},
-	} {
+	for _, h := range walCommit {
 		var hist prom.Histogram
 		for _, s := range prom.Delta(before, after, h.family) {
 			if s.Hist != nil {

@@ -84,7 +84,9 @@ func (m *Measurement) Run(ctx context.Context, env *measure.Env) (result.Result,
 // Start implements measure.Observer.
 func (m *Measurement) Start(ctx context.Context, env *measure.Env) (measure.Observation, error) {
 	s := &measure.Scrapes{Scrape: func(ctx context.Context) (*prom.Snapshot, error) { return scrape(ctx, env) },
-		Step: Step, Analyze: func(_ context.Context, first, last *prom.Snapshot) (result.Result, error) { return Analyze(first, last), nil },
+		Step: Step, Analyze: func(_ context.Context, first, last *prom.Snapshot) (result.Result, error) {
+			return Analyze(first, last), nil
+		},
 		Log: env.Log.Debug}
 	return s.Start(ctx)
 }

@@ -4,11 +4,11 @@
 set -euo pipefail
 
 # Debian packages: iproute2/util-linux (network namespaces, nsenter, mount), iptables/conntrack (kube-proxy
-# and the network lab), containerd/runc/CNI plugins (real lab nodes), jq/wrk (peer tools the benchmarks
+# and the network lab), containerd/runc/CNI plugins (real lab nodes), jq/wrk/nginx-light (peer tools the benchmarks
 # compare against, fio for `bench disk`), e2fsprogs (formatting lab block devices), procps, chromium + a font (the HTML report is
 # tested in a real headless browser), prometheus + prometheus-node-exporter (`lab up --prometheus` and the
 # tests of `run --prometheus`: run as lab processes, never as the packages' services).
-PKGS=(iproute2 util-linux procps curl nftables e2fsprogs iptables conntrack containerd runc containernetworking-plugins jq wrk fio chromium fonts-dejavu-core prometheus prometheus-node-exporter)
+PKGS=(iproute2 util-linux procps curl nftables e2fsprogs iptables conntrack containerd runc containernetworking-plugins jq wrk fio nginx-light chromium fonts-dejavu-core prometheus prometheus-node-exporter)
 
 missing=()
 for p in "${PKGS[@]}"; do

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"fmt"
+	"io"
 	"os"
 	"sort"
 	"strings"
@@ -153,43 +154,40 @@ func (s etcdServer) result(t *testing.T) result.Result {
 
 var healthyEtcd = etcdServer{fsync: 0.003, commit: 0.008, dbBytes: 200e6, quota: 2 << 30}
 
-// recordedEtcd is etcd's metrics as scraped on the lab (two scrapes 20 s apart, no alarm).
-func recordedEtcd(t *testing.T) result.Result {
+// recorded parses scrapes recorded on the lab (internal/prom/testdata, gzip by name), 20 s apart.
+func recorded(t *testing.T, files ...string) []*prom.Snapshot {
+	t.Helper()
 	var snaps []*prom.Snapshot
-	for i, f := range []string{"etcd-metrics-1.txt", "etcd-metrics-2.txt"} {
+	for i, f := range files {
 		b, err := os.ReadFile("../prom/testdata/" + f)
 		if err != nil {
 			t.Fatal(err)
 		}
-		s, err := prom.Parse(bytes.NewReader(b), t0.Add(time.Duration(i)*20*time.Second))
+		r := io.Reader(bytes.NewReader(b))
+		if strings.HasSuffix(f, ".gz") {
+			if r, err = gzip.NewReader(r); err != nil {
+				t.Fatal(err)
+			}
+		}
+		s, err := prom.Parse(r, t0.Add(time.Duration(i)*20*time.Second))
 		if err != nil {
 			t.Fatal(err)
 		}
 		snaps = append(snaps, s)
 	}
-	return etcdhealth.Analyze(snaps[0], snaps[1], nil)
+	return snaps
+}
+
+// recordedEtcd is etcd's metrics as scraped on the lab (no alarm).
+func recordedEtcd(t *testing.T) result.Result {
+	s := recorded(t, "etcd-metrics-1.txt", "etcd-metrics-2.txt")
+	return etcdhealth.Analyze(s[0], s[1], nil)
 }
 
 // recordedAPI is the apiserver's metrics as scraped on the lab during a conflict storm on IPAM blocks.
 func recordedAPI(t *testing.T) result.Result {
-	var snaps []*prom.Snapshot
-	for i, f := range []string{"apiserver-metrics-conflict-storm-1.txt.gz", "apiserver-metrics-conflict-storm-2.txt.gz"} {
-		fh, err := os.Open("../prom/testdata/" + f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		zr, err := gzip.NewReader(fh)
-		if err != nil {
-			t.Fatal(err)
-		}
-		s, err := prom.Parse(zr, t0.Add(time.Duration(i)*20*time.Second))
-		fh.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
-		snaps = append(snaps, s)
-	}
-	return apislo.Analyze(snaps[0], snaps[1])
+	s := recorded(t, "apiserver-metrics-conflict-storm-1.txt.gz", "apiserver-metrics-conflict-storm-2.txt.gz")
+	return apislo.Analyze(s[0], s[1])
 }
 
 func nodeObjects(n int, notReady int, pressure corev1.NodeConditionType) []corev1.Node {

@@ -524,3 +524,15 @@ func TestRecordedConflictStorm(t *testing.T) {
 		t.Fatalf("findings %v: %+v", ids, fs)
 	}
 }
+
+// TestPodNodeNamesNodeAndPhase: KS-POD-NODE's first evidence names the slow node and the phase it is slow in
+// (what the lab's slow-node scenario test reads), and only that node is an item.
+func TestPodNodeNamesNodeAndPhase(t *testing.T) {
+	fs, _ := Evaluate(report(nil, slowSandboxNode.result()), []Rule{podNodeRule()})
+	if len(fs) != 1 || fs[0].ItemCount != 1 || fs[0].Items[0].Key != "node=n2" {
+		t.Fatalf("findings %+v", fs)
+	}
+	if e := fs[0].Evidence[0]; e.Name != podstartup.MetricNodeSLIRatio || e.Labels["node"] != "n2" || e.Labels["phase"] != "sandbox" || e.Value < 5 {
+		t.Fatalf("first evidence %+v", e)
+	}
+}

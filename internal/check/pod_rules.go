@@ -169,7 +169,8 @@ func podNodeRule() Rule {
 				if node == nil || cluster == nil {
 					continue
 				}
-				h.Evidence = append([]result.Evidence{podsNodeP50.Evidence(*node)}, append(h.Evidence, podsNodesP50.Evidence(*cluster))...)
+				// The ratio (labels node, phase, pods) first, then the excess, the node's median and the nodes'.
+				h.Evidence = append(h.Evidence, podsNodeP50.Evidence(*node), podsNodesP50.Evidence(*cluster))
 				h.Key = "node=" + h.Vars["node"]
 				h.Vars["node_p50"] = result.FormatQuantity(node.Value, "seconds")
 				h.Vars["cluster_p50"] = result.FormatQuantity(cluster.Value, "seconds")

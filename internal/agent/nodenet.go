@@ -28,8 +28,12 @@ type NodeNet struct {
 	ConntrackMax     int64 `json:"conntrack_max"`
 	// Neighbours in the IPv4 ARP table and its gc_thresh3 (the hard limit: beyond it the kernel drops
 	// entries and logs "neighbor table overflow"), -1 when not readable.
-	Neighbours    int64  `json:"neighbours"`
-	NeighThresh3  int64  `json:"neigh_gc_thresh3"`
+	Neighbours   int64 `json:"neighbours"`
+	NeighThresh3 int64 `json:"neigh_gc_thresh3"`
+	// NeighThresh1 (below it the garbage collector leaves entries alone) and NeighThresh2 (the soft limit:
+	// above it entries older than 5 s are collected), -1 when not readable.
+	NeighThresh1  int64  `json:"neigh_gc_thresh1"`
+	NeighThresh2  int64  `json:"neigh_gc_thresh2"`
 	KubeProxyMode string `json:"kube_proxy_mode,omitempty"`
 	// KubeProxyRules by table ("nat", or "nat/IPv4" when kube-proxy labels the IP family) from
 	// kubeproxy_sync_proxy_rules_iptables_total (iptables mode).
@@ -71,7 +75,7 @@ type NodeNetRoots struct {
 
 // ReadNodeNet reads the namespace's network facts; what cannot be read is listed in Unread.
 func ReadNodeNet(ctx context.Context, r NodeNetRoots) *NodeNet {
-	n := &NodeNet{ConntrackEntries: -1, ConntrackMax: -1, Neighbours: -1, NeighThresh3: -1}
+	n := &NodeNet{ConntrackEntries: -1, ConntrackMax: -1, Neighbours: -1, NeighThresh1: -1, NeighThresh2: -1, NeighThresh3: -1}
 	unread := func(what string, err error) { n.Unread = append(n.Unread, fmt.Sprintf("%s: %v", what, err)) }
 	dir := filepath.Join(r.Sys, "class/net")
 	ents, err := os.ReadDir(dir)
@@ -112,6 +116,8 @@ func ReadNodeNet(ctx context.Context, r NodeNetRoots) *NodeNet {
 	readInt("conntrack entries", "sys/net/netfilter/nf_conntrack_count", &n.ConntrackEntries)
 	readInt("conntrack limit", "sys/net/netfilter/nf_conntrack_max", &n.ConntrackMax)
 	readInt("neighbour limit", "sys/net/ipv4/neigh/default/gc_thresh3", &n.NeighThresh3)
+	readInt("neighbour gc_thresh1", "sys/net/ipv4/neigh/default/gc_thresh1", &n.NeighThresh1)
+	readInt("neighbour gc_thresh2", "sys/net/ipv4/neigh/default/gc_thresh2", &n.NeighThresh2)
 	if f, err := os.Open(filepath.Join(r.Proc, "net/arp")); err != nil {
 		unread("neighbours", err)
 	} else {

@@ -27,22 +27,26 @@ const Binary = "/kubeslow"
 
 // Flag names shared by the agent's commands and the requests below.
 const (
-	FlagListen    = "listen"
-	FlagTCPListen = "tcp-listen"
-	FlagInterval  = "interval"
-	FlagWait      = "wait"
-	FlagTimeout   = "timeout"
-	FlagDuration  = "duration"
-	FlagConc      = "concurrency"
-	FlagNewConn   = "new-conn"
-	FlagOutput    = "output"
-	FlagProcfs    = "path.procfs"
-	FlagSysfs     = "path.sysfs"
-	FlagRootfs    = "path.rootfs"
-	FlagKubeProxy = "kube-proxy-metrics"
-	FlagProbeDir  = "probe-dir"
-	FlagProbeSize = "probe-bytes"
-	FlagWindow    = "window"
+	FlagListen     = "listen"
+	FlagTCPListen  = "tcp-listen"
+	FlagInterval   = "interval"
+	FlagWait       = "wait"
+	FlagTimeout    = "timeout"
+	FlagDuration   = "duration"
+	FlagConc       = "concurrency"
+	FlagNewConn    = "new-conn"
+	FlagOutput     = "output"
+	FlagProcfs     = "path.procfs"
+	FlagSysfs      = "path.sysfs"
+	FlagRootfs     = "path.rootfs"
+	FlagKubeProxy  = "kube-proxy-metrics"
+	FlagNetProcfs  = "path.netprocfs"
+	FlagKubeletDir = "kubelet-dir"
+	FlagRuntimeDir = "runtime-dir"
+	FlagProbeSize  = "probe-bytes"
+	FlagWindow     = "window"
+	FlagNodeName   = "node-name"
+	FlagReadyFile  = "ready-file"
 )
 
 // Request is one agent command: Args are its arguments after the binary (what an agent pod's container
@@ -133,6 +137,54 @@ func (DNSWait) Decode(out []byte) ([]agent.DNSWait, error) {
 	return ws, nil
 }
 
+// NodeHost is `agent node`: the node agent's report (agent.NodeHost, one JSON line). In the DaemonSet the
+// host's /proc, /sys and / are mounted under HostRoot, the node's network namespace is the pod's own (host
+// network), and with ReadyFile the agent stays up after its report (its readiness probe is Ready()).
+type NodeHost struct {
+	// HostRoot is where the host's /proc, /sys and /dev/kmsg are mounted ("" reads the agent's own: a
+	// process on the host).
+	HostRoot string
+	// KubeletDir and RuntimeDir are directories on the kubelet's and the runtime's disks ("": skip).
+	KubeletDir, RuntimeDir string
+	ProbeBytes             int64
+	Window                 time.Duration
+	ReadyFile              string
+}
+
+// Args implements Request.
+func (n NodeHost) Args() []string {
+	a := []string{"agent", "node", "--" + FlagProbeSize, strconv.FormatInt(n.ProbeBytes, 10), "--" + FlagWindow, n.Window.String()}
+	if n.HostRoot != "" {
+		a = append(a, "--"+FlagProcfs, n.HostRoot+"/proc", "--"+FlagSysfs, n.HostRoot+"/sys", "--"+FlagRootfs, n.HostRoot)
+	}
+	for _, kv := range [][2]string{{FlagKubeletDir, n.KubeletDir}, {FlagRuntimeDir, n.RuntimeDir}, {FlagReadyFile, n.ReadyFile}} {
+		if kv[1] != "" {
+			a = append(a, "--"+kv[0], kv[1])
+		}
+	}
+	return a
+}
+
+// Ready is the exec readiness probe's command: the report has been written.
+func (n NodeHost) Ready() []string { return Argv(exists{n.ReadyFile}) }
+
+type exists struct{ path string }
+
+func (e exists) Args() []string { return []string{"agent", "exists", e.path} }
+
+// Decode reads the report (the first JSON line of the agent's output or log).
+func (NodeHost) Decode(out []byte) (*agent.NodeHost, error) {
+	line, _, _ := bytes.Cut(bytes.TrimSpace(out), []byte("\n"))
+	var h agent.NodeHost
+	if err := json.Unmarshal(line, &h); err != nil {
+		return nil, fmt.Errorf("node agent report: %w", err)
+	}
+	if h.Net == nil {
+		return nil, fmt.Errorf("node agent report: no network section (not a node report?)")
+	}
+	return &h, nil
+}
+
 // BenchHTTP is `bench http` run by an agent (closed loop) with a JSON report.
 type BenchHTTP struct {
 	URL         string
@@ -181,3 +233,9 @@ func decodeOne(out []byte) (*result.Result, error) {
 	}
 	return &rep.Results[0], nil
 }
+
+// Raw is an argv as a Request (Args drops the binary): for tests that check a probe's command line.
+type Raw []string
+
+// Args implements Request.
+func (r Raw) Args() []string { return r[1:] }

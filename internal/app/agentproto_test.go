@@ -25,7 +25,15 @@ func TestAgentRequestsParse(t *testing.T) {
 		{agentproto.BenchHTTP{URL: "http://198.18.0.1:1/", Concurrency: 3, Duration: 2 * time.Second, NewConn: true},
 			map[string]string{"concurrency": "3", "duration": "2s", "new-conn": "true", "output": "json"}, 1},
 		{agentproto.BenchTCP{Addr: "198.18.0.1:2", Duration: time.Second}, map[string]string{"duration": "1s", "output": "json"}, 1},
+		{agentproto.NodeHost{HostRoot: "/host", KubeletDir: "/probe", RuntimeDir: "/", ProbeBytes: 1 << 20, Window: 3 * time.Second, ReadyFile: "/ready"},
+			map[string]string{"window": "3s", "probe-bytes": "1048576", "path.procfs": "/host/proc", "path.sysfs": "/host/sys", "path.rootfs": "/host",
+				"kubelet-dir": "/probe", "runtime-dir": "/", "ready-file": "/ready"}, 0},
 	}
+	reqs = append(reqs, struct {
+		req   agentproto.Request
+		flags map[string]string
+		args  int
+	}{agentproto.Raw(agentproto.NodeHost{ReadyFile: "/ready"}.Ready()), nil, 1})
 	for _, r := range reqs {
 		argv := agentproto.Argv(r.req)
 		if argv[0] != agentproto.Binary {
@@ -48,7 +56,7 @@ func TestAgentRequestsParse(t *testing.T) {
 				t.Errorf("%T: %s has no --%s", r.req, cmd.CommandPath(), name)
 				continue
 			}
-			if got := f.Value.String(); got != want || (!f.Changed && name != "path.procfs" && name != "path.sysfs") {
+			if got := f.Value.String(); got != want || !f.Changed {
 				t.Errorf("%T: --%s = %q (set %v), want %q", r.req, name, got, f.Changed, want)
 			}
 		}

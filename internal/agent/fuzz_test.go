@@ -1,0 +1,74 @@
+package agent
+
+import (
+	"bytes"
+	"testing"
+)
+
+// The parsers of kernel files and log lines must never panic, and what they accept must be consistent.
+
+func FuzzParseKmsgRecord(f *testing.F) {
+	for _, s := range []string{"4,1234,5130000001,-;neighbour: arp_cache: neighbor table overflow!\n SUBSYSTEM=net\n", "6,1,0,-;x", ";", "1,2;x", "6,1,99999999999999999999,-;x"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		r, err := ParseKmsgRecord(b)
+		if err == nil && (r.Since < 0 || bytes.ContainsRune([]byte(r.Msg), '\n')) {
+			t.Fatalf("accepted %q as %+v", b, r)
+		}
+		_ = ClassifyKernelLine(r.Msg)
+	})
+}
+
+func FuzzScanKernelLogFile(f *testing.F) {
+	f.Add([]byte("Nov 23 kernel: INFO: task a:1 blocked for more than 120 seconds.\nneighbor table overflow\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		k, err := ScanKernelLogFile(bytes.NewReader(b), "f")
+		total := 0
+		for _, n := range k.Counts {
+			total += n
+		}
+		if err == nil && total > k.Lines {
+			t.Fatalf("%d classified lines of %d", total, k.Lines)
+		}
+	})
+}
+
+func FuzzParseMountinfo(f *testing.F) {
+	f.Add([]byte("36 35 98:0 /mnt1 /mnt/with\\040space rw,noatime master:1 - ext3 /dev/root rw,errors=continue\n"))
+	f.Add([]byte("40 27 0:50 / / rw - overlay overlay rw,upperdir=/u\n"))
+	f.Add([]byte("1 2 3 4 5 6 -\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		ms, err := ParseMountinfo(b)
+		if err == nil {
+			for _, m := range ms {
+				if m.FSType == "" {
+					t.Fatalf("mount without a type from %q", b)
+				}
+			}
+			_, _ = MountOf(ms, "/var/lib/kubelet")
+		}
+	})
+}
+
+func FuzzParseSmallFiles(f *testing.F) {
+	f.Add([]byte("0.52 0.58 0.59 1/467 12345\n"))
+	f.Add([]byte("MemTotal:       24683656 kB\nHugePages_Total:       0\n"))
+	f.Add([]byte("0-3,8,10-11\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if l, err := ParseLoadAvg(b); err == nil && (l.Load1 < 0 || l.Load5 < 0 || l.Load15 < 0) {
+			t.Fatalf("negative load from %q", b)
+		}
+		if m, err := ParseMeminfo(b); err == nil {
+			for k, v := range m {
+				if v < 0 {
+					t.Fatalf("%s = %d from %q", k, v, b)
+				}
+			}
+		}
+		if n, err := ParseCPUList(b); err == nil && n <= 0 {
+			t.Fatalf("%d CPUs from %q", n, b)
+		}
+		_ = ActiveScheduler(string(b))
+	})
+}

@@ -1,0 +1,197 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/kubeslow/kubeslow/internal/measure/disk"
+)
+
+// NodeHostOptions say where the node agent reads and what it probes. Host paths come from configurable
+// roots (node_exporter's --path.procfs/--path.sysfs/--path.rootfs) so tests read fixture trees.
+type NodeHostOptions struct {
+	// Proc and Sys are the host's procfs and sysfs (host-wide facts: processes, PSI, load, memory, disks).
+	Proc, Sys string
+	// Root is the host's root, for dev/kmsg and var/log (the kernel log).
+	Root string
+	// NetProc is the procfs whose net/ and sys/net/ describe the node's network namespace (the agent's
+	// own /proc in a host-network pod; the host's procfs would show its pid 1's namespace instead).
+	NetProc string
+	// KubeProxy is kube-proxy's metrics base URL ("" skips it).
+	KubeProxy string
+	// Dirs to describe and probe, by role ("kubelet", "runtime"): directories on the disks in question as
+	// the agent sees them (in the DaemonSet: an emptyDir, which lives under the kubelet's root dir, and
+	// the container's own writable layer, which lives under the runtime's).
+	Dirs map[string]string
+	// ProbeBytes is the size of each directory's sync-write probe (0: none), written in 2,300-byte
+	// writes each followed by fdatasync (etcd's fio recipe's shape, made short).
+	ProbeBytes int64
+	// Window is how long D-state processes are watched (sampled every Window/5).
+	Window time.Duration
+	// NodeName is recorded as given (the DaemonSet passes spec.nodeName).
+	NodeName string
+}
+
+// NodeHost is what the node agent reports of one node.
+type NodeHost struct {
+	Node string `json:"node,omitempty"`
+	// Net: interfaces, conntrack and the neighbour table against gc_thresh1/2/3, kube-proxy.
+	Net    *NodeNet   `json:"net"`
+	Kernel *KernelLog `json:"kernel_log,omitempty"`
+	DState *DState    `json:"d_state,omitempty"`
+	// PSI by resource ("cpu", "io", "memory"), absent where the kernel has none.
+	PSI   map[string]PSIPair `json:"psi,omitempty"`
+	Disks []BlockDev         `json:"disks,omitempty"`
+	Sync  []SyncProbe        `json:"sync,omitempty"`
+	CPUs  int                `json:"cpus"`
+	Load  *LoadAvg           `json:"load,omitempty"`
+	// MemTotal and MemAvailable in bytes.
+	MemTotal     int64 `json:"mem_total_bytes"`
+	MemAvailable int64 `json:"mem_available_bytes"`
+	// Unread says what could not be read and why (not an error: it is reported).
+	Unread       []string `json:"unread,omitempty"`
+	TookSeconds  float64  `json:"took_seconds"`
+	AgentVersion string   `json:"agent_version,omitempty"`
+}
+
+// PSIPair is one resource's pressure: the share of time some task (Some) or every non-idle task (Full)
+// stalled on it, averaged over 10 and 60 s, in percent.
+type PSIPair struct {
+	SomeAvg10 float64 `json:"some_avg10"`
+	SomeAvg60 float64 `json:"some_avg60"`
+	FullAvg10 float64 `json:"full_avg10"`
+	FullAvg60 float64 `json:"full_avg60"`
+}
+
+// SyncProbe is a short sequential write+fdatasync run in one role's directory.
+type SyncProbe struct {
+	Role  string  `json:"role"`
+	Dir   string  `json:"dir"`
+	Bytes int64   `json:"bytes"`
+	N     int     `json:"n"`
+	P50   float64 `json:"p50_seconds"`
+	P99   float64 `json:"p99_seconds"`
+	Max   float64 `json:"max_seconds"`
+}
+
+// SyncBlock is the probe's write size: etcd's fio recipe's (about one WAL entry).
+const SyncBlock = 2300
+
+// ReadNodeHost reads everything once (the D-state watch and the sync probes take their time, bounded by
+// Window and ProbeBytes). What cannot be read is listed in Unread.
+func ReadNodeHost(ctx context.Context, o NodeHostOptions) *NodeHost {
+	start := time.Now()
+	h := &NodeHost{Node: o.NodeName}
+	unread := func(what string, err error) { h.Unread = append(h.Unread, fmt.Sprintf("%s: %v", what, err)) }
+	h.Net = ReadNodeNet(ctx, NodeNetRoots{Proc: o.NetProc, Sys: o.Sys, KubeProxy: o.KubeProxy})
+	h.Unread = append(h.Unread, h.Net.Unread...)
+	h.Net.Unread = nil
+	if k, err := readKernelLog(o.Root, o.Proc); err != nil {
+		unread("kernel log", err)
+	} else {
+		h.Kernel = &k
+	}
+	for _, res := range []string{"cpu", "io", "memory"} {
+		b, err := os.ReadFile(filepath.Join(o.Proc, "pressure", res))
+		if err != nil {
+			unread("pressure "+res, err)
+			continue
+		}
+		some, full, err := disk.ParsePSI(b)
+		if err != nil {
+			unread("pressure "+res, err)
+			continue
+		}
+		if h.PSI == nil {
+			h.PSI = map[string]PSIPair{}
+		}
+		h.PSI[res] = PSIPair{SomeAvg10: some.Avg10, SomeAvg60: some.Avg60, FullAvg10: full.Avg10, FullAvg60: full.Avg60}
+	}
+	if b, err := os.ReadFile(filepath.Join(o.Sys, "devices/system/cpu/online")); err != nil {
+		unread("cpus", err)
+	} else if h.CPUs, err = ParseCPUList(b); err != nil {
+		unread("cpus", err)
+	}
+	if b, err := os.ReadFile(filepath.Join(o.Proc, "loadavg")); err != nil {
+		unread("load", err)
+	} else if l, err := ParseLoadAvg(b); err != nil {
+		unread("load", err)
+	} else {
+		h.Load = &l
+	}
+	if b, err := os.ReadFile(filepath.Join(o.Proc, "meminfo")); err != nil {
+		unread("memory", err)
+	} else if mi, err := ParseMeminfo(b); err != nil {
+		unread("memory", err)
+	} else {
+		h.MemTotal, h.MemAvailable = mi["MemTotal"], mi["MemAvailable"]
+	}
+	h.readDisks(ctx, o, unread)
+	window := o.Window
+	if window <= 0 {
+		window = time.Second
+	}
+	if d, err := SampleDState(ctx, o.Proc, 6, window/5); err != nil {
+		unread("D-state processes", err)
+	} else {
+		h.DState = d
+	}
+	h.TookSeconds = time.Since(start).Seconds()
+	return h
+}
+
+// readDisks describes each role's device and runs its sync probe.
+func (h *NodeHost) readDisks(ctx context.Context, o NodeHostOptions, unread func(string, error)) {
+	if len(o.Dirs) == 0 {
+		return
+	}
+	self, err := readMounts("/proc/self/mountinfo")
+	if err != nil {
+		unread("own mounts", err)
+	}
+	host, err := readMounts(filepath.Join(o.Proc, "1/mountinfo"))
+	if err != nil {
+		unread("host mounts", err)
+	}
+	for _, role := range []string{"kubelet", "runtime"} {
+		dir := o.Dirs[role]
+		if dir == "" {
+			continue
+		}
+		maj, mnr, fstype, err := DirDevice(dir, self, host)
+		if err != nil {
+			unread(role+" disk", err)
+			continue
+		}
+		var d BlockDev
+		if maj == 0 {
+			d = BlockDev{Dev: fmt.Sprintf("%d:%d", maj, mnr), Virtual: true}
+		} else if d, err = ReadBlockDev(o.Sys, maj, mnr); err != nil {
+			unread(role+" disk", err)
+			continue
+		}
+		d.Role, d.Dir, d.FSType = role, dir, fstype
+		h.Disks = append(h.Disks, d)
+		if o.ProbeBytes <= 0 {
+			continue
+		}
+		r, err := disk.RunSync(ctx, dir, disk.Recipe{Size: max(o.ProbeBytes, SyncBlock), BlockSize: SyncBlock})
+		if err != nil {
+			unread(role+" sync probe", err)
+			continue
+		}
+		s := r.Summary()
+		h.Sync = append(h.Sync, SyncProbe{Role: role, Dir: dir, Bytes: r.Bytes, N: s.N, P50: s.P50.Seconds(), P99: s.P99.Seconds(), Max: s.Max.Seconds()})
+	}
+}
+
+func readMounts(path string) ([]Mount, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return ParseMountinfo(b)
+}

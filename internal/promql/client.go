@@ -224,6 +224,30 @@ func (c *Client) Instant(ctx context.Context, q string, t time.Time) (model.Vect
 	return out, nil
 }
 
+// LabelValues returns the values of label among the series matching match in [start, end]: read from the
+// index, without loading samples (the cheap way to find which jobs expose a series).
+func (c *Client) LabelValues(ctx context.Context, label, match string, start, end time.Time) ([]string, error) {
+	q := fmt.Sprintf("label values of %s for %s", label, match)
+	var vals model.LabelValues
+	_, err := c.do(ctx, q, func(ctx context.Context) (model.Value, error) {
+		var err error
+		vals, _, _, err = c.api.LabelValues(ctx, label, []string{match}, start, end)
+		return nil, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := c.tooMany(q, len(vals)); err != nil {
+		return nil, err
+	}
+	out := make([]string, len(vals))
+	for i, v := range vals {
+		out[i] = string(v)
+	}
+	c.count(len(out))
+	return out, nil
+}
+
 // Range evaluates q over r and returns its matrix.
 func (c *Client) Range(ctx context.Context, q string, r v1.Range) (model.Matrix, error) {
 	v, err := c.do(ctx, q, func(ctx context.Context) (model.Value, error) {

@@ -21,7 +21,9 @@ const (
 	MinRate = time.Minute
 	// MinWindow and MaxWindow bound the window a run diagnoses.
 	MinWindow = time.Minute
-	MaxWindow = 7 * 24 * time.Hour
+	// The window's totals are increase() over the whole window, which loads every sample of the series read:
+	// a day bounds that (and Prometheus's own --query.max-samples refuses more, with a clear error).
+	MaxWindow = 24 * time.Hour
 )
 
 // Window is the past interval a run diagnoses, and how its profiles sample it.

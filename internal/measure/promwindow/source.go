@@ -94,7 +94,7 @@ func ParseJobs(values []string) (map[string]string, error) {
 }
 
 // Discover finds each role's job: the jobs exposing the role's signature series within the window, the one with
-// the most series first. It runs once per source.
+// the most series at the window's end first. It runs once per source.
 func (s *Source) Discover(ctx context.Context) error {
 	s.once.Do(func() {
 		s.targets = map[string]*Target{}
@@ -108,21 +108,33 @@ func (s *Source) Discover(ctx context.Context) error {
 			if t.Override != "" {
 				sel = withMatcher(sel, fmt.Sprintf("job=%q", t.Job))
 			}
-			v, err := s.Client.Instant(ctx, fmt.Sprintf("count by (job) (last_over_time(%s[%s]))", sel, promql.PromDuration(s.Window.Duration())), s.Window.To)
+			// The jobs exposing the signature in the window come from the index (no samples loaded); the series
+			// each has at the window's end rank them.
+			jobs, err := s.Client.LabelValues(ctx, "job", sel, s.Window.From, s.Window.To)
 			if err != nil {
 				s.discErr = err
 				return
 			}
-			sort.Slice(v, func(i, j int) bool {
-				if v[i].Value != v[j].Value {
-					return v[i].Value > v[j].Value
+			count := map[string]int{}
+			if len(jobs) > 0 {
+				v, err := s.Client.Instant(ctx, fmt.Sprintf("count by (job) (%s)", sel), s.Window.To)
+				if err != nil {
+					s.discErr = err
+					return
 				}
-				return v[i].Metric["job"] < v[j].Metric["job"]
+				for _, smp := range v {
+					count[string(smp.Metric["job"])] = int(smp.Value)
+				}
+			}
+			sort.Slice(jobs, func(i, j int) bool {
+				if count[jobs[i]] != count[jobs[j]] {
+					return count[jobs[i]] > count[jobs[j]]
+				}
+				return jobs[i] < jobs[j]
 			})
-			for i, smp := range v {
-				job := string(smp.Metric["job"])
+			for i, job := range jobs {
 				if i == 0 {
-					t.Series = int(smp.Value)
+					t.Series = count[job]
 					if t.Override == "" {
 						t.Job = job
 					}
@@ -130,7 +142,7 @@ func (s *Source) Discover(ctx context.Context) error {
 				}
 				t.Others = append(t.Others, job)
 			}
-			if t.Override != "" && len(v) == 0 {
+			if t.Override != "" && len(jobs) == 0 {
 				t.Job = "" // the job given does not expose the role's series in the window
 			}
 		}

@@ -2,7 +2,6 @@ package lab
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -45,11 +44,11 @@ func etcdDataDir(d Dirs, c *Config) string {
 // EtcdEndpoint is etcd's client URL as seen from the host.
 func EtcdEndpoint() string { return fmt.Sprintf("http://%s:%d", ControlPlaneIP, EtcdPort) }
 
-func apiserverArgs(d Dirs, c *Config, bin string) ([]string, error) {
-	policy := filepath.Join(d.ConfDir(), "audit-policy.yaml")
-	if err := os.WriteFile(policy, []byte(auditPolicy), 0o644); err != nil {
-		return nil, err
-	}
+// auditPolicyPath is the apiserver's --audit-policy-file (auditPolicy).
+func auditPolicyPath(d Dirs) string { return filepath.Join(d.ConfDir(), "audit-policy.yaml") }
+
+func apiserverArgs(d Dirs, c *Config, bin string) []string {
+	policy := auditPolicyPath(d)
 	p := func(n string) string { return filepath.Join(d.PKIDir(), n) }
 	args := []string{bin,
 		fmt.Sprintf("--etcd-servers=http://127.0.0.1:%d", EtcdPort),
@@ -66,7 +65,7 @@ func apiserverArgs(d Dirs, c *Config, bin string) ([]string, error) {
 		"--audit-policy-file=" + policy, "--audit-log-path=" + d.AuditLog(), "--audit-log-format=json",
 		"--audit-log-maxsize=200", "--audit-log-maxbackup=5", "--audit-log-compress=false",
 	}
-	return append(args, c.APIServerExtraArgs...), nil
+	return append(args, c.APIServerExtraArgs...)
 }
 
 func controllerManagerArgs(d Dirs, c *Config, bin string) []string {
@@ -89,7 +88,8 @@ func controllerManagerArgs(d Dirs, c *Config, bin string) []string {
 	return args
 }
 
-func schedulerArgs(d Dirs, c *Config, bin string) ([]string, error) {
+// schedulerConfig is kube-scheduler's KubeSchedulerConfiguration and where it goes.
+func schedulerConfig(d Dirs, c *Config) File {
 	kc := d.componentKubeconfig("scheduler")
 	var cc strings.Builder
 	fmt.Fprintf(&cc, "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\nleaderElection:\n  leaderElect: false\nclientConnection:\n  kubeconfig: %q\n", kc)
@@ -99,26 +99,22 @@ func schedulerArgs(d Dirs, c *Config, bin string) ([]string, error) {
 	if c.Scheduler.Burst > 0 {
 		fmt.Fprintf(&cc, "  burst: %d\n", c.Scheduler.Burst)
 	}
-	path := filepath.Join(d.ConfDir(), "scheduler.yaml")
-	if err := os.WriteFile(path, []byte(cc.String()), 0o644); err != nil {
-		return nil, err
-	}
-	return []string{bin, "--config=" + path,
-		"--authentication-kubeconfig=" + kc, "--authorization-kubeconfig=" + kc, "--bind-address=" + ControlPlaneIP}, nil
+	return File{Path: filepath.Join(d.ConfDir(), "scheduler.yaml"), Data: cc.String(), Mode: 0o644}
 }
 
-func kwokArgs(d Dirs, c *Config, bin string) ([]string, error) {
-	stages, err := kwokStages(c.Kwok)
-	if err != nil {
-		return nil, err
-	}
-	path := filepath.Join(d.ConfDir(), "kwok-stages.yaml")
-	if err := os.WriteFile(path, stages, 0o644); err != nil {
-		return nil, err
-	}
-	return []string{bin, "--config=" + path, "--kubeconfig=" + d.componentKubeconfig("kwok"),
+func schedulerArgs(d Dirs, c *Config, bin string) []string {
+	kc := d.componentKubeconfig("scheduler")
+	return []string{bin, "--config=" + schedulerConfig(d, c).Path,
+		"--authentication-kubeconfig=" + kc, "--authorization-kubeconfig=" + kc, "--bind-address=" + ControlPlaneIP}
+}
+
+// kwokStagesPath is kwok's --config (its stages, kwokStages).
+func kwokStagesPath(d Dirs) string { return filepath.Join(d.ConfDir(), "kwok-stages.yaml") }
+
+func kwokArgs(d Dirs, bin string) []string {
+	return []string{bin, "--config=" + kwokStagesPath(d), "--kubeconfig=" + d.componentKubeconfig("kwok"),
 		"--manage-all-nodes=false", "--manage-nodes-with-annotation-selector=" + KwokNodeAnnotation + "=" + kube.SimulatedNodeValue,
 		"--cidr=" + KwokPodCIDR, "--node-ip=" + ControlPlaneIP,
 		fmt.Sprintf("--node-lease-duration-seconds=%d", int(KwokNodeLeaseDuration.Seconds())),
-		fmt.Sprintf("--server-address=%s:%d", ControlPlaneIP, KwokPort)}, nil
+		fmt.Sprintf("--server-address=%s:%d", ControlPlaneIP, KwokPort)}
 }

@@ -3,7 +3,6 @@ package lab
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 
 	corev1 "k8s.io/api/core/v1"
@@ -57,19 +56,8 @@ func corefile(d Dirs, s DNSSettings) string {
 `, ControlPlaneIP, corednsHealthPort, corednsReadyPort, corednsMetricsPort, d.componentKubeconfig("coredns"), success, denial)
 }
 
-func corednsArgs(d Dirs, c *Config, bin string) ([]string, error) {
-	if err := ensureCert(d, certSpec{name: "coredns", cn: corednsUser}); err != nil {
-		return nil, err
-	}
-	if err := writeKubeconfig(d, d.componentKubeconfig("coredns"), "coredns"); err != nil {
-		return nil, err
-	}
-	path := filepath.Join(d.ConfDir(), "Corefile")
-	if err := os.WriteFile(path, []byte(corefile(d, c.DNS)), 0o644); err != nil {
-		return nil, err
-	}
-	return []string{bin, "-conf", path}, nil
-}
+// corefilePath is where CoreDNS's configuration (corefile) goes.
+func corefilePath(d Dirs) string { return filepath.Join(d.ConfDir(), "Corefile") }
 
 // ensureDNSObjects creates CoreDNS's RBAC, the kube-dns Service and its EndpointSlice.
 func ensureDNSObjects(ctx context.Context, c kubernetes.Interface) error {

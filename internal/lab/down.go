@@ -12,10 +12,6 @@ import (
 	"github.com/kubeslow/kubeslow/internal/lab/host"
 )
 
-// stopOrder stops consumers before what they depend on; components added by later lab features are
-// stopped first (they are not in this list and come before it).
-var stopOrder = []string{Kwok, KubeScheduler, KubeControllerMgr, KubeAPIServer, Etcd}
-
 // Down stops every process the lab started (by recorded PID), kills what is left in its cgroups, unmounts
 // what it mounted, deletes its network namespace and removes its state directory. It is safe on a lab that
 // is partly up, already down, or was never started. Errors are collected: one failure does not stop the rest
@@ -37,18 +33,11 @@ func Down(ctx context.Context, d Dirs, progress Progress) error {
 	for _, r := range recs {
 		byName[r.Name] = r
 	}
-	var order []string
+	var names []string
 	for _, r := range recs {
-		if !contains(stopOrder, r.Name) {
-			order = append(order, r.Name)
-		}
+		names = append(names, r.Name)
 	}
-	for _, n := range stopOrder {
-		if byName[n] != nil {
-			order = append(order, n)
-		}
-	}
-	for _, n := range order {
+	for _, n := range stopOrder(st, names) {
 		r := byName[n]
 		grace := 10 * time.Second
 		if n == KubeAPIServer {

@@ -12,7 +12,7 @@ import (
 // StartLabProcess starts a long-running helper process (a scenario's load) inside the lab namespace, recorded
 // like the components so that `lab down` stops it.
 func StartLabProcess(d Dirs, name string, argv []string) error {
-	_, err := d.procs().Start(name, NetNS, argv, componentEnv())
+	_, err := d.procs().Start(name, NetNS, argv, componentEnv([]string{sbinPath}))
 	return err
 }
 

@@ -1,10 +1,7 @@
 package lab
 
 import (
-	"context"
 	"fmt"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 )
@@ -65,36 +62,4 @@ func prometheusConfig(d Dirs, c *Config) string {
 		b.WriteString(job("lab-coredns", "http", "/metrics", cp(corednsMetricsPort), ""))
 	}
 	return b.String()
-}
-
-// upPrometheus starts node_exporter and Prometheus (Debian's binaries) and waits until both answer.
-func upPrometheus(ctx context.Context, d Dirs, c *Config, st *State, step func(string, ...any)) error {
-	bins := map[string]string{}
-	for comp, name := range map[string]string{PrometheusComponent: "prometheus", NodeExporterComponent: "prometheus-node-exporter"} {
-		path, err := exec.LookPath(name)
-		if err != nil {
-			return fmt.Errorf("--prometheus needs Debian's %s (hack/deps.sh installs it): %w", name, err)
-		}
-		bins[comp] = path
-		st.Binaries[comp] = path
-	}
-	if err := os.MkdirAll(filepath.Join(d.PrometheusDir(), "data"), 0o700); err != nil {
-		return err
-	}
-	cfg := filepath.Join(d.PrometheusDir(), "prometheus.yml")
-	if err := os.WriteFile(cfg, []byte(prometheusConfig(d, c)), 0o600); err != nil {
-		return err
-	}
-	exporter := fmt.Sprintf("%s:%d", ControlPlaneIP, NodeExporterPort)
-	if err := startAndWait(ctx, d, NodeExporterComponent, []string{bins[NodeExporterComponent], "--web.listen-address=" + exporter},
-		step, httpOK("http://"+exporter+"/metrics")); err != nil {
-		return err
-	}
-	args := []string{bins[PrometheusComponent], "--config.file=" + cfg, "--storage.tsdb.path=" + filepath.Join(d.PrometheusDir(), "data"),
-		fmt.Sprintf("--web.listen-address=%s:%d", ControlPlaneIP, PrometheusPort), "--storage.tsdb.retention.time=2d", "--log.level=warn"}
-	if err := startAndWait(ctx, d, PrometheusComponent, args, step, httpOK(PrometheusURL()+"/-/ready")); err != nil {
-		return err
-	}
-	step("prometheus at %s scraping every %s", PrometheusURL(), PrometheusScrapeInterval)
-	return d.saveState(st)
 }

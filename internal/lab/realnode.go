@@ -33,7 +33,7 @@ func (n realNode) sock(d Dirs) string {
 }
 
 // cgroupRoot is the kubelet's --cgroup-root: under the lab's own cgroup, so teardown finds every container.
-func (n realNode) cgroupRoot() string { return "/kubeslow-lab/pods-" + n.name() }
+func (n realNode) cgroupRoot() string { return "/" + host.CgroupParent + "/pods-" + n.name() }
 
 // RealNodeName is the name of the i-th real node.
 func RealNodeName(i int) string { return realNode{i}.name() }
@@ -199,8 +199,9 @@ conntrack: {maxPerCore: 0}
 `, d.componentKubeconfig("kube-proxy"), PodCIDR, n.name(), n.ip())
 }
 
-// nodeFiles writes a node's configuration files and certificates.
-func nodeFiles(d Dirs, c *Config, n realNode) error {
+// nodeFiles makes a node's directories, certificates and kubeconfigs (its configuration files belong to its
+// components: see realNodeSteps).
+func nodeFiles(d Dirs, n realNode) error {
 	for _, sub := range []string{"containerd", "cni/net.d", "cni/ipam", "kubelet", "pod-logs"} {
 		if err := os.MkdirAll(filepath.Join(n.dir(d), sub), 0o755); err != nil {
 			return err
@@ -218,20 +219,5 @@ func nodeFiles(d Dirs, c *Config, n realNode) error {
 	if err := writeKubeconfig(d, d.componentKubeconfig(n.name()), n.name()); err != nil {
 		return err
 	}
-	if err := writeKubeconfig(d, d.componentKubeconfig("kube-proxy"), "kube-proxy"); err != nil {
-		return err
-	}
-	files := map[string]string{
-		filepath.Join(n.dir(d), "containerd", "config.toml"): containerdConfig(d, n),
-		filepath.Join(n.dir(d), "cni", "template.conflist"):  cniTemplate(d, n),
-		filepath.Join(n.dir(d), "kubelet-config.yaml"):       kubeletConfig(d, c, n),
-		filepath.Join(n.dir(d), "kube-proxy.yaml"):           kubeProxyConfig(d, n),
-		filepath.Join(n.dir(d), "resolv.conf"):               "nameserver " + ClusterDNSIP + "\n", // pods with dnsPolicy Default never see the host's resolver
-	}
-	for path, content := range files {
-		if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
-			return err
-		}
-	}
-	return nil
+	return writeKubeconfig(d, d.componentKubeconfig("kube-proxy"), "kube-proxy")
 }

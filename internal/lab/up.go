@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"os/exec"
 	"reflect"
 	"strconv"
 	"time"
@@ -19,8 +20,10 @@ import (
 	"github.com/kubeslow/kubeslow/internal/lab/host"
 )
 
-// Up starts the lab (or completes a partly started one) and waits until it is ready: control plane healthy,
-// the default ServiceAccount present, and every kwok node Ready. It is safe to run twice.
+// Up starts the lab (or completes a partly started one) and waits until it is ready: it walks the lab's plan
+// (NewPlan) forward, starting each component and waiting for its health check and what follows it — control
+// plane healthy, the default ServiceAccount present, every kwok node Ready, real nodes Ready and routed. It is
+// safe to run twice.
 func Up(ctx context.Context, d Dirs, c Config, progress Progress) (*State, error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
@@ -52,6 +55,19 @@ func Up(ctx context.Context, d Dirs, c Config, progress Progress) (*State, error
 		st.Binaries[comp] = p
 		st.Versions[comp] = man.Components[comp].Version
 	}
+	if c.Prometheus {
+		for comp, name := range map[string]string{PrometheusComponent: "prometheus", NodeExporterComponent: "prometheus-node-exporter"} {
+			path, err := exec.LookPath(name)
+			if err != nil {
+				return nil, fmt.Errorf("--prometheus needs Debian's %s (hack/deps.sh installs it): %w", name, err)
+			}
+			st.Binaries[comp] = path
+		}
+	}
+	plan, err := NewPlan(d, c, st.Binaries)
+	if err != nil {
+		return nil, err
+	}
 	for _, dir := range []string{d.State, d.PKIDir(), d.LogDir(), d.ProcDir(), d.ConfDir(), d.EtcdDir()} {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return nil, err
@@ -67,95 +83,19 @@ func Up(ctx context.Context, d Dirs, c Config, progress Progress) (*State, error
 	if err := d.saveState(st); err != nil {
 		return nil, err
 	}
-
-	if err := setupNetwork(ctx); err != nil {
-		return nil, fmt.Errorf("network: %w", err)
-	}
-	step("network namespace %s ready (control plane %s, host link %s)", NetNS, ControlPlaneIP, HostLinkIP)
-	if err := ensurePKI(d); err != nil {
-		return nil, fmt.Errorf("pki: %w", err)
-	}
-	if err := ensureKubeconfigs(d); err != nil {
-		return nil, fmt.Errorf("kubeconfigs: %w", err)
-	}
-	step("PKI and kubeconfigs in %s", d.PKIDir())
-
-	if err := mountEtcdStorage(ctx, d, &c, st); err != nil {
-		return nil, fmt.Errorf("etcd storage: %w", err)
-	}
-	if c.EtcdWriteIOPS > 0 {
-		if err := host.ThrottleWrites(host.ProcessCgroup("blkio", Etcd), d.EtcdDir(), c.EtcdWriteIOPS); err != nil {
-			return nil, err
-		}
-		step("etcd writes throttled to %d IOPS on its device (blkio cgroup)", c.EtcdWriteIOPS)
-	}
-	if err := startAndWait(ctx, d, Etcd, etcdArgs(d, &c, st.Binaries[Etcd]), step, httpOK(EtcdEndpoint()+"/health")); err != nil {
-		return nil, err
-	}
-	args, err := apiserverArgs(d, &c, st.Binaries[KubeAPIServer])
-	if err != nil {
-		return nil, err
-	}
 	client, err := AdminClient(d)
 	if err != nil {
 		return nil, err
 	}
-	if err := startAndWait(ctx, d, KubeAPIServer, args, step, readyz(client)); err != nil {
+	if err := plan.run(ctx, &upRun{d: d, c: &c, st: st, client: client, step: step}); err != nil {
 		return nil, err
-	}
-	if err := startAndWait(ctx, d, KubeControllerMgr, controllerManagerArgs(d, &c, st.Binaries[KubeControllerMgr]), step,
-		httpOK(fmt.Sprintf("https://%s:10257/healthz", ControlPlaneIP))); err != nil {
-		return nil, err
-	}
-	args, err = schedulerArgs(d, &c, st.Binaries[KubeScheduler])
-	if err != nil {
-		return nil, err
-	}
-	if err := startAndWait(ctx, d, KubeScheduler, args, step, httpOK(fmt.Sprintf("https://%s:10259/readyz", ControlPlaneIP))); err != nil {
-		return nil, err
-	}
-	if err := waitDefaultServiceAccount(ctx, client); err != nil {
-		return nil, err
-	}
-	step("default ServiceAccount present: control plane up")
-
-	if args, err = kwokArgs(d, &c, st.Binaries[Kwok]); err != nil {
-		return nil, err
-	}
-	if err := startAndWait(ctx, d, Kwok, args, step, httpOK(fmt.Sprintf("http://%s:%d/healthz", ControlPlaneIP, KwokPort))); err != nil {
-		return nil, err
-	}
-	if c.Nodes > 0 {
-		if err := ensureKwokNodes(ctx, client, c.Nodes); err != nil {
-			return nil, err
-		}
-		step("%d kwok nodes created; waiting for Ready", c.Nodes)
-		if err := waitNodesReady(ctx, client, KwokNodeLabel+"="+KwokNodeLabelValue, c.Nodes); err != nil {
-			return nil, err
-		}
-		step("%d kwok nodes Ready", c.Nodes)
-	}
-	if c.RealNodes > 0 {
-		if err := upRealNodes(ctx, d, &c, st, client, step); err != nil {
-			return nil, err
-		}
-	}
-	if c.Prometheus {
-		if err := upPrometheus(ctx, d, &c, st, step); err != nil {
-			return nil, err
-		}
 	}
 	step("lab up: kubeconfig %s, audit log %s", d.AdminKubeconfig(), d.AuditLog())
 	return st, nil
 }
 
-// startAndWait starts a component (unless it runs) and waits for its health check, failing fast if the
-// process dies meanwhile.
-func startAndWait(ctx context.Context, d Dirs, name string, argv []string, step func(string, ...any), healthy func(context.Context) bool) error {
-	return startInAndWait(ctx, d, name, NetNS, argv, os.Environ(), step, healthy)
-}
-
-// startInAndWait is startAndWait in network namespace ns with environment env.
+// startInAndWait starts a component in network namespace ns with environment env (unless it runs) and waits
+// for its health check, failing fast if the process dies meanwhile.
 func startInAndWait(ctx context.Context, d Dirs, name, ns string, argv, env []string, step func(string, ...any), healthy func(context.Context) bool) error {
 	rec, err := d.procs().Start(name, ns, argv, env)
 	if err != nil {

@@ -82,6 +82,7 @@ type upFlags struct {
 	registryLatency    time.Duration
 	prometheus         bool
 	scenario           string
+	dryRun             bool
 }
 
 func (f *upFlags) config() (lab.Config, error) {
@@ -126,6 +127,19 @@ func newUp(streams common.IOStreams) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if f.dryRun {
+				plan, err := scenario.Plan(d, c, sc)
+				if err != nil {
+					return err
+				}
+				if _, err := fmt.Fprint(streams.Out, plan.Render()); err != nil {
+					return err
+				}
+				if sc.Start != nil {
+					_, err = fmt.Fprintf(streams.Out, "\nthen the scenario %s starts its load: %s\n", sc.Name, sc.Description)
+				}
+				return err
+			}
 			if _, err := scenario.Up(common.Context(cmd), d, c, sc, progress(streams)); err != nil {
 				return fmt.Errorf("%w\n(the lab may be partly up: `kubeslow lab status` shows it, `kubeslow lab down` removes it)", err)
 			}
@@ -134,6 +148,7 @@ func newUp(streams common.IOStreams) *cobra.Command {
 		},
 	}
 	fl := cmd.Flags()
+	fl.BoolVar(&f.dryRun, "dry-run", false, "print the lab's plan (every step and component: argv, namespace, files, health check, what it waits for) and start nothing")
 	fl.StringVar(&f.scenario, "scenario", "healthy", "fault scenario to reproduce (see `kubeslow lab scenarios`)")
 	fl.IntVar(&f.nodes, "nodes", 10, fmt.Sprintf("number of simulated (kwok) nodes, 0..%d", lab.MaxKwokNodes))
 	fl.StringVar(&f.etcd, "etcd-storage", "tmpfs", "etcd data: tmpfs, loop (a loop device the lab makes), dir:/path, or device:/dev/name (a block device with a filesystem)")

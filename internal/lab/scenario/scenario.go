@@ -100,6 +100,16 @@ func Get(name string) (Scenario, error) {
 	return Scenario{}, fmt.Errorf("unknown scenario %q (known: %s)", name, strings.Join(names, ", "))
 }
 
+// Plan is the plan of the lab the scenario starts (lab.NewPlan of its configuration), for `lab up --dry-run`.
+func Plan(d lab.Dirs, c lab.Config, s Scenario) (*lab.Plan, error) {
+	s.Configure(&c)
+	c.Scenario = s.Name
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	return lab.NewPlan(d, c, lab.PlannedBinaries(d, c))
+}
+
 // Up applies the scenario to c, starts the lab and then the scenario's load.
 func Up(ctx context.Context, d lab.Dirs, c lab.Config, s Scenario, progress lab.Progress) (*lab.State, error) {
 	s.Configure(&c)

@@ -12,7 +12,7 @@ import (
 	"github.com/kubeslow/kubeslow/internal/lab/host"
 )
 
-// Down stops every process the lab started (by recorded PID), kills what is left in its cgroups, unmounts
+// Down stops every process the lab started (by recorded PID; the plan's components in reverse, see stopOrder), kills what is left in its cgroups, unmounts
 // what it mounted, deletes its network namespace and removes its state directory. It is safe on a lab that
 // is partly up, already down, or was never started. Errors are collected: one failure does not stop the rest
 // of the teardown.

@@ -17,6 +17,8 @@ import (
 	"github.com/kubeslow/kubeslow/internal/agent"
 	"github.com/kubeslow/kubeslow/internal/auditlog"
 	"github.com/kubeslow/kubeslow/internal/measure/apislo"
+	"github.com/kubeslow/kubeslow/internal/measure/churn"
+	"github.com/kubeslow/kubeslow/internal/measure/churn/churntest"
 	"github.com/kubeslow/kubeslow/internal/measure/disk"
 	"github.com/kubeslow/kubeslow/internal/measure/dnsready"
 	"github.com/kubeslow/kubeslow/internal/measure/etcdhealth"
@@ -339,6 +341,10 @@ func diskRun(p99 time.Duration) result.Result {
 	return disk.BenchResult("/var/lib/etcd", disk.SyncSummary{P50: p99 / 4, P99: p99, Max: 2 * p99, IOPS: 400, N: 10029}, t0, t0.Add(time.Minute))
 }
 
+func churnRun(m churntest.Model) func(*testing.T) *result.Report {
+	return func(*testing.T) *result.Report { return report(nil, churn.Analyze(m.Input())) }
+}
+
 // ruleCase is one rule's firing and clear fixtures.
 type ruleCase struct {
 	fire, clear func(t *testing.T) *result.Report
@@ -434,6 +440,10 @@ func ruleCases() map[string]ruleCase {
 		"KS-AUDIT-LIST":     {audit(1500, 0), audit(40, 0)}, // a dominant client, and one too slow to matter
 		"KS-AUDIT-409":      {audit(0, 800), audit(0, 30)},  // a storm, and a few conflicts
 		"KS-DISK-SYNC":      {one(func(*testing.T) result.Result { return diskRun(16 * time.Millisecond) }), one(func(*testing.T) result.Result { return diskRun(2 * time.Millisecond) })},
+		// Churn: the synthetic mechanisms of churntest through churn.Analyze (churn_rules_test.go runs them all).
+		"KS-CHURN-DISK-KNEE": {churnRun(churntest.Credits), churnRun(churntest.ControlPlane)},     // a knee the disk shared, and one it did not
+		"KS-CHURN-KNEE":      {churnRun(churntest.ControlPlane), churnRun(churntest.Credits)},     // the other way round
+		"KS-CHURN-DISK-SLOW": {churnRun(churntest.SteadySlowDisk), churnRun(churntest.Neighbour)}, // steady slow, and a sudden slowdown
 	}
 }
 

@@ -44,6 +44,8 @@ type Config struct {
 	Registry RegistrySettings `json:"registry"`
 	// Prometheus runs Debian's Prometheus and node_exporter scraping the lab's components (PrometheusURL).
 	Prometheus bool `json:"prometheus,omitempty"`
+	// NodeDisk puts real node 1's directory on a loop device (disk scenarios).
+	NodeDisk NodeDiskSettings `json:"nodeDisk,omitzero"`
 }
 
 // ImagePullSettings are kubelet's serializeImagePulls and maxParallelImagePulls.

@@ -73,6 +73,7 @@ func Down(ctx context.Context, d Dirs, progress Progress) error {
 	if err := host.UnmountAll(ctx, d.State); err != nil {
 		errs = append(errs, fmt.Errorf("unmounting: %w", err))
 	}
+	errs = append(errs, detachNodeDisk(ctx, d, progress)...)
 	for _, dev := range host.LoopDevicesOf(etcdDiskImage(d)) {
 		if _, err := host.Run(ctx, host.Short, "losetup", "-d", dev); err != nil {
 			errs = append(errs, err)

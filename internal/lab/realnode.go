@@ -221,3 +221,7 @@ func nodeFiles(d Dirs, n realNode) error {
 	}
 	return writeKubeconfig(d, d.componentKubeconfig("kube-proxy"), "kube-proxy")
 }
+
+// RealNodeDir is the i-th real node's directory on this machine: its containerd root and state, kubelet root,
+// CNI files and pod logs (the runtime's disk as the node sees it).
+func RealNodeDir(d Dirs, i int) string { return realNode{i}.dir(d) }

@@ -167,6 +167,11 @@ func realNodeSteps(d Dirs, c *Config, bin func(string) string) ([]Step, error) {
 		in := func(name string, argv []string, health Check, files ...File) *Component {
 			return &Component{Name: n.proc(name), Namespace: n.netns(), Argv: argv, Env: []string{sbinPath}, Health: health, Files: files}
 		}
+		if c.NodeDisk.Loop && i == 1 {
+			steps = append(steps, Step{Name: n.name() + "-disk", What: fmt.Sprintf("%s on an ext4 filesystem on a loop device backed by %s (%d MiB)",
+				n.dir(d), nodeDiskImage(d), max(c.NodeDisk.SizeBytes, 0)>>20),
+				Do: func(ctx context.Context, u *upRun) error { return mountNodeDisk(ctx, u.d, c, n) }})
+		}
 		steps = append(steps,
 			Step{Name: n.name(), What: fmt.Sprintf("network namespace %s with eth0 %s/%d on the lab bridge (port %s), default route via %s; "+
 				"its certificates, kubeconfigs and directories under %s; cgroup %s in every hierarchy",

@@ -106,6 +106,11 @@ func (s Spec) template() corev1.PodTemplateSpec {
 	}
 }
 
+// Pod is one pod of the workload, named name.
+func (s Spec) Pod(name string) *corev1.Pod {
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: s.Namespace, Labels: s.Labels()}, Spec: s.template().Spec}
+}
+
 func (s Spec) validate() error {
 	if s.Count <= 0 || s.Name == "" || s.Namespace == "" || s.RunID == "" || s.Image == "" {
 		return errors.New("workload: count, name, namespace, run id and image are required")
@@ -159,8 +164,7 @@ func runPods(ctx context.Context, c kubernetes.Interface, clk clock.PassiveClock
 			for i := range jobs {
 				cr := &out.Creates[i]
 				cr.Sent = clk.Now()
-				p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: cr.Name, Namespace: s.Namespace, Labels: s.Labels()}, Spec: s.template().Spec}
-				_, err := c.CoreV1().Pods(s.Namespace).Create(ctx, p, metav1.CreateOptions{})
+				_, err := c.CoreV1().Pods(s.Namespace).Create(ctx, s.Pod(cr.Name), metav1.CreateOptions{})
 				cr.Done = clk.Now()
 				if err != nil {
 					cr.Err = err.Error()

@@ -74,10 +74,33 @@ func All() []Scenario {
 				c.RealNodes = max(c.RealNodes, 1)
 				c.DNS.DenialTTL = lab.Duration{Duration: 20 * time.Second}
 			}, Expect: []string{"KS-DNS-LAG", "KS-DNS-BACKOFF"}},
+		{Name: "burst-credits", Case: "C", Description: fmt.Sprintf("lab-node-1's containerd and kubelet directories on a loop device metered like a gp2 volume, scaled down: "+
+			"up to %d IOPS while a bucket of %d I/O credits lasts, then %d IOPS (the refill rate) until a tenth of it is back", BurstIOPS, BurstCredits, BaselineIOPS),
+			Configure: func(c *lab.Config) {
+				c.RealNodes = max(c.RealNodes, 1)
+				c.NodeDisk = lab.NodeDiskSettings{Loop: true, SizeBytes: 2 << 30}
+			},
+			Start: func(ctx context.Context, d lab.Dirs, c *lab.Config, progress lab.Progress) error {
+				dev := lab.NodeDiskDevice(d)
+				if dev == "" {
+					return fmt.Errorf("lab-node-1 has no loop device")
+				}
+				return lab.StartLabProcess(d, lab.CreditProcess, []string{c.AgentBinary, "lab", "credits", "--device", dev,
+					"--capacity", fmt.Sprint(BurstCredits), "--baseline-iops", fmt.Sprint(BaselineIOPS), "--burst-iops", fmt.Sprint(BurstIOPS), "--duration", "30m"})
+			}, Expect: []string{"KS-CHURN-DISK-KNEE"}},
 		{Name: "slow-etcd-disk", Case: "B", Description: "etcd on a loop device whose writes the blkio cgroup throttles to 30 IOPS: WAL fsync takes tens of ms",
 			Configure: func(c *lab.Config) { c.Etcd = lab.EtcdStorage{Kind: "loop"}; c.EtcdWriteIOPS = 30 }, Expect: []string{"KS-ETCD-FSYNC"}},
 	}
 }
+
+// The burst-credits scenario's bucket: gp2's model (burst 3,000 IOPS, a baseline of 3 IOPS/GiB refilling a
+// bucket of 5.4 M credits) scaled down so that a churn of pods one after another spends it within a few
+// minutes.
+const (
+	BurstIOPS    = 3000
+	BurstCredits = 20000
+	BaselineIOPS = 20
+)
 
 // The storms' distinctive user agents, which the audit analysis must name.
 const (

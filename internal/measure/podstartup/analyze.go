@@ -397,3 +397,10 @@ func cl2(add func(string, string, float64, map[string]string), ts []Timeline) {
 		}
 	}
 }
+
+// PhasesOf returns the phase durations (seconds, by the names in Phases) and the start-up SLI of a pod that
+// was seen Running; false otherwise.
+func PhasesOf(t Timeline) (map[string]float64, float64, bool) {
+	p, ok := phasesOf(t)
+	return p.phase, p.sli, ok
+}

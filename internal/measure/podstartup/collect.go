@@ -233,3 +233,14 @@ func (c *Collector) event(e *corev1.Event) {
 		t.LastEvent = e.Reason + ": " + strings.TrimSpace(e.Message)
 	}
 }
+
+// Timeline returns one pod's timeline so far.
+func (c *Collector) Timeline(name string) (Timeline, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t, ok := c.pods[name]
+	if !ok {
+		return Timeline{}, false
+	}
+	return *t, true
+}

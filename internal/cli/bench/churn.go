@@ -1,0 +1,86 @@
+package bench
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kubeslow/kubeslow/internal/check"
+	"github.com/kubeslow/kubeslow/internal/cli/common"
+	"github.com/kubeslow/kubeslow/internal/lab"
+	"github.com/kubeslow/kubeslow/internal/measure/churn"
+	"github.com/kubeslow/kubeslow/internal/measure/podstartup"
+)
+
+func newChurn(streams common.IOStreams) *cobra.Command {
+	var cf common.ClusterFlags
+	var out common.OutputFlag
+	var diskDirs []string
+	o := churn.Options{}
+	cmd := &cobra.Command{
+		Use:   "churn",
+		Short: "Start and delete pods on chosen nodes for a count or a duration; start latency over time, the nodes' disks alongside, and the change point named",
+		Long: `churn starts one pod (one container, the pause image), waits until it runs, deletes it and waits until it is
+gone, again and again on --nodes (default: every Ready node that is not simulated), --concurrency at a time,
+until --count pods or --duration, whichever comes first. Each start is timed by phase (the pod start-up
+timeline of bench pods). Alongside, every --sample-interval, the runtime's disk of each node is sampled:
+one write+fdatasync, IOPS and throughput from /proc/diskstats, I/O pressure (PSI) and the tasks in D state —
+on the lab in-process (its nodes share this machine), elsewhere from --disk-dir NODE=DIR when kubeslow runs
+on that node. Then the change point of start latency over the run (PELT, MBIC penalty) and what the disk did
+at that moment: a disk that ran out of burst credits or hit a throttle is named with its fix; a steady slow
+disk is told apart from a sudden slowdown (case C).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := out.Validate(); err != nil {
+				return err
+			}
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			o.DiskDirs = map[string]string{}
+			if cf.Lab {
+				d, err := lab.DefaultDirs()
+				if err != nil {
+					return err
+				}
+				for i := 1; i <= lab.MaxRealNodes; i++ {
+					if dir := lab.RealNodeDir(d, i); isDir(dir) {
+						o.DiskDirs[lab.RealNodeName(i)] = dir
+					}
+				}
+			}
+			for _, nd := range diskDirs {
+				node, dir, ok := strings.Cut(nd, "=")
+				if !ok || node == "" || !isDir(dir) {
+					return fmt.Errorf("--disk-dir %q: want NODE=DIR with an existing directory", nd)
+				}
+				o.DiskDirs[node] = dir
+			}
+			// The client must not throttle the loop (a few requests per iteration, polling deletion).
+			cf.QPS += float32(20 * o.Concurrency)
+			cf.Burst += 20 * o.Concurrency
+			rep, err := runBenchmark(common.Context(cmd), streams, &cf, churn.New(o, streams.Progressf), check.ChurnRules())
+			return finish(streams, &out, rep, err)
+		},
+	}
+	cf.Add(cmd)
+	out.Add(cmd)
+	fl := cmd.Flags()
+	fl.StringSliceVar(&o.Nodes, "nodes", nil, "nodes to start pods on, in turn (default: every Ready node that is not simulated)")
+	fl.IntVar(&o.Count, "count", 500, fmt.Sprintf("pods to start at most (1..%d)", churn.MaxCount))
+	fl.DurationVar(&o.Duration, "duration", 15*time.Minute, fmt.Sprintf("run at most this long (up to %s)", churn.MaxDuration))
+	fl.IntVar(&o.Concurrency, "concurrency", 1, fmt.Sprintf("pods in flight at once (1..%d; 1 is one after another, as `docker run` in a loop)", churn.MaxConcurrency))
+	fl.StringVar(&o.Image, "image", "", "container image (default: the lab's pause image on the lab, "+podstartup.ClusterImage+" elsewhere)")
+	fl.DurationVar(&o.PodTimeout, "pod-timeout", 3*time.Minute, "give up on one pod's start, or its deletion, after this long")
+	fl.DurationVar(&o.SampleInterval, "sample-interval", time.Second, "disk sampling period")
+	fl.StringSliceVar(&diskDirs, "disk-dir", nil, "NODE=DIR: sample NODE's runtime disk through DIR on this machine (repeatable; automatic on the lab)")
+	return cmd
+}
+
+func isDir(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && st.IsDir()
+}

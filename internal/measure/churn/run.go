@@ -1,0 +1,347 @@
+package churn
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/utils/ptr"
+
+	"github.com/kubeslow/kubeslow/internal/measure"
+	"github.com/kubeslow/kubeslow/internal/measure/disk"
+	"github.com/kubeslow/kubeslow/internal/measure/podstartup"
+	"github.com/kubeslow/kubeslow/internal/stats"
+	"github.com/kubeslow/kubeslow/internal/workload"
+	"github.com/kubeslow/kubeslow/pkg/result"
+)
+
+// Limits on a run: both a count and a duration bound it.
+const (
+	MaxCount       = 100000
+	MaxDuration    = 24 * time.Hour
+	MaxConcurrency = 20
+)
+
+// Options configure a churn run.
+type Options struct {
+	// Nodes are the nodes to start pods on, in turn; empty: every Ready node that is not simulated.
+	Nodes []string
+	// Count and Duration bound the run: it stops at whichever comes first.
+	Count    int
+	Duration time.Duration
+	// Concurrency is how many pods are in flight at once (1: strictly one after another, as `docker run` in a
+	// loop).
+	Concurrency int
+	Image       string
+	// PodTimeout bounds one pod's start and one pod's deletion.
+	PodTimeout time.Duration
+	// DiskDirs maps a node to a directory on its container runtime's disk as this process sees it, for
+	// sampling in-process (the lab's nodes share this machine's kernel). Nodes without one are not sampled.
+	DiskDirs map[string]string
+	// SampleInterval is the disk sampling period (default 1 s).
+	SampleInterval time.Duration
+}
+
+// Validate checks the bounds.
+func (o Options) Validate() error {
+	if o.Count < 1 || o.Count > MaxCount {
+		return fmt.Errorf("--count %d: want 1..%d", o.Count, MaxCount)
+	}
+	if o.Duration <= 0 || o.Duration > MaxDuration {
+		return fmt.Errorf("--duration %s: want (0, %s]", o.Duration, MaxDuration)
+	}
+	if o.Concurrency < 1 || o.Concurrency > MaxConcurrency {
+		return fmt.Errorf("--concurrency %d: want 1..%d", o.Concurrency, MaxConcurrency)
+	}
+	if o.PodTimeout <= 0 || o.PodTimeout > time.Hour {
+		return fmt.Errorf("--pod-timeout %s: want (0, 1h]", o.PodTimeout)
+	}
+	return nil
+}
+
+// Measurement is the churn benchmark.
+type Measurement struct {
+	Opts Options
+	// Progress receives a line now and then (iteration, rate, latency); nil for none.
+	Progress func(format string, args ...any)
+}
+
+// New returns the measurement.
+func New(o Options, progress func(string, ...any)) *Measurement {
+	return &Measurement{Opts: o, Progress: progress}
+}
+
+// Name implements measure.Measurement.
+func (*Measurement) Name() string { return Name }
+
+// Kind marks it as a benchmark.
+func (*Measurement) Kind() measure.Kind { return measure.Benchmark }
+
+// Description implements measure.Measurement.
+func (m *Measurement) Description() string {
+	return fmt.Sprintf("pod churn: up to %d pods started and deleted (%d at a time, at most %s), start latency and the nodes' disks over time",
+		m.Opts.Count, m.Opts.Concurrency, m.Opts.Duration)
+}
+
+// Run starts and deletes pods until the count or the duration is reached, sampling the disks meanwhile.
+func (m *Measurement) Run(ctx context.Context, env *measure.Env) (result.Result, error) {
+	o := m.Opts
+	if err := o.Validate(); err != nil {
+		return result.Result{}, err
+	}
+	nodes, err := m.nodes(ctx, env)
+	if err != nil {
+		return result.Result{}, err
+	}
+	spec := workload.Spec{Kind: workload.Pods, Name: "churn", Namespace: env.Namespace, RunID: env.RunID, Image: o.Image, PullPolicy: corev1.PullIfNotPresent}
+	if spec.Image == "" {
+		spec.Image = podstartup.ClusterImage
+		if env.Lab != nil {
+			spec.Image = podstartup.LabImage
+		}
+	}
+	col := podstartup.NewCollector(env.Client, env.Namespace, spec.Selector(), env.Clock, 0)
+	if err := col.Start(ctx); err != nil {
+		return result.Result{}, fmt.Errorf("watching pods: %w", err)
+	}
+	defer col.Stop()
+
+	runCtx, cancel := context.WithTimeout(ctx, o.Duration)
+	defer cancel()
+	// The disk samplers run until the last pod is gone.
+	sampleCtx, stopSampling := context.WithCancel(ctx)
+	disks, sampled := m.startSamplers(sampleCtx, nodes)
+
+	// Pods waiting to be seen Running, woken by the collector.
+	w := newWaiter(col)
+	go w.run(sampleCtx)
+
+	var mu sync.Mutex
+	var its []Iteration
+	next := 0
+	start := env.Clock.Now()
+	var wg sync.WaitGroup
+	for worker := 0; worker < o.Concurrency; worker++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				mu.Lock()
+				if next >= o.Count || runCtx.Err() != nil {
+					mu.Unlock()
+					return
+				}
+				i := next
+				next++
+				mu.Unlock()
+				it := m.iterate(runCtx, ctx, env, w, spec, i, nodes[i%len(nodes)])
+				mu.Lock()
+				its = append(its, it)
+				done := len(its)
+				if m.Progress != nil && (done%10 == 0 || done == o.Count) {
+					m.Progress("%s", progressLine(its, done, env.Clock.Since(start)))
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	stopSampling()
+	sampled.Wait()
+	in := Input{Iterations: its}
+	for _, d := range disks {
+		in.Disks = append(in.Disks, *d)
+	}
+	res := Analyze(in)
+	res.Start, res.End = start, env.Clock.Now()
+	if errors.Is(ctx.Err(), context.Canceled) {
+		return res, ctx.Err()
+	}
+	return res, nil
+}
+
+// nodes are the chosen nodes, or every Ready real node.
+func (m *Measurement) nodes(ctx context.Context, env *measure.Env) ([]string, error) {
+	if len(m.Opts.Nodes) > 0 {
+		for _, n := range m.Opts.Nodes {
+			if _, err := env.Client.CoreV1().Nodes().Get(ctx, n, metav1.GetOptions{}); err != nil {
+				return nil, fmt.Errorf("node %s: %w", n, err)
+			}
+		}
+		return m.Opts.Nodes, nil
+	}
+	list, err := env.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, n := range list.Items {
+		if n.Annotations["kwok.x-k8s.io/node"] == "fake" || n.Spec.Unschedulable {
+			continue
+		}
+		for _, c := range n.Status.Conditions {
+			if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
+				out = append(out, n.Name)
+			}
+		}
+	}
+	if len(out) == 0 {
+		return nil, &measure.SkipError{Reason: "no Ready node that is not simulated: churn needs real kubelets"}
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+func (m *Measurement) startSamplers(ctx context.Context, nodes []string) ([]*NodeDisk, *sync.WaitGroup) {
+	var wg sync.WaitGroup
+	var out []*NodeDisk
+	for _, n := range nodes {
+		nd := &NodeDisk{Node: n, Dir: m.Opts.DiskDirs[n]}
+		out = append(out, nd)
+		if nd.Dir == "" {
+			nd.Reason = "no directory of the node's runtime disk to sample (the node agent samples remote nodes: not built yet)"
+			continue
+		}
+		s, err := disk.NewSampler(disk.SamplerOptions{Dir: nd.Dir, Interval: m.Opts.SampleInterval})
+		if err != nil {
+			nd.Reason = err.Error()
+			continue
+		}
+		nd.Device = s.Device()
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer s.Close()
+			if err := s.Run(ctx, func(smp disk.Sample) { nd.Samples = append(nd.Samples, smp) }); err != nil {
+				nd.Reason = "sampling stopped: " + err.Error()
+			}
+		}()
+	}
+	return out, &wg
+}
+
+// iterate starts one pod on node, waits for it to run, deletes it and waits for it to be gone. runCtx bounds
+// the start; the deletion uses ctx so that a pod started before the end of the run is still cleaned up.
+func (m *Measurement) iterate(runCtx, ctx context.Context, env *measure.Env, w *waiter, spec workload.Spec, i int, node string) Iteration {
+	name := fmt.Sprintf("churn-%06d", i)
+	it := Iteration{Index: i, Pod: name, Node: node, Latency: math.NaN(), Delete: math.NaN()}
+	pod := spec.Pod(name)
+	pod.Spec.NodeSelector = map[string]string{corev1.LabelHostname: node}
+	pod.Spec.TerminationGracePeriodSeconds = ptr.To(int64(0))
+	pod.Spec.AutomountServiceAccountToken = ptr.To(false)
+	ch := w.add(name)
+	it.Start = env.Clock.Now()
+	if _, err := env.Client.CoreV1().Pods(env.Namespace).Create(runCtx, pod, metav1.CreateOptions{}); err != nil {
+		w.remove(name)
+		it.Err = err.Error()
+		return it
+	}
+	tctx, cancel := context.WithTimeout(runCtx, m.Opts.PodTimeout)
+	select {
+	case <-ch:
+	case <-tctx.Done():
+		it.Err = "not Running after " + m.Opts.PodTimeout.String()
+		if runCtx.Err() != nil {
+			it.Err = "run ended before the pod was Running"
+		}
+	}
+	cancel()
+	w.remove(name)
+	if tl, ok := w.col.Timeline(name); ok && it.Err == "" {
+		if ph, sli, ok := podstartup.PhasesOf(tl); ok {
+			it.Phases, it.Latency = ph, sli
+		}
+	}
+	// Delete and wait until it is gone (as `docker run --rm` does), bounded by PodTimeout.
+	dctx, dcancel := context.WithTimeout(ctx, m.Opts.PodTimeout)
+	defer dcancel()
+	t0 := env.Clock.Now()
+	if err := env.Client.CoreV1().Pods(env.Namespace).Delete(dctx, name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To(int64(0))}); err != nil && !apierrors.IsNotFound(err) {
+		if it.Err == "" {
+			it.Err = "delete: " + err.Error()
+		}
+		return it
+	}
+	err := wait.PollUntilContextCancel(dctx, 100*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		_, err := env.Client.CoreV1().Pods(env.Namespace).Get(ctx, name, metav1.GetOptions{})
+		return apierrors.IsNotFound(err), nil
+	})
+	if err == nil {
+		it.Delete = env.Clock.Since(t0).Seconds()
+	}
+	return it
+}
+
+// progressLine: the iteration, the current rate and latency (over the last 20 starts).
+func progressLine(its []Iteration, done int, elapsed time.Duration) string {
+	var recent []float64
+	for k := len(its) - 1; k >= 0 && len(recent) < 20; k-- {
+		if !math.IsNaN(its[k].Latency) {
+			recent = append(recent, its[k].Latency)
+		}
+	}
+	rate := 0.0
+	if elapsed > 0 {
+		rate = float64(done) / elapsed.Minutes()
+	}
+	last := "-"
+	if l := its[len(its)-1].Latency; !math.IsNaN(l) {
+		last = Secs(l)
+	}
+	med := "-"
+	if len(recent) > 0 {
+		med = Secs(stats.Median(recent))
+	}
+	return fmt.Sprintf("churn: %d pods in %s, %.0f/min, last start %s, p50 of the last %d %s", done, elapsed.Round(time.Second), rate, last, len(recent), med)
+}
+
+// waiter wakes the goroutine waiting for a pod when the collector has seen it Running.
+type waiter struct {
+	col     *podstartup.Collector
+	mu      sync.Mutex
+	pending map[string]chan struct{}
+}
+
+func newWaiter(col *podstartup.Collector) *waiter {
+	return &waiter{col: col, pending: map[string]chan struct{}{}}
+}
+
+func (w *waiter) add(name string) <-chan struct{} {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	ch := make(chan struct{})
+	w.pending[name] = ch
+	return ch
+}
+
+func (w *waiter) remove(name string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	delete(w.pending, name)
+}
+
+func (w *waiter) run(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-w.col.Changed():
+		}
+		w.mu.Lock()
+		for name, ch := range w.pending {
+			if tl, ok := w.col.Timeline(name); ok && !tl.SeenRunning.IsZero() {
+				close(ch)
+				delete(w.pending, name)
+			}
+		}
+		w.mu.Unlock()
+	}
+}

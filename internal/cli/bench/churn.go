@@ -59,11 +59,7 @@ disk is told apart from a sudden slowdown (case C).`,
 				}
 				o.DiskDirs[node] = dir
 			}
-			// The client must not throttle the loop (a few requests per iteration, polling deletion).
-			cf.QPS += float32(20 * o.Concurrency)
-			cf.Burst += 20 * o.Concurrency
-			rep, err := runBenchmark(common.Context(cmd), streams, &cf, churn.New(o, streams.Progressf), check.ChurnRules())
-			return finish(streams, &out, rep, err)
+			return runBenchmark(cmd, streams, &cf, &out, churn.New(o, streams.Progressf), check.ChurnRules())
 		},
 	}
 	cf.Add(cmd)

@@ -85,6 +85,12 @@ func (*Measurement) Name() string { return Name }
 // Kind marks it as a benchmark.
 func (*Measurement) Kind() measure.Kind { return measure.Benchmark }
 
+// ClientLoad is the client-side rate the loop needs: a create, a delete and the deletion polls (every 100 ms)
+// per pod in flight.
+func (m *Measurement) ClientLoad() (float32, int) {
+	return float32(12 * m.Opts.Concurrency), 12 * m.Opts.Concurrency
+}
+
 // Description implements measure.Measurement.
 func (m *Measurement) Description() string {
 	return fmt.Sprintf("pod churn: up to %d pods started and deleted (%d at a time, at most %s), start latency and the nodes' disks over time",

@@ -33,8 +33,9 @@ func sample() *result.Report {
 			Evidence:    []result.Evidence{{Name: "pod_startup_p99", Value: 7.2, Unit: "seconds", Result: "pods.startup"}},
 			Threshold:   result.Threshold{Op: ">", Value: 5, Unit: "seconds", Source: "Kubernetes SIG Scalability pod startup SLO"},
 			Remediation: "look at the CNI", Cases: []string{"E"}, Results: []string{"pods.startup"},
+			Items: []result.Item{{Key: "node=kwok-node-1", Value: 7.2, Summary: "p99 7.2 s > 5 s; sandbox phase dominates"}, {Key: "node=kwok-node-7", Value: 5.5, Summary: "p99 5.5 s > 5 s"}}, ItemCount: 1200,
 		}},
-		Rules: []result.RuleEvaluation{{ID: "KS-POD-001", Status: "fired"}, {ID: "KS-ETCD-001", Status: "not-evaluated", Reason: "etcd.health was not measured (Skip: no etcd endpoint configured)"}},
+		Rules: []result.RuleEvaluation{{ID: "KS-POD-001", Status: result.RuleFired}, {ID: "KS-ETCD-001", Status: result.RuleNotEvaluated, Reason: "etcd.health was not measured (Skip: no etcd endpoint configured)"}},
 	}
 }
 
@@ -79,6 +80,8 @@ func TestValidate(t *testing.T) {
 		{"wrong version", func(r *result.Report) { r.APIVersion = "v0" }, "not a kubeslow report"},
 		{"skip without reason", func(r *result.Report) { r.Results[1].Reason = "" }, "needs a reason"},
 		{"bad status", func(r *result.Report) { r.Results[0].Status = "Maybe" }, "invalid status"},
+		{"bad rule status", func(r *result.Report) { r.Rules[0].Status = "passed" }, `status "passed"`},
+		{"more items than counted", func(r *result.Report) { r.Findings[0].ItemCount = 1 }, "itemCount 1 below its 2 items"},
 		{"NaN metric", func(r *result.Report) { r.Results[0].Metrics[0].Value = nan() }, "not finite"},
 		{"finding without evidence", func(r *result.Report) { r.Findings[0].Evidence = nil }, "no evidence"},
 		{"threshold without source", func(r *result.Report) { r.Findings[0].Threshold.Source = "" }, "no source"},

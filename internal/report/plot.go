@@ -75,8 +75,8 @@ func groupByUnit(rows []QuantileRow) [][]QuantileRow {
 	return out
 }
 
-// svgBuilder writes one SVG element.
-type svgBuilder struct{ b strings.Builder }
+// svgBuilder writes one SVG element: bg (the axes' grid, drawn first: under the data) and b.
+type svgBuilder struct{ bg, b strings.Builder }
 
 func (s *svgBuilder) f(format string, args ...any) { fmt.Fprintf(&s.b, format, args...) }
 
@@ -107,7 +107,7 @@ func (s *svgBuilder) legend(x, y float64, names []string, colours []string) floa
 func (s *svgBuilder) html(title string, w, h float64) template.HTML {
 	// The content is built from escaped text and numbers only.
 	return template.HTML(fmt.Sprintf(`<figure><figcaption>%s</figcaption><svg class="plot" xmlns="http://www.w3.org/2000/svg" width="%.0f" height="%.0f" viewBox="0 0 %.0f %.0f" role="img" aria-label="%s">%s%s</svg></figure>`,
-		html.EscapeString(title), w, h, w, h, html.EscapeString(title), plotStyle, s.b.String())) // #nosec G203 -- escaped above
+		html.EscapeString(title), w, h, w, h, html.EscapeString(title), plotStyle, s.bg.String()+s.b.String())) // #nosec G203 -- escaped above
 }
 
 // niceMax rounds v up to 1, 2 or 5 times a power of ten.
@@ -130,7 +130,7 @@ func (s *svgBuilder) axis(x0, x1, y, top, maxV float64, title string) {
 	s.f(`<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" class="axis"/>`, x0, y, x1, y)
 	for i := 0; i <= 5; i++ {
 		x := x0 + (x1-x0)*float64(i)/5
-		s.f(`<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" class="grid"/>`, x, y, x, top)
+		fmt.Fprintf(&s.bg, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" class="grid"/>`, x, y, x, top)
 		s.text(x, y+14, "middle", "tick", result.FormatValue(maxV*float64(i)/5))
 	}
 	s.text((x0+x1)/2, y+30, "middle", "tick", title)

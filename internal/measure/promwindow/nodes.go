@@ -95,7 +95,11 @@ func (n *Nodes) Run(ctx context.Context, _ *measure.Env) (result.Result, error) 
 	for _, sg := range nodeSignals() {
 		job, ok := s.Selector(sg.Role)
 		if !ok {
-			res.Absent = append(res.Absent, result.Absence{Metric: sg.Metric, Series: sg.Series, Reason: s.absentReason(sg.Role)})
+			series := sg.Series
+			if c := sg.Const["component"]; c != "" {
+				series += " of " + c
+			}
+			res.Absent = append(res.Absent, result.Absence{Metric: sg.Metric, Series: series, Reason: s.absentReason(sg.Role)})
 			continue
 		}
 		anyRole = true
@@ -149,7 +153,7 @@ func (n *Nodes) Run(ctx context.Context, _ *measure.Env) (result.Result, error) 
 	}
 	var absent []string
 	for _, a := range res.Absent {
-		absent = append(absent, a.Metric)
+		absent = append(absent, a.Metric+" ("+a.Series+")")
 	}
 	if len(absent) > 0 {
 		res.Reason = "not measured from this Prometheus: " + strings.Join(absent, ", ")

@@ -28,16 +28,17 @@ type Role struct {
 	What      string
 }
 
-// Roles are the targets kubeslow looks for, in report order.
+// Roles are the targets kubeslow looks for, in report order. Each signature is a series the component exposes
+// from its start (a counter that appears only after its first event would hide an idle component).
 var Roles = []Role{
 	{"apiserver", "apiserver_request_total", "kube-apiserver"},
 	{"etcd", "etcd_server_has_leader", "etcd"},
-	{"scheduler", "scheduler_schedule_attempts_total", "kube-scheduler"},
+	{"scheduler", "scheduler_pending_pods", "kube-scheduler"},
 	{"controller-manager", `workqueue_adds_total{name="replicaset"}`, "kube-controller-manager"},
 	{"kubelet", "kubelet_node_name", "kubelet"},
 	{"cadvisor", "container_cpu_usage_seconds_total", "cAdvisor (kubelet /metrics/cadvisor)"},
 	{"node-exporter", "node_uname_info", "node_exporter"},
-	{"coredns", "coredns_dns_requests_total", "CoreDNS"},
+	{"coredns", "coredns_build_info", "CoreDNS"},
 }
 
 // Target is what discovery found for a role.

@@ -403,7 +403,7 @@ func ruleCases() map[string]ruleCase {
 	}
 	healthyNet := netRun{podRatio: 0.95, conntrackFill: 0.1, neighbours: 0.05}
 	healthyDNS := dnsRun{ready: 3, endpoint: 3.2, resolved: 3.6}
-	return map[string]ruleCase{
+	cases := map[string]ruleCase{
 		"KS-NODE-001":  {nodeSet(5, 2, "", nil), nodeSet(5, 0, corev1.NodeMemoryPressure, nil)},
 		"KS-NODE-002":  {nodeSet(5, 0, corev1.NodeDiskPressure, nil), nodeSet(5, 2, "", nil)},
 		"KS-NODE-FLAP": {flaps(0, 3), flaps(1, 1)}, // NotReady three times and Ready now; down once and still down
@@ -445,6 +445,10 @@ func ruleCases() map[string]ruleCase {
 		"KS-CHURN-KNEE":      {churnRun(churntest.ControlPlane), churnRun(churntest.Credits)},     // the other way round
 		"KS-CHURN-DISK-SLOW": {churnRun(churntest.SteadySlowDisk), churnRun(churntest.Neighbour)}, // steady slow, and a sudden slowdown
 	}
+	for id, c := range nodeRuleCases() {
+		cases[id] = c
+	}
+	return cases
 }
 
 // TestEveryRuleFiresAndClears: every rule has a fixture on which it fires and one on which it stays clear,

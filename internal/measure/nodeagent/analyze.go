@@ -1,0 +1,176 @@
+package nodeagent
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/kubeslow/kubeslow/internal/agent"
+	"github.com/kubeslow/kubeslow/pkg/result"
+)
+
+// Metric names of the result (labels: node, and role/device for disks, class for kernel lines): rules read
+// them through these.
+const (
+	MetricNodesReported = "nodes_reported"
+	MetricNodesFailed   = "nodes_failed"
+	// MetricAgentsScheduled is the DaemonSet's desired count (one per real, schedulable-for-it node).
+	MetricAgentsScheduled = "agents_scheduled"
+	// MetricNeighbourUsage is IPv4 neighbours over gc_thresh3; MetricNeighbourSoftUsage over gc_thresh2.
+	MetricNeighbourUsage     = "neighbour_usage"
+	MetricNeighbourSoftUsage = "neighbour_soft_usage"
+	MetricConntrackUsage     = "conntrack_usage"
+	// MetricKernelLines counts the kernel log lines of a class (label class: agent.Kern*).
+	MetricKernelLines = "kernel_lines"
+	// MetricDStatePersistent counts the processes in D state in every sample of the agent's window.
+	MetricDStatePersistent = "d_state_persistent"
+	MetricDStateMax        = "d_state_max"
+	// Pressure (PSI) averages over 60 s, in percent of wall time.
+	MetricIOPressureFull  = "io_pressure_full_avg60"
+	MetricIOPressureSome  = "io_pressure_some_avg60"
+	MetricCPUPressureSome = "cpu_pressure_some_avg60"
+	MetricMemPressureFull = "memory_pressure_full_avg60"
+	// MetricSyncP50 and MetricSyncP99 are the write+fdatasync latencies in a role's directory.
+	MetricSyncP50 = "sync_p50"
+	MetricSyncP99 = "sync_p99"
+	// MetricDiskSpinning is 1 for a rotational disk that is not a virtual one (virtio/xen disks report
+	// rotational=1 whatever backs them).
+	MetricDiskSpinning = "disk_spinning"
+	MetricCPUs         = "cpus"
+	MetricLoadPerCPU   = "load1_per_cpu"
+	MetricMemAvailable = "mem_available_ratio"
+)
+
+// virtualDrivers report rotational=1 unless told otherwise: the flag says nothing of the backing store.
+var virtualDrivers = map[string]bool{"virtio_blk": true, "xen_blkfront": true}
+
+// Spinning says whether d is a spinning disk as far as the kernel can tell.
+func Spinning(d agent.BlockDev) bool {
+	return d.Rotational && !d.Virtual && !virtualDrivers[d.Driver] && !strings.HasPrefix(d.Name, "vd") && !strings.HasPrefix(d.Name, "xvd")
+}
+
+// Analyze turns the agents' reports (and the nodes whose agent failed, with why) into the result (pure).
+func Analyze(hosts []agent.NodeHost, failures map[string]string) result.Result {
+	res := result.Result{Name: Name, Status: result.StatusPass}
+	add := func(name, unit string, v float64, labels ...string) {
+		l := map[string]string{}
+		for i := 0; i+1 < len(labels); i += 2 {
+			l[labels[i]] = labels[i+1]
+		}
+		res.Metrics = append(res.Metrics, result.Metric{Name: name, Unit: unit, Value: v, Labels: l})
+	}
+	for _, h := range hosts {
+		n := h.Node
+		rec := result.Record{ID: "node " + n, Labels: map[string]string{}, Values: map[string]float64{}}
+		if nn := h.Net; nn != nil {
+			if nn.Neighbours >= 0 && nn.NeighThresh3 > 0 {
+				add(MetricNeighbourUsage, "ratio", float64(nn.Neighbours)/float64(nn.NeighThresh3), "node", n)
+				rec.Labels["neighbours"] = fmt.Sprintf("%d (gc_thresh1/2/3 %d/%d/%d)", nn.Neighbours, nn.NeighThresh1, nn.NeighThresh2, nn.NeighThresh3)
+			}
+			if nn.Neighbours >= 0 && nn.NeighThresh2 > 0 {
+				add(MetricNeighbourSoftUsage, "ratio", float64(nn.Neighbours)/float64(nn.NeighThresh2), "node", n)
+			}
+			if nn.ConntrackEntries >= 0 && nn.ConntrackMax > 0 {
+				add(MetricConntrackUsage, "ratio", float64(nn.ConntrackEntries)/float64(nn.ConntrackMax), "node", n)
+				rec.Labels["conntrack"] = fmt.Sprintf("%d of %d", nn.ConntrackEntries, nn.ConntrackMax)
+			}
+		}
+		if k := h.Kernel; k != nil {
+			rec.Labels["kernel_log"] = fmt.Sprintf("%s, %d lines", k.Source, k.Lines)
+			for _, c := range agent.KernelClasses {
+				add(MetricKernelLines, "count", float64(k.Counts[c]), "node", n, "class", c)
+				if k.Counts[c] > 0 {
+					rec.Labels["newest "+c] = k.Newest[c]
+				}
+			}
+		}
+		if d := h.DState; d != nil {
+			add(MetricDStatePersistent, "count", float64(d.Persistent), "node", n)
+			add(MetricDStateMax, "count", float64(d.Max), "node", n)
+			var procs []string
+			for _, p := range d.Procs {
+				procs = append(procs, fmt.Sprintf("%s[%d] %.1fs", p.Comm, p.PID, p.Seconds))
+			}
+			if len(procs) > 0 {
+				rec.Labels["d_state"] = fmt.Sprintf("%s (window %.1fs)", strings.Join(procs, ", "), d.WindowSeconds)
+			}
+		}
+		if p, ok := h.PSI["io"]; ok {
+			add(MetricIOPressureFull, "percent", p.FullAvg60, "node", n)
+			add(MetricIOPressureSome, "percent", p.SomeAvg60, "node", n)
+		}
+		if p, ok := h.PSI["cpu"]; ok {
+			add(MetricCPUPressureSome, "percent", p.SomeAvg60, "node", n)
+		}
+		if p, ok := h.PSI["memory"]; ok {
+			add(MetricMemPressureFull, "percent", p.FullAvg60, "node", n)
+		}
+		devOf := map[string]agent.BlockDev{}
+		for _, d := range h.Disks {
+			devOf[d.Role] = d
+			spin := 0.0
+			if Spinning(d) {
+				spin = 1
+			}
+			if !d.Virtual {
+				add(MetricDiskSpinning, "bool", spin, "node", n, "role", d.Role, "device", d.Name, "model", d.Model)
+			}
+			rec.Labels["disk "+d.Role] = diskText(d)
+		}
+		for _, s := range h.Sync {
+			dev := devOf[s.Role].Name
+			add(MetricSyncP50, "seconds", s.P50, "node", n, "role", s.Role, "device", dev)
+			add(MetricSyncP99, "seconds", s.P99, "node", n, "role", s.Role, "device", dev)
+		}
+		if h.CPUs > 0 {
+			add(MetricCPUs, "count", float64(h.CPUs), "node", n)
+			if h.Load != nil {
+				add(MetricLoadPerCPU, "ratio", h.Load.Load1/float64(h.CPUs), "node", n)
+			}
+		}
+		if h.MemTotal > 0 {
+			add(MetricMemAvailable, "ratio", float64(h.MemAvailable)/float64(h.MemTotal), "node", n)
+		}
+		if len(h.Unread) > 0 {
+			rec.Labels["unread"] = strings.Join(h.Unread, "; ")
+		}
+		rec.Values["took_seconds"] = h.TookSeconds
+		res.Records = append(res.Records, rec)
+	}
+	nodes := make([]string, 0, len(failures))
+	for n := range failures {
+		nodes = append(nodes, n)
+	}
+	sort.Strings(nodes)
+	for _, n := range nodes {
+		res.Records = append(res.Records, result.Record{ID: "node " + n, Labels: map[string]string{"error": failures[n]}})
+	}
+	add(MetricNodesReported, "count", float64(len(hosts)))
+	add(MetricNodesFailed, "count", float64(len(failures)))
+	if len(failures) > 0 {
+		res.Reason = fmt.Sprintf("%d of %d node agents did not report", len(failures), len(failures)+len(hosts))
+		if len(hosts) == 0 {
+			res.Status = result.StatusError
+		}
+	}
+	return res
+}
+
+func diskText(d agent.BlockDev) string {
+	if d.Virtual {
+		return fmt.Sprintf("%s on no block device (%s)", d.Dir, d.FSType)
+	}
+	rot := "non-rotational"
+	if d.Rotational {
+		rot = "rotational"
+	}
+	s := fmt.Sprintf("%s on %s (%s) %s, scheduler %s, %s GiB", d.Dir, d.Name, d.Dev, rot, d.Scheduler, strconv.FormatFloat(float64(d.SizeBytes)/(1<<30), 'f', 0, 64))
+	if d.Model != "" {
+		s += ", " + d.Model
+	}
+	if d.Driver != "" {
+		s += ", driver " + d.Driver
+	}
+	return s
+}

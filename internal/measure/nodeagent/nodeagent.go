@@ -1,0 +1,248 @@
+// Package nodeagent is the node sweep's agent half (issue 15): kubeslow's own image as a DaemonSet on every
+// real node, each pod reporting its node's kernel-level facts once (agent.NodeHost), read back through the
+// pods' logs: one small GET per node, with bounded concurrency.
+package nodeagent
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/kubeslow/kubeslow/internal/agent"
+	"github.com/kubeslow/kubeslow/internal/agentproto"
+	"github.com/kubeslow/kubeslow/internal/kube"
+	"github.com/kubeslow/kubeslow/internal/measure"
+	"github.com/kubeslow/kubeslow/pkg/result"
+)
+
+// Name of the measurement.
+const Name = "nodes.agent"
+
+// Options configure the sweep.
+type Options struct {
+	// Image holds the kubeslow binary at /kubeslow; empty skips the sweep.
+	Image string
+	// ProbeBytes is each directory's sync-write probe (a few MiB at most); Window the D-state watch.
+	ProbeBytes int64
+	Window     time.Duration
+	// Timeout bounds the wait for the agents' reports; nodes whose agent did not report by then are listed.
+	Timeout time.Duration
+	// Concurrency bounds the log reads in flight.
+	Concurrency int
+}
+
+// DefaultOptions are the sweep's defaults.
+func DefaultOptions(image string) Options {
+	return Options{Image: image, ProbeBytes: 1 << 20, Window: 2 * time.Second, Timeout: 3 * time.Minute, Concurrency: 16}
+}
+
+// Measurement is the node agent sweep.
+type Measurement struct{ Opts Options }
+
+// New returns the measurement.
+func New(o Options) *Measurement { return &Measurement{Opts: o} }
+
+// Name implements measure.Measurement.
+func (*Measurement) Name() string { return Name }
+
+// Kind: it creates a DaemonSet (read-only runs leave it out).
+func (*Measurement) Kind() measure.Kind { return measure.Benchmark }
+
+// Description implements measure.Measurement.
+func (m *Measurement) Description() string {
+	return "node agent on every real node: neighbour table, conntrack, kernel log, D state, PSI, disks under the kubelet and runtime with a sync-write probe"
+}
+
+// In the agent pod: the host's /proc, /sys and /dev/kmsg under hostRoot, the probe directory (an emptyDir,
+// which lives under the kubelet's root dir) and the ready file on the container's writable layer (which
+// lives under the runtime's directory, where the runtime probe writes too).
+const (
+	hostRoot  = "/host"
+	probeDir  = "/probe"
+	readyFile = "/ready"
+	dsName    = "kubeslow-node-agent"
+)
+
+// Request is the agent's command line as the DaemonSet runs it.
+func (m *Measurement) Request() agentproto.NodeHost {
+	return agentproto.NodeHost{HostRoot: hostRoot, KubeletDir: probeDir, RuntimeDir: "/", ProbeBytes: m.Opts.ProbeBytes, Window: m.Opts.Window, ReadyFile: readyFile}
+}
+
+// DaemonSet is the agent's DaemonSet in namespace ns for run runID.
+//
+// Privileges: host network (the node's network namespace: its neighbour table, conntrack and sysctls);
+// the host's /proc and /sys mounted read-only; /dev/kmsg read-only, which needs a privileged container (the
+// device cgroup refuses it otherwise, and reading it needs CAP_SYSLOG under kernel.dmesg_restrict=1), as
+// node-problem-detector's DaemonSet does. No host PID namespace, no host path written: the sync probes write
+// into an emptyDir and the container's own layer, a few MiB, deleted after.
+func (m *Measurement) DaemonSet(ns, runID string) *appsv1.DaemonSet {
+	req := m.Request()
+	labels := kube.RunLabels(runID)
+	labels["kubeslow.dev/role"] = "node-agent"
+	yes := true
+	hp := func(name, path string, t corev1.HostPathType) corev1.Volume {
+		return corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: path, Type: &t}}}
+	}
+	zero := int64(0)
+	return &appsv1.DaemonSet{
+		ObjectMeta: metav1.ObjectMeta{Name: dsName, Namespace: ns, Labels: labels},
+		Spec: appsv1.DaemonSetSpec{
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{
+					HostNetwork: true, DNSPolicy: corev1.DNSClusterFirstWithHostNet, TerminationGracePeriodSeconds: &zero,
+					AutomountServiceAccountToken: new(bool),
+					Tolerations:                  []corev1.Toleration{{Operator: corev1.TolerationOpExists}},
+					Affinity: &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
+						NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{{
+							Key: kube.SimulatedNodeLabel, Operator: corev1.NodeSelectorOpNotIn, Values: []string{kube.SimulatedNodeLabelValue}}}}}}}},
+					Volumes: []corev1.Volume{hp("proc", "/proc", corev1.HostPathDirectory), hp("sys", "/sys", corev1.HostPathDirectory),
+						hp("kmsg", "/dev/kmsg", corev1.HostPathCharDev),
+						{Name: "probe", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: resource.NewQuantity(16<<20, resource.BinarySI)}}}},
+					Containers: []corev1.Container{{
+						Name: "agent", Image: m.Opts.Image, ImagePullPolicy: corev1.PullIfNotPresent, Args: req.Args(),
+						Env: []corev1.EnvVar{{Name: "NODE_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "spec.nodeName"}}}},
+						VolumeMounts: []corev1.VolumeMount{{Name: "proc", MountPath: hostRoot + "/proc", ReadOnly: true},
+							{Name: "sys", MountPath: hostRoot + "/sys", ReadOnly: true}, {Name: "kmsg", MountPath: hostRoot + "/dev/kmsg", ReadOnly: true},
+							{Name: "probe", MountPath: probeDir}},
+						SecurityContext: &corev1.SecurityContext{Privileged: &yes},
+						Resources: corev1.ResourceRequirements{
+							Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("20m"), corev1.ResourceMemory: resource.MustParse("32Mi")},
+							Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("250m"), corev1.ResourceMemory: resource.MustParse("128Mi")}},
+						ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: req.Ready()}},
+							PeriodSeconds: 2, TimeoutSeconds: 5},
+					}},
+				},
+			},
+		},
+	}
+}
+
+// Run creates the DaemonSet, waits until every scheduled agent is Ready (its report written) or the
+// time-out, reads each report from its pod's log and deletes the DaemonSet.
+func (m *Measurement) Run(ctx context.Context, env *measure.Env) (result.Result, error) {
+	res := result.Result{Name: Name, Status: result.StatusPass}
+	if m.Opts.Image == "" {
+		return res, measure.Skipf("no agent image (--agent-image; the lab's is automatic)")
+	}
+	ds := m.DaemonSet(env.Namespace, env.RunID)
+	dsc := env.Client.AppsV1().DaemonSets(env.Namespace)
+	if _, err := dsc.Create(ctx, ds, metav1.CreateOptions{}); err != nil {
+		if apierrors.IsForbidden(err) {
+			return res, measure.Skipf("no permission to create DaemonSets: %v", err)
+		}
+		return res, fmt.Errorf("creating the node agent DaemonSet: %w", err)
+	}
+	defer func() {
+		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		defer cancel()
+		bg := metav1.DeletePropagationBackground
+		_ = dsc.Delete(dctx, ds.Name, metav1.DeleteOptions{PropagationPolicy: &bg})
+	}()
+	// One GET of the DaemonSet per poll: its status counts the scheduled and Ready agents for every node.
+	var last *appsv1.DaemonSet
+	err := wait.PollUntilContextTimeout(ctx, 2*time.Second, m.Opts.Timeout, true, func(ctx context.Context) (bool, error) {
+		d, err := dsc.Get(ctx, ds.Name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		last = d
+		s := d.Status
+		return s.ObservedGeneration >= d.Generation && s.DesiredNumberScheduled > 0 && s.NumberReady == s.DesiredNumberScheduled, nil
+	})
+	if err != nil && last == nil {
+		return res, fmt.Errorf("waiting for the node agents: %w", err)
+	}
+	if last.Status.DesiredNumberScheduled == 0 {
+		return res, measure.Skipf("no real node to run the agent on (simulated nodes have no kernel)")
+	}
+	hosts, failures, err := m.collect(ctx, env, ds)
+	if err != nil {
+		return res, err
+	}
+	res = Analyze(hosts, failures)
+	res.Metrics = append(res.Metrics, result.Metric{Name: MetricAgentsScheduled, Unit: "count", Value: float64(last.Status.DesiredNumberScheduled)})
+	return res, nil
+}
+
+// collect lists the agent pods (one LIST) and reads each Ready pod's report from its log, at most
+// Concurrency at a time; a pod that is not Ready or whose report cannot be read is a failure by node.
+func (m *Measurement) collect(ctx context.Context, env *measure.Env, ds *appsv1.DaemonSet) ([]agent.NodeHost, map[string]string, error) {
+	pods, err := env.Client.CoreV1().Pods(env.Namespace).List(ctx, metav1.ListOptions{LabelSelector: metav1.FormatLabelSelector(ds.Spec.Selector)})
+	if err != nil {
+		return nil, nil, fmt.Errorf("listing the node agents: %w", err)
+	}
+	var (
+		mu       sync.Mutex
+		hosts    []agent.NodeHost
+		failures = map[string]string{}
+		wg       sync.WaitGroup
+		sem      = make(chan struct{}, max(1, m.Opts.Concurrency))
+	)
+	limit := int64(1 << 20)
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		node := p.Spec.NodeName
+		if !podReady(p) {
+			failures[node] = fmt.Sprintf("agent %s not Ready (%s)", p.Name, podWhy(p))
+			continue
+		}
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			lctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+			defer cancel()
+			b, err := env.Client.CoreV1().Pods(env.Namespace).GetLogs(p.Name, &corev1.PodLogOptions{LimitBytes: &limit}).DoRaw(lctx)
+			var h *agent.NodeHost
+			if err == nil {
+				h, err = agentproto.NodeHost{}.Decode(b)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				failures[node] = fmt.Sprintf("report of %s: %v", p.Name, err)
+				return
+			}
+			if h.Node == "" {
+				h.Node = node
+			}
+			hosts = append(hosts, *h)
+		}()
+	}
+	wg.Wait()
+	sort.Slice(hosts, func(i, j int) bool { return hosts[i].Node < hosts[j].Node })
+	return hosts, failures, nil
+}
+
+func podReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+func podWhy(p *corev1.Pod) string {
+	for _, cs := range p.Status.ContainerStatuses {
+		if w := cs.State.Waiting; w != nil {
+			return strings.TrimSpace(w.Reason + " " + w.Message)
+		}
+		if t := cs.State.Terminated; t != nil {
+			return fmt.Sprintf("exited %d %s", t.ExitCode, t.Reason)
+		}
+	}
+	return string(p.Status.Phase)
+}

@@ -75,7 +75,7 @@ func NodeRules() []Rule {
 			Summary: "{{.node}}'s kernel logged {{.value}} \"neighbor table overflow\" lines (newest: {{.newest}}): connections to new peers stall " +
 				"until an entry frees",
 			Remediation: neigh.Remediation,
-			Match:        kernelClass(agent.KernNeighOverflow),
+			Match:       kernelClass(agent.KernNeighOverflow),
 		},
 		{
 			ID: "KS-NODE-CONNTRACK-DROP", Title: "The kernel dropped packets: conntrack table full", Severity: result.SeverityError, Cases: []string{"B", "D"},

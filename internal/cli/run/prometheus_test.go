@@ -2,11 +2,9 @@ package run
 
 import (
 	"bytes"
-	"compress/gzip"
 	"errors"
 	"io"
 	"net"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -15,24 +13,6 @@ import (
 	"github.com/kubeslow/kubeslow/internal/promql/promtest"
 	"github.com/kubeslow/kubeslow/pkg/result"
 )
-
-func gunzip(t *testing.T, path string) []byte {
-	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	gz, err := gzip.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := io.ReadAll(gz)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
 
 func runCmd(t *testing.T, args ...string) (*result.Report, int, string) {
 	t.Helper()
@@ -65,8 +45,8 @@ func TestRunPrometheus(t *testing.T) {
 	t0 := time.Now().Add(-3 * time.Hour).Truncate(time.Minute)
 	labels := map[string]string{"job": "apiserver", "instance": "a:6443"}
 	url := promtest.Start(t, []promtest.Scrape{
-		{At: t0, Text: gunzip(t, "../../prom/testdata/apiserver-metrics-conflict-storm-1.txt.gz"), Labels: labels},
-		{At: t0.Add(time.Minute), Text: gunzip(t, "../../prom/testdata/apiserver-metrics-conflict-storm-2.txt.gz"), Labels: labels}})
+		{At: t0, Text: promtest.ReadScrape(t, "../../prom/testdata/apiserver-metrics-conflict-storm-1.txt.gz"), Labels: labels},
+		{At: t0.Add(time.Minute), Text: promtest.ReadScrape(t, "../../prom/testdata/apiserver-metrics-conflict-storm-2.txt.gz"), Labels: labels}})
 	rep, code, stderr := runCmd(t, "--prometheus", url, "--from", t0.UTC().Format(time.RFC3339), "--to", t0.Add(time.Minute).UTC().Format(time.RFC3339),
 		"-o", "json", "--out-dir", "")
 	if code != 1 {

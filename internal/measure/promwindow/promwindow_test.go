@@ -2,12 +2,9 @@ package promwindow
 
 import (
 	"bytes"
-	"compress/gzip"
 	"context"
 	"fmt"
-	"io"
 	"math"
-	"os"
 	"sort"
 	"strings"
 	"testing"
@@ -26,21 +23,7 @@ import (
 )
 
 func fixture(t *testing.T, name string) []byte {
-	t.Helper()
-	b, err := os.ReadFile("../../prom/testdata/" + name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if strings.HasSuffix(name, ".gz") {
-		gz, err := gzip.NewReader(bytes.NewReader(b))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if b, err = io.ReadAll(gz); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return b
+	return promtest.ReadScrape(t, "../../prom/testdata/"+name)
 }
 
 // storm is two real scrapes of the lab's apiserver during the conflict storm and two of its etcd, placed a

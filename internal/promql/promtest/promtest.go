@@ -5,8 +5,10 @@ package promtest
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -70,6 +72,25 @@ func OpenMetrics(scrapes []Scrape) ([]byte, error) {
 	}
 	b.WriteString("# EOF\n")
 	return b.Bytes(), nil
+}
+
+// ReadScrape reads a recorded scrape in the text format (gunzipped when the name ends in .gz).
+func ReadScrape(t testing.TB, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.HasSuffix(path, ".gz") {
+		gz, err := gzip.NewReader(bytes.NewReader(b))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b, err = io.ReadAll(gz); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return b
 }
 
 // Binaries returns the paths of prometheus and promtool, skipping the test when they are not installed

@@ -1,8 +1,11 @@
 package check
 
 import (
+	"fmt"
 	"strings"
 
+	"github.com/kubeslow/kubeslow/internal/measure/apislo"
+	"github.com/kubeslow/kubeslow/internal/measure/cpusage"
 	"github.com/kubeslow/kubeslow/internal/measure/podstartup"
 	"github.com/kubeslow/kubeslow/pkg/result"
 )
@@ -34,7 +37,101 @@ func CombinedRules() []Rule {
 		Remediation: "Stop the race: serialise IPAM per node (Calico's IPAM lock / strict affinity), give each node its own larger block (Calico blockSize), " +
 			"size the control plane for the churn, and reduce pod churn; confirm the writers with `kubeslow audit` on the audit log.",
 		Match: cniIPAMMatch,
-	}}
+	}, controlPlaneSaturatedRule()}
+}
+
+// The metrics the control-plane saturation rule reads.
+var (
+	cpSaturation  = Metric{cpusage.Name, cpusage.MetricCPUSaturation}
+	cpBusiest     = Metric{cpusage.Name, cpusage.MetricCPUCoresBusiest}
+	cpCores       = Metric{cpusage.Name, cpusage.MetricCoresAvailable}
+	apiRequests   = Metric{apislo.Name, apislo.MetricRequestsPerSecond}
+	retryFeedback = 0.1 // 409 retries at least this share of the API requests make the feedback loop worth naming
+	// cpPodsSLO is KS-CP-SATURATED's alternative condition, read only when pod start-up was measured (a
+	// run without the benchmark still has its observation window).
+	cpPodsSLO = Condition{Metric: podsSLIP99, Op: ">", Value: podstartup.DefaultSLO.Seconds(), Unit: "seconds"}
+)
+
+// controlPlaneSaturatedRule is case E's first answer: kube-apiserver and etcd use the cores they have while
+// the API or pod start-up is over its SLO. Busy but within the SLOs is not a finding.
+func controlPlaneSaturatedRule() Rule {
+	return Rule{
+		ID: "KS-CP-SATURATED", Title: "The control plane is out of CPU", Severity: result.SeverityError, Cases: []string{"E"},
+		When: Condition{Metric: cpSaturation, Op: ">=", Value: 0.9, Unit: "ratio"},
+		// The API SLO, or the pod start-up SLO when the run had that benchmark (cpPodsSLO: the rule is
+		// evaluated without it), breached makes the saturation a cause.
+		Also:  []Condition{{Metric: apiLatencySingle, Op: ">", Value: apislo.SLOSingle, Unit: "seconds"}},
+		Reads: []Metric{cpBusiest, cpCores, apiConflicts, apiRequests},
+		Needs: []string{apislo.Name},
+		Source: "case E: a 2-core control plane at 100% CPU left API p99 far over 5 s (4 cores mostly fixed it, 16 fully); " +
+			"90% of the cores in the busiest 6 s while the API call latency SLO (p99 <= 1 s) or the pod start-up SLO (p99 <= 5 s) is breached",
+		Summary: "kube-apiserver and etcd used {{.used}} of {{.cores}} cores while API p99 was {{.api}} and pod start-up p99 {{.pods}}{{.retries}}",
+		Remediation: "Give kube-apiserver and etcd more CPU (a larger control plane: case E went from 2 cores, p99 far over 5 s, to 4 mostly and 16 fully fixed) " +
+			"or fewer writers (`kubeslow audit` names the heaviest clients); when 409 retries are a large share of the requests, fix the conflicting " +
+			"writers first (KS-API-409, KS-CNI-IPAM): every retry is another request to the saturated apiserver, a feedback loop.",
+		Match: cpSaturatedMatch,
+	}
+}
+
+func cpSaturatedMatch(r *result.Report, rule Rule) []Hit {
+	var hits []Hit
+	sat := rule
+	sat.Also = nil // the SLO conditions are alternatives, read below
+	for _, h := range sat.Crossing(r) {
+		h.Key = ""
+		api, pods := 0.0, 0.0
+		var apiEv, podsEv *result.Metric
+		for _, m := range apiLatencySingle.Samples(r) {
+			if apiEv == nil || m.Value > api {
+				api, apiEv = m.Value, &m
+			}
+		}
+		if p := podsSLIP99.In(r, nil); p != nil && r.Result(podstartup.Name).Status.Measured() {
+			pods, podsEv = p.Value, p
+		}
+		apiC, podsC := rule.AlsoOn(apiLatencySingle), cpPodsSLO
+		if !(apiEv != nil && apiC.Holds(api)) && !(podsEv != nil && podsC.Holds(pods)) {
+			continue // busy but within the SLOs
+		}
+		h.Vars["api"], h.Vars["pods"] = "not measured", "not measured"
+		if apiEv != nil {
+			h.Vars["api"] = result.FormatQuantity(api, "seconds")
+			h.Evidence = append(h.Evidence, apiLatencySingle.Evidence(*apiEv))
+		}
+		if podsEv != nil {
+			h.Vars["pods"] = result.FormatQuantity(pods, "seconds")
+			h.Evidence = append(h.Evidence, podsSLIP99.Evidence(*podsEv))
+		}
+		h.Vars["used"], h.Vars["cores"] = "?", "?"
+		if b := cpBusiest.In(r, nil); b != nil {
+			h.Vars["used"] = fmt.Sprintf("%.1f", b.Value)
+			h.Evidence = append(h.Evidence, cpBusiest.Evidence(*b))
+		}
+		if c := cpCores.In(r, nil); c != nil {
+			h.Vars["cores"] = fmt.Sprintf("%g (%s)", c.Value, c.Labels["source"])
+			h.Evidence = append(h.Evidence, cpCores.Evidence(*c))
+		}
+		h.Vars["retries"] = ""
+		if share := conflictShare(r); share >= retryFeedback {
+			h.Vars["retries"] = fmt.Sprintf("; 409 Conflict retries are %.0f%% of the API requests, each one more load on the saturated apiserver", share*100)
+			h.Evidence = append(h.Evidence, result.Evidence{Name: "conflict_share", Value: share, Unit: "ratio", Result: apislo.Name})
+		}
+		hits = append(hits, h)
+	}
+	return hits
+}
+
+// conflictShare is the share of the apiserver's requests answered 409 Conflict over the window.
+func conflictShare(r *result.Report) float64 {
+	rps := apiRequests.In(r, nil)
+	if rps == nil || rps.Value <= 0 {
+		return 0
+	}
+	perMin := 0.0
+	for _, m := range apiConflicts.Samples(r) {
+		perMin += m.Value
+	}
+	return perMin / 60 / rps.Value
 }
 
 // sandboxWait is how long pods wait in the sandbox phase when that phase is what makes start-ups slow: the

@@ -431,7 +431,9 @@ func ruleCases() map[string]ruleCase {
 		"KS-POD-CREATE": {pods(podRun{n: 120, gap: 0.1, creator: "client", qps: 20, ph: even}), pods(healthyPods)},
 		"KS-POD-STUCK":  {pods(podRun{n: 50, gap: 0.05, creator: "client", qps: 20, ph: even, stuck: 3}), pods(healthyPods)},
 		"KS-CNI-IPAM":   {ipam("ipamblocks"), ipam("configmaps")},
-		"KS-DNS-LAG":    {dns(dnsRun{ready: 3, endpoint: 3.2, resolved: 20.1}), dns(healthyDNS)},
+		"KS-CP-SATURATED": {cpSaturated(saturated, with(func(a *apiServer) { a.getLatency = 1.8 }), nil),
+			cpSaturated(saturated, healthyAPI, nil)}, // busy but within the SLOs
+		"KS-DNS-LAG": {dns(dnsRun{ready: 3, endpoint: 3.2, resolved: 20.1}), dns(healthyDNS)},
 		"KS-DNS-BACKOFF": {dns(dnsRun{ready: 3, endpoint: 3.2, resolved: 20.1}),
 			dns(dnsRun{ready: 3, endpoint: 3.2, resolved: 8})}, // lag within the negative cache's two periods
 		"KS-NET-POD":        {net(netRun{podRatio: 0.06, conntrackFill: 0.1}), net(healthyNet)},

@@ -46,6 +46,8 @@ type LabInfo struct {
 	EtcdEndpoint string
 	AuditLogPath string
 	StateDir     string
+	// ControlPlaneCores is the CPU quota of kube-apiserver and etcd when a scenario set one (0: the host's CPUs).
+	ControlPlaneCores float64
 }
 
 // Measurement is one kind of measurement.

@@ -7,6 +7,7 @@ import (
 	"github.com/kubeslow/kubeslow/internal/measure"
 	"github.com/kubeslow/kubeslow/internal/measure/apiaudit"
 	"github.com/kubeslow/kubeslow/internal/measure/apislo"
+	"github.com/kubeslow/kubeslow/internal/measure/cpusage"
 	"github.com/kubeslow/kubeslow/internal/measure/dnsready"
 	"github.com/kubeslow/kubeslow/internal/measure/etcdhealth"
 	"github.com/kubeslow/kubeslow/internal/measure/nodeagent"
@@ -42,6 +43,7 @@ func Registry(o Options) *measure.Registry {
 		nodes.New(),
 		apislo.New(o.Window),
 		etcdhealth.New(o.Window, o.EtcdEndpoint),
+		cpusage.New(o.Window, o.EtcdEndpoint),
 		apiaudit.New(o.Window, o.AuditLogs),
 		podstartup.New(podstartup.Options{Kind: workload.Pods, Count: o.Pods, QPS: 20, Burst: 20, SLO: podstartup.DefaultSLO,
 			Timeout: 5 * time.Minute, Simulated: true}),

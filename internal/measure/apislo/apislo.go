@@ -34,6 +34,8 @@ const (
 	MetricAPFRejectedPerMinute = "apf_rejected_per_minute"
 	// MetricListBytesPerSecond is the LIST response volume, in all and per resource (label resource).
 	MetricListBytesPerSecond = "list_bytes_per_second"
+	// MetricRequestsPerSecond is every request the apiserver served, per second.
+	MetricRequestsPerSecond = "requests_per_second"
 	// MetricListBytesShare is a resource's share of the LIST volume (label resource).
 	MetricListBytesShare = "list_bytes_share"
 )
@@ -106,7 +108,7 @@ func Step(prev, cur *prom.Snapshot) []result.Metric {
 		}
 	}
 	out := []result.Metric{
-		{Name: "requests_per_second", Unit: "requests_per_second", Value: all / secs},
+		{Name: MetricRequestsPerSecond, Unit: "requests_per_second", Value: all / secs},
 		{Name: "conflicts_per_minute", Unit: "per_minute", Value: conflicts / secs * 60},
 	}
 	g := prom.GroupCounters(prom.Delta(prev, cur, latencyFamily(cur)), nil, func(l prom.Labels) bool {
@@ -179,7 +181,7 @@ func Analyze(before, after *prom.Snapshot) result.Result {
 	for _, s := range total {
 		all += s.Value
 	}
-	add("requests_per_second", "requests_per_second", all/secs, nil)
+	add(MetricRequestsPerSecond, "requests_per_second", all/secs, nil)
 	for code, metric := range map[string]string{"409": MetricConflictsPerMinute, "429": MetricThrottledPerMinute} {
 		byRes := prom.GroupCounters(total, []string{"group", "resource", "verb"}, func(l prom.Labels) bool { return l["code"] == code })
 		for _, g := range prom.Sorted(byRes) {

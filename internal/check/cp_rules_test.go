@@ -1,0 +1,108 @@
+package check
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kubeslow/kubeslow/internal/measure"
+	"github.com/kubeslow/kubeslow/internal/measure/cpusage"
+	"github.com/kubeslow/kubeslow/internal/prom"
+	"github.com/kubeslow/kubeslow/pkg/result"
+)
+
+// controlPlane is what kube-apiserver's and etcd's process metrics say over 20 s sampled every step: the
+// cores each used, and the cores they have.
+type controlPlane struct {
+	apiCores, etcdCores float64
+	cores               float64
+}
+
+// result runs the measurement's own observation (start, a sample every step, gather) over scripted scrapes.
+func (c controlPlane) result(t *testing.T) result.Result {
+	const steps = 10
+	i := 0
+	next := func(context.Context) (*prom.Snapshot, error) {
+		e := newExpo()
+		secs := float64(i) * measure.ObserveStep.Seconds()
+		e.counter("process_cpu_seconds_total", "", 100+c.apiCores*secs)
+		e.gauge("process_resident_memory_bytes", "", 300<<20)
+		e.counter("etcd:process_cpu_seconds_total", "", 50+c.etcdCores*secs)
+		e.gauge("etcd:process_resident_memory_bytes", "", 60<<20)
+		e.gauge("apiserver_flowcontrol_nominal_limit_seats", `priority_level="workload-low"`, 24)
+		e.gauge("apiserver_flowcontrol_current_executing_seats", `priority_level="workload-low"`, 20*c.apiCores)
+		e.gauge("apiserver_current_inflight_requests", `request_kind="mutating"`, 30*c.apiCores)
+		s := e.snapshot(t, t0.Add(time.Duration(i)*measure.ObserveStep))
+		i++
+		return s, nil
+	}
+	s := &measure.Scrapes{Scrape: next, Step: cpusage.Step, Analyze: func(_ context.Context, first, last *prom.Snapshot) (result.Result, error) {
+		return cpusage.Analyze(first, last, c.cores, "lab host CPUs"), nil
+	}}
+	obs, err := s.Start(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range steps - 1 {
+		obs.Sample(context.Background())
+	}
+	res, err := obs.Gather(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cpusage.FromSteps(&res)
+	return res
+}
+
+// saturated is case E's control plane: 1.9 of 2 cores.
+var saturated = controlPlane{apiCores: 1.5, etcdCores: 0.4, cores: 2}
+
+// cpSaturated is a report of the control plane's usage, the API's, and pod start-up.
+func cpSaturated(cp controlPlane, a apiServer, p *podRun) func(t *testing.T) *result.Report {
+	return func(t *testing.T) *result.Report {
+		rs := []result.Result{cp.result(t), a.result(t)}
+		if p != nil {
+			rs = append(rs, p.result())
+		}
+		return report(nil, rs...)
+	}
+}
+
+// TestControlPlaneSaturated: saturation is a cause only with an SLO breached (API or pod start-up), names its
+// numbers, and names the 409 feedback loop when retries are a large share of the requests; busy within the
+// SLOs, idle with a slow API, or cores unknown is not this finding.
+func TestControlPlaneSaturated(t *testing.T) {
+	rule := controlPlaneSaturatedRule()
+	slowAPI := healthyAPI
+	slowAPI.getLatency = 1.8
+	storm := slowAPI
+	storm.conflicts = map[string]int{"ipamblocks": 6000}
+	slowPods := slowScheduler
+	for _, c := range []struct {
+		name  string
+		rep   func(t *testing.T) *result.Report
+		fires bool
+		want  []string
+	}{
+		{"slow API", cpSaturated(saturated, slowAPI, nil), true, []string{"used 1.9 of 2 (lab host CPUs) cores", "API p99 was 2.48 s", "pod start-up p99 not measured"}},
+		{"slow pods", cpSaturated(saturated, healthyAPI, &slowPods), true, []string{"used 1.9 of 2", "pod start-up p99 20.1 s"}},
+		{"conflict storm", cpSaturated(saturated, storm, nil), true, []string{"409 Conflict retries are"}},
+		{"busy within SLOs", cpSaturated(saturated, healthyAPI, nil), false, nil},
+		{"slow API, idle control plane", cpSaturated(controlPlane{apiCores: 0.3, etcdCores: 0.1, cores: 2}, slowAPI, nil), false, nil},
+		{"cores unknown", cpSaturated(controlPlane{apiCores: 1.5, etcdCores: 0.4}, slowAPI, nil), false, nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := c.rep(t)
+			fs, evals := Evaluate(r, []Rule{rule})
+			if got := len(fs) == 1; got != c.fires {
+				t.Fatalf("fired %v, want %v (%+v)", got, c.fires, evals)
+			}
+			for _, w := range c.want {
+				if !strings.Contains(fs[0].Summary, w) {
+					t.Errorf("summary %q lacks %q", fs[0].Summary, w)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,335 @@
+// Package cpusage is the control-plane usage measurement: the CPU and memory kube-apiserver and etcd used
+// over the observation window (their own process_* metrics), the cores they may use when that is knowable,
+// and the apiserver's signs of saturation — API Priority and Fairness seats in use against their limits,
+// requests in flight, Go scheduler latency. Case E's first answer was "the API server and etcd were fully
+// using the available CPU"; this is the number behind it.
+package cpusage
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"runtime"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubeslow/kubeslow/internal/measure"
+	"github.com/kubeslow/kubeslow/internal/prom"
+	"github.com/kubeslow/kubeslow/pkg/result"
+)
+
+// Name of the measurement.
+const Name = "controlplane.usage"
+
+// Metric names of the result: rules read them through these.
+const (
+	// MetricCPUCores is the average CPU cores used over the window (label component: kube-apiserver, etcd,
+	// or all for their sum).
+	MetricCPUCores = "cpu_cores"
+	// MetricCPUCoresBusiest is the cores kube-apiserver and etcd used together in the busiest BusiestSteps
+	// consecutive steps of the window (label component=all).
+	MetricCPUCoresBusiest = "cpu_cores_busiest"
+	// MetricCoresAvailable is the cores they may use (label source: how it is known); absent when unknown.
+	MetricCoresAvailable = "cores_available"
+	// MetricCPUSaturation is MetricCPUCoresBusiest over MetricCoresAvailable.
+	MetricCPUSaturation = "cpu_saturation"
+	// MetricRSSBytes is the resident memory at the end of the window (label component).
+	MetricRSSBytes = "rss_bytes"
+	// MetricAPFSeatsRatio is the most seats in use over the nominal limit seen at a step (label priority_level).
+	MetricAPFSeatsRatio = "apf_seats_in_use_ratio"
+	// MetricInflight is the most requests in flight seen at a step (label request_kind).
+	MetricInflight = "inflight_requests"
+	// MetricGoSchedP99 is the p99 of the Go scheduler's latency over the window (label component): a
+	// process short of CPU queues its goroutines.
+	MetricGoSchedP99 = "go_sched_latency_p99"
+)
+
+// BusiestSteps is how many consecutive steps (of measure.ObserveStep) make the busiest interval.
+const BusiestSteps = 3
+
+// Components whose usage is measured.
+const (
+	APIServer = "kube-apiserver"
+	Etcd      = "etcd"
+	All       = "all"
+)
+
+// etcdPrefix marks etcd's families in the merged snapshot.
+const etcdPrefix = "etcd:"
+
+// Measurement observes the control plane's usage over a window.
+type Measurement struct {
+	Length time.Duration
+	// EtcdEndpoint is etcd's metrics endpoint ("" : the lab's, or none).
+	EtcdEndpoint string
+	Client       *http.Client
+}
+
+// New returns the measurement.
+func New(window time.Duration, etcdEndpoint string) *Measurement {
+	return &Measurement{Length: window, EtcdEndpoint: etcdEndpoint, Client: &http.Client{Timeout: 10 * time.Second}}
+}
+
+// Name implements measure.Measurement.
+func (*Measurement) Name() string { return Name }
+
+// Description implements measure.Measurement.
+func (m *Measurement) Description() string {
+	return fmt.Sprintf("control-plane usage: kube-apiserver and etcd CPU and memory vs the cores they have, APF seats, inflight requests, over %s", m.Length)
+}
+
+// Window implements measure.Observer.
+func (m *Measurement) Window() time.Duration { return m.Length }
+
+// Run observes the window on its own.
+func (m *Measurement) Run(ctx context.Context, env *measure.Env) (result.Result, error) {
+	return measure.Observe(ctx, env, m)
+}
+
+func (m *Measurement) etcdEndpoint(env *measure.Env) string {
+	if m.EtcdEndpoint != "" {
+		return strings.TrimRight(m.EtcdEndpoint, "/")
+	}
+	if env.Lab != nil {
+		return strings.TrimRight(env.Lab.EtcdEndpoint, "/")
+	}
+	return ""
+}
+
+// scrape reads the apiserver's /metrics and, when reachable, etcd's, merged into one snapshot (etcd's
+// families prefixed).
+func (m *Measurement) scrape(ctx context.Context, env *measure.Env, etcd string) (*prom.Snapshot, error) {
+	raw, err := env.Client.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	if apierrors.IsForbidden(err) {
+		return nil, measure.Skipf("no permission to GET /metrics on the apiserver (needs the nonResourceURLs /metrics get permission): %v", err)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("GET /metrics: %w", err)
+	}
+	now := env.Clock.Now()
+	snap, err := prom.Parse(bytes.NewReader(raw), now)
+	if err != nil {
+		return nil, err
+	}
+	if etcd == "" {
+		return snap, nil
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, etcd+"/metrics", nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := m.Client.Do(req)
+	if err != nil {
+		return snap, nil // etcd's side is optional: the result says it is missing
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return snap, nil
+	}
+	es, err := prom.Parse(io.LimitReader(resp.Body, 64<<20), now)
+	if err != nil {
+		return snap, nil
+	}
+	for k, f := range es.Families {
+		snap.Families[etcdPrefix+k] = f
+	}
+	return snap, nil
+}
+
+// Start implements measure.Observer.
+func (m *Measurement) Start(ctx context.Context, env *measure.Env) (measure.Observation, error) {
+	cores, source := coresAvailable(ctx, env)
+	etcd := m.etcdEndpoint(env)
+	s := &measure.Scrapes{
+		Scrape: func(ctx context.Context) (*prom.Snapshot, error) { return m.scrape(ctx, env, etcd) },
+		Step:   Step,
+		Analyze: func(_ context.Context, first, last *prom.Snapshot) (result.Result, error) {
+			return Analyze(first, last, cores, source), nil
+		},
+		Log: env.Log.Debug,
+	}
+	obs, err := s.Start(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &observation{Scrapes: obs}, nil
+}
+
+type observation struct{ *measure.Scrapes }
+
+// Gather adds what only the steps show (the busiest interval, peak seats and inflight requests) to the
+// window's analysis.
+func (o *observation) Gather(ctx context.Context) (result.Result, error) {
+	res, err := o.Scrapes.Gather(ctx)
+	if err != nil {
+		return res, err
+	}
+	FromSteps(&res)
+	return res, nil
+}
+
+// coresAvailable is how many cores kube-apiserver and etcd may use, and how that is known: on the lab the
+// host's CPUs (or the control plane's cgroup CPU quota when a scenario set one), else the capacity of the
+// control-plane nodes when they are visible; 0 when unknown.
+func coresAvailable(ctx context.Context, env *measure.Env) (float64, string) {
+	if env.Lab != nil {
+		if env.Lab.ControlPlaneCores > 0 {
+			return env.Lab.ControlPlaneCores, "lab control-plane CPU quota"
+		}
+		return float64(runtime.NumCPU()), "lab host CPUs"
+	}
+	nodes, err := env.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: "node-role.kubernetes.io/control-plane"})
+	if err != nil || len(nodes.Items) == 0 {
+		return 0, ""
+	}
+	least := 0.0
+	for _, n := range nodes.Items {
+		c := n.Status.Capacity[corev1.ResourceCPU]
+		if v := c.AsApproximateFloat64(); v > 0 && (least == 0 || v < least) {
+			least = v
+		}
+	}
+	return least, "control-plane node capacity"
+}
+
+// cpu returns each component's CPU seconds between two snapshots (counter resets count from zero).
+func cpu(before, after *prom.Snapshot) map[string]float64 {
+	out := map[string]float64{}
+	for comp, fam := range map[string]string{APIServer: "process_cpu_seconds_total", Etcd: etcdPrefix + "process_cpu_seconds_total"} {
+		d := prom.Delta(before, after, fam)
+		if len(d) == 0 {
+			continue
+		}
+		for _, s := range d {
+			out[comp] += s.Value
+		}
+	}
+	return out
+}
+
+// Step is one step of the series (pure): cores used per component and together, APF seats in use over the
+// nominal limit per priority level, requests in flight.
+func Step(prev, cur *prom.Snapshot) []result.Metric {
+	secs := cur.At.Sub(prev.At).Seconds()
+	if secs <= 0 {
+		return nil
+	}
+	var out []result.Metric
+	total, n := 0.0, 0
+	used := cpu(prev, cur)
+	for _, comp := range []string{APIServer, Etcd} {
+		if v, ok := used[comp]; ok {
+			out = append(out, result.Metric{Name: MetricCPUCores, Unit: "cores", Value: v / secs, Labels: map[string]string{"component": comp}})
+			total += v / secs
+			n++
+		}
+	}
+	if n > 0 {
+		out = append(out, result.Metric{Name: MetricCPUCores, Unit: "cores", Value: total, Labels: map[string]string{"component": All}})
+	}
+	limits := map[string]float64{}
+	for _, s := range cur.Series("apiserver_flowcontrol_nominal_limit_seats") {
+		limits[s.Labels["priority_level"]] = s.Value
+	}
+	for _, s := range cur.Series("apiserver_flowcontrol_current_executing_seats") {
+		if l := limits[s.Labels["priority_level"]]; l > 0 {
+			out = append(out, result.Metric{Name: MetricAPFSeatsRatio, Unit: "ratio", Value: s.Value / l, Labels: map[string]string{"priority_level": s.Labels["priority_level"]}})
+		}
+	}
+	for _, s := range cur.Series("apiserver_current_inflight_requests") {
+		out = append(out, result.Metric{Name: MetricInflight, Unit: "count", Value: s.Value, Labels: map[string]string{"request_kind": s.Labels["request_kind"]}})
+	}
+	return out
+}
+
+// Analyze computes the window's figures from its first and last scrape (pure); cores is 0 when unknown.
+func Analyze(first, last *prom.Snapshot, cores float64, source string) result.Result {
+	res := result.Result{Name: Name, Status: result.StatusPass}
+	add := func(name, unit string, v float64, labels map[string]string) {
+		res.Metrics = append(res.Metrics, result.Metric{Name: name, Unit: unit, Value: v, Labels: labels})
+	}
+	secs := last.At.Sub(first.At).Seconds()
+	var notes []string
+	used := cpu(first, last)
+	if _, ok := used[APIServer]; !ok {
+		notes = append(notes, "kube-apiserver exposes no process_cpu_seconds_total")
+	}
+	if _, ok := used[Etcd]; !ok {
+		notes = append(notes, "etcd's metrics were not reachable: its usage is not counted")
+	}
+	if secs > 0 {
+		total := 0.0
+		for _, comp := range []string{APIServer, Etcd} {
+			if v, ok := used[comp]; ok {
+				add(MetricCPUCores, "cores", v/secs, map[string]string{"component": comp})
+				total += v / secs
+			}
+		}
+		if len(used) > 0 {
+			add(MetricCPUCores, "cores", total, map[string]string{"component": All})
+		}
+	}
+	for comp, fam := range map[string]string{APIServer: "process_resident_memory_bytes", Etcd: etcdPrefix + "process_resident_memory_bytes"} {
+		if v, ok := last.Gauge(fam, nil); ok {
+			add(MetricRSSBytes, "bytes", v, map[string]string{"component": comp})
+		}
+	}
+	if cores > 0 {
+		add(MetricCoresAvailable, "cores", cores, map[string]string{"source": source})
+	} else {
+		notes = append(notes, "the cores kube-apiserver and etcd may use are unknown (no control-plane node is visible): no saturation ratio")
+	}
+	for comp, fam := range map[string]string{APIServer: "go_sched_latencies_seconds", Etcd: etcdPrefix + "go_sched_latencies_seconds"} {
+		var h prom.Histogram
+		for _, s := range prom.Delta(first, last, fam) {
+			if s.Hist != nil {
+				h.Add(s.Hist)
+			}
+		}
+		if h.Count > 0 {
+			if p99, ok := h.Quantile(0.99); ok {
+				add(MetricGoSchedP99, "seconds", p99, map[string]string{"component": comp})
+			}
+		}
+	}
+	res.Reason = strings.Join(notes, "; ")
+	return res
+}
+
+// FromSteps adds the figures only the steps show: the busiest BusiestSteps-step interval's cores and its
+// ratio to the cores available, and the peak APF seat ratio and requests in flight.
+func FromSteps(res *result.Result) {
+	add := func(name, unit string, v float64, labels map[string]string) {
+		res.Metrics = append(res.Metrics, result.Metric{Name: name, Unit: unit, Value: v, Labels: labels})
+	}
+	for _, s := range res.Series {
+		switch {
+		case s.Name == MetricCPUCores && s.Labels["component"] == All && len(s.Points) > 0:
+			n := min(BusiestSteps, len(s.Points))
+			best := 0.0
+			for i := 0; i+n <= len(s.Points); i++ {
+				sum := 0.0
+				for _, p := range s.Points[i : i+n] {
+					sum += p.V
+				}
+				best = max(best, sum/float64(n))
+			}
+			add(MetricCPUCoresBusiest, "cores", best, map[string]string{"component": All})
+			if c := res.Metric(MetricCoresAvailable, nil); c != nil && c.Value > 0 {
+				add(MetricCPUSaturation, "ratio", best/c.Value, nil)
+			}
+		case s.Name == MetricAPFSeatsRatio || s.Name == MetricInflight:
+			peak := 0.0
+			for _, p := range s.Points {
+				peak = max(peak, p.V)
+			}
+			add(s.Name, s.Unit, peak, s.Labels)
+		}
+	}
+}

@@ -46,7 +46,8 @@ func (f *ClusterFlags) Target() (runner.Target, error) {
 			return t, err
 		}
 		t.Client.Kubeconfig, t.Client.Context = d.AdminKubeconfig(), ""
-		t.Lab = &measure.LabInfo{EtcdEndpoint: lab.EtcdEndpoint(), AuditLogPath: d.AuditLog(), StateDir: d.State}
+		t.Lab = &measure.LabInfo{EtcdEndpoint: lab.EtcdEndpoint(), AuditLogPath: d.AuditLog(), StateDir: d.State,
+			ControlPlaneCores: lab.ControlPlaneCores()}
 	}
 	return t, nil
 }

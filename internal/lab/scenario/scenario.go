@@ -27,6 +27,9 @@ type Scenario struct {
 	Expect []string
 }
 
+// SmallControlPlaneCores is the CPU quota of kube-apiserver and etcd in the small-control-plane scenario.
+const SmallControlPlaneCores = 0.25
+
 // SlowNode is the kwok node whose pods the slow-node scenario delays.
 const SlowNode = "kwok-node-2"
 
@@ -64,6 +67,17 @@ func All() []Scenario {
 				return lab.StartLabProcess(d, "storm-conflict", []string{c.AgentBinary, "lab", "storm", "conflicts", "--kubeconfig", d.AdminKubeconfig(),
 					"--clients", "8", "--blocks", "2", "--qps", "20", "--user-agent", ConflictStormUserAgent, "--duration", "30m"})
 			}, Expect: []string{"KS-API-409", "KS-AUDIT-409"}},
+		{Name: "small-control-plane", Case: "E", Description: "kube-apiserver and etcd confined together to a CFS quota of " +
+			fmt.Sprint(SmallControlPlaneCores) + " cores (a starved master), with the conflict storm's 8 IPAM clients on top",
+			Configure: func(*lab.Config) {},
+			Start: func(ctx context.Context, d lab.Dirs, c *lab.Config, progress lab.Progress) error {
+				if err := lab.LimitControlPlaneCPU(d, SmallControlPlaneCores); err != nil {
+					return err
+				}
+				progress("kube-apiserver and etcd limited to %g cores (cpu cgroup)", SmallControlPlaneCores)
+				return lab.StartLabProcess(d, "storm-conflict", []string{c.AgentBinary, "lab", "storm", "conflicts", "--kubeconfig", d.AdminKubeconfig(),
+					"--clients", "8", "--blocks", "2", "--qps", "20", "--user-agent", ConflictStormUserAgent, "--duration", "30m"})
+			}, Expect: []string{"KS-CP-SATURATED"}},
 		{Name: "etcd-quota", Case: "B", Description: "etcd --quota-backend-bytes 48 MiB, filled with ConfigMaps until the NOSPACE alarm stops writes",
 			Configure: func(c *lab.Config) { c.EtcdQuotaBytes = 48 << 20 },
 			Start: func(ctx context.Context, d lab.Dirs, c *lab.Config, progress lab.Progress) error {

@@ -88,7 +88,8 @@ func runScenarioWith(t *testing.T, sc scenario.Scenario, ms []measure.Measuremen
 	// The run lifecycle of `kubeslow run`: only benchmarks get a namespace (etcd-quota's full etcd refuses to
 	// create one), and what they created is deleted before the lab goes down.
 	rep, err := runner.Execute(ctx, runner.Plan{Target: runner.Target{Config: rc, Name: "lab",
-		Lab: &measure.LabInfo{EtcdEndpoint: lab.EtcdEndpoint(), AuditLogPath: d.AuditLog(), StateDir: d.State}},
+		Lab: &measure.LabInfo{EtcdEndpoint: lab.EtcdEndpoint(), AuditLogPath: d.AuditLog(), StateDir: d.State,
+			ControlPlaneCores: lab.ControlPlaneCores()}},
 		Measurements: ms, Rules: check.Rules(), Progress: t.Logf, Log: slog.New(slog.NewTextHandler(os.Stderr, nil))})
 	if err != nil {
 		t.Fatal(err)

@@ -1,26 +1,12 @@
 package agent
 
 import (
-	"bytes"
 	"context"
-	"os"
-	"path/filepath"
 	"sort"
-	"strconv"
 	"time"
 
 	"github.com/kubeslow/kubeslow/internal/measure/disk"
 )
-
-// procComm returns the command name of a /proc/<pid>/stat line (in parentheses; it may hold spaces and
-// parentheses itself).
-func procComm(stat []byte) string {
-	i, j := bytes.IndexByte(stat, '('), bytes.LastIndexByte(stat, ')')
-	if i < 0 || j < i {
-		return ""
-	}
-	return string(stat[i+1 : j])
-}
 
 // DState is what a window of samples showed of the processes in uninterruptible sleep (state D: waiting
 // on I/O that does not return, case C's udevd and kworkers).
@@ -45,29 +31,6 @@ type DProc struct {
 	Samples int     `json:"samples"`
 }
 
-// dSample lists the pids in D state under proc.
-func dSample(proc string) (map[int]string, error) {
-	ents, err := os.ReadDir(proc)
-	if err != nil {
-		return nil, err
-	}
-	out := map[int]string{}
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join(proc, e.Name(), "stat"))
-		if err != nil {
-			continue // it exited
-		}
-		if st, err := disk.ProcState(b); err == nil && st == 'D' {
-			out[pid] = procComm(b)
-		}
-	}
-	return out, nil
-}
-
 // SampleDState samples proc n times, every interval (n >= 1), and says which processes stayed in D.
 func SampleDState(ctx context.Context, proc string, n int, interval time.Duration) (*DState, error) {
 	type seen struct {
@@ -88,7 +51,7 @@ func SampleDState(ctx context.Context, proc string, n int, interval time.Duratio
 			}
 		}
 		now := time.Now()
-		s, err := dSample(proc)
+		s, err := disk.DStateTasks(proc)
 		if err != nil {
 			return nil, err
 		}

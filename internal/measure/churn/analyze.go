@@ -50,6 +50,9 @@ type Iteration struct {
 	// Latency is the start-up SLI (created -> Running seen by the watch), seconds; NaN if it never ran.
 	Latency float64
 	Phases  map[string]float64
+	// TimedOut says the pod was not Running after the pod time-out; Latency is then the time-out (a lower
+	// bound).
+	TimedOut bool
 	// Delete is how long the pod took to disappear after the delete request, seconds (NaN: not seen gone).
 	Delete float64
 	Err    string
@@ -90,15 +93,28 @@ func Analyze(in Input) result.Result {
 	sort.Slice(its, func(i, j int) bool { return its[i].Start.Before(its[j].Start) })
 	var ok []Iteration
 	failed := 0
+	reasons := map[string]int{}
 	for _, it := range its {
 		if math.IsNaN(it.Latency) || it.Err != "" {
 			failed++
+			reasons[it.Err]++
 			continue
 		}
 		ok = append(ok, it)
 	}
+	for r, n := range reasons {
+		res.Records = append(res.Records, result.Record{ID: "failed: " + r, Values: map[string]float64{"count": float64(n)}})
+	}
+	sort.Slice(res.Records, func(i, j int) bool { return res.Records[i].ID < res.Records[j].ID })
 	add("iterations", "count", float64(len(its)), nil)
 	add("failed", "count", float64(failed), nil)
+	timedOut := 0
+	for _, it := range ok {
+		if it.TimedOut {
+			timedOut++
+		}
+	}
+	add("timed_out", "count", float64(timedOut), nil)
 	if len(ok) == 0 {
 		res.Status, res.Reason = result.StatusError, "no pod started"
 		return res
@@ -126,7 +142,7 @@ func Analyze(in Input) result.Result {
 			}
 		}
 		if len(v) > 0 {
-			add(ph+"_p50", "seconds", stats.Median(v), nil)
+			add("phase_"+ph+"_p50", "seconds", stats.Median(v), nil)
 		}
 	}
 

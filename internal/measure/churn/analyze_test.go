@@ -8,6 +8,7 @@ import (
 
 	"github.com/kubeslow/kubeslow/internal/measure/churn"
 	"github.com/kubeslow/kubeslow/internal/measure/churn/churntest"
+	"github.com/kubeslow/kubeslow/internal/report"
 	"github.com/kubeslow/kubeslow/pkg/result"
 )
 
@@ -110,6 +111,22 @@ func TestSecs(t *testing.T) {
 	for v, want := range map[float64]string{0.8: "800 ms", 9: "9.0 s", 82: "82 s", 0.0004: "400 µs", 0.18: "180 ms", 0.0025: "2.5 ms"} {
 		if got := churn.Secs(v); got != want {
 			t.Errorf("Secs(%v) = %q, want %q", v, got, want)
+		}
+	}
+}
+
+// The report page draws the three series with the change point marked on each.
+func TestReportPlotsMarks(t *testing.T) {
+	res := churn.Analyze(churntest.Credits.Input())
+	rep := &result.Report{APIVersion: result.APIVersion, Kind: result.Kind, RunID: "x", Results: []result.Result{res}, Findings: []result.Finding{}}
+	var b strings.Builder
+	if err := report.WriteHTML(&b, rep); err != nil {
+		t.Fatal(err)
+	}
+	page := b.String()
+	for _, want := range []string{"start_latency", "disk_sync_latency", "io_pressure", "start-latency change point", "change: p50"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the page lacks %q", want)
 		}
 	}
 }

@@ -254,14 +254,16 @@ func (m *Measurement) iterate(runCtx, ctx context.Context, env *measure.Env, w *
 	select {
 	case <-ch:
 	case <-tctx.Done():
-		it.Err = "not Running after " + m.Opts.PodTimeout.String()
 		if runCtx.Err() != nil {
 			it.Err = "run ended before the pod was Running"
+		} else {
+			// Censored: the start took at least the timeout, which is what the series shows.
+			it.TimedOut, it.Latency = true, m.Opts.PodTimeout.Seconds()
 		}
 	}
 	cancel()
 	w.remove(name)
-	if tl, ok := w.col.Timeline(name); ok && it.Err == "" {
+	if tl, ok := w.col.Timeline(name); ok && it.Err == "" && !it.TimedOut {
 		if ph, sli, ok := podstartup.PhasesOf(tl); ok {
 			it.Phases, it.Latency = ph, sli
 		}

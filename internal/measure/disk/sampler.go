@@ -209,30 +209,48 @@ func (s *Sampler) Take() (Sample, error) {
 	return smp, nil
 }
 
-// dStateTasks counts the processes in uninterruptible sleep (state D) and names the most common commands.
-func dStateTasks(proc string) (int, string, error) {
+// DStateTasks lists the processes in uninterruptible sleep (state D) under proc, by pid with their command.
+func DStateTasks(proc string) (map[int]string, error) {
 	ents, err := os.ReadDir(proc)
 	if err != nil {
-		return 0, "", err
+		return nil, err
 	}
-	byCmd := map[string]int{}
-	n := 0
+	out := map[int]string{}
 	for _, e := range ents {
-		if _, err := strconv.Atoi(e.Name()); err != nil {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
 			continue
 		}
 		b, err := os.ReadFile(filepath.Join(proc, e.Name(), "stat"))
 		if err != nil {
 			continue // the process exited
 		}
-		st, err := ProcState(b)
-		if err != nil || st != 'D' {
-			continue
+		if st, err := ProcState(b); err == nil && st == 'D' {
+			out[pid] = ProcComm(b)
 		}
-		n++
-		if i, j := bytes.IndexByte(b, '('), bytes.LastIndexByte(b, ')'); i >= 0 && j > i {
-			byCmd[string(b[i+1:j])]++
-		}
+	}
+	return out, nil
+}
+
+// ProcComm returns the command name of a /proc/<pid>/stat line (in parentheses; it may hold spaces and
+// parentheses itself).
+func ProcComm(stat []byte) string {
+	i, j := bytes.IndexByte(stat, '('), bytes.LastIndexByte(stat, ')')
+	if i < 0 || j < i {
+		return ""
+	}
+	return string(stat[i+1 : j])
+}
+
+// dStateTasks counts the processes in D state and names the most common commands.
+func dStateTasks(proc string) (int, string, error) {
+	tasks, err := DStateTasks(proc)
+	if err != nil {
+		return 0, "", err
+	}
+	byCmd := map[string]int{}
+	for _, c := range tasks {
+		byCmd[c]++
 	}
 	cmds := make([]string, 0, len(byCmd))
 	for c := range byCmd {
@@ -257,5 +275,5 @@ func dStateTasks(proc string) (int, string, error) {
 			out += "×" + strconv.Itoa(byCmd[c])
 		}
 	}
-	return n, out, nil
+	return len(tasks), out, nil
 }

@@ -108,7 +108,7 @@ func (s *Source) addProfile(ctx context.Context, res *result.Result, p profile) 
 const ChangeMinSegment = 5
 
 // changeMarks marks where the profile's level changes (stats.Changes: PELT, normal mean and variance, MBIC),
-// with the medians before and after: a signal that degrades without crossing a threshold still shows when.
+// with the means before and after (the method detects a change of mean or variance): a signal that degrades without crossing a threshold still shows when.
 func changeMarks(points []result.Point, unit string) []result.Mark {
 	x := make([]float64, len(points))
 	for i, p := range points {
@@ -118,8 +118,8 @@ func changeMarks(points []result.Point, unit string) []result.Mark {
 	segs := stats.Segments(x, cps)
 	var out []result.Mark
 	for i := 1; i < len(segs); i++ {
-		out = append(out, result.Mark{T: points[segs[i].Start].T, Label: fmt.Sprintf("change: median %s -> %s",
-			result.FormatQuantity(segs[i-1].Median, unit), result.FormatQuantity(segs[i].Median, unit))})
+		out = append(out, result.Mark{T: points[segs[i].Start].T, Label: fmt.Sprintf("change: mean %s -> %s",
+			result.FormatQuantity(segs[i-1].Mean, unit), result.FormatQuantity(segs[i].Mean, unit))})
 	}
 	return out
 }

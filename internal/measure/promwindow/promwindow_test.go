@@ -19,6 +19,7 @@ import (
 	"github.com/kubeslow/kubeslow/internal/prom"
 	"github.com/kubeslow/kubeslow/internal/promql"
 	"github.com/kubeslow/kubeslow/internal/promql/promtest"
+	"github.com/kubeslow/kubeslow/internal/report"
 	"github.com/kubeslow/kubeslow/pkg/result"
 )
 
@@ -320,5 +321,15 @@ func TestOnsetOrder(t *testing.T) {
 	got := fired(&result.Report{Results: []result.Result{api, etcd}})
 	if strings.Join(got, ",") != "KS-API-LATENCY,KS-ETCD-FSYNC" {
 		t.Fatalf("fired %v", got)
+	}
+	// The HTML report draws the profiles with their onset marks.
+	rep := &result.Report{APIVersion: result.APIVersion, Kind: result.Kind, Results: []result.Result{api, etcd, res}, Findings: fs}
+	var html bytes.Buffer
+	if err := report.WriteHTML(&html, rep); err != nil {
+		t.Fatal(err)
+	}
+	h := html.String()
+	if n := strings.Count(h, "<svg"); n < 2 || !strings.Contains(h, "<title>etcd WAL fsync p99 &gt; 0.01 s at") || !strings.Contains(h, "<title>change: ") {
+		t.Fatalf("HTML: %d plots, onset and change marks drawn: %v %v", n, strings.Contains(h, "etcd WAL fsync p99 &gt;"), strings.Contains(h, "change: "))
 	}
 }

@@ -2,11 +2,13 @@ package check
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/kubeslow/kubeslow/internal/agent"
+	"github.com/kubeslow/kubeslow/internal/measure/kubelet"
 	"github.com/kubeslow/kubeslow/internal/measure/nodeagent"
 	"github.com/kubeslow/kubeslow/pkg/result"
 )
@@ -75,7 +77,8 @@ func nodeRuleCases() map[string]ruleCase {
 	hdd.disk = map[string][2]uint32{"n1": hddDisk, "n2": virtioDisk, "n3": nvmeDisk}
 	slowSync := healthySweep
 	slowSync.sync = map[string]time.Duration{"n1": 170 * time.Microsecond, "n2": 9 * time.Millisecond, "n3": 60 * time.Microsecond}
-	return map[string]ruleCase{
+	cases := kubeletRuleCases()
+	for id, c := range map[string]ruleCase{
 		// 990 of 1024 entries, no overflow line yet; and a healthy fleet.
 		"KS-NODE-NEIGH-ALL":      {sw(withHost("n2", "neigh-near")), healthy},
 		"KS-NODE-CONNTRACK-ALL":  {sw(withHost("n2", "neigh-overflow")), sw(withHost("n2", "neigh-near"))},
@@ -87,7 +90,10 @@ func nodeRuleCases() map[string]ruleCase {
 		// a SATA HDD fires; the lab's virtio disk (rotational=1 too) and an NVMe SSD stay clear.
 		"KS-NODE-DISK-SPINNING": {sw(hdd), healthy},
 		"KS-NODE-DISK-SYNC":     {sw(slowSync), healthy},
+	} {
+		cases[id] = c
 	}
+	return cases
 }
 
 // TestNodeRulesNameTheWorstNode: the finding is one per rule, its items worst first, naming the node.
@@ -103,5 +109,53 @@ func TestNodeRulesNameTheWorstNode(t *testing.T) {
 	}
 	if neigh == nil || neigh.ItemCount != 2 || neigh.Items[0].Key != "node=n2" || neigh.Items[1].Key != "node=n3" {
 		t.Fatalf("neighbour finding %+v", neigh)
+	}
+}
+
+// kubeletFleet is nodes.kubelet's analysis of kubelets: each node's /configz (as a kubelet 1.36 returns it)
+// and /metrics (written in the exposition format), with the largest image its status lists.
+type kubeletFleet struct {
+	serial  map[string]bool    // node -> serializeImagePulls (absent: the kubelet leaves it at its default)
+	largest map[string]int64   // node -> largest image bytes
+	startS  map[string]float64 // node -> pod start SLI observations' value (seconds)
+}
+
+func (k kubeletFleet) result(t *testing.T) result.Result {
+	t.Helper()
+	var nodes []kubelet.Node
+	for _, n := range []string{"n1", "n2", "n3", "n4"} {
+		serial := ""
+		if v, ok := k.serial[n]; ok {
+			serial = fmt.Sprintf(`"serializeImagePulls":%v,`, v)
+		}
+		cfg, err := kubelet.ParseConfigz([]byte(`{"kubeletconfig":{` + serial + `"maxPods":110,"kubeAPIQPS":50,"kubeAPIBurst":100,` +
+			`"runtimeRequestTimeout":"2m0s","failCgroupV1":false}}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		e := newExpo()
+		e.hist("kubelet_pod_start_sli_duration_seconds", "", 40, k.startS[n])
+		e.hist("kubelet_runtime_operations_duration_seconds", `operation_type="create_container"`, 40, 0.02)
+		e.hist("kubelet_pleg_relist_duration_seconds", "", 100, 0.004)
+		e.counter("kubelet_runtime_operations_errors_total", `operation_type="pull_image"`, 0)
+		nodes = append(nodes, kubelet.Node{Name: n, CPUs: 4, LargestImage: "registry.example/big:1", LargestImageBytes: k.largest[n], Config: cfg,
+			Metrics: e.snapshot(t, t0)})
+	}
+	return kubelet.Analyze(nodes)
+}
+
+func kubeletRuleCases() map[string]ruleCase {
+	kf := func(k kubeletFleet) func(t *testing.T) *result.Report {
+		return func(t *testing.T) *result.Report { return report(nil, k.result(t)) }
+	}
+	even := map[string]float64{"n1": 1, "n2": 1, "n3": 1, "n4": 1}
+	small := map[string]int64{"n1": 40 << 20, "n2": 40 << 20, "n3": 40 << 20, "n4": 40 << 20}
+	big := map[string]int64{"n1": 40 << 20, "n2": 17 << 30, "n3": 40 << 20, "n4": 40 << 20}
+	parallel := map[string]bool{"n1": false, "n2": false, "n3": false, "n4": false}
+	return map[string]ruleCase{
+		// the default (serialized) with a 17 GiB image on n2; the same image with parallel pulls, or serialized with small images.
+		"KS-NODE-SERIAL-PULLS": {kf(kubeletFleet{largest: big, startS: even}), kf(kubeletFleet{serial: parallel, largest: big, startS: even})},
+		"KS-NODE-START-OUTLIER": {kf(kubeletFleet{largest: small, startS: map[string]float64{"n1": 1, "n2": 1, "n3": 9, "n4": 1}}),
+			kf(kubeletFleet{largest: small, startS: map[string]float64{"n1": 8, "n2": 9, "n3": 9, "n4": 8}})}, // all slow alike: no outlier
 	}
 }

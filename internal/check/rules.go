@@ -14,7 +14,7 @@ const sloSource = "Kubernetes SIG Scalability API call latency SLO (p99 over the
 // Rules returns every rule of the findings engine.
 func Rules() []Rule {
 	var all []Rule
-	for _, rs := range [][]Rule{coreRules(), AuditRules(), PodRules(), NetRules(), NodeRules(), DNSRules(), DiskBenchRules(), ChurnRules(), CombinedRules()} {
+	for _, rs := range [][]Rule{coreRules(), AuditRules(), PodRules(), NetRules(), NodeRules(), KubeletRules(), DNSRules(), DiskBenchRules(), ChurnRules(), CombinedRules()} {
 		all = append(all, rs...)
 	}
 	return all

@@ -10,6 +10,7 @@ import (
 	"github.com/kubeslow/kubeslow/internal/measure/cpusage"
 	"github.com/kubeslow/kubeslow/internal/measure/dnsready"
 	"github.com/kubeslow/kubeslow/internal/measure/etcdhealth"
+	"github.com/kubeslow/kubeslow/internal/measure/kubelet"
 	"github.com/kubeslow/kubeslow/internal/measure/nodeagent"
 	"github.com/kubeslow/kubeslow/internal/measure/nodes"
 	"github.com/kubeslow/kubeslow/internal/measure/podstartup"
@@ -48,6 +49,7 @@ func Registry(o Options) *measure.Registry {
 		podstartup.New(podstartup.Options{Kind: workload.Pods, Count: o.Pods, QPS: 20, Burst: 20, SLO: podstartup.DefaultSLO,
 			Timeout: 5 * time.Minute, Simulated: true}),
 		dnsready.New(dnsready.Options{Image: o.Image, Count: 5, Interval: 100 * time.Millisecond, Wait: 2 * time.Minute, Backoff: dnsready.DefaultBackoff}),
+		kubelet.New(),
 		nodeagent.New(nodeagent.DefaultOptions(o.Image)),
 	)
 }

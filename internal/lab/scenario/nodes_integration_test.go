@@ -1,0 +1,60 @@
+package scenario_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/kubeslow/kubeslow/internal/lab"
+	"github.com/kubeslow/kubeslow/internal/lab/scenario"
+	"github.com/kubeslow/kubeslow/internal/measure"
+	"github.com/kubeslow/kubeslow/internal/measure/nodeagent"
+	"github.com/kubeslow/kubeslow/pkg/result"
+)
+
+// TestIntegrationNodeSweep runs the node agent DaemonSet on the healthy lab's real nodes: every real node
+// reports (kernel log from /dev/kmsg, both directories' disks and sync probes), simulated nodes get no agent,
+// and none of the node sweep's rules fires.
+func TestIntegrationNodeSweep(t *testing.T) {
+	sc, err := scenario.Get("healthy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep := runScenarioWith(t, sc, []measure.Measurement{nodeagent.New(nodeagent.DefaultOptions(lab.AgentImage))})
+	r := rep.Result(nodeagent.Name)
+	if r == nil || r.Status != result.StatusPass {
+		t.Fatalf("nodes.agent: %+v", r)
+	}
+	val := func(n string) float64 {
+		if m := r.Metric(n, nil); m != nil {
+			return m.Value
+		}
+		return -1
+	}
+	if sched, got := val(nodeagent.MetricAgentsScheduled), val(nodeagent.MetricNodesReported); sched < 1 || got != sched || val(nodeagent.MetricNodesFailed) != 0 {
+		t.Fatalf("agents scheduled %v, reported %v, failed %v: %+v", sched, got, val(nodeagent.MetricNodesFailed), r.Records)
+	}
+	for _, rec := range r.Records {
+		t.Logf("%s: %v", rec.ID, rec.Labels)
+		if !strings.HasPrefix(rec.Labels["kernel_log"], "/dev/kmsg") {
+			t.Errorf("%s: kernel log %q, want /dev/kmsg", rec.ID, rec.Labels["kernel_log"])
+		}
+		if rec.Labels["disk kubelet"] == "" || rec.Labels["disk runtime"] == "" || rec.Labels["unread"] != "" {
+			t.Errorf("%s: disks %q / %q, unread %q", rec.ID, rec.Labels["disk kubelet"], rec.Labels["disk runtime"], rec.Labels["unread"])
+		}
+	}
+	syncs := 0
+	for _, m := range r.Metrics {
+		if m.Name == nodeagent.MetricSyncP50 {
+			syncs++
+			t.Logf("sync p50 %s: %.6f s", m.Labels, m.Value)
+		}
+	}
+	if want := 2 * int(val(nodeagent.MetricNodesReported)); syncs != want {
+		t.Errorf("%d sync probes, want %d (kubelet and runtime on each node)", syncs, want)
+	}
+	for _, f := range rep.Findings {
+		if strings.HasPrefix(f.ID, "KS-NODE-") {
+			t.Errorf("healthy lab: finding %s: %s", f.ID, f.Summary)
+		}
+	}
+}

@@ -45,6 +45,12 @@ func hostSteps(d Dirs, c *Config) []Step {
 				if err := ensureKubeconfigs(u.d); err != nil {
 					return err
 				}
+				// The steps after this one talk to the apiserver with the admin kubeconfig just written.
+				client, err := AdminClient(u.d)
+				if err != nil {
+					return err
+				}
+				u.client = client
 				u.step("PKI and kubeconfigs in %s", u.d.PKIDir())
 				return nil
 			}},

@@ -83,11 +83,8 @@ func Up(ctx context.Context, d Dirs, c Config, progress Progress) (*State, error
 	if err := d.saveState(st); err != nil {
 		return nil, err
 	}
-	client, err := AdminClient(d)
-	if err != nil {
-		return nil, err
-	}
-	if err := plan.run(ctx, &upRun{d: d, c: &c, st: st, client: client, step: step}); err != nil {
+	// The client is made by the pki step, once the admin kubeconfig exists.
+	if err := plan.run(ctx, &upRun{d: d, c: &c, st: st, step: step}); err != nil {
 		return nil, err
 	}
 	step("lab up: kubeconfig %s, audit log %s", d.AdminKubeconfig(), d.AuditLog())

@@ -659,7 +659,7 @@ func seriesPlot(group []result.Series) (template.HTML, bool) {
 		if x < x0-1 || x > x1+1 {
 			continue
 		}
-		t := truncate(m.Label, 28)
+		t := truncate(m.Label, 40)
 		w := 6.0*float64(len([]rune(t))) + 6
 		start := x + 3
 		if start+w > plotWidth {
@@ -776,10 +776,10 @@ func seriesPlot(group []result.Series) (template.HTML, bool) {
 		s.f(`<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" class="mark" stroke="%s"><title>%s</title></line>`, l.x, y0-2, l.x, y1, palette[2], html.EscapeString(l.t))
 		if l.row >= 0 {
 			y := y0 - 4 - float64(l.row)*13
-			if l.x+3+6.0*float64(len([]rune(truncate(l.t, 28))))+6 > plotWidth {
-				s.text(l.x-3, y, "end", "tick", truncate(l.t, 28))
+			if l.x+3+6.0*float64(len([]rune(truncate(l.t, 40))))+6 > plotWidth {
+				s.text(l.x-3, y, "end", "tick", truncate(l.t, 40))
 			} else {
-				s.text(l.x+3, y, "start", "tick", truncate(l.t, 28))
+				s.text(l.x+3, y, "start", "tick", truncate(l.t, 40))
 			}
 		}
 	}

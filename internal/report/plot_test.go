@@ -152,3 +152,36 @@ func TestPathPlots(t *testing.T) {
 		}
 	}
 }
+
+// longSeries is n samples at a 100 ms step with one spike in the middle.
+func longSeries(n int) result.Series {
+	t0 := time.Date(2026, 11, 23, 3, 0, 0, 0, time.UTC)
+	s := result.Series{Name: "x", Unit: "seconds", Marks: []result.Mark{{T: t0.Add(time.Duration(n/2) * 100 * time.Millisecond), Label: "change"}}}
+	for i := range n {
+		v := 1 + 0.1*math.Sin(float64(i))
+		if i == n/3 {
+			v = 50
+		}
+		s.Points = append(s.Points, result.Point{T: t0.Add(time.Duration(i) * 100 * time.Millisecond), V: v})
+	}
+	return s
+}
+
+// TestSeriesPlotSize: 100,000 samples make a plot of the size of 1,000 (a column's min and max), spike kept.
+func TestSeriesPlotSize(t *testing.T) {
+	big, _ := seriesPlot([]result.Series{longSeries(100000)})
+	small, _ := seriesPlot([]result.Series{longSeries(1000)})
+	if len(big) > 2*len(small) || len(big) > 64<<10 {
+		t.Errorf("100,000 samples: %d bytes; 1,000 samples: %d bytes", len(big), len(small))
+	}
+	if !strings.Contains(string(big), ">50<") {
+		t.Error("the y axis does not reach the spike")
+	}
+}
+
+func BenchmarkSeriesPlot100k(b *testing.B) {
+	s := []result.Series{longSeries(100000)}
+	for b.Loop() {
+		seriesPlot(s)
+	}
+}

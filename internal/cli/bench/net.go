@@ -56,7 +56,7 @@ kube-proxy's mode and rule count, conntrack and ARP-table fill. --image must hol
 	cmd.Flags().StringVar(&o.Image, "image", "", "agent image with /kubeslow (default on the lab: "+lab.AgentImage+")")
 	cmd.Flags().DurationVarP(&o.Duration, "duration", "d", time.Second, "length of each test (4 tests per path and round)")
 	cmd.Flags().IntVarP(&o.Concurrency, "concurrency", "c", 8, "HTTP connections")
-	cmd.Flags().IntVar(&o.Repeats, "repeats", 3, "rounds over the whole path matrix: medians with min-max are reported")
+	cmd.Flags().IntVar(&o.Repeats, "repeats", 3, "rounds over the whole path matrix (a path with a wide spread gets up to as many extra, within a fifth of the time): medians with min-max are reported")
 	cmd.Flags().BoolVar(&long, "long", false, "the long form: 5 s tests (-d 5s), 3 rounds; about 3x the default's wall time")
 	return cmd
 }

@@ -73,3 +73,26 @@ func TestNodeNetResult(t *testing.T) {
 		t.Errorf("records %+v", res.Records)
 	}
 }
+
+// TestWidestPath: extra rounds go to the path with the widest requests/s spread above WideSpread, in either
+// HTTP mode, until it has had as many extra rounds as the base; narrow paths get none.
+func TestWidestPath(t *testing.T) {
+	paths := []Path{{Name: "host->host"}, {Name: "pod->Service"}, {Name: "pod->pod"}}
+	s := map[string][]float64{
+		SampleKey("host->host", "rps", "keepalive"): {100, 105, 98}, SampleKey("host->host", "rps", "new"): {10, 10, 11},
+		SampleKey("pod->Service", "rps", "keepalive"): {90, 91, 92}, SampleKey("pod->Service", "rps", "new"): {1, 2, 11},
+		SampleKey("pod->pod", "rps", "keepalive"): {50, 80, 100}, SampleKey("pod->pod", "rps", "new"): {9, 9, 9},
+	}
+	extra := map[string]int{}
+	for _, want := range []string{"pod->Service", "pod->Service", "pod->Service", "pod->pod", "pod->pod", "pod->pod", ""} {
+		p, ok := WidestPath(paths, s, extra, 3)
+		if p.Name != want || ok != (want != "") {
+			t.Fatalf("extra %v: got %q %v, want %q", extra, p.Name, ok, want)
+		}
+		extra[p.Name]++
+	}
+	// Narrow everywhere: none.
+	if p, ok := WidestPath(paths[:1], s, map[string]int{}, 3); ok {
+		t.Errorf("narrow spread got extra rounds: %s", p.Name)
+	}
+}

@@ -123,40 +123,6 @@ func TestKwokStages(t *testing.T) {
 	}
 }
 
-func TestKubernetesScratchGoMod(t *testing.T) {
-	upstream := []byte(`module k8s.io/kubernetes
-
-go 1.25.0
-
-require k8s.io/api v0.0.0
-
-replace (
-	k8s.io/api => ./staging/src/k8s.io/api
-	k8s.io/client-go => ./staging/src/k8s.io/client-go
-	github.com/foo/bar => github.com/foo/bar v1.2.3
-)
-`)
-	out, err := kubernetesScratchGoMod(upstream, "1.36.3")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := string(out)
-	for _, want := range []string{"module kubeslow.lab/k8s", "require k8s.io/kubernetes v1.36.3", "k8s.io/api => k8s.io/api v0.36.3", "k8s.io/client-go => k8s.io/client-go v0.36.3"} {
-		if !strings.Contains(s, want) {
-			t.Errorf("scratch go.mod lacks %q:\n%s", want, s)
-		}
-	}
-	if strings.Contains(s, "foo/bar") {
-		t.Errorf("non-staging replace copied:\n%s", s)
-	}
-	if _, err := kubernetesScratchGoMod([]byte("module x\n"), "1.36.3"); err == nil {
-		t.Error("a go.mod without staging replaces was accepted")
-	}
-	if _, err := kubernetesScratchGoMod([]byte("garbage ((("), "1.36.3"); err == nil {
-		t.Error("garbage accepted")
-	}
-}
-
 func TestAddressesInBenchmarkRange(t *testing.T) {
 	for _, a := range []string{HostLinkIP, UplinkIP, ControlPlaneIP, KubernetesSvcIP, ClusterDNSIP} {
 		if !strings.HasPrefix(a, "198.18.") && !strings.HasPrefix(a, "198.19.") {

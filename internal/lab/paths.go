@@ -2,6 +2,7 @@ package lab
 
 import (
 	"errors"
+	"github.com/kubeslow/kubeslow/internal/lab/build"
 	"github.com/kubeslow/kubeslow/internal/lab/host"
 	"os"
 	"path/filepath"
@@ -52,9 +53,5 @@ func (d Dirs) AdminKubeconfig() string { return filepath.Join(d.State, "kubeconf
 // procs are the lab's process records and logs.
 func (d Dirs) procs() host.Records { return host.Records{Dir: d.ProcDir(), Logs: d.LogDir()} }
 
-// Paths inside the cache directory.
-func (d Dirs) BinDir() string       { return filepath.Join(d.Cache, "bin") }
-func (d Dirs) SrcDir() string       { return filepath.Join(d.Cache, "src") }
-func (d Dirs) GoModCache() string   { return filepath.Join(d.Cache, "gomod") }
-func (d Dirs) GoBuildCache() string { return filepath.Join(d.Cache, "gobuild") }
-func (d Dirs) BuildLogDir() string  { return filepath.Join(d.Cache, "logs") }
+// BuildCache is the build cache inside the cache directory.
+func (d Dirs) BuildCache() build.Cache { return build.Cache{Dir: d.Cache} }

@@ -3,6 +3,7 @@ package lab
 import (
 	"context"
 	"fmt"
+	"github.com/kubeslow/kubeslow/internal/lab/build"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -252,16 +253,7 @@ func stopOrder(st *State, recorded []string) []string {
 // yet where `lab build` puts them, and Debian's prometheus and node_exporter from PATH (or where Debian puts
 // them). For `lab up --dry-run`: nothing is built or checked.
 func PlannedBinaries(d Dirs, c Config) map[string]string {
-	man := loadManifest(d)
-	bins := map[string]string{}
-	for _, s := range buildSteps() {
-		for _, comp := range s.components {
-			bins[comp] = filepath.Join(d.BinDir(), comp+"-v"+s.version, comp)
-			if p, err := man.Binary(comp); err == nil {
-				bins[comp] = p
-			}
-		}
-	}
+	bins := build.Planned(d.BuildCache())
 	if c.Prometheus {
 		for comp, name := range map[string]string{PrometheusComponent: "prometheus", NodeExporterComponent: "prometheus-node-exporter"} {
 			bins[comp] = "/usr/bin/" + name

@@ -101,7 +101,7 @@ func startInAndWait(ctx context.Context, d Dirs, name, ns string, argv, env []st
 	step("%s started (pid %d)", name, rec.PID)
 	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
 		if !rec.Alive() {
-			return false, fmt.Errorf("%s exited; last lines of %s:\n%s", name, rec.Log, tail(rec.Log, 15))
+			return false, fmt.Errorf("%s exited; last lines of %s:\n%s", name, rec.Log, host.Tail(rec.Log, 15))
 		}
 		return healthy(ctx), nil
 	})

@@ -1,4 +1,4 @@
-package lab
+package build
 
 // Pinned versions of everything the lab builds from the Go module proxy. Kubernetes stays on 1.36: kubelet
 // 1.37+ drops a fallback that Debian's containerd 1.6 needs (see docs/lab.md).

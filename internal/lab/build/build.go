@@ -1,0 +1,453 @@
+// Package build builds the lab's pinned components (Kubernetes, etcd, kwok, CoreDNS) from the Go module proxy
+// into a cache directory, verifies them (version output and hash) and records them in a manifest, so that a
+// later build only checks what is there.
+package build
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"golang.org/x/mod/modfile"
+
+	"github.com/kubeslow/kubeslow/internal/lab/host"
+)
+
+// Manifest records what `lab build` produced, so a later build can verify and skip it.
+type Manifest struct {
+	Components map[string]BuiltBinary `json:"components"`
+}
+
+// BuiltBinary is one verified binary.
+type BuiltBinary struct {
+	Version string `json:"version"`
+	Path    string `json:"path"`
+	SHA256  string `json:"sha256"`
+	Size    int64  `json:"size"`
+	// VersionOutput is what `BINARY --version` printed when verified.
+	VersionOutput string `json:"versionOutput"`
+}
+
+// Progress receives one line per step and a heartbeat while a long step runs.
+type Progress func(format string, args ...any)
+
+// Cache is the build cache: binaries, sources, Go's module and build caches, build logs. It survives `lab down`.
+type Cache struct{ Dir string }
+
+// Paths inside the cache.
+func (c Cache) BinDir() string       { return filepath.Join(c.Dir, "bin") }
+func (c Cache) SrcDir() string       { return filepath.Join(c.Dir, "src") }
+func (c Cache) GoModCache() string   { return filepath.Join(c.Dir, "gomod") }
+func (c Cache) GoBuildCache() string { return filepath.Join(c.Dir, "gobuild") }
+func (c Cache) LogDir() string       { return filepath.Join(c.Dir, "logs") }
+
+// buildStep builds one or more components from one Go invocation.
+type buildStep struct {
+	title      string
+	components []string
+	version    string
+	build      func(ctx context.Context, b *builder) error
+	// versionArg and versionWant verify a binary: its output for versionArg must contain versionWant.
+	versionArg  string
+	versionWant string
+}
+
+type builder struct {
+	dirs     Cache
+	goBin    string
+	env      []string
+	progress Progress
+}
+
+// Build builds every lab component that is missing or fails verification, into the cache directory. It is
+// idempotent: with a warm cache it only hashes and checks what is there.
+func Build(ctx context.Context, d Cache, progress Progress) (*Manifest, error) {
+	goBin, err := findGo()
+	if err != nil {
+		return nil, err
+	}
+	for _, dir := range []string{d.BinDir(), d.SrcDir(), d.GoModCache(), d.GoBuildCache(), d.LogDir()} {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, err
+		}
+	}
+	b := &builder{dirs: d, goBin: goBin, progress: progress, env: goEnv(d)}
+	man := loadManifest(d)
+	steps := buildSteps()
+	start := time.Now()
+	for i, s := range steps {
+		if man.verified(s) {
+			progress("[%d/%d] %s: up to date", i+1, len(steps), s.title)
+			continue
+		}
+		progress("[%d/%d] %s: building (log: %s)", i+1, len(steps), s.title, b.logPath(s))
+		t0 := time.Now()
+		stopBeat := heartbeat(progress, fmt.Sprintf("[%d/%d] %s", i+1, len(steps), s.title), t0)
+		err := s.build(ctx, b)
+		stopBeat()
+		if err != nil {
+			return nil, fmt.Errorf("building %s: %w", s.title, err)
+		}
+		for _, c := range s.components {
+			bb, err := verifyBinary(ctx, b.binPath(c, s.version), s)
+			if err != nil {
+				return nil, err
+			}
+			man.Components[c] = bb
+		}
+		if err := saveManifest(d, man); err != nil {
+			return nil, err
+		}
+		progress("[%d/%d] %s: built and verified in %s", i+1, len(steps), s.title, time.Since(t0).Round(time.Second))
+	}
+	progress("lab build: done in %s (cache %s)", time.Since(start).Round(time.Second), d.Dir)
+	return man, nil
+}
+
+func buildSteps() []buildStep {
+	return []buildStep{
+		{title: "kubernetes v" + KubernetesVersion + " (" + strings.Join(kubernetesCommands, ", ") + ")",
+			components: kubernetesCommands, version: KubernetesVersion, build: buildKubernetes,
+			versionArg: "--version", versionWant: "v" + KubernetesVersion},
+		{title: "etcd v" + EtcdVersion, components: []string{Etcd}, version: EtcdVersion, build: buildEtcd,
+			versionArg: "--version", versionWant: EtcdVersion},
+		{title: "kwok v" + KwokVersion, components: []string{Kwok}, version: KwokVersion,
+			build: goInstall("sigs.k8s.io/kwok/cmd/kwok", KwokVersion, Kwok), versionArg: "--version", versionWant: KwokVersion},
+		{title: "coredns v" + CoreDNSVersion, components: []string{CoreDNS}, version: CoreDNSVersion,
+			build: goInstall("github.com/coredns/coredns", CoreDNSVersion, CoreDNS), versionArg: "-version", versionWant: CoreDNSVersion},
+	}
+}
+
+// goEnv is the environment for the Go tool: static binaries, caches under the lab cache, no toolchain switch.
+func goEnv(d Cache) []string {
+	env := []string{}
+	for _, kv := range os.Environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		switch k {
+		case "GOFLAGS", "GOMODCACHE", "GOCACHE", "CGO_ENABLED", "GOTOOLCHAIN", "GOBIN", "GOOS", "GOARCH", "GOWORK":
+			continue
+		}
+		env = append(env, kv)
+	}
+	return append(env,
+		"GOMODCACHE="+d.GoModCache(), "GOCACHE="+d.GoBuildCache(), "CGO_ENABLED=0",
+		"GOTOOLCHAIN=local", "GOWORK=off", "GOFLAGS=-trimpath -buildvcs=false -modcacherw")
+}
+
+func findGo() (string, error) {
+	if p, err := exec.LookPath("go"); err == nil {
+		return p, nil
+	}
+	if _, err := os.Stat("/usr/local/go/bin/go"); err == nil {
+		return "/usr/local/go/bin/go", nil
+	}
+	return "", errors.New("the Go toolchain is needed to build the lab: install Go 1.26 (e.g. /usr/local/go) and put it on PATH")
+}
+
+func (b *builder) binPath(component, version string) string {
+	return filepath.Join(b.dirs.BinDir(), component+"-v"+version, component)
+}
+
+func (b *builder) logPath(s buildStep) string {
+	return filepath.Join(b.dirs.LogDir(), strings.Fields(s.title)[0]+".log")
+}
+
+// goCmd runs the Go tool in dir with output appended to the step's log; errors carry the log's tail.
+func (b *builder) goCmd(ctx context.Context, logName, dir string, args ...string) error {
+	ctx, cancel := context.WithTimeout(ctx, 45*time.Minute)
+	defer cancel()
+	logPath := filepath.Join(b.dirs.LogDir(), logName+".log")
+	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	defer logf.Close()
+	fmt.Fprintf(logf, "\n$ go %s   (in %s, %s)\n", strings.Join(args, " "), dir, time.Now().UTC().Format(time.RFC3339))
+	cmd := exec.CommandContext(ctx, b.goBin, args...)
+	cmd.Dir, cmd.Env, cmd.Stdout, cmd.Stderr = dir, b.env, logf, logf
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("go %s: %w\n%s", args[0], err, host.Tail(logPath, 20))
+	}
+	return nil
+}
+
+// buildKubernetes makes a scratch module that requires k8s.io/kubernetes with a replace line for every staging
+// module (the usual way to import k8s.io/kubernetes), then builds all commands in one go build.
+func buildKubernetes(ctx context.Context, b *builder) error {
+	dir := filepath.Join(b.dirs.SrcDir(), "k8s-v"+KubernetesVersion)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	const logName = "kubernetes"
+	// The upstream go.mod lists the staging modules as "replace k8s.io/x => ./staging/src/k8s.io/x".
+	out, err := b.goOutput(ctx, dir, "mod", "download", "-json", "k8s.io/kubernetes@v"+KubernetesVersion)
+	if err != nil {
+		return err
+	}
+	var dl struct{ GoMod string }
+	if err := json.Unmarshal(out, &dl); err != nil || dl.GoMod == "" {
+		return fmt.Errorf("go mod download k8s.io/kubernetes: unexpected output: %s", firstLine(out))
+	}
+	upstream, err := os.ReadFile(dl.GoMod)
+	if err != nil {
+		return err
+	}
+	gomod, err := kubernetesScratchGoMod(upstream, KubernetesVersion)
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "go.mod"), gomod, 0o644); err != nil {
+		return err
+	}
+	var tools strings.Builder
+	tools.WriteString("//go:build tools\n\npackage tools\n\nimport (\n")
+	for _, c := range kubernetesCommands {
+		fmt.Fprintf(&tools, "\t_ %q\n", "k8s.io/kubernetes/cmd/"+c)
+	}
+	tools.WriteString(")\n")
+	if err := os.WriteFile(filepath.Join(dir, "tools.go"), []byte(tools.String()), 0o644); err != nil {
+		return err
+	}
+	if err := b.goCmd(ctx, logName, dir, "mod", "tidy"); err != nil {
+		return err
+	}
+	minor := strings.Split(KubernetesVersion, ".")[1]
+	ld := []string{"-s", "-w"}
+	for _, p := range []string{"k8s.io/component-base/version", "k8s.io/client-go/pkg/version"} {
+		ld = append(ld, "-X", p+".gitVersion=v"+KubernetesVersion, "-X", p+".gitMajor=1", "-X", p+".gitMinor="+minor,
+			"-X", p+".gitTreeState=clean", "-X", p+".buildDate=1970-01-01T00:00:00Z")
+	}
+	for _, c := range kubernetesCommands {
+		out := b.binPath(c, KubernetesVersion)
+		if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
+			return err
+		}
+		b.progress("    go build k8s.io/kubernetes/cmd/%s", c)
+		if err := b.goCmd(ctx, logName, dir, "build", "-ldflags", strings.Join(ld, " "), "-o", out, "k8s.io/kubernetes/cmd/"+c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// kubernetesScratchGoMod turns k8s.io/kubernetes's go.mod into the go.mod of a module that requires it.
+func kubernetesScratchGoMod(upstream []byte, version string) ([]byte, error) {
+	f, err := modfile.Parse("go.mod", upstream, nil)
+	if err != nil {
+		return nil, fmt.Errorf("parsing k8s.io/kubernetes go.mod: %w", err)
+	}
+	staging := "v0." + strings.TrimPrefix(version, "1.")
+	out := &modfile.File{}
+	if err := out.AddModuleStmt("kubeslow.lab/k8s"); err != nil {
+		return nil, err
+	}
+	if err := out.AddGoStmt("1.26.0"); err != nil {
+		return nil, err
+	}
+	if err := out.AddRequire("k8s.io/kubernetes", "v"+version); err != nil {
+		return nil, err
+	}
+	n := 0
+	for _, r := range f.Replace {
+		if strings.HasPrefix(r.New.Path, "./staging/") {
+			if err := out.AddReplace(r.Old.Path, "", r.Old.Path, staging); err != nil {
+				return nil, err
+			}
+			n++
+		}
+	}
+	if n == 0 {
+		return nil, errors.New("k8s.io/kubernetes go.mod has no ./staging replace lines: unexpected layout")
+	}
+	return out.Format()
+}
+
+func buildEtcd(ctx context.Context, b *builder) error {
+	dir := filepath.Join(b.dirs.SrcDir(), "etcd-v"+EtcdVersion)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	gomod := fmt.Sprintf("module kubeslow.lab/etcd\n\ngo 1.26.0\n\nrequire go.etcd.io/etcd/server/v3 v%s\n", EtcdVersion)
+	if err := os.WriteFile(filepath.Join(dir, "go.mod"), []byte(gomod), 0o644); err != nil {
+		return err
+	}
+	tools := "//go:build tools\n\npackage tools\n\nimport _ \"go.etcd.io/etcd/server/v3\"\n"
+	if err := os.WriteFile(filepath.Join(dir, "tools.go"), []byte(tools), 0o644); err != nil {
+		return err
+	}
+	if err := b.goCmd(ctx, "etcd", dir, "mod", "tidy"); err != nil {
+		return err
+	}
+	return b.goCmd(ctx, "etcd", dir, "build", "-ldflags", "-s -w", "-o", b.binPath(Etcd, EtcdVersion), "go.etcd.io/etcd/server/v3")
+}
+
+// goInstall builds pkg@version with `go install`, which needs no scratch module.
+func goInstall(pkg, version, component string) func(context.Context, *builder) error {
+	return func(ctx context.Context, b *builder) error {
+		out := b.binPath(component, version)
+		if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
+			return err
+		}
+		saved := b.env
+		b.env = append(append([]string(nil), saved...), "GOBIN="+filepath.Dir(out))
+		defer func() { b.env = saved }()
+		return b.goCmd(ctx, component, b.dirs.SrcDir(), "install", "-ldflags", "-s -w", pkg+"@v"+version)
+	}
+}
+
+func (b *builder) goOutput(ctx context.Context, dir string, args ...string) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, 20*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, b.goBin, args...)
+	cmd.Dir, cmd.Env = dir, b.env
+	out, err := cmd.Output()
+	if err != nil {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			return nil, fmt.Errorf("go %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(string(ee.Stderr)))
+		}
+		return nil, err
+	}
+	return out, nil
+}
+
+// verifyBinary runs the binary's version flag and hashes it.
+func verifyBinary(ctx context.Context, path string, s buildStep) (BuiltBinary, error) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, path, s.versionArg).CombinedOutput()
+	if err != nil {
+		return BuiltBinary{}, fmt.Errorf("verifying %s: %s %s: %w: %s", s.title, path, s.versionArg, err, firstLine(out))
+	}
+	if !strings.Contains(string(out), s.versionWant) {
+		return BuiltBinary{}, fmt.Errorf("verifying %s: %s reports %q, want %s", s.title, path, firstLine(out), s.versionWant)
+	}
+	sum, size, err := hashFile(path)
+	if err != nil {
+		return BuiltBinary{}, err
+	}
+	return BuiltBinary{Version: s.version, Path: path, SHA256: sum, Size: size, VersionOutput: firstLine(out)}, nil
+}
+
+func hashFile(path string) (string, int64, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", 0, err
+	}
+	defer f.Close()
+	h := sha256.New()
+	n, err := io.Copy(h, f)
+	if err != nil {
+		return "", 0, err
+	}
+	return hex.EncodeToString(h.Sum(nil)), n, nil
+}
+
+func manifestPath(d Cache) string { return filepath.Join(d.BinDir(), "manifest.json") }
+
+func loadManifest(d Cache) *Manifest {
+	m := &Manifest{Components: map[string]BuiltBinary{}}
+	if b, err := os.ReadFile(manifestPath(d)); err == nil {
+		_ = json.Unmarshal(b, m) // a damaged manifest only means a rebuild
+		if m.Components == nil {
+			m.Components = map[string]BuiltBinary{}
+		}
+	}
+	return m
+}
+
+func saveManifest(d Cache, m *Manifest) error {
+	b, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return err
+	}
+	return host.WriteFileAtomic(manifestPath(d), b, 0o644)
+}
+
+// verified reports whether every component of s is recorded at s's version and its file still has the
+// recorded hash.
+func (m *Manifest) verified(s buildStep) bool {
+	for _, c := range s.components {
+		bb, ok := m.Components[c]
+		if !ok || bb.Version != s.version {
+			return false
+		}
+		sum, _, err := hashFile(bb.Path)
+		if err != nil || sum != bb.SHA256 {
+			return false
+		}
+	}
+	return true
+}
+
+// Binary returns the path of a built component, or an error telling the user to run `lab build`.
+func (m *Manifest) Binary(component string) (string, error) {
+	bb, ok := m.Components[component]
+	if !ok {
+		return "", fmt.Errorf("%s is not built: run `kubeslow lab build`", component)
+	}
+	return bb.Path, nil
+}
+
+// LoadManifest returns the manifest of the last build (possibly empty).
+func LoadManifest(d Cache) *Manifest { return loadManifest(d) }
+
+// Names lists the built components in order.
+func (m *Manifest) Names() []string {
+	var out []string
+	for k := range m.Components {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func heartbeat(progress Progress, what string, t0 time.Time) func() {
+	done := make(chan struct{})
+	go func() {
+		t := time.NewTicker(20 * time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				progress("%s: still building, %s elapsed", what, time.Since(t0).Round(time.Second))
+			}
+		}
+	}()
+	return func() { close(done) }
+}
+
+func firstLine(b []byte) string {
+	s := strings.TrimSpace(string(b))
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	return s
+}
+
+// Planned are the binaries' paths: the built ones from the manifest, the others where Build puts them.
+func Planned(d Cache) map[string]string {
+	man := loadManifest(d)
+	bins := map[string]string{}
+	for _, s := range buildSteps() {
+		for _, comp := range s.components {
+			bins[comp] = filepath.Join(d.BinDir(), comp+"-v"+s.version, comp)
+			if p, err := man.Binary(comp); err == nil {
+				bins[comp] = p
+			}
+		}
+	}
+	return bins
+}

@@ -208,9 +208,9 @@ func nodeFiles(d Dirs, n realNode) error {
 		}
 	}
 	for _, spec := range []certSpec{
-		{name: n.name(), cn: "system:node:" + n.name(), org: "system:nodes"},
-		{name: n.name() + "-serving", cn: n.name(), server: true, dns: []string{n.name(), "localhost"}, ips: []string{"127.0.0.1", n.ip()}},
-		{name: "kube-proxy", cn: "system:kube-proxy"},
+		{Name: n.name(), CN: "system:node:" + n.name(), Org: "system:nodes"},
+		{Name: n.name() + "-serving", CN: n.name(), Server: true, DNS: []string{n.name(), "localhost"}, IPs: []string{"127.0.0.1", n.ip()}},
+		{Name: "kube-proxy", CN: "system:kube-proxy"},
 	} {
 		if err := ensureCert(d, spec); err != nil {
 			return err

@@ -143,7 +143,7 @@ func realNodeSteps(d Dirs, c *Config, bin func(string) string) ([]Step, error) {
 				if err := ensureDNSObjects(ctx, u.client); err != nil {
 					return fmt.Errorf("DNS objects: %w", err)
 				}
-				if err := ensureCert(u.d, certSpec{name: "coredns", cn: corednsUser}); err != nil {
+				if err := ensureCert(u.d, certSpec{Name: "coredns", CN: corednsUser}); err != nil {
 					return err
 				}
 				return writeKubeconfig(u.d, u.d.componentKubeconfig("coredns"), "coredns")

@@ -1,4 +1,7 @@
-package lab
+// Package pki is the lab's certificate authority: an ECDSA CA made in Go (crypto/x509), the certificates it
+// issues (client identities and serving certificates), the service-account signing key, and kubeconfigs with
+// embedded credentials. Everything lives in one directory; a complete PKI is marked by its ca.crt.
+package pki
 
 import (
 	"crypto"
@@ -20,41 +23,18 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 )
 
-// certSpec describes one certificate the lab issues from its own CA.
-type certSpec struct {
-	name   string // file base name
-	cn     string
-	org    string
-	server bool // serving certificate (adds serverAuth and SANs)
-	dns    []string
-	ips    []string
+// Cert describes one certificate issued from the CA.
+type Cert struct {
+	Name   string // file base name
+	CN     string
+	Org    string
+	Server bool // serving certificate (adds serverAuth and SANs)
+	DNS    []string
+	IPs    []string
 }
 
-// labCerts are the lab's certificates. Client identities follow what the components' default RBAC expects.
-func labCerts() []certSpec {
-	return []certSpec{
-		{name: "apiserver", cn: "kube-apiserver", server: true,
-			dns: []string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local"},
-			ips: []string{"127.0.0.1", ControlPlaneIP, UplinkIP, KubernetesSvcIP}},
-		{name: "apiserver-kubelet-client", cn: "kube-apiserver-kubelet-client", org: "system:masters"},
-		{name: "admin", cn: "kubeslow-admin", org: "system:masters"},
-		{name: "controller-manager", cn: "system:kube-controller-manager"},
-		{name: "scheduler", cn: "system:kube-scheduler"},
-		// kwok writes node and pod status for every simulated node, which the Node authorizer would refuse.
-		{name: "kwok", cn: "kwok-controller", org: "system:masters"},
-	}
-}
-
-// component kubeconfigs: name -> certificate.
-var labKubeconfigs = map[string]string{
-	"controller-manager": "controller-manager",
-	"scheduler":          "scheduler",
-	"kwok":               "kwok",
-}
-
-// ensurePKI creates the CA, certificates, service-account key and kubeconfigs unless they exist.
-func ensurePKI(d Dirs) error {
-	dir := d.PKIDir()
+// Ensure creates the CA in dir, the certificates certs and the service-account key, unless they exist.
+func Ensure(dir string, certs []Cert) error {
 	if _, err := os.Stat(filepath.Join(dir, "ca.crt")); err == nil {
 		return nil
 	}
@@ -83,9 +63,9 @@ func ensurePKI(d Dirs) error {
 	if err != nil {
 		return err
 	}
-	for i, spec := range labCerts() {
+	for i, spec := range certs {
 		if err := issue(dir, spec, int64(i+2), caCert, caKey, now); err != nil {
-			return fmt.Errorf("certificate %s: %w", spec.name, err)
+			return fmt.Errorf("certificate %s: %w", spec.Name, err)
 		}
 	}
 	// The service-account token signing key.
@@ -110,26 +90,26 @@ func ensurePKI(d Dirs) error {
 	return writePEM(filepath.Join(dir, "ca.crt"), "CERTIFICATE", caDER)
 }
 
-func issue(dir string, s certSpec, serial int64, ca *x509.Certificate, caKey crypto.Signer, now time.Time) error {
+func issue(dir string, s Cert, serial int64, ca *x509.Certificate, caKey crypto.Signer, now time.Time) error {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return err
 	}
 	tmpl := &x509.Certificate{
 		SerialNumber: big.NewInt(serial),
-		Subject:      pkix.Name{CommonName: s.cn},
+		Subject:      pkix.Name{CommonName: s.CN},
 		NotBefore:    now.Add(-time.Hour),
 		NotAfter:     now.AddDate(10, 0, 0),
 		KeyUsage:     x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
 		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
 	}
-	if s.org != "" {
-		tmpl.Subject.Organization = []string{s.org}
+	if s.Org != "" {
+		tmpl.Subject.Organization = []string{s.Org}
 	}
-	if s.server {
+	if s.Server {
 		tmpl.ExtKeyUsage = append(tmpl.ExtKeyUsage, x509.ExtKeyUsageServerAuth)
-		tmpl.DNSNames = s.dns
-		for _, ip := range s.ips {
+		tmpl.DNSNames = s.DNS
+		for _, ip := range s.IPs {
 			tmpl.IPAddresses = append(tmpl.IPAddresses, net.ParseIP(ip))
 		}
 	}
@@ -137,10 +117,10 @@ func issue(dir string, s certSpec, serial int64, ca *x509.Certificate, caKey cry
 	if err != nil {
 		return err
 	}
-	if err := writeKey(filepath.Join(dir, s.name+".key"), key); err != nil {
+	if err := writeKey(filepath.Join(dir, s.Name+".key"), key); err != nil {
 		return err
 	}
-	return writePEM(filepath.Join(dir, s.name+".crt"), "CERTIFICATE", der)
+	return writePEM(filepath.Join(dir, s.Name+".crt"), "CERTIFICATE", der)
 }
 
 func writeKey(path string, key any) error {
@@ -155,12 +135,10 @@ func writePEM(path, typ string, der []byte) error {
 	return os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600)
 }
 
-// APIServerURL is where the apiserver answers, from the host and from inside the lab.
-func APIServerURL() string { return fmt.Sprintf("https://%s:%d", ControlPlaneIP, APIServerPort) }
-
-// writeKubeconfig writes a kubeconfig for the given certificate with embedded credentials.
-func writeKubeconfig(d Dirs, path, cert string) error {
-	read := func(name string) ([]byte, error) { return os.ReadFile(filepath.Join(d.PKIDir(), name)) }
+// WriteKubeconfig writes a kubeconfig at path for the apiserver at server, with certificate cert of dir
+// (and the CA) embedded.
+func WriteKubeconfig(dir, path, server, cert string) error {
+	read := func(name string) ([]byte, error) { return os.ReadFile(filepath.Join(dir, name)) }
 	ca, err := read("ca.crt")
 	if err != nil {
 		return err
@@ -174,34 +152,16 @@ func writeKubeconfig(d Dirs, path, cert string) error {
 		return err
 	}
 	cfg := clientcmdapi.NewConfig()
-	cfg.Clusters["kubeslow-lab"] = &clientcmdapi.Cluster{Server: APIServerURL(), CertificateAuthorityData: ca}
+	cfg.Clusters["kubeslow-lab"] = &clientcmdapi.Cluster{Server: server, CertificateAuthorityData: ca}
 	cfg.AuthInfos[cert] = &clientcmdapi.AuthInfo{ClientCertificateData: crt, ClientKeyData: key}
 	cfg.Contexts["kubeslow-lab"] = &clientcmdapi.Context{Cluster: "kubeslow-lab", AuthInfo: cert}
 	cfg.CurrentContext = "kubeslow-lab"
 	return clientcmd.WriteToFile(*cfg, path)
 }
 
-func (d Dirs) componentKubeconfig(name string) string {
-	return filepath.Join(d.PKIDir(), name+".kubeconfig")
-}
-
-func ensureKubeconfigs(d Dirs) error {
-	if err := writeKubeconfig(d, d.AdminKubeconfig(), "admin"); err != nil {
-		return err
-	}
-	for name, cert := range labKubeconfigs {
-		if err := writeKubeconfig(d, d.componentKubeconfig(name), cert); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// ensureCert issues spec from the lab's CA unless its certificate exists. Real nodes, kube-proxy and CoreDNS
-// get their certificates this way, when they are first started.
-func ensureCert(d Dirs, spec certSpec) error {
-	dir := d.PKIDir()
-	if _, err := os.Stat(filepath.Join(dir, spec.name+".crt")); err == nil {
+// EnsureCert issues spec from the CA in dir unless its certificate exists.
+func EnsureCert(dir string, spec Cert) error {
+	if _, err := os.Stat(filepath.Join(dir, spec.Name+".crt")); err == nil {
 		return nil
 	}
 	caPEM, err := os.ReadFile(filepath.Join(dir, "ca.crt"))
@@ -215,7 +175,7 @@ func ensureCert(d Dirs, spec certSpec) error {
 	cb, _ := pem.Decode(caPEM)
 	kb, _ := pem.Decode(keyPEM)
 	if cb == nil || kb == nil {
-		return fmt.Errorf("lab CA in %s is damaged", dir)
+		return fmt.Errorf("CA in %s is damaged", dir)
 	}
 	ca, err := x509.ParseCertificate(cb.Bytes)
 	if err != nil {
@@ -227,7 +187,7 @@ func ensureCert(d Dirs, spec certSpec) error {
 	}
 	signer, ok := k.(crypto.Signer)
 	if !ok {
-		return fmt.Errorf("lab CA key is not a signer")
+		return fmt.Errorf("CA key is not a signer")
 	}
 	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 62))
 	if err != nil {

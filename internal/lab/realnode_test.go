@@ -1,19 +1,12 @@
 package lab
 
 import (
-	"context"
 	"crypto/sha256"
 	"fmt"
-	"io"
-	"log/slog"
-	"net"
-	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
-	"golang.org/x/time/rate"
 	"sigs.k8s.io/yaml"
 )
 
@@ -73,51 +66,3 @@ func TestShimSocketFormula(t *testing.T) {
 		t.Fatalf("shimSocket = %s, want %s", got, want)
 	}
 }
-
-func TestPacedWriterLimitsRate(t *testing.T) {
-	// 64 KiB at 256 KiB/s with a 16 KiB burst must take ~0.19 s; the limiter's own reservation tells how long it
-	// had to wait, so the assertion does not depend on the machine's speed.
-	lim := rate.NewLimiter(rate.Limit(256<<10), 16<<10)
-	rec := httptest.NewRecorder()
-	pw := &pacedWriter{ResponseWriter: rec, ctx: context.Background(), lim: lim}
-	start := time.Now()
-	n, err := pw.Write(make([]byte, 64<<10))
-	if err != nil || n != 64<<10 || rec.Body.Len() != 64<<10 {
-		t.Fatalf("wrote %d (%v), body %d", n, err, rec.Body.Len())
-	}
-	if el := time.Since(start); el < 150*time.Millisecond {
-		t.Fatalf("64 KiB at 256 KiB/s took %s: not paced", el)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	pw = &pacedWriter{ResponseWriter: httptest.NewRecorder(), ctx: ctx, lim: rate.NewLimiter(1, 1)}
-	if _, err := pw.Write(make([]byte, 10)); err == nil {
-		t.Fatal("a cancelled request kept writing")
-	}
-}
-
-func TestRegistryServesV2(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- ServeRegistry(ctx, ln, t.TempDir(), 0, 0, discardLogger()) }()
-	resp, err := http.Get("http://" + ln.Addr().String() + "/v2/")
-	if err != nil {
-		t.Fatal(err)
-	}
-	io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("/v2/ = %d", resp.StatusCode)
-	}
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
-}
-
-func discardLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }

@@ -1,4 +1,4 @@
-package lab
+package images
 
 import (
 	"bytes"
@@ -21,33 +21,16 @@ import (
 	"golang.org/x/time/rate"
 )
 
-// RegistryPort is where the lab registry listens on the control-plane address.
-const RegistryPort = 5000
-
-// RegistryHost is the registry's host:port, as image references name it.
-func RegistryHost() string { return fmt.Sprintf("%s:%d", ControlPlaneIP, RegistryPort) }
-
-// RegistryImage is a seeded image: the kubeslow binary plus a layer of incompressible padding.
-type RegistryImage struct {
+// Padded is an image to seed: the kubeslow binary plus a layer of PaddingSize incompressible bytes.
+type Padded struct {
 	Ref         string
 	PaddingSize int64
 }
 
-// RegistryImages are the images every lab registry holds, of sizes that make pull behaviour visible
-// (serialised pulls, a large image blocking small ones, pull deadlines).
-func RegistryImages() []RegistryImage {
-	h := RegistryHost()
-	return []RegistryImage{
-		{Ref: h + "/lab/small:1", PaddingSize: 1 << 20},
-		{Ref: h + "/lab/medium:1", PaddingSize: 32 << 20},
-		{Ref: h + "/lab/large:1", PaddingSize: 256 << 20},
-	}
-}
-
-// ServeRegistry runs an OCI registry (go-containerregistry's implementation, blobs on disk) on ln until ctx
+// Serve runs an OCI registry (go-containerregistry's implementation, blobs on disk) on ln until ctx
 // ends. Each request waits latency first; blob downloads are paced to bytesPerSec (0: unlimited), so that
 // pulls take real time.
-func ServeRegistry(ctx context.Context, ln net.Listener, dir string, bytesPerSec int64, latency time.Duration, log *slog.Logger) error {
+func Serve(ctx context.Context, ln net.Listener, dir string, bytesPerSec int64, latency time.Duration, log *slog.Logger) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
@@ -74,7 +57,7 @@ func ServeRegistry(ctx context.Context, ln net.Listener, dir string, bytesPerSec
 		defer cancel()
 		_ = srv.Shutdown(sctx)
 	}()
-	log.Info("lab registry serving", "addr", ln.Addr().String(), "dir", dir, "bytesPerSecond", bytesPerSec, "latency", latency)
+	log.Info("registry serving", "addr", ln.Addr().String(), "dir", dir, "bytesPerSecond", bytesPerSec, "latency", latency)
 	if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
@@ -105,19 +88,20 @@ func (p *pacedWriter) Write(b []byte) (int, error) {
 	return written, nil
 }
 
-// seedRegistry pushes RegistryImages (built on the kubeslow binary's layer) into the running registry.
-func seedRegistry(ctx context.Context, binary string) error {
-	base, err := binaryLayer(binary)
+// Seed pushes imgs (built on binary's layer, each with its padding) into the running registry their
+// references name.
+func Seed(ctx context.Context, binary string, imgs []Padded) error {
+	base, err := BinaryLayer(binary)
 	if err != nil {
 		return err
 	}
-	for _, ri := range RegistryImages() {
+	for _, ri := range imgs {
 		pad := make([]byte, ri.PaddingSize)
 		if _, err := io.ReadFull(rand.Reader, pad); err != nil {
 			return err
 		}
 		padLayer := static.NewLayer(tarOf("padding", pad), types.OCIUncompressedLayer)
-		img, err := imageWith([]string{"/kubeslow", "pause"}, base, padLayer)
+		img, err := With([]string{"/kubeslow", "pause"}, base, padLayer)
 		if err != nil {
 			return err
 		}

@@ -1,4 +1,7 @@
-package lab
+// Package images makes the lab's container images without a registry or a daemon — a static binary packed as
+// one layer with go-containerregistry, written as an archive that `ctr images import` reads — and serves and
+// seeds the lab's OCI registry (go-containerregistry's, with paced downloads and added latency).
+package images
 
 import (
 	"archive/tar"
@@ -22,15 +25,8 @@ import (
 	"github.com/kubeslow/kubeslow/internal/lab/host"
 )
 
-// The lab's own images: the kubeslow binary (agents and probes run from it) and the pause image, which is
-// the same binary with another entrypoint. Both are built locally and imported; nothing is pulled.
-const (
-	AgentImage = "kubeslow.local/kubeslow:lab"
-	PauseImage = "kubeslow.local/pause:1"
-)
-
-// binaryLayer is a single layer holding the binary as /kubeslow, plus /tmp and /etc.
-func binaryLayer(binary string) (v1.Layer, error) {
+// BinaryLayer is a single layer holding the binary as /kubeslow, plus /tmp and /etc.
+func BinaryLayer(binary string) (v1.Layer, error) {
 	if err := checkStatic(binary); err != nil {
 		return nil, err
 	}
@@ -68,8 +64,8 @@ func writeTar(w io.Writer, file string, content []byte, mode int64, dirs ...stri
 	return tw.Close()
 }
 
-// imageWith returns a linux/amd64 image of the given layers with an entrypoint.
-func imageWith(entrypoint []string, layers ...v1.Layer) (v1.Image, error) {
+// With returns a linux/amd64 image of the given layers with an entrypoint.
+func With(entrypoint []string, layers ...v1.Layer) (v1.Image, error) {
 	img, err := mutate.AppendLayers(empty.Image, layers...)
 	if err != nil {
 		return nil, err
@@ -86,47 +82,41 @@ func imageWith(entrypoint []string, layers ...v1.Layer) (v1.Image, error) {
 	return mutate.ConfigFile(img, cf)
 }
 
-// buildLabImages writes the agent and pause images as one tarball (docker archive format, which
-// `ctr images import` reads) and returns its path.
-func buildLabImages(d Dirs, binary string) (string, error) {
-	layer, err := binaryLayer(binary)
+// WriteArchive writes images of binary, one per reference with its entrypoint (refs: reference to
+// entrypoint), sharing one layer, as one tarball (docker archive format, which `ctr images import` reads).
+func WriteArchive(path, binary string, refs map[string][]string) error {
+	layer, err := BinaryLayer(binary)
 	if err != nil {
-		return "", err
+		return err
 	}
-	agent, err := imageWith([]string{"/kubeslow"}, layer)
-	if err != nil {
-		return "", err
-	}
-	pause, err := imageWith([]string{"/kubeslow", "pause"}, layer)
-	if err != nil {
-		return "", err
-	}
-	refs := map[name.Reference]v1.Image{}
-	for ref, img := range map[string]v1.Image{AgentImage: agent, PauseImage: pause} {
+	imgs := map[name.Reference]v1.Image{}
+	for ref, entrypoint := range refs {
+		img, err := With(entrypoint, layer)
+		if err != nil {
+			return err
+		}
 		t, err := name.NewTag(ref)
 		if err != nil {
-			return "", err
+			return err
 		}
-		refs[t] = img
+		imgs[t] = img
 	}
-	dir := filepath.Join(d.State, "images")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", err
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
 	}
-	path := filepath.Join(dir, "lab-images.tar")
 	f, err := os.Create(path)
 	if err != nil {
-		return "", err
+		return err
 	}
 	defer f.Close()
-	if err := tarball.MultiRefWrite(refs, f); err != nil {
-		return "", fmt.Errorf("writing lab images: %w", err)
+	if err := tarball.MultiRefWrite(imgs, f); err != nil {
+		return fmt.Errorf("writing images: %w", err)
 	}
-	return path, f.Close()
+	return f.Close()
 }
 
-// importImages loads the image tarball into a node's containerd (namespace k8s.io, where the CRI looks).
-func importImages(ctx context.Context, sock, tarPath string) error {
+// Import loads an image archive into the containerd at sock (namespace k8s.io, where the CRI looks).
+func Import(ctx context.Context, sock, tarPath string) error {
 	_, err := host.Run(ctx, 2*time.Minute, "ctr", "--address", sock, "-n", "k8s.io", "images", "import", "--no-unpack=false", tarPath)
 	return err
 }

@@ -82,6 +82,20 @@ func TestIntegrationKwokLeases(t *testing.T) {
 	if least < 12 {
 		t.Errorf("a node's Lease was renewed only %d times in %s (want at least 12; kwok renews every 10 s)", least, leaseWatch)
 	}
+	// `lab status` shows each simulated node's Lease, held and renewed within its duration.
+	st, err := lab.GetStatus(ctx, d)
+	if err != nil || st.LeasesError != "" {
+		t.Fatalf("lab status: %v %s", err, st.LeasesError)
+	}
+	held := 0
+	for _, ns := range st.Nodes {
+		if ns.Kind == "kwok" && ns.Lease != nil && !ns.Lease.Expired() && ns.Lease.Holder != "" && ns.Lease.DurationSeconds == lab.KwokNodeLeaseDuration.Seconds() {
+			held++
+		}
+	}
+	if held != n {
+		t.Errorf("lab status shows %d simulated nodes with a held, unexpired %s Lease, want %d", held, lab.KwokNodeLeaseDuration, n)
+	}
 	res, findings := nodesHealth(ctx, t, c)
 	if res.Status != result.StatusPass || len(findings) > 0 {
 		t.Errorf("nodes.health on a healthy lab: %s (%s), findings %v", res.Status, res.Reason, findings)

@@ -280,7 +280,7 @@ func writeStatus(streams common.IOStreams, s *lab.Status) error {
 // ago the renewals were, and how many have none or an expired one.
 func leaseSummary(nodes []lab.NodeStatus, kind string) string {
 	var held, missing, expired int
-	var dur float64
+	var dur, oldest float64
 	lo, hi := math.Inf(1), math.Inf(-1)
 	for _, n := range nodes {
 		switch {
@@ -291,18 +291,23 @@ func leaseSummary(nodes []lab.NodeStatus, kind string) string {
 			continue
 		case n.Lease.Expired():
 			expired++
+			oldest = math.Max(oldest, n.Lease.RenewedAgoSeconds)
 		default:
 			held++
+			lo, hi = math.Min(lo, n.Lease.RenewedAgoSeconds), math.Max(hi, n.Lease.RenewedAgoSeconds)
 		}
 		dur = n.Lease.DurationSeconds
-		lo, hi = math.Min(lo, n.Lease.RenewedAgoSeconds), math.Max(hi, n.Lease.RenewedAgoSeconds)
 	}
 	if held+expired == 0 {
 		return fmt.Sprintf("none (%d nodes without a Lease in kube-node-lease)", missing)
 	}
-	out := fmt.Sprintf("%d renewed %.0f-%.0fs ago (duration %.0fs)", held, lo, hi, dur)
+	out := fmt.Sprintf("%d held", held)
+	if held > 0 {
+		out += fmt.Sprintf(", renewed %.0f-%.0fs ago", lo, hi)
+	}
+	out += fmt.Sprintf(" (duration %.0fs)", dur)
 	if expired > 0 {
-		out += fmt.Sprintf(", %d EXPIRED", expired)
+		out += fmt.Sprintf(", %d EXPIRED (last renewed up to %.0fs ago)", expired, oldest)
 	}
 	if missing > 0 {
 		out += fmt.Sprintf(", %d without a Lease", missing)

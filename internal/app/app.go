@@ -20,6 +20,7 @@ import (
 	"github.com/kubeslow/kubeslow/internal/cli/cleanup"
 	"github.com/kubeslow/kubeslow/internal/cli/common"
 	"github.com/kubeslow/kubeslow/internal/cli/lab"
+	nodescmd "github.com/kubeslow/kubeslow/internal/cli/nodes"
 	"github.com/kubeslow/kubeslow/internal/cli/pause"
 	"github.com/kubeslow/kubeslow/internal/cli/probe"
 	"github.com/kubeslow/kubeslow/internal/cli/reportcmd"
@@ -89,6 +90,7 @@ With no cluster at hand, "kubeslow lab up" starts a real local Kubernetes to try
 		reportcmd.NewReport(streams),
 		reportcmd.NewDiff(streams),
 		agentcmd.NewCommand(streams),
+		nodescmd.NewCommand(streams),
 	)
 	return root
 }

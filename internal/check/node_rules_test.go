@@ -159,3 +159,36 @@ func kubeletRuleCases() map[string]ruleCase {
 			kf(kubeletFleet{largest: small, startS: map[string]float64{"n1": 8, "n2": 9, "n3": 9, "n4": 8}})}, // all slow alike: no outlier
 	}
 }
+
+// BenchmarkSweep5000 is the node sweep's analysis and rules over 5,000 node reports (the healthy fixture
+// host, three of them with faults): what kubeslow's side costs per sweep at 5,000 nodes, besides the
+// API requests.
+func BenchmarkSweep5000(b *testing.B) {
+	var hosts []agent.NodeHost
+	trees := []string{"healthy", "neigh-overflow", "hung-io", "neigh-near"}
+	read := map[string]*agent.NodeHost{}
+	for _, tree := range trees {
+		r := filepath.Join("../agent/testdata/hosts", tree)
+		read[tree] = agent.ReadNodeHost(context.Background(), agent.NodeHostOptions{Proc: r + "/proc", NetProc: r + "/proc", Sys: r + "/sys", Root: r + "/root",
+			Window: time.Millisecond})
+	}
+	for i := range 5000 {
+		tree := trees[0]
+		if i%1667 == 1 {
+			tree = trees[1+i/1667%3]
+		}
+		h := *read[tree]
+		h.Node = fmt.Sprintf("node-%04d", i)
+		h.Sync = []agent.SyncProbe{{Role: "runtime", P50: 0.0002, P99: 0.002}, {Role: "kubelet", P50: 0.0002, P99: 0.002}}
+		hosts = append(hosts, h)
+	}
+	rules := NodeRules()
+	b.ResetTimer()
+	for range b.N {
+		res := nodeagent.Analyze(hosts, nil)
+		fs, _ := Evaluate(report(nil, res), rules)
+		if len(fs) == 0 {
+			b.Fatal("no finding from the faulty hosts")
+		}
+	}
+}

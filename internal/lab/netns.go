@@ -65,8 +65,11 @@ func teardownNetwork(ctx context.Context) (removed bool, firstErr error) {
 	removed, firstErr = host.DelNetns(ctx, NetNS)
 	// If the namespace was lost some other way, the host end may linger.
 	if _, err := os.Stat(filepath.Join("/sys/class/net", HostVeth)); err == nil {
+		// Deleting the namespace removes the host end asynchronously: gone by now is not an error.
 		if err := host.IP(ctx, "link", "del", HostVeth); err != nil && firstErr == nil {
-			firstErr = err
+			if _, serr := os.Stat(filepath.Join("/sys/class/net", HostVeth)); serr == nil {
+				firstErr = err
+			}
 		}
 	}
 	return removed, firstErr

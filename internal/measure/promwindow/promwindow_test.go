@@ -333,3 +333,43 @@ func TestOnsetOrder(t *testing.T) {
 		t.Fatalf("HTML: %d plots, onset and change marks drawn: %v %v", n, strings.Contains(h, "etcd WAL fsync p99 &gt;"), strings.Contains(h, "change: "))
 	}
 }
+
+func TestParseJobs(t *testing.T) {
+	got, err := ParseJobs([]string{"etcd=kube-etcd", "apiserver=apiserver"})
+	if err != nil || got["etcd"] != "kube-etcd" || got["apiserver"] != "apiserver" {
+		t.Fatalf("%v %v", got, err)
+	}
+	for _, bad := range []string{"etcd", "etcd=", "nosuch=x", `etcd=a"b`, "=x"} {
+		if _, err := ParseJobs([]string{bad}); err == nil {
+			t.Errorf("ParseJobs(%q): no error", bad)
+		}
+	}
+}
+
+// FuzzParseJobs: whatever the flag says, a job either parses into a known role with a value that is safe inside
+// a PromQL string, or is refused.
+func FuzzParseJobs(f *testing.F) {
+	for _, s := range []string{"etcd=kube-etcd", "node-exporter=node", "x=y", `coredns=a"b`, "kubelet=a\\b", "apiserver==", ""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		got, err := ParseJobs([]string{s})
+		if err != nil {
+			return
+		}
+		for role, job := range got {
+			if _, ok := roleByName(role); !ok || job == "" || strings.ContainsAny(job, "\"\\\n") {
+				t.Fatalf("ParseJobs(%q) = %q=%q", s, role, job)
+			}
+		}
+	})
+}
+
+func roleByName(name string) (Role, bool) {
+	for _, r := range Roles {
+		if r.Name == name {
+			return r, true
+		}
+	}
+	return Role{}, false
+}

@@ -23,6 +23,7 @@ import (
 	nodescmd "github.com/kubeslow/kubeslow/internal/cli/nodes"
 	"github.com/kubeslow/kubeslow/internal/cli/pause"
 	"github.com/kubeslow/kubeslow/internal/cli/probe"
+	"github.com/kubeslow/kubeslow/internal/cli/rbac"
 	"github.com/kubeslow/kubeslow/internal/cli/reportcmd"
 	"github.com/kubeslow/kubeslow/internal/cli/run"
 	versioncmd "github.com/kubeslow/kubeslow/internal/cli/version"
@@ -83,6 +84,7 @@ With no cluster at hand, "kubeslow lab up" starts a real local Kubernetes to try
 		lab.NewCommand(streams),
 		run.NewCommand(streams),
 		cleanup.NewCommand(streams),
+		rbac.NewCommand(streams),
 		pause.NewCommand(streams),
 		probe.NewCommand(streams),
 		audit.NewCommand(streams),

@@ -89,6 +89,17 @@ type Loader interface {
 	ClientLoad() (qps float32, burst int)
 }
 
+// ReadOnlyOf returns the read-only measurements of ms (what `run --read-only` runs).
+func ReadOnlyOf(ms []Measurement) []Measurement {
+	var out []Measurement
+	for _, m := range ms {
+		if KindOf(m) == ReadOnly {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
 // SkipError says a measurement could not run for a reason that is not a fault: missing permission,
 // a capability the cluster lacks, a source that is unreachable by design.
 type SkipError struct{ Reason string }

@@ -44,6 +44,51 @@ type Plan struct {
 	Log      *slog.Logger
 	// Clock is the time source (nil: the real clock).
 	Clock clock.Clock
+	// NoPreflight skips the permission checks (SelfSubjectAccessReviews) before the run.
+	NoPreflight bool
+}
+
+// BenchmarkPermissions are what the run itself needs when a benchmark runs: its own namespace, and the
+// cleanup of everything carrying its run label (kube.Cleanup's kinds).
+var BenchmarkPermissions = []measure.Permission{
+	{Verbs: []string{"create", "delete", "list"}, Resource: "namespaces", Reason: "the run's own namespace, deleted at the end"},
+	{Verbs: []string{"list", "delete"}, Resource: "pods", Reason: "cleanup of what a run created (by its run label)"},
+	{Verbs: []string{"list", "delete"}, Resource: "services", Reason: "cleanup of what a run created (by its run label)"},
+	{Verbs: []string{"list", "delete"}, Resource: "configmaps", Reason: "cleanup of what a run created (by its run label)"},
+	{Verbs: []string{"list", "delete"}, Group: "apps", Resource: "deployments", Reason: "cleanup of what a run created (by its run label)"},
+	{Verbs: []string{"list", "delete"}, Group: "apps", Resource: "daemonsets", Reason: "cleanup of what a run created (by its run label)"},
+	{Verbs: []string{"list", "delete"}, Group: "batch", Resource: "jobs", Reason: "cleanup of what a run created (by its run label)"},
+}
+
+// DiscoveryPermissions are what the cluster's identification reads; without them those facts are
+// "unknown" and nothing is skipped.
+var DiscoveryPermissions = []measure.Permission{
+	{Verbs: []string{"list"}, Resource: "nodes", Reason: "node counts (also nodes.health)"},
+	{Verbs: []string{"get"}, Resource: "namespaces", Reason: "kube-system's UID identifies the cluster across runs"},
+	{Verbs: []string{"list", "get"}, Resource: "pods", Reason: "facts: the CNI, kube-proxy's mode, the DNS deployment (kube-system)"},
+	{Verbs: []string{"list"}, Group: "apps", Resource: "daemonsets", Reason: "facts: the CNI and kube-proxy DaemonSets"},
+	{Verbs: []string{"get"}, Resource: "configmaps", Reason: "facts: kube-proxy's configuration"},
+	{Verbs: []string{"get"}, Resource: "services", Reason: "facts: the DNS Service"},
+}
+
+// Preflight asks, before any work, whether the run may do what each measurement needs (a benchmark also
+// needs BenchmarkPermissions) and returns, by measurement name, why one will be skipped; each is said on
+// one progress line.
+func Preflight(ctx context.Context, rv *measure.Reviewer, ms []measure.Measurement, progress func(string, ...any)) map[string]string {
+	skip := map[string]string{}
+	for _, m := range ms {
+		ps := measure.PermissionsOf(m)
+		if measure.KindOf(m) == measure.Benchmark {
+			ps = append(ps, BenchmarkPermissions...)
+		}
+		d, err := rv.Denied(ctx, ps)
+		if err != nil || d == nil {
+			continue
+		}
+		skip[m.Name()] = fmt.Sprintf("no permission to %s (%s); `kubeslow rbac` prints the roles kubeslow needs", d, d.Reason)
+		progress("%s will be skipped: %s", m.Name(), skip[m.Name()])
+	}
+	return skip
 }
 
 // Default client-side limits for kubeslow's own reads (the --qps and --burst flags' defaults).
@@ -129,7 +174,10 @@ func Execute(ctx context.Context, p Plan) (*result.Report, error) {
 	ns := "kubeslow-" + runID
 	o := Options{Client: c.Client, Config: c.Config, Cluster: cl, Clock: clk, Log: log, RunID: runID, Namespace: ns,
 		Lab: p.Target.Lab, Budget: p.Budget, Progress: progress, Rules: p.Rules}
-	if needsNamespace(p.Measurements) {
+	if !p.NoPreflight {
+		o.Skip = Preflight(ctx, &measure.Reviewer{Client: c.Client}, p.Measurements, progress)
+	}
+	if needsNamespace(p.Measurements, o.Skip) {
 		if _, err := c.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: kube.ObjectMeta(ns, "", runID)}, metav1.CreateOptions{}); err != nil {
 			// A cluster that refuses writes (etcd out of space, no permission) still gets its read-only
 			// checks; the benchmarks are skipped with the reason.
@@ -147,9 +195,9 @@ func Execute(ctx context.Context, p Plan) (*result.Report, error) {
 	return rep, nil
 }
 
-func needsNamespace(ms []measure.Measurement) bool {
+func needsNamespace(ms []measure.Measurement, skip map[string]string) bool {
 	for _, m := range ms {
-		if measure.KindOf(m) == measure.Benchmark {
+		if _, skipped := skip[m.Name()]; !skipped && measure.KindOf(m) == measure.Benchmark {
 			return true
 		}
 	}

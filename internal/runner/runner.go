@@ -39,6 +39,8 @@ type Options struct {
 	// SkipBenchmarks, when set, is why the benchmarks cannot run (e.g. the namespace could not be created):
 	// each becomes a Skip with this reason.
 	SkipBenchmarks string
+	// Skip are measurements that will not run, by name, with the reason (e.g. a permission they lack).
+	Skip map[string]string
 }
 
 // Run executes ms and returns the report, clusterloader2's way: observers (measure.Observer: the metric-based
@@ -80,6 +82,10 @@ func Run(ctx context.Context, o Options, ms []measure.Measurement) *result.Repor
 		}
 	}
 	interrupted := func(i int) bool {
+		if why, ok := o.Skip[ms[i].Name()]; ok {
+			results[i] = &result.Result{Name: ms[i].Name(), Status: result.StatusSkip, Reason: why}
+			return true
+		}
 		if ctx.Err() == nil {
 			return false
 		}
@@ -151,7 +157,8 @@ func Run(ctx context.Context, o Options, ms []measure.Measurement) *result.Repor
 	}
 	stopSampling()
 	for _, r := range running {
-		if interrupted(r.i) {
+		if ctx.Err() != nil {
+			results[r.i] = &result.Result{Name: ms[r.i].Name(), Status: result.StatusSkip}
 			results[r.i].Reason = "run interrupted before the observation window ended"
 			continue
 		}

@@ -2,12 +2,17 @@ package runner_test
 
 import (
 	"context"
+	"fmt"
 	"runtime"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	authv1 "k8s.io/api/authorization/v1"
+	apiruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/kubeslow/kubeslow/internal/measure"
@@ -231,5 +236,52 @@ func TestObserversSpanTheBenchmarks(t *testing.T) {
 			t.Errorf("%d samples while waiting %s, want at least %d at a %s step", o.samples, c.want-c.bench, min, measure.ObserveStep)
 		}
 		o.mu.Unlock()
+	}
+}
+
+type permM struct {
+	m
+	perms []measure.Permission
+}
+
+func (p *permM) Permissions() []measure.Permission { return p.perms }
+
+// TestPreflight: a measurement lacking a permission is skipped with the permission and its reason named,
+// said once before any work; a benchmark also needs the run's namespace; the granted ones run.
+func TestPreflight(t *testing.T) {
+	c := fake.NewClientset()
+	var asked int
+	c.PrependReactor("create", "selfsubjectaccessreviews", func(a k8stesting.Action) (bool, apiruntime.Object, error) {
+		asked++
+		r := a.(k8stesting.CreateAction).GetObject().(*authv1.SelfSubjectAccessReview)
+		ra, nr := r.Spec.ResourceAttributes, r.Spec.NonResourceAttributes
+		// A view-like user: reads pods, nothing else.
+		r.Status.Allowed = nr == nil && ra.Resource == "pods" && (ra.Verb == "list" || ra.Verb == "get")
+		return true, r, nil
+	})
+	ms := []measure.Measurement{
+		&permM{m: m{name: "pods.read"}, perms: []measure.Permission{{Verbs: []string{"list"}, Resource: "pods", Reason: "r"}}},
+		&permM{m: m{name: "api.metrics"}, perms: []measure.Permission{{Verbs: []string{"get"}, NonResourceURL: "/metrics", Reason: "the apiserver's metrics"}}},
+		&permM{m: m{name: "pods.read2"}, perms: []measure.Permission{{Verbs: []string{"list"}, Resource: "pods", Reason: "r"}}},
+		&m{name: "bench.x", kind: measure.Benchmark},
+	}
+	var lines []string
+	skip := runner.Preflight(context.Background(), &measure.Reviewer{Client: c}, ms, func(f string, a ...any) { lines = append(lines, fmt.Sprintf(f, a...)) })
+	if len(skip) != 2 || !strings.Contains(skip["api.metrics"], "no permission to get /metrics (the apiserver's metrics)") ||
+		!strings.Contains(skip["bench.x"], "namespaces") {
+		t.Fatalf("skips %v", skip)
+	}
+	if len(lines) != 2 || !strings.HasPrefix(lines[0], "api.metrics will be skipped: ") {
+		t.Fatalf("progress %q", lines)
+	}
+	if asked != 3 { // list pods (asked once for both), get /metrics, create namespaces
+		t.Errorf("%d access reviews, want 3", asked)
+	}
+	clk := clocktesting.NewFakeClock(time.Now())
+	var ran []string
+	rep := runner.Run(context.Background(), runner.Options{Clock: clk, Skip: skip}, []measure.Measurement{
+		&m{name: "pods.read", clk: clk, ran: &ran, stat: result.StatusPass}, &m{name: "api.metrics", clk: clk, ran: &ran, stat: result.StatusPass}})
+	if join(ran) != "pods.read" || rep.Results[1].Status != result.StatusSkip || rep.Results[1].Reason != skip["api.metrics"] {
+		t.Fatalf("ran %v, results %+v", ran, rep.Results)
 	}
 }

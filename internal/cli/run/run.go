@@ -13,6 +13,7 @@ import (
 
 	"github.com/kubeslow/kubeslow/internal/check"
 	"github.com/kubeslow/kubeslow/internal/cli/common"
+	"github.com/kubeslow/kubeslow/internal/measure"
 	"github.com/kubeslow/kubeslow/internal/measure/all"
 	"github.com/kubeslow/kubeslow/internal/report"
 	"github.com/kubeslow/kubeslow/internal/runner"
@@ -34,6 +35,8 @@ type flags struct {
 	image   string
 	audit   []string
 	prom    promFlags
+	// readOnly runs only what needs no write permission and creates nothing.
+	readOnly bool
 }
 
 // NewCommand returns `kubeslow run`.
@@ -84,6 +87,7 @@ Exit codes: 0 no finding at or above --fail-on, 1 findings, 2 could not run.`,
 	fl.StringVar(&f.outDir, "out-dir", ".", "directory for report.json, report.html and report.xml (JUnit) (empty: write no files)")
 	fl.DurationVar(&f.window, "window", 0, "least observation window of the metric-based measurements, which start before the benchmarks and end after them (default: 20s quick, 60s full)")
 	fl.StringSliceVar(&f.audit, "audit-log", nil, "apiserver audit log files or directories to attribute load to clients (the lab's is known)")
+	fl.BoolVar(&f.readOnly, "read-only", false, "run only the read-only checks: nothing is created, only read permissions are needed (`kubeslow rbac` prints them)")
 	fl.StringVar(&f.etcd, "etcd-endpoint", "", "etcd metrics endpoint, e.g. http://127.0.0.1:2381 through a port-forward (the lab's is known)")
 	fl.StringVar(&f.image, "image", "", "image with the kubeslow binary at /kubeslow, for the benchmarks that run kubeslow in pods (DNS readiness); the lab's is known, elsewhere they are skipped without it")
 	return cmd
@@ -110,6 +114,9 @@ func (f *flags) run(ctx context.Context, streams common.IOStreams) (*result.Repo
 		Pods: map[string]int{"quick": 50, "full": 500}[f.profile]}).Select(f.only, f.skip)
 	if err != nil {
 		return nil, err
+	}
+	if f.readOnly {
+		ms = measure.ReadOnlyOf(ms)
 	}
 	t, err := f.cluster.Target()
 	if err != nil {

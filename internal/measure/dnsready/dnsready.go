@@ -65,6 +65,16 @@ func New(o Options) *Measurement { return &Measurement{Opts: o} }
 // Name implements measure.Measurement.
 func (*Measurement) Name() string { return Name }
 
+// Permissions implements measure.Permissioned.
+func (*Measurement) Permissions() []measure.Permission {
+	return []measure.Permission{
+		{Verbs: []string{"list"}, Resource: "nodes", Reason: "a real node for the client pod"},
+		{Verbs: []string{"create", "delete", "get", "watch"}, Resource: "pods", Reason: "the client and peer pods"},
+		{Verbs: []string{"create", "delete"}, Resource: "services", Reason: "the headless Service behind the per-pod names"},
+		{Verbs: []string{"watch"}, Group: "discovery.k8s.io", Resource: "endpointslices", Reason: "when each peer enters the Service's EndpointSlice"},
+	}
+}
+
 // Kind: it creates pods and a Service.
 func (*Measurement) Kind() measure.Kind { return measure.Benchmark }
 

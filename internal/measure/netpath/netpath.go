@@ -60,6 +60,15 @@ func New(o Options) *Measurement { return &Measurement{Opts: o} }
 // Name implements measure.Measurement.
 func (*Measurement) Name() string { return Name }
 
+// Permissions implements measure.Permissioned.
+func (*Measurement) Permissions() []measure.Permission {
+	return []measure.Permission{
+		{Verbs: []string{"list"}, Resource: "nodes", Reason: "two real nodes for the agents"},
+		{Verbs: []string{"create", "delete", "get"}, Resource: "pods", Reason: "the agent pods (host and pod network)"},
+		{Verbs: []string{"create", "delete"}, Resource: "services", Reason: "the NodePort Service of the pod->Service path"},
+	}
+}
+
 // Kind: it creates pods and loads the network.
 func (*Measurement) Kind() measure.Kind { return measure.Benchmark }
 

@@ -41,6 +41,16 @@ func New(o Options) *Measurement { return &Measurement{Opts: o} }
 // Name implements measure.Measurement.
 func (*Measurement) Name() string { return Name }
 
+// Permissions implements measure.Permissioned.
+func (*Measurement) Permissions() []measure.Permission {
+	return []measure.Permission{
+		{Verbs: []string{"create", "delete", "list", "watch"}, Resource: "pods", Reason: "the benchmark's pods (--kind pods), watched through their phases"},
+		{Verbs: []string{"list", "watch"}, Resource: "events", Reason: "the pods' scheduling and pull events"},
+		{Verbs: []string{"create", "delete"}, Group: "apps", Resource: "deployments", Reason: "--kind deployment"},
+		{Verbs: []string{"create", "delete"}, Group: "batch", Resource: "jobs", Reason: "--kind job"},
+	}
+}
+
 // Kind marks it as a benchmark: it creates pods.
 func (*Measurement) Kind() measure.Kind { return measure.Benchmark }
 

@@ -1,0 +1,93 @@
+package measure
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	authv1 "k8s.io/api/authorization/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+)
+
+// Permission is one thing a measurement asks of the API server, cluster-wide (a run's namespace is new each
+// time, so namespaced rights must come from a ClusterRole), with the reason it is asked.
+type Permission struct {
+	Verbs []string
+	// Group and Resource (e.g. "", "pods"; "apps", "deployments") or NonResourceURL (e.g. "/metrics").
+	Group          string
+	Resource       string
+	NonResourceURL string
+	Reason         string
+}
+
+// String is the permission as a person reads it: "list nodes", "get /metrics".
+func (p Permission) String() string {
+	what := p.Resource
+	if p.Group != "" {
+		what += "." + p.Group
+	}
+	if p.NonResourceURL != "" {
+		what = p.NonResourceURL
+	}
+	return strings.Join(p.Verbs, ",") + " " + what
+}
+
+// Permissioned is implemented by measurements that use the Kubernetes API: the permissions they need.
+// Measurements that read only outside it (etcd's endpoint, an audit log file) need none.
+type Permissioned interface {
+	Permissions() []Permission
+}
+
+// PermissionsOf returns m's permissions (none unless it declares them).
+func PermissionsOf(m Measurement) []Permission {
+	if p, ok := m.(Permissioned); ok {
+		return p.Permissions()
+	}
+	return nil
+}
+
+// Reviewer answers, for the identity of its client, whether permissions are granted (a
+// SelfSubjectAccessReview per verb, each asked once).
+type Reviewer struct {
+	Client kubernetes.Interface
+	seen   map[string]bool
+}
+
+// Denied returns the first of ps that is not granted (with that one verb), or nil. A review that cannot be
+// made is an error (the caller then does not skip: the measurement finds out itself).
+func (rv *Reviewer) Denied(ctx context.Context, ps []Permission) (*Permission, error) {
+	if rv.seen == nil {
+		rv.seen = map[string]bool{}
+	}
+	for i, p := range ps {
+		for _, v := range p.Verbs {
+			key := v + " " + p.Group + "/" + p.Resource + " " + p.NonResourceURL
+			if ok, done := rv.seen[key]; done {
+				if !ok {
+					d := ps[i]
+					d.Verbs = []string{v}
+					return &d, nil
+				}
+				continue
+			}
+			spec := authv1.SelfSubjectAccessReviewSpec{}
+			if p.NonResourceURL != "" {
+				spec.NonResourceAttributes = &authv1.NonResourceAttributes{Path: p.NonResourceURL, Verb: v}
+			} else {
+				spec.ResourceAttributes = &authv1.ResourceAttributes{Verb: v, Group: p.Group, Resource: p.Resource}
+			}
+			r, err := rv.Client.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, &authv1.SelfSubjectAccessReview{Spec: spec}, metav1.CreateOptions{})
+			if err != nil {
+				return nil, fmt.Errorf("access review for %s: %w", p, err)
+			}
+			rv.seen[key] = r.Status.Allowed
+			if !r.Status.Allowed {
+				d := ps[i]
+				d.Verbs = []string{v}
+				return &d, nil
+			}
+		}
+	}
+	return nil, nil
+}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
@@ -290,4 +291,25 @@ func (e *Env) WaitRunning(ctx context.Context, names ...string) (map[string]*cor
 		return nil, fmt.Errorf("waiting for %s: %w", strings.Join(names, ", "), err)
 	}
 	return got, nil
+}
+
+// ListNodes lists every node in pages of 500 (one paginated LIST, however large the cluster); no permission
+// is a SkipError.
+func (e *Env) ListNodes(ctx context.Context) ([]corev1.Node, error) {
+	var nodes []corev1.Node
+	opts := metav1.ListOptions{Limit: 500}
+	for {
+		l, err := e.Client.CoreV1().Nodes().List(ctx, opts)
+		if apierrors.IsForbidden(err) {
+			return nil, Skipf("no permission to list nodes: %v", err)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("listing nodes: %w", err)
+		}
+		nodes = append(nodes, l.Items...)
+		if l.Continue == "" {
+			return nodes, nil
+		}
+		opts.Continue = l.Continue
+	}
 }

@@ -19,6 +19,8 @@ func TestIntegrationNodeSweep(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	healthy := sc.Configure
+	sc.Configure = func(c *lab.Config) { healthy(c); c.RealNodes = max(c.RealNodes, 1) } // the agent runs on real nodes only
 	rep := runScenarioWith(t, sc, []measure.Measurement{nodeagent.New(nodeagent.DefaultOptions(lab.AgentImage))})
 	r := rep.Result(nodeagent.Name)
 	if r == nil || r.Status != result.StatusPass {

@@ -14,7 +14,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubeslow/kubeslow/internal/kube"
 	"github.com/kubeslow/kubeslow/internal/measure"
@@ -83,25 +82,15 @@ type Node struct {
 // Run lists the nodes (paginated) and reads each real node's /configz and /metrics, Concurrency at a time.
 func (*Measurement) Run(ctx context.Context, env *measure.Env) (result.Result, error) {
 	res := result.Result{Name: Name}
+	all, err := env.ListNodes(ctx)
+	if err != nil {
+		return res, err
+	}
 	var nodes []corev1.Node
-	opts := metav1.ListOptions{Limit: 500}
-	for {
-		l, err := env.Client.CoreV1().Nodes().List(ctx, opts)
-		if apierrors.IsForbidden(err) {
-			return res, measure.Skipf("no permission to list nodes: %v", err)
+	for i := range all {
+		if !kube.IsSimulated(&all[i]) {
+			nodes = append(nodes, all[i])
 		}
-		if err != nil {
-			return res, fmt.Errorf("listing nodes: %w", err)
-		}
-		for i := range l.Items {
-			if !kube.IsSimulated(&l.Items[i]) {
-				nodes = append(nodes, l.Items[i])
-			}
-		}
-		if l.Continue == "" {
-			break
-		}
-		opts.Continue = l.Continue
 	}
 	if len(nodes) == 0 {
 		return res, measure.Skipf("no real node (simulated nodes have no kubelet)")

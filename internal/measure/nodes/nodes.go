@@ -69,21 +69,9 @@ func (*Measurement) Description() string {
 // Events the transitions are not counted, and the result says so.
 func (m *Measurement) Run(ctx context.Context, env *measure.Env) (result.Result, error) {
 	res := result.Result{Name: Name}
-	var nodes []corev1.Node
-	opts := metav1.ListOptions{Limit: 500}
-	for {
-		l, err := env.Client.CoreV1().Nodes().List(ctx, opts)
-		if apierrors.IsForbidden(err) {
-			return res, measure.Skipf("no permission to list nodes: %v", err)
-		}
-		if err != nil {
-			return res, fmt.Errorf("listing nodes: %w", err)
-		}
-		nodes = append(nodes, l.Items...)
-		if l.Continue == "" {
-			break
-		}
-		opts.Continue = l.Continue
+	nodes, err := env.ListNodes(ctx)
+	if err != nil {
+		return res, err
 	}
 	window := m.Window
 	if window <= 0 {

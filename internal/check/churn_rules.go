@@ -26,6 +26,7 @@ var (
 	churnIOPSBefore  = Metric{churn.Name, churn.MetricKneeIOPSBefore}
 	churnIOPSAfter   = Metric{churn.Name, churn.MetricKneeIOPSAfter}
 	churnDiskSyncP99 = Metric{churn.Name, churn.MetricDiskSyncP99}
+	churnStartP50    = Metric{churn.Name, churn.MetricStartP50}
 	churnDiskChanges = Metric{churn.Name, churn.MetricDiskSyncChanges}
 )
 
@@ -37,6 +38,8 @@ var (
 	kneeCond      = Condition{Metric: churnKneeRatio, Op: ">=", Value: churn.KneeRatio, Unit: "ratio"}
 	kneeAfterCond = Condition{Metric: churnKneeAfterP, Op: ">=", Value: churn.KneeMinAfter, Unit: "seconds"}
 	diskRiseCond  = Condition{Metric: churnSyncRatio, Op: ">=", Value: churn.DiskRatio, Unit: "ratio"}
+	// slowStartCond: a slow disk is a churn finding only where starts are slow too.
+	slowStartCond = Condition{Metric: churnStartP50, Op: ">=", Value: churn.KneeMinAfter, Unit: "seconds"}
 )
 
 // ChurnRules are the rules over `kubeslow bench churn` (case C).
@@ -67,9 +70,29 @@ func ChurnRules() []Rule {
 	}, {
 		ID: "KS-CHURN-DISK-SLOW", Title: "The node's disk is slow throughout (a steady slow disk, not a sudden change)", Severity: result.SeverityWarning, Cases: []string{"B", "C"},
 		When: Condition{Metric: churnDiskSyncP99, Op: ">=", Value: disk.EtcdSyncP99.Seconds(), Unit: "seconds"},
-		Also: []Condition{{Metric: churnDiskChanges, Op: "<=", Value: 0, Unit: "count"}},
+		Also: []Condition{{Metric: churnDiskChanges, Op: "<=", Value: 0, Unit: "count"}, slowStartCond},
 		Source: "etcd's guidance for sync writes (p99 below 10 ms) applied to the runtime disk's 4 KiB write+fdatasync probe, with no change point over the run " +
-			"(PELT/MBIC): a local SSD does it in well under 1 ms, a network volume in 1-3 ms",
+			"(PELT/MBIC), while starts were slow throughout (p50 of 1 s or more): a local SSD does it in well under 1 ms, a network volume in 1-3 ms",
+		Match: func(r *result.Report, rule Rule) []Hit {
+			// The start p50 is one number for the run; the disk conditions are per node.
+			p50 := churnStartP50.In(r, nil)
+			if p50 == nil || !rule.AlsoOn(churnStartP50).Holds(p50.Value) {
+				return nil
+			}
+			changes := rule.AlsoOn(churnDiskChanges)
+			var hits []Hit
+			for _, m := range churnDiskSyncP99.Samples(r) {
+				c := churnDiskChanges.In(r, m.Labels)
+				if !rule.When.Holds(m.Value) || c == nil || !changes.Holds(c.Value) {
+					continue
+				}
+				hits = append(hits, Hit{Key: result.FormatLabels(map[string]string{"node": m.Labels["node"]}), Value: m.Value,
+					Evidence: []result.Evidence{churnDiskSyncP99.Evidence(m), churnDiskChanges.Evidence(*c), churnStartP50.Evidence(*p50)},
+					Vars: map[string]string{"value": result.FormatQuantity(m.Value, "seconds"), "node": m.Labels["node"], "dir": m.Labels["dir"],
+						"p50": churn.Secs(p50.Value)}})
+			}
+			return hits
+		},
 		Summary:     "write+fdatasync p99 {{.value}} on {{.node}}'s disk ({{.dir}}) with no change over the run: the disk class is slow all the time, not running out of credits",
 		Remediation: "Move the runtime's and kubelet's directories to a faster disk class (local SSD, provisioned IOPS); check that nothing else on the node saturates that disk.",
 	}}

@@ -22,6 +22,7 @@ func TestChurnRules(t *testing.T) {
 		{"credits spent (case C)", churntest.Credits, "KS-CHURN-DISK-KNEE"},
 		{"noisy neighbour on the disk", churntest.Neighbour, "KS-CHURN-DISK-KNEE"},
 		{"steady slow disk", churntest.SteadySlowDisk, "KS-CHURN-DISK-SLOW"},
+		{"slow disk, fast starts", churntest.SlowDiskFastStarts, ""},
 		{"control plane slowed, disk steady", churntest.ControlPlane, "KS-CHURN-KNEE"},
 		{"knee, disk not sampled", churntest.CreditsNoDisk, "KS-CHURN-KNEE"},
 		{"healthy", churntest.Healthy, ""},

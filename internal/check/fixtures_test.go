@@ -443,9 +443,9 @@ func ruleCases() map[string]ruleCase {
 		"KS-AUDIT-409":      {audit(0, 800), audit(0, 30)},  // a storm, and a few conflicts
 		"KS-DISK-SYNC":      {one(func(*testing.T) result.Result { return diskRun(16 * time.Millisecond) }), one(func(*testing.T) result.Result { return diskRun(2 * time.Millisecond) })},
 		// Churn: the synthetic mechanisms of churntest through churn.Analyze (churn_rules_test.go runs them all).
-		"KS-CHURN-DISK-KNEE": {churnRun(churntest.Credits), churnRun(churntest.ControlPlane)},     // a knee the disk shared, and one it did not
-		"KS-CHURN-KNEE":      {churnRun(churntest.ControlPlane), churnRun(churntest.Credits)},     // the other way round
-		"KS-CHURN-DISK-SLOW": {churnRun(churntest.SteadySlowDisk), churnRun(churntest.Neighbour)}, // steady slow, and a sudden slowdown
+		"KS-CHURN-DISK-KNEE": {churnRun(churntest.Credits), churnRun(churntest.ControlPlane)},              // a knee the disk shared, and one it did not
+		"KS-CHURN-KNEE":      {churnRun(churntest.ControlPlane), churnRun(churntest.Credits)},              // the other way round
+		"KS-CHURN-DISK-SLOW": {churnRun(churntest.SteadySlowDisk), churnRun(churntest.SlowDiskFastStarts)}, // slow starts on it, and fast ones
 	}
 	for id, c := range nodeRuleCases() {
 		cases[id] = c

@@ -80,6 +80,9 @@ var (
 		Pressure: step(3*time.Minute, 2, 35)}
 	// SteadySlowDisk: a slow disk class all along: fdatasync 30 ms, starts 3 s, no change.
 	SteadySlowDisk = Model{Seed: 3, Count: 200, Latency: flat(3), Sync: flat(0.03), Pressure: flat(25)}
+	// SlowDiskFastStarts: the same slow disk, but starts stay fast (the runtime barely waits on it, or the
+	// disk is slow only at its tail): not a churn finding.
+	SlowDiskFastStarts = Model{Seed: 7, Count: 200, Latency: flat(0.6), Sync: flat(0.03), Pressure: flat(10)}
 	// ControlPlane: starts slow down at 2 min (say the scheduler is throttled) while the disk stays as it was.
 	ControlPlane = Model{Seed: 4, Count: 300, Latency: step(2*time.Minute, 0.8, 4), Sync: flat(0.0005), Pressure: flat(1)}
 	// Healthy: 0.8 s starts, a fast disk, nothing changes.

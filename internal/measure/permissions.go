@@ -14,7 +14,8 @@ import (
 // time, so namespaced rights must come from a ClusterRole), with the reason it is asked.
 type Permission struct {
 	Verbs []string
-	// Group and Resource (e.g. "", "pods"; "apps", "deployments") or NonResourceURL (e.g. "/metrics").
+	// Group and Resource (e.g. "", "pods"; "apps", "deployments"; "", "nodes/proxy" for a subresource) or
+	// NonResourceURL (e.g. "/metrics").
 	Group          string
 	Resource       string
 	NonResourceURL string
@@ -75,7 +76,8 @@ func (rv *Reviewer) Denied(ctx context.Context, ps []Permission) (*Permission, e
 			if p.NonResourceURL != "" {
 				spec.NonResourceAttributes = &authv1.NonResourceAttributes{Path: p.NonResourceURL, Verb: v}
 			} else {
-				spec.ResourceAttributes = &authv1.ResourceAttributes{Verb: v, Group: p.Group, Resource: p.Resource}
+				res, sub, _ := strings.Cut(p.Resource, "/") // "nodes/proxy": resource nodes, subresource proxy
+				spec.ResourceAttributes = &authv1.ResourceAttributes{Verb: v, Group: p.Group, Resource: res, Subresource: sub}
 			}
 			r, err := rv.Client.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, &authv1.SelfSubjectAccessReview{Spec: spec}, metav1.CreateOptions{})
 			if err != nil {

@@ -55,6 +55,15 @@ func New(o Options) *Measurement { return &Measurement{Opts: o} }
 // Name implements measure.Measurement.
 func (*Measurement) Name() string { return Name }
 
+// Permissions implements measure.Permissioned.
+func (*Measurement) Permissions() []measure.Permission {
+	return []measure.Permission{
+		{Verbs: []string{"list"}, Resource: "nodes", Reason: "the real nodes the agent runs on"},
+		{Verbs: []string{"create", "delete"}, Group: "apps", Resource: "daemonsets", Reason: "the node agent DaemonSet (host probes on every real node)"},
+		{Verbs: []string{"list", "watch"}, Resource: "pods", Reason: "the agent pods' readiness and results"},
+	}
+}
+
 // Kind: it creates a DaemonSet (read-only runs leave it out).
 func (*Measurement) Kind() measure.Kind { return measure.Benchmark }
 

@@ -3,9 +3,6 @@
 package bench
 
 import (
-	"fmt"
-	"time"
-
 	"github.com/spf13/cobra"
 
 	"github.com/kubeslow/kubeslow/internal/check"
@@ -29,7 +26,7 @@ func newPods(streams common.IOStreams) *cobra.Command {
 	var out common.OutputFlag
 	var kind string
 	var realNodes bool
-	o := podstartup.Options{}
+	o := podstartup.DefaultOptions()
 	cmd := &cobra.Command{
 		Use:   "pods",
 		Short: "Pod start-up latency by phase against the 5 s p99 SLO, with the slow phase and node named",
@@ -42,10 +39,10 @@ func newPods(streams common.IOStreams) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if o.Count <= 0 || o.Count > 20000 {
-				return fmt.Errorf("--count %d: want 1..20000", o.Count)
-			}
 			o.Kind, o.Simulated = k, !realNodes
+			if err := o.Validate(); err != nil {
+				return err
+			}
 			return runBenchmark(cmd, streams, &cf, &out, podstartup.New(o), check.PodRules())
 		},
 	}
@@ -53,12 +50,7 @@ func newPods(streams common.IOStreams) *cobra.Command {
 	out.Add(cmd)
 	fl := cmd.Flags()
 	fl.StringVar(&kind, "kind", "pods", "how pods are created: pods (by kubeslow at --create-qps), deployment or job (by their controller)")
-	fl.IntVar(&o.Count, "count", 100, "pods to create")
-	fl.Float64Var(&o.QPS, "create-qps", 20, "kubeslow's pod creation rate (--kind pods)")
-	fl.IntVar(&o.Burst, "create-burst", 20, "kubeslow's pod creation burst (--kind pods)")
-	fl.StringVar(&o.Image, "image", "", "container image (default: the lab's pause image on the lab, registry.k8s.io/pause:3.10 elsewhere)")
-	fl.DurationVar(&o.SLO, "slo", podstartup.DefaultSLO, "p99 start-up threshold")
-	fl.DurationVar(&o.Timeout, "timeout", 5*time.Minute, "give up waiting for pods after this long")
+	o.AddFlags(fl)
 	fl.BoolVar(&realNodes, "real-nodes", false, "on the lab, run on the real nodes instead of the simulated ones")
 	return cmd
 }

@@ -1,9 +1,6 @@
 package bench
 
 import (
-	"fmt"
-	"time"
-
 	"github.com/spf13/cobra"
 
 	"github.com/kubeslow/kubeslow/internal/check"
@@ -15,7 +12,7 @@ import (
 func newDNS(streams common.IOStreams) *cobra.Command {
 	var cf common.ClusterFlags
 	var out common.OutputFlag
-	o := dnsready.Options{Backoff: dnsready.DefaultBackoff}
+	o := dnsready.DefaultOptions()
 	cmd := &cobra.Command{
 		Use:   "dns",
 		Short: "Per-pod DNS readiness: how long after a pod is Ready its name behind a headless Service resolves, and what a retrying client waits",
@@ -29,9 +26,8 @@ against an exponential back-off (--backoff-base, --backoff-factor) to show what 
 			if err := out.Validate(); err != nil {
 				return err
 			}
-			if o.Count < 1 || o.Count > 100 || o.Interval < 10*time.Millisecond || o.Wait <= 0 || o.Wait > 10*time.Minute ||
-				o.Backoff.Base <= 0 || o.Backoff.Factor < 1 {
-				return fmt.Errorf("--count 1..100, --interval >= 10ms, --wait (0, 10m], --backoff-base > 0, --backoff-factor >= 1")
+			if err := o.Validate(); err != nil {
+				return err
 			}
 			if o.Image = cf.AgentImage(o.Image); o.Image == "" {
 				return errNoImage
@@ -43,10 +39,6 @@ against an exponential back-off (--backoff-base, --backoff-factor) to show what 
 	out.Add(cmd)
 	fl := cmd.Flags()
 	fl.StringVar(&o.Image, "image", "", "agent image with /kubeslow (default on the lab: "+lab.AgentImage+")")
-	fl.IntVar(&o.Count, "count", 5, "peer pods, each with a per-pod DNS name")
-	fl.DurationVar(&o.Interval, "interval", 100*time.Millisecond, "how often the client asks for each name")
-	fl.DurationVar(&o.Wait, "wait", 2*time.Minute, "how long the client waits for the names in all")
-	fl.DurationVar(&o.Backoff.Base, "backoff-base", time.Second, "replayed client: first retry delay")
-	fl.Float64Var(&o.Backoff.Factor, "backoff-factor", 2, "replayed client: delay multiplier per retry")
+	o.AddFlags(fl)
 	return cmd
 }

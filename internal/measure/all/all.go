@@ -14,7 +14,6 @@ import (
 	"github.com/kubeslow/kubeslow/internal/measure/nodeagent"
 	"github.com/kubeslow/kubeslow/internal/measure/nodes"
 	"github.com/kubeslow/kubeslow/internal/measure/podstartup"
-	"github.com/kubeslow/kubeslow/internal/workload"
 )
 
 // Options are the settings measurements take from the command line.
@@ -40,15 +39,19 @@ func Registry(o Options) *measure.Registry {
 	if o.Pods <= 0 {
 		o.Pods = 50
 	}
+	// The benchmarks' own defaults (their packages own them), with what the run's profile sets.
+	pods := podstartup.DefaultOptions()
+	pods.Count = o.Pods
+	dns := dnsready.DefaultOptions()
+	dns.Image = o.Image
 	return measure.NewRegistry(
 		nodes.New(),
 		apislo.New(o.Window),
 		etcdhealth.New(o.Window, o.EtcdEndpoint),
 		cpusage.New(o.Window, o.EtcdEndpoint),
 		apiaudit.New(o.Window, o.AuditLogs),
-		podstartup.New(podstartup.Options{Kind: workload.Pods, Count: o.Pods, QPS: 20, Burst: 20, SLO: podstartup.DefaultSLO,
-			Timeout: 5 * time.Minute, Simulated: true}),
-		dnsready.New(dnsready.Options{Image: o.Image, Count: 5, Interval: 100 * time.Millisecond, Wait: 2 * time.Minute, Backoff: dnsready.DefaultBackoff}),
+		podstartup.New(pods),
+		dnsready.New(dns),
 		kubelet.New(),
 		nodeagent.New(nodeagent.DefaultOptions(o.Image)),
 	)

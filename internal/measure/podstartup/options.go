@@ -1,0 +1,43 @@
+package podstartup
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/kubeslow/kubeslow/internal/workload"
+)
+
+// MaxCount bounds a run's pods.
+const MaxCount = 20000
+
+// DefaultOptions are the benchmark's defaults, shared by `bench pods` (its flags) and `run` (whose profile
+// sets Count).
+func DefaultOptions() Options {
+	return Options{Kind: workload.Pods, Count: 100, QPS: 20, Burst: 20, SLO: DefaultSLO, Timeout: 5 * time.Minute, Simulated: true}
+}
+
+// Validate checks the options' ranges.
+func (o Options) Validate() error {
+	switch {
+	case o.Count < 1 || o.Count > MaxCount:
+		return fmt.Errorf("--count %d: want 1..%d", o.Count, MaxCount)
+	case o.Kind == workload.Pods && (o.QPS <= 0 || o.Burst < 1):
+		return fmt.Errorf("--create-qps %g and --create-burst %d: want > 0 and >= 1", o.QPS, o.Burst)
+	case o.SLO <= 0 || o.Timeout <= 0:
+		return fmt.Errorf("--slo %s and --timeout %s: want > 0", o.SLO, o.Timeout)
+	}
+	return nil
+}
+
+// AddFlags registers the options' flags, defaulting to o's values (--kind and --real-nodes are the
+// command's: they are parsed into Kind and Simulated).
+func (o *Options) AddFlags(fl *pflag.FlagSet) {
+	fl.IntVar(&o.Count, "count", o.Count, "pods to create")
+	fl.Float64Var(&o.QPS, "create-qps", o.QPS, "kubeslow's pod creation rate (--kind pods)")
+	fl.IntVar(&o.Burst, "create-burst", o.Burst, "kubeslow's pod creation burst (--kind pods)")
+	fl.StringVar(&o.Image, "image", o.Image, "container image (default: the lab's pause image on the lab, "+ClusterImage+" elsewhere)")
+	fl.DurationVar(&o.SLO, "slo", o.SLO, "p99 start-up threshold")
+	fl.DurationVar(&o.Timeout, "timeout", o.Timeout, "give up waiting for pods after this long")
+}

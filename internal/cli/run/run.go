@@ -45,10 +45,15 @@ func NewCommand(streams common.IOStreams) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "run",
 		Short: "Measure the cluster and name what makes it slow",
-		Long: `run discovers the cluster, runs the read-only checks, then the benchmarks within a time budget,
-and prints the findings, worst first, each with its evidence, threshold and fix.
+		Long: `run discovers the cluster and first says which checks it will skip for lack of permission (kubeslow
+rbac prints the roles). The metric-based checks (API, etcd, control-plane usage, audit log) start watching,
+the other read-only checks run, then the benchmarks within a time budget; the watchers are gathered after
+them (at least --window), so they report the control plane under that load. It prints the findings, worst
+first, each with its evidence, threshold and fix. --read-only runs only the read-only checks: nothing is
+created.
 
-Exit codes: 0 no finding at or above --fail-on, 1 findings, 2 could not run.`,
+Exit codes: 0 no finding at or above --fail-on, 1 findings, 2 could not run or nothing was measured (every
+measurement skipped or errored; the reasons are printed).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			rep, err := f.run(common.Context(cmd), streams)

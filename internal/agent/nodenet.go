@@ -103,6 +103,9 @@ func ReadNodeNet(ctx context.Context, r NodeNetRoots) *NodeNet {
 	readInt := func(what, path string, dst *int64) {
 		b, err := os.ReadFile(filepath.Join(r.Proc, path))
 		if err != nil {
+			if strings.Contains(path, "/neigh/") && os.IsNotExist(err) {
+				err = fmt.Errorf("%w (the kernel shows gc_thresh only in the initial network namespace; this is another one)", err)
+			}
 			unread(what, err)
 			return
 		}

@@ -43,7 +43,9 @@ func TestIntegrationNodeSweep(t *testing.T) {
 		if rec.Labels["disk kubelet"] == "" || rec.Labels["disk runtime"] == "" {
 			t.Errorf("%s: disks %q / %q, unread %q", rec.ID, rec.Labels["disk kubelet"], rec.Labels["disk runtime"], rec.Labels["unread"])
 		}
-		for _, what := range []string{"kernel log", "disk", "sync probe", "pressure", "D-state", "neighbour", "conntrack"} {
+		// Not "neighbour": the kernel shows gc_thresh1/2/3 only in the initial network namespace, and the lab's
+		// nodes live in namespaces of their own (on a real node the host network is the initial one).
+		for _, what := range []string{"kernel log", "disk", "sync probe", "pressure", "D-state", "conntrack"} {
 			if strings.Contains(rec.Labels["unread"], what) {
 				t.Errorf("%s: %s unread: %s", rec.ID, what, rec.Labels["unread"])
 			}

@@ -15,6 +15,7 @@ import (
 	"github.com/kubeslow/kubeslow/internal/measure"
 	"github.com/kubeslow/kubeslow/internal/measure/all"
 	"github.com/kubeslow/kubeslow/internal/measure/dnsready"
+	"github.com/kubeslow/kubeslow/internal/measure/nodes"
 	"github.com/kubeslow/kubeslow/internal/measure/podstartup"
 	"github.com/kubeslow/kubeslow/internal/runner"
 	"github.com/kubeslow/kubeslow/internal/workload"
@@ -30,7 +31,7 @@ func TestIntegrationControlPlaneScenarios(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			rep := runScenario(t, sc, "nodes.", "api.", "etcd.")
+			rep := runScenario(t, sc, nodes.Name, "api.", "etcd.") // the node agent and kubelet checks need real nodes and the agent image
 			got := map[string]bool{}
 			for _, f := range rep.Findings {
 				got[f.ID] = true

@@ -7,6 +7,7 @@ import (
 	"github.com/kubeslow/kubeslow/internal/lab"
 	"github.com/kubeslow/kubeslow/internal/lab/scenario"
 	"github.com/kubeslow/kubeslow/internal/measure"
+	"github.com/kubeslow/kubeslow/internal/measure/kubelet"
 	"github.com/kubeslow/kubeslow/internal/measure/nodeagent"
 	"github.com/kubeslow/kubeslow/pkg/result"
 )
@@ -21,7 +22,12 @@ func TestIntegrationNodeSweep(t *testing.T) {
 	}
 	healthy := sc.Configure
 	sc.Configure = func(c *lab.Config) { healthy(c); c.RealNodes = max(c.RealNodes, 1) } // the agent runs on real nodes only
-	rep := runScenarioWith(t, sc, []measure.Measurement{nodeagent.New(nodeagent.DefaultOptions(lab.AgentImage))})
+	rep := runScenarioWith(t, sc, []measure.Measurement{kubelet.New(), nodeagent.New(nodeagent.DefaultOptions(lab.AgentImage))})
+	if k := rep.Result(kubelet.Name); k == nil || k.Status != result.StatusPass || k.Metric(kubelet.MetricNodesRead, nil).Value < 1 {
+		t.Errorf("nodes.kubelet: %+v", k)
+	} else {
+		t.Logf("kubelet: %v", k.Records)
+	}
 	r := rep.Result(nodeagent.Name)
 	if r == nil || r.Status != result.StatusPass {
 		t.Fatalf("nodes.agent: %+v", r)

@@ -58,6 +58,8 @@ type Sampler struct {
 	prevIO [2]uint64
 	prevT  time.Time
 	hasPSI bool
+	// now is the clock rates are computed with (time.Now; tests step it).
+	now func() time.Time
 }
 
 // NewSampler resolves Dir's block device and opens the probe file.
@@ -74,7 +76,7 @@ func NewSampler(o SamplerOptions) (*Sampler, error) {
 	if o.ProbeBytes == 0 {
 		o.ProbeBytes = 4096
 	}
-	s := &Sampler{o: o}
+	s := &Sampler{o: o, now: time.Now}
 	dir := filepath.Join(o.Root, o.Dir)
 	var st unix.Stat_t
 	if err := unix.Stat(dir, &st); err != nil {
@@ -140,7 +142,7 @@ func (s *Sampler) Run(ctx context.Context, emit func(Sample)) error {
 
 // Take reads everything once; rates are over the time since the previous Take (zero on the first).
 func (s *Sampler) Take() (Sample, error) {
-	now := time.Now()
+	now := s.now()
 	smp := Sample{T: now, SyncSeconds: math.NaN()}
 	if s.probe != nil {
 		t0 := time.Now()

@@ -2,13 +2,24 @@ package scenario_test
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"os"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
+	authnv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/yaml"
+
 	"github.com/kubeslow/kubeslow/internal/check"
+	rbaccmd "github.com/kubeslow/kubeslow/internal/cli/rbac"
 	"github.com/kubeslow/kubeslow/internal/lab"
 	"github.com/kubeslow/kubeslow/internal/lab/scenario"
 	"github.com/kubeslow/kubeslow/internal/labtest"
@@ -31,7 +42,11 @@ func TestIntegrationControlPlaneScenarios(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			rep := runScenario(t, sc, nodes.Name, "api.", "etcd.") // the node agent and kubelet checks need real nodes and the agent image
+			var extra []func(*rest.Config, lab.Dirs)
+			if name == "healthy" {
+				extra = append(extra, func(rc *rest.Config, d lab.Dirs) { readOnlyUser(t, rc, d) })
+			}
+			rep := runScenario(t, sc, extra, nodes.Name, "api.", "etcd.") // the node agent and kubelet checks need real nodes and the agent image
 			got := map[string]bool{}
 			for _, f := range rep.Findings {
 				got[f.ID] = true
@@ -56,16 +71,17 @@ func TestIntegrationControlPlaneScenarios(t *testing.T) {
 
 // runScenario starts the scenario on a fresh lab, runs the selected measurements and the rules, and tears
 // the lab down (checking that nothing is left).
-func runScenario(t *testing.T, sc scenario.Scenario, only ...string) *result.Report {
+func runScenario(t *testing.T, sc scenario.Scenario, extra []func(*rest.Config, lab.Dirs), only ...string) *result.Report {
 	t.Helper()
 	ms, err := all.Registry(all.Options{Window: 15 * time.Second}).Select(only, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return runScenarioWith(t, sc, ms)
+	return runScenarioWith(t, sc, ms, extra...)
 }
 
-func runScenarioWith(t *testing.T, sc scenario.Scenario, ms []measure.Measurement) *result.Report {
+// runScenarioWith runs ms on the scenario's lab, then each extra while the lab is still up.
+func runScenarioWith(t *testing.T, sc scenario.Scenario, ms []measure.Measurement, extra ...func(*rest.Config, lab.Dirs)) *result.Report {
 	t.Helper()
 	d := labtest.Dirs(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
@@ -95,7 +111,97 @@ func runScenarioWith(t *testing.T, sc scenario.Scenario, ms []measure.Measuremen
 	if err != nil {
 		t.Fatal(err)
 	}
+	for _, f := range extra {
+		f(rc, d)
+	}
 	return rep
+}
+
+// readOnlyUser: a ServiceAccount bound to the built-in view ClusterRole and to the read-only role `kubeslow
+// rbac` prints (applied as printed), with a real token, runs every read-only check: the preflight skips
+// none, none is skipped for want of a permission, and nothing is created.
+func readOnlyUser(t *testing.T, rc *rest.Config, d lab.Dirs) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	admin := kubernetes.NewForConfigOrDie(rc)
+	ro, bench := rbaccmd.Needs()
+	var b strings.Builder
+	if err := rbaccmd.Write(&b, ro, bench); err != nil {
+		t.Fatal(err)
+	}
+	var role rbacv1.ClusterRole
+	if err := yaml.Unmarshal([]byte(strings.Split(b.String(), "---\n")[0]), &role); err != nil {
+		t.Fatal(err)
+	}
+	if role.Name != rbaccmd.ReadOnlyRole {
+		t.Fatalf("the first role printed is %q, want %q", role.Name, rbaccmd.ReadOnlyRole)
+	}
+	if _, err := admin.RbacV1().ClusterRoles().Create(ctx, &role, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "kubeslow-viewer", Namespace: "default"}}
+	if _, err := admin.CoreV1().ServiceAccounts("default").Create(ctx, sa, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range []string{"view", rbaccmd.ReadOnlyRole} {
+		crb := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "kubeslow-viewer-" + r},
+			RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: r},
+			Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: sa.Name, Namespace: sa.Namespace}}}
+		if _, err := admin.RbacV1().ClusterRoleBindings().Create(ctx, crb, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tok, err := admin.CoreV1().ServiceAccounts("default").CreateToken(ctx, sa.Name, &authnv1.TokenRequest{}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	user := &rest.Config{Host: rc.Host, BearerToken: tok.Status.Token, TLSClientConfig: rest.TLSClientConfig{CAData: rc.CAData, CAFile: rc.CAFile}}
+	nsBefore, err := admin.CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lines []string
+	rep, err := runner.Execute(ctx, runner.Plan{Target: runner.Target{Config: user, Name: "lab-viewer",
+		Lab: &measure.LabInfo{EtcdEndpoint: lab.EtcdEndpoint(), AuditLogPath: d.AuditLog(), StateDir: d.State}},
+		Measurements: measure.ReadOnlyOf(all.Registry(all.Options{Window: 5 * time.Second}).All()), Rules: check.Rules(),
+		Progress: func(f string, a ...any) { lines = append(lines, fmt.Sprintf(f, a...)); t.Logf(f, a...) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range lines {
+		if strings.Contains(l, "will be skipped") {
+			t.Errorf("preflight: %s", l)
+		}
+	}
+	// This lab has only simulated nodes: the kubelet check is skipped for that (not for a permission), and
+	// nothing else may be skipped or fail.
+	ran := 0
+	for _, r := range rep.Results {
+		switch {
+		case r.Status.Measured():
+			ran++
+		case r.Status == result.StatusSkip && strings.Contains(r.Reason, "no real node"):
+		default:
+			t.Errorf("view + %s user: %s %s: %s", rbaccmd.ReadOnlyRole, r.Name, r.Status, r.Reason)
+		}
+	}
+	if ran == 0 {
+		t.Errorf("view + %s user: nothing measured", rbaccmd.ReadOnlyRole)
+	}
+	// Nothing created: no namespace that was not there before (one still being deleted may go away).
+	nsAfter, err := admin.CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := map[string]bool{}
+	for _, n := range nsBefore.Items {
+		before[n.Name] = true
+	}
+	for _, n := range nsAfter.Items {
+		if !before[n.Name] {
+			t.Errorf("the read-only run created namespace %s", n.Name)
+		}
+	}
 }
 
 func keys(m map[string]bool) []string {

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -28,9 +29,15 @@ import (
 // EnvVar enables the integration tests (they need root and build the lab, minutes when cold).
 const EnvVar = "KUBESLOW_INTEGRATION"
 
-// Dirs skips the test unless integration tests are enabled, fails it if a lab is already up (there is one
-// lab per machine: its network namespace has a fixed name), and returns directories with the shared build
-// cache and a fresh state directory.
+// LockPath is the machine-wide lock that integration tests hold while their lab is up (there is one lab per
+// machine). A person running `kubeslow lab up` by hand beside tests takes it with flock(1):
+// `flock /run/kubeslow-lab.lock sh -c 'kubeslow lab up ...; ...; kubeslow lab down'`.
+const LockPath = "/run/kubeslow-lab.lock"
+
+// Dirs skips the test unless integration tests are enabled, waits for the machine's lab lock (held until the
+// test ends, after its lab is down), fails the test if a lab is already up (there is one lab per machine: its
+// network namespace has a fixed name), and returns directories with the shared build cache and a fresh state
+// directory.
 func Dirs(t *testing.T) lab.Dirs {
 	t.Helper()
 	if os.Getenv(EnvVar) == "" {
@@ -39,6 +46,7 @@ func Dirs(t *testing.T) lab.Dirs {
 	if os.Geteuid() != 0 {
 		t.Fatalf("%s is set but the lab needs root", EnvVar)
 	}
+	lockLab(t)
 	if _, err := os.Stat("/run/netns/" + lab.NetNS); err == nil {
 		t.Fatalf("a lab is already up on this machine (network namespace %s): run `kubeslow lab down` first", lab.NetNS)
 	}
@@ -53,6 +61,26 @@ func Dirs(t *testing.T) lab.Dirs {
 	d.State = filepath.Join(state, "lab")
 	t.Cleanup(func() { _ = os.Remove(state) })
 	return d
+}
+
+// lockLab takes the machine's lab lock for the rest of the test (released by the first cleanup registered,
+// which runs last). The lock goes with the process if the test dies.
+func lockLab(t *testing.T) {
+	t.Helper()
+	f, err := os.OpenFile(LockPath, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		t.Fatalf("opening the lab lock: %v", err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		t.Logf("waiting for the lab lock %s (another lab user holds it)", LockPath)
+		start := time.Now()
+		if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+			_ = f.Close()
+			t.Fatalf("taking the lab lock: %v", err)
+		}
+		t.Logf("took the lab lock after %s", time.Since(start).Round(time.Second))
+	}
+	t.Cleanup(func() { _ = f.Close() })
 }
 
 // Process is a lab process as recorded at start.

@@ -10,16 +10,15 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/kubeslow/kubeslow/internal/measure"
-	"github.com/kubeslow/kubeslow/internal/measure/podstartup"
 	"github.com/kubeslow/kubeslow/pkg/result"
 )
 
 // NodesName is the result of the node-side signals read from Prometheus.
 const NodesName = "nodes.prometheus"
 
-// Nodes reads the node-side and component signals over the window: control-plane CPU, the kubelet's pod
-// start-up SLI, image pulls and runtime operations, CoreDNS rates and errors, node_exporter's disk latency,
-// pressure, conntrack and ARP entries, and cAdvisor's CPU throttling of kube-system pods.
+// Nodes reads the signals over the window that no live measurement analyses: control-plane CPU, CoreDNS rates
+// and errors, node_exporter's mean disk write latency, and cAdvisor's CPU throttling of kube-system pods. (The
+// kubelet's and node_exporter's signals the live node rules read are nodes.kubelet and nodes.agent.)
 type Nodes struct{ src *Source }
 
 // NewNodes returns the measurement.
@@ -30,7 +29,7 @@ func (*Nodes) Name() string { return NodesName }
 
 // Description implements measure.Measurement.
 func (n *Nodes) Description() string {
-	return fmt.Sprintf("control-plane CPU, kubelet pod start-up/image pulls/runtime ops, CoreDNS, node disk/pressure/conntrack, kube-system CPU throttling, from Prometheus over %s", n.src.Window)
+	return fmt.Sprintf("control-plane CPU, CoreDNS rates and errors, node disk write latency, kube-system CPU throttling, from Prometheus over %s", n.src.Window)
 }
 
 // signal is one metric of the result: a PromQL expression over the window (%[1]s is the role's job matcher,
@@ -51,13 +50,6 @@ func nodeSignals() []signal {
 			Query: `sum by (instance) (rate(process_cpu_seconds_total{%[1]s}[%[2]s]))`, Keep: []string{"instance"}, Top: 5, Const: map[string]string{"component": r}})
 	}
 	return append(out,
-		signal{Role: "kubelet", Metric: "pod_start_sli_p99", Unit: "seconds", Series: "kubelet_pod_start_sli_duration_seconds_bucket",
-			Query: `histogram_quantile(0.99, sum by (le) (increase(kubelet_pod_start_sli_duration_seconds_bucket{%[1]s}[%[2]s])))`},
-		signal{Role: "kubelet", Metric: "image_pull_p99", Unit: "seconds", Series: "kubelet_image_pull_duration_seconds_bucket",
-			Query: `histogram_quantile(0.99, sum by (le) (increase(kubelet_image_pull_duration_seconds_bucket{%[1]s}[%[2]s])))`},
-		signal{Role: "kubelet", Metric: "runtime_operation_p99", Unit: "seconds", Series: "kubelet_runtime_operations_duration_seconds_bucket",
-			Query: `histogram_quantile(0.99, sum by (operation_type, le) (increase(kubelet_runtime_operations_duration_seconds_bucket{%[1]s}[%[2]s])))`,
-			Keep:  []string{"operation_type"}, Top: 5},
 		signal{Role: "coredns", Metric: "dns_requests_per_second", Unit: "per_second", Series: "coredns_dns_requests_total",
 			Query: `sum(rate(coredns_dns_requests_total{%[1]s}[%[2]s]))`},
 		signal{Role: "coredns", Metric: "dns_errors_per_second", Unit: "per_second", Series: "coredns_dns_responses_total",
@@ -67,16 +59,6 @@ func nodeSignals() []signal {
 		signal{Role: "node-exporter", Metric: "disk_write_latency_mean", Unit: "seconds", Series: "node_disk_write_time_seconds_total",
 			Query: `rate(node_disk_write_time_seconds_total{%[1]s}[%[2]s]) / rate(node_disk_writes_completed_total{%[1]s}[%[2]s]) > 0`,
 			Keep:  []string{"instance", "device"}, Top: 5},
-		signal{Role: "node-exporter", Metric: "pressure_ratio", Unit: "ratio", Series: "node_pressure_io_waiting_seconds_total",
-			Query: `label_replace(rate(node_pressure_io_waiting_seconds_total{%[1]s}[%[2]s]), "resource", "io", "", "") or ` +
-				`label_replace(rate(node_pressure_cpu_waiting_seconds_total{%[1]s}[%[2]s]), "resource", "cpu", "", "") or ` +
-				`label_replace(rate(node_pressure_memory_waiting_seconds_total{%[1]s}[%[2]s]), "resource", "memory", "", "")`,
-			Keep: []string{"instance", "resource"}, Top: 6},
-		signal{Role: "node-exporter", Metric: "conntrack_usage", Unit: "ratio", Series: "node_nf_conntrack_entries",
-			Query: `max by (instance) (max_over_time(node_nf_conntrack_entries{%[1]s}[%[2]s]) / max_over_time(node_nf_conntrack_entries_limit{%[1]s}[%[2]s]))`,
-			Keep:  []string{"instance"}, Top: 5},
-		signal{Role: "node-exporter", Metric: "arp_entries", Unit: "count", Series: "node_arp_entries",
-			Query: `sum by (instance) (max_over_time(node_arp_entries{%[1]s}[%[2]s]))`, Keep: []string{"instance"}, Top: 5},
 		signal{Role: "cadvisor", Metric: "cpu_throttled_ratio", Unit: "ratio", Series: "container_cpu_cfs_throttled_periods_total",
 			Query: `sum by (namespace, pod) (increase(container_cpu_cfs_throttled_periods_total{%[1]s,namespace="kube-system"}[%[2]s])) / ` +
 				`sum by (namespace, pod) (increase(container_cpu_cfs_periods_total{%[1]s,namespace="kube-system"}[%[2]s])) > 0`,
@@ -137,19 +119,8 @@ func (n *Nodes) Run(ctx context.Context, _ *measure.Env) (result.Result, error) 
 		}
 		res.Metrics = append(res.Metrics, ms...)
 	}
-	// node_exporter does not export the neighbour table's limit (gc_thresh3): the ARP fill ratio the
-	// KS-NODE-NEIGH rule reads needs the live node probe.
-	res.Absent = append(res.Absent, result.Absence{Metric: "neighbour_usage", Series: "net.ipv4.neigh.default.gc_thresh3",
-		Reason: "node_exporter exports ARP entries but not the neighbour table's limit"})
 	if !anyRole {
 		return res, measure.Skipf("none of kubelet, cAdvisor, node_exporter, CoreDNS or the control-plane jobs is scraped by %s in %s", s.Client.URL(), s.Window)
-	}
-	if job, ok := s.Selector("kubelet"); ok {
-		if err := s.addProfile(ctx, &res, profile{Result: NodesName, Metric: "pod_start_sli_p99", Unit: "seconds", Op: ">", Threshold: podstartup.DefaultSLO.Seconds(),
-			What:  "kubelet pod start-up SLI p99",
-			Query: fmt.Sprintf("histogram_quantile(0.99, sum by (le) (rate(kubelet_pod_start_sli_duration_seconds_bucket{%s}[%s])))", job, s.rate())}); err != nil {
-			return res, err
-		}
 	}
 	var absent []string
 	for _, a := range res.Absent {

@@ -8,110 +8,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kubeslow/kubeslow/pkg/result"
+	"github.com/kubeslow/kubeslow/internal/rule"
 )
 
 var update = flag.Bool("update", false, "regenerate docs/rules.md")
-
-func rule() Rule {
-	return Rule{ID: "KS-T-1", Title: "t", Severity: result.SeverityWarning,
-		When: Condition{Metric: Metric{"m", "p99"}, Op: ">", Value: 10, Unit: "seconds"}, Source: "test",
-		Summary: "p99 {{.value}} on {{.verb}} > {{.threshold}}", Remediation: "fix"}
-}
-
-func rep(status result.Status, values ...float64) *result.Report {
-	r := &result.Report{APIVersion: result.APIVersion, Kind: result.Kind}
-	res := result.Result{Name: "m", Status: status}
-	if !status.Measured() {
-		res.Reason = "no permission"
-	}
-	for i, v := range values {
-		res.Metrics = append(res.Metrics, result.Metric{Name: "p99", Unit: "seconds", Value: v, Labels: map[string]string{"verb": []string{"GET", "LIST"}[i%2]}})
-	}
-	r.Results = append(r.Results, res)
-	return r
-}
-
-// absent marks the rule's metric as absent from its source (a Prometheus without the series).
-func absent(r *result.Report) *result.Report {
-	r.Results[0].Absent = []result.Absence{{Metric: "p99", Series: "x_bucket", Reason: "not scraped"}}
-	return r
-}
-
-func TestEvaluate(t *testing.T) {
-	cases := []struct {
-		name     string
-		r        *result.Report
-		status   result.RuleStatus
-		findings int
-	}{
-		{"fires once for several items", rep(result.StatusPass, 12, 31), result.RuleFired, 1},
-		{"clear", rep(result.StatusPass, 3, 10), result.RuleClear, 0},
-		{"skipped input is not evaluated", rep(result.StatusSkip), result.RuleNotEvaluated, 0},
-		{"errored input is not evaluated", rep(result.StatusError), result.RuleNotEvaluated, 0},
-		{"missing input is not evaluated", &result.Report{APIVersion: result.APIVersion, Kind: result.Kind}, result.RuleNotEvaluated, 0},
-		{"absent metric is not evaluated", absent(rep(result.StatusPass)), result.RuleNotEvaluated, 0},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			fs, evals := Evaluate(c.r, []Rule{rule()})
-			if len(evals) != 1 || evals[0].Status != c.status || len(fs) != c.findings {
-				t.Fatalf("evals %+v findings %d", evals, len(fs))
-			}
-			if c.status == result.RuleNotEvaluated && evals[0].Reason == "" {
-				t.Fatal("not-evaluated without a reason")
-			}
-			c.r.Findings = append(c.r.Findings, fs...)
-			if err := c.r.Validate(); err != nil {
-				t.Fatal(err)
-			}
-		})
-	}
-	fs, _ := Evaluate(rep(result.StatusWarn, 12), []Rule{rule()})
-	if got := fs[0].Summary; got != "p99 12 s on GET > 10 s" {
-		t.Fatalf("summary %q", got)
-	}
-	if fs[0].Evidence[0].Value != 12 || fs[0].Evidence[0].Result != "m" || fs[0].Threshold.Source != "test" {
-		t.Fatalf("finding %+v", fs[0])
-	}
-}
-
-// TestOneFindingPerCause: a rule that holds for several items is one finding, its summary and evidence the
-// worst item's, every item listed worst first (in the threshold's direction), and a long list cut at
-// MaxItems with the count of all.
-func TestOneFindingPerCause(t *testing.T) {
-	fs, _ := Evaluate(rep(result.StatusPass, 12, 31, 5, 40), []Rule{rule()})
-	if len(fs) != 1 {
-		t.Fatalf("findings %+v", fs)
-	}
-	f := fs[0]
-	if f.Summary != "p99 40 s on LIST > 10 s" || f.Evidence[0].Value != 40 || f.ItemCount != 3 || len(f.Items) != 3 {
-		t.Fatalf("finding %+v", f)
-	}
-	if f.Items[0].Key != "verb=LIST" || f.Items[0].Value != 40 || f.Items[1].Value != 31 || f.Items[2].Value != 12 || f.Items[2].Summary != "p99 12 s on GET > 10 s" {
-		t.Fatalf("items %+v", f.Items)
-	}
-	// Below a threshold, the lowest is the worst.
-	low := rule()
-	low.When.Op, low.When.Value = "<", 20
-	if fs, _ := Evaluate(rep(result.StatusPass, 12, 31, 5), []Rule{low}); len(fs) != 1 || fs[0].Items[0].Value != 5 || fs[0].Items[1].Value != 12 {
-		t.Fatalf("findings %+v", fs)
-	}
-	// Thousands of items: one finding, MaxItems listed, all counted.
-	var many []float64
-	for i := range 3000 {
-		many = append(many, 11+float64(i))
-	}
-	fs, _ = Evaluate(rep(result.StatusPass, many...), []Rule{rule()})
-	if len(fs) != 1 || fs[0].ItemCount != 3000 || len(fs[0].Items) != result.MaxItems || fs[0].Items[0].Value != 3010 {
-		t.Fatalf("%d findings, first with %d items of %d", len(fs), len(fs[0].Items), fs[0].ItemCount)
-	}
-	r := rep(result.StatusPass)
-	r.Findings = fs
-	if err := r.Validate(); err != nil {
-		t.Fatal(err)
-	}
-}
 
 func TestRulesAreComplete(t *testing.T) {
 	seen := map[string]bool{}
@@ -140,7 +40,7 @@ func validOp(op string) bool { return op == ">" || op == ">=" || op == "<" || op
 // TestReferenceUpToDate keeps docs/rules.md generated from the rules.
 func TestReferenceUpToDate(t *testing.T) {
 	path := filepath.Join("..", "..", "docs", "rules.md")
-	want := Reference(Rules())
+	want := rule.Reference(Rules())
 	if *update {
 		if err := os.WriteFile(path, []byte(want), 0o644); err != nil {
 			t.Fatal(err)
@@ -152,15 +52,21 @@ func TestReferenceUpToDate(t *testing.T) {
 	}
 }
 
-// TestEngineDoesNotImportRenderers: the findings engine depends on the schema, never on a renderer.
+// TestEngineDoesNotImportRenderers: the findings engine (the rule type and its evaluation, and the rule set)
+// depends on the schema, never on a renderer; internal/rule is a leaf that measurement packages import.
 func TestEngineDoesNotImportRenderers(t *testing.T) {
-	pkg, err := build.ImportDir(".", 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, imp := range pkg.Imports {
-		if strings.HasSuffix(imp, "/internal/report") {
-			t.Errorf("internal/check imports %s", imp)
+	for _, dir := range []string{".", "../rule"} {
+		pkg, err := build.ImportDir(dir, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, imp := range pkg.Imports {
+			if strings.HasSuffix(imp, "/internal/report") {
+				t.Errorf("%s imports %s", dir, imp)
+			}
+			if dir == "../rule" && strings.Contains(imp, "/kubeslow/") && !strings.HasSuffix(imp, "/pkg/result") {
+				t.Errorf("internal/rule imports %s: it must stay a leaf that measurement packages can import", imp)
+			}
 		}
 	}
 }

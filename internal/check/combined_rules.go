@@ -7,7 +7,19 @@ import (
 	"github.com/kubeslow/kubeslow/internal/measure/apislo"
 	"github.com/kubeslow/kubeslow/internal/measure/cpusage"
 	"github.com/kubeslow/kubeslow/internal/measure/podstartup"
+	"github.com/kubeslow/kubeslow/internal/rule"
 	"github.com/kubeslow/kubeslow/pkg/result"
+)
+
+// The metrics the combined rules read, of the measurements that declare them.
+var (
+	apiLatencySingle = rule.Metric{Result: apislo.Name, Name: apislo.MetricLatencyP99Single}
+	apiConflicts     = rule.Metric{Result: apislo.Name, Name: apislo.MetricConflictsPerMinute}
+	podsSLIP99       = rule.Metric{Result: podstartup.Name, Name: podstartup.MetricSLIP99}
+	podsTailShare    = rule.Metric{Result: podstartup.Name, Name: podstartup.MetricTailPhaseShare}
+	podsTailMean     = rule.Metric{Result: podstartup.Name, Name: podstartup.MetricTailPhaseMean}
+	podsNodeRatio    = rule.Metric{Result: podstartup.Name, Name: podstartup.MetricNodeSLIRatio}
+	podsNodeP50      = rule.Metric{Result: podstartup.Name, Name: podstartup.MetricNodeSLIP50}
 )
 
 // ipamResources are the API resources CNI plugins keep their IP allocation in (Calico's IPAM blocks,
@@ -25,11 +37,11 @@ func isIPAMResource(r string) bool {
 }
 
 // CombinedRules read several measurements at once and name a cause none of them names alone.
-func CombinedRules() []Rule {
-	return []Rule{{
+func CombinedRules() []rule.Rule {
+	return []rule.Rule{{
 		ID: "KS-CNI-IPAM", Title: "CNI IP allocation contention slows pod start-up", Severity: result.SeverityError, Cases: []string{"E"},
-		When:  Condition{Metric: apiConflicts, Op: ">", Value: 60, Unit: "per_minute"},
-		Reads: []Metric{podsTailShare, podsTailMean, podsNodeRatio},
+		When:  rule.Condition{Metric: apiConflicts, Op: ">", Value: 60, Unit: "per_minute"},
+		Reads: []rule.Metric{podsTailShare, podsTailMean, podsNodeRatio},
 		Needs: []string{podstartup.Name},
 		Source: "case E (Calico IPAM): 409 Conflicts above one per second on an IPAM resource while the pod sandbox phase " +
 			"(where the CNI allocates the IP) holds the slow start-ups (KS-POD-PHASE or KS-POD-NODE on sandbox)",
@@ -42,26 +54,26 @@ func CombinedRules() []Rule {
 
 // The metrics the control-plane saturation rule reads.
 var (
-	cpSaturation  = Metric{cpusage.Name, cpusage.MetricCPUSaturation}
-	cpBusiest     = Metric{cpusage.Name, cpusage.MetricCPUCoresBusiest}
-	cpCores       = Metric{cpusage.Name, cpusage.MetricCoresAvailable}
-	apiRequests   = Metric{apislo.Name, apislo.MetricRequestsPerSecond}
+	cpSaturation  = rule.Metric{Result: cpusage.Name, Name: cpusage.MetricCPUSaturation}
+	cpBusiest     = rule.Metric{Result: cpusage.Name, Name: cpusage.MetricCPUCoresBusiest}
+	cpCores       = rule.Metric{Result: cpusage.Name, Name: cpusage.MetricCoresAvailable}
+	apiRequests   = rule.Metric{Result: apislo.Name, Name: apislo.MetricRequestsPerSecond}
 	retryFeedback = 0.1 // 409 retries at least this share of the API requests make the feedback loop worth naming
 	// cpPodsSLO is KS-CP-SATURATED's alternative condition, read only when pod start-up was measured (a
 	// run without the benchmark still has its observation window).
-	cpPodsSLO = Condition{Metric: podsSLIP99, Op: ">", Value: podstartup.DefaultSLO.Seconds(), Unit: "seconds"}
+	cpPodsSLO = rule.Condition{Metric: podsSLIP99, Op: ">", Value: podstartup.DefaultSLO.Seconds(), Unit: "seconds"}
 )
 
 // controlPlaneSaturatedRule is case E's first answer: kube-apiserver and etcd use the cores they have while
 // the API or pod start-up is over its SLO. Busy but within the SLOs is not a finding.
-func controlPlaneSaturatedRule() Rule {
-	return Rule{
+func controlPlaneSaturatedRule() rule.Rule {
+	return rule.Rule{
 		ID: "KS-CP-SATURATED", Title: "The control plane is out of CPU", Severity: result.SeverityError, Cases: []string{"E"},
-		When: Condition{Metric: cpSaturation, Op: ">=", Value: 0.9, Unit: "ratio"},
+		When: rule.Condition{Metric: cpSaturation, Op: ">=", Value: 0.9, Unit: "ratio"},
 		// The API SLO, or the pod start-up SLO when the run had that benchmark (cpPodsSLO: the rule is
 		// evaluated without it), breached makes the saturation a cause.
-		Also:  []Condition{{Metric: apiLatencySingle, Op: ">", Value: apislo.SLOSingle, Unit: "seconds"}},
-		Reads: []Metric{cpBusiest, cpCores, apiConflicts, apiRequests},
+		Also:  []rule.Condition{{Metric: apiLatencySingle, Op: ">", Value: apislo.SLOSingle, Unit: "seconds"}},
+		Reads: []rule.Metric{cpBusiest, cpCores, apiConflicts, apiRequests},
 		Needs: []string{apislo.Name},
 		Source: "case E: a 2-core control plane at 100% CPU left API p99 far over 5 s (4 cores mostly fixed it, 16 fully); " +
 			"90% of the cores in the busiest 6 s while the API call latency SLO (p99 <= 1 s) or the pod start-up SLO (p99 <= 5 s) is breached",
@@ -73,9 +85,9 @@ func controlPlaneSaturatedRule() Rule {
 	}
 }
 
-func cpSaturatedMatch(r *result.Report, rule Rule) []Hit {
-	var hits []Hit
-	sat := rule
+func cpSaturatedMatch(r *result.Report, rl rule.Rule) []rule.Hit {
+	var hits []rule.Hit
+	sat := rl
 	sat.Also = nil // the SLO conditions are alternatives, read below
 	for _, h := range sat.Crossing(r) {
 		h.Key = ""
@@ -89,7 +101,7 @@ func cpSaturatedMatch(r *result.Report, rule Rule) []Hit {
 		if p := podsSLIP99.In(r, nil); p != nil && r.Result(podstartup.Name).Status.Measured() {
 			pods, podsEv = p.Value, p
 		}
-		apiC, podsC := rule.AlsoOn(apiLatencySingle), cpPodsSLO
+		apiC, podsC := rl.AlsoOn(apiLatencySingle), cpPodsSLO
 		if !(apiEv != nil && apiC.Holds(api)) && !(podsEv != nil && podsC.Holds(pods)) {
 			continue // busy but within the SLOs
 		}
@@ -139,9 +151,9 @@ func conflictShare(r *result.Report) float64 {
 // the slowest outlier node's median (KS-POD-NODE on sandbox); 0 when neither.
 func sandboxWait(r *result.Report) float64 {
 	sandbox := 0.0
-	phase, node := podPhaseRule(), podNodeRule()
+	phase, node := podstartup.PhaseRule(), podstartup.NodeRule()
 	sh, mean := podsTailShare.In(r, map[string]string{"phase": "sandbox"}), podsTailMean.In(r, map[string]string{"phase": "sandbox"})
-	if sh != nil && mean != nil && phase.When.Holds(sh.Value) && mean.Value >= timestampPrecision {
+	if sh != nil && mean != nil && phase.When.Holds(sh.Value) && mean.Value >= podstartup.TimestampPrecision {
 		sandbox = mean.Value
 	}
 	for _, h := range node.Match(r, node) {
@@ -155,13 +167,13 @@ func sandboxWait(r *result.Report) float64 {
 	return sandbox
 }
 
-func cniIPAMMatch(r *result.Report, rule Rule) []Hit {
+func cniIPAMMatch(r *result.Report, rl rule.Rule) []rule.Hit {
 	sandbox := sandboxWait(r)
 	if sandbox == 0 {
 		return nil
 	}
-	var hits []Hit
-	for _, h := range rule.Crossing(r) {
+	var hits []rule.Hit
+	for _, h := range rl.Crossing(r) {
 		if !isIPAMResource(h.Vars["resource"]) {
 			continue
 		}

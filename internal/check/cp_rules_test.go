@@ -7,8 +7,13 @@ import (
 	"time"
 
 	"github.com/kubeslow/kubeslow/internal/measure"
+	"github.com/kubeslow/kubeslow/internal/measure/apislo/apislotest"
 	"github.com/kubeslow/kubeslow/internal/measure/cpusage"
+	"github.com/kubeslow/kubeslow/internal/measure/podstartup/podstartuptest"
 	"github.com/kubeslow/kubeslow/internal/prom"
+	"github.com/kubeslow/kubeslow/internal/prom/promtest"
+	"github.com/kubeslow/kubeslow/internal/rule"
+	"github.com/kubeslow/kubeslow/internal/rule/ruletest"
 	"github.com/kubeslow/kubeslow/pkg/result"
 )
 
@@ -24,16 +29,16 @@ func (c controlPlane) result(t *testing.T) result.Result {
 	const steps = 10
 	i := 0
 	next := func(context.Context) (*prom.Snapshot, error) {
-		e := newExpo()
+		e := promtest.NewExpo()
 		secs := float64(i) * measure.ObserveStep.Seconds()
-		e.counter("process_cpu_seconds_total", "", 100+c.apiCores*secs)
-		e.gauge("process_resident_memory_bytes", "", 300<<20)
-		e.counter("etcd:process_cpu_seconds_total", "", 50+c.etcdCores*secs)
-		e.gauge("etcd:process_resident_memory_bytes", "", 60<<20)
-		e.gauge("apiserver_flowcontrol_nominal_limit_seats", `priority_level="workload-low"`, 24)
-		e.gauge("apiserver_flowcontrol_current_executing_seats", `priority_level="workload-low"`, 20*c.apiCores)
-		e.gauge("apiserver_current_inflight_requests", `request_kind="mutating"`, 30*c.apiCores)
-		s := e.snapshot(t, t0.Add(time.Duration(i)*measure.ObserveStep))
+		e.Counter("process_cpu_seconds_total", "", 100+c.apiCores*secs)
+		e.Gauge("process_resident_memory_bytes", "", 300<<20)
+		e.Counter("etcd:process_cpu_seconds_total", "", 50+c.etcdCores*secs)
+		e.Gauge("etcd:process_resident_memory_bytes", "", 60<<20)
+		e.Gauge("apiserver_flowcontrol_nominal_limit_seats", `priority_level="workload-low"`, 24)
+		e.Gauge("apiserver_flowcontrol_current_executing_seats", `priority_level="workload-low"`, 20*c.apiCores)
+		e.Gauge("apiserver_current_inflight_requests", `request_kind="mutating"`, 30*c.apiCores)
+		s := e.Snapshot(t, ruletest.T0.Add(time.Duration(i)*measure.ObserveStep))
 		i++
 		return s, nil
 	}
@@ -59,13 +64,13 @@ func (c controlPlane) result(t *testing.T) result.Result {
 var saturated = controlPlane{apiCores: 1.5, etcdCores: 0.4, cores: 2}
 
 // cpSaturated is a report of the control plane's usage, the API's, and pod start-up.
-func cpSaturated(cp controlPlane, a apiServer, p *podRun) func(t *testing.T) *result.Report {
+func cpSaturated(cp controlPlane, a apislotest.Server, p *podstartuptest.Run) func(t *testing.T) *result.Report {
 	return func(t *testing.T) *result.Report {
-		rs := []result.Result{cp.result(t), a.result(t)}
+		rs := []result.Result{cp.result(t), a.Result(t)}
 		if p != nil {
-			rs = append(rs, p.result())
+			rs = append(rs, p.Result())
 		}
-		return report(nil, rs...)
+		return ruletest.Report(nil, rs...)
 	}
 }
 
@@ -73,12 +78,12 @@ func cpSaturated(cp controlPlane, a apiServer, p *podRun) func(t *testing.T) *re
 // numbers, and names the 409 feedback loop when retries are a large share of the requests; busy within the
 // SLOs, idle with a slow API, or cores unknown is not this finding.
 func TestControlPlaneSaturated(t *testing.T) {
-	rule := controlPlaneSaturatedRule()
-	slowAPI := healthyAPI
-	slowAPI.getLatency = 1.8
+	cp := controlPlaneSaturatedRule()
+	slowAPI := apislotest.Healthy
+	slowAPI.GetLatency = 1.8
 	storm := slowAPI
-	storm.conflicts = map[string]int{"ipamblocks": 6000}
-	slowPods := slowScheduler
+	storm.Conflicts = map[string]int{"ipamblocks": 6000}
+	slowPods := podstartuptest.SlowScheduler
 	for _, c := range []struct {
 		name  string
 		rep   func(t *testing.T) *result.Report
@@ -86,15 +91,15 @@ func TestControlPlaneSaturated(t *testing.T) {
 		want  []string
 	}{
 		{"slow API", cpSaturated(saturated, slowAPI, nil), true, []string{"used 1.9 of 2 (lab host CPUs) cores", "API p99 was 2.48 s", "pod start-up p99 not measured"}},
-		{"slow pods", cpSaturated(saturated, healthyAPI, &slowPods), true, []string{"used 1.9 of 2", "pod start-up p99 20.1 s"}},
+		{"slow pods", cpSaturated(saturated, apislotest.Healthy, &slowPods), true, []string{"used 1.9 of 2", "pod start-up p99 20.1 s"}},
 		{"conflict storm", cpSaturated(saturated, storm, nil), true, []string{"409 Conflict retries are"}},
-		{"busy within SLOs", cpSaturated(saturated, healthyAPI, nil), false, nil},
+		{"busy within SLOs", cpSaturated(saturated, apislotest.Healthy, nil), false, nil},
 		{"slow API, idle control plane", cpSaturated(controlPlane{apiCores: 0.3, etcdCores: 0.1, cores: 2}, slowAPI, nil), false, nil},
 		{"cores unknown", cpSaturated(controlPlane{apiCores: 1.5, etcdCores: 0.4}, slowAPI, nil), false, nil},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			r := c.rep(t)
-			fs, evals := Evaluate(r, []Rule{rule})
+			fs, evals := rule.Evaluate(r, []rule.Rule{cp})
 			if got := len(fs) == 1; got != c.fires {
 				t.Fatalf("fired %v, want %v (%+v)", got, c.fires, evals)
 			}

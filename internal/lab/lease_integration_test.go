@@ -25,6 +25,7 @@ import (
 	"github.com/kubeslow/kubeslow/internal/labtest"
 	"github.com/kubeslow/kubeslow/internal/measure"
 	"github.com/kubeslow/kubeslow/internal/measure/nodes"
+	"github.com/kubeslow/kubeslow/internal/rule"
 	"github.com/kubeslow/kubeslow/pkg/result"
 )
 
@@ -264,7 +265,7 @@ func nodesHealth(ctx context.Context, t *testing.T, c kubernetes.Interface) (res
 	t.Helper()
 	env := &measure.Env{Client: c, Clock: clock.RealClock{}, Log: slog.Default()}
 	res := measure.RunOne(ctx, env, nodes.New())
-	fs, _ := check.Evaluate(&result.Report{Results: []result.Result{res}}, check.Rules())
+	fs, _ := rule.Evaluate(&result.Report{Results: []result.Result{res}}, check.Rules())
 	var ids []string
 	for _, f := range fs {
 		ids = append(ids, f.ID)

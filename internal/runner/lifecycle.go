@@ -13,9 +13,9 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 
-	"github.com/kubeslow/kubeslow/internal/check"
 	"github.com/kubeslow/kubeslow/internal/kube"
 	"github.com/kubeslow/kubeslow/internal/measure"
+	"github.com/kubeslow/kubeslow/internal/rule"
 	"github.com/kubeslow/kubeslow/pkg/result"
 )
 
@@ -36,7 +36,7 @@ type Target struct {
 type Plan struct {
 	Target       Target
 	Measurements []measure.Measurement
-	Rules        []check.Rule
+	Rules        []rule.Rule
 	// Budget bounds the benchmarks' total time (0: no bound); read-only checks always run.
 	Budget time.Duration
 	// Progress gets one line per step (nil: none); Log gets debug output (nil: discarded).

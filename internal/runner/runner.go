@@ -12,9 +12,9 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 
-	"github.com/kubeslow/kubeslow/internal/check"
 	"github.com/kubeslow/kubeslow/internal/kube"
 	"github.com/kubeslow/kubeslow/internal/measure"
+	"github.com/kubeslow/kubeslow/internal/rule"
 	"github.com/kubeslow/kubeslow/internal/version"
 	"github.com/kubeslow/kubeslow/pkg/result"
 )
@@ -35,7 +35,7 @@ type Options struct {
 	// Progress gets one line per measurement.
 	Progress func(format string, args ...any)
 	// Rules are the findings engine's rules (evaluated after every measurement has run).
-	Rules []check.Rule
+	Rules []rule.Rule
 	// SkipBenchmarks, when set, is why the benchmarks cannot run (e.g. the namespace could not be created):
 	// each becomes a Skip with this reason.
 	SkipBenchmarks string
@@ -177,7 +177,7 @@ func Run(ctx context.Context, o Options, ms []measure.Measurement) *result.Repor
 			rep.Findings = append(rep.Findings, d.Diagnose(res)...)
 		}
 	}
-	findings, evals := check.Evaluate(rep, o.Rules)
+	findings, evals := rule.Evaluate(rep, o.Rules)
 	rep.Findings = append(rep.Findings, findings...)
 	rep.Rules = evals
 	rep.End = o.Clock.Now().UTC()

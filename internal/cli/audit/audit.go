@@ -8,8 +8,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kubeslow/kubeslow/internal/auditlog"
-	"github.com/kubeslow/kubeslow/internal/check"
 	"github.com/kubeslow/kubeslow/internal/cli/common"
+	"github.com/kubeslow/kubeslow/internal/rule"
 	"github.com/kubeslow/kubeslow/internal/runner"
 	"github.com/kubeslow/kubeslow/internal/version"
 	"github.com/kubeslow/kubeslow/pkg/result"
@@ -69,7 +69,7 @@ audit event in it).`,
 			rep := &result.Report{APIVersion: result.APIVersion, Kind: result.Kind, RunID: "audit-" + start.UTC().Format("20060102-150405"),
 				Tool: result.Tool{Name: "kubeslow", Version: v, Commit: commit}, Cluster: result.Cluster{Name: "audit log", Server: files[0]},
 				Start: start.UTC(), End: time.Now().UTC(), Results: []result.Result{res}}
-			rep.Findings, rep.Rules = check.Evaluate(rep, check.AuditRules())
+			rep.Findings, rep.Rules = rule.Evaluate(rep, auditlog.Rules())
 			if rep.Findings == nil {
 				rep.Findings = []result.Finding{}
 			}

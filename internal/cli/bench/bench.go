@@ -1,14 +1,14 @@
 // Package bench is `kubeslow bench …`: the benchmarks run on their own (pod start-up, network paths, DNS readiness,
-// disk sync, HTTP and TCP load), each a report with the rules that read it.
+// disk sync, HTTP and TCP load), each a report with the rules its measurement declares.
 package bench
 
 import (
 	"github.com/spf13/cobra"
 
-	"github.com/kubeslow/kubeslow/internal/check"
 	"github.com/kubeslow/kubeslow/internal/cli/common"
 	"github.com/kubeslow/kubeslow/internal/measure"
 	"github.com/kubeslow/kubeslow/internal/measure/podstartup"
+	"github.com/kubeslow/kubeslow/internal/rule"
 	"github.com/kubeslow/kubeslow/internal/runner"
 	"github.com/kubeslow/kubeslow/internal/workload"
 	"github.com/kubeslow/kubeslow/pkg/result"
@@ -43,7 +43,7 @@ func newPods(streams common.IOStreams) *cobra.Command {
 			if err := o.Validate(); err != nil {
 				return err
 			}
-			return runBenchmark(cmd, streams, &cf, &out, podstartup.New(o), check.PodRules())
+			return runBenchmark(cmd, streams, &cf, &out, podstartup.New(o))
 		},
 	}
 	cf.Add(cmd)
@@ -57,13 +57,13 @@ func newPods(streams common.IOStreams) *cobra.Command {
 
 // runBenchmark runs one benchmark through the run lifecycle (its own namespace, deleted afterwards, also on
 // Ctrl-C; kubeslow's own cost appended) and writes the report with the exit code.
-func runBenchmark(cmd *cobra.Command, streams common.IOStreams, cf *common.ClusterFlags, out *common.OutputFlag, m measure.Measurement, rules []check.Rule) error {
+func runBenchmark(cmd *cobra.Command, streams common.IOStreams, cf *common.ClusterFlags, out *common.OutputFlag, m measure.Measurement) error {
 	t, err := cf.Target()
 	if err != nil {
 		return common.Finish(streams, out, nil, err, result.SeverityWarning)
 	}
 	streams.Progressf("%s", m.Description())
-	rep, err := runner.Execute(common.Context(cmd), runner.Plan{Target: t, Measurements: []measure.Measurement{m}, Rules: rules,
+	rep, err := runner.Execute(common.Context(cmd), runner.Plan{Target: t, Measurements: []measure.Measurement{m}, Rules: rule.Of(m),
 		Progress: streams.Progressf, Log: streams.Logger(false)})
 	return common.Finish(streams, out, rep, err, result.SeverityWarning)
 }

@@ -8,7 +8,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/kubeslow/kubeslow/internal/check"
 	"github.com/kubeslow/kubeslow/internal/cli/common"
 	"github.com/kubeslow/kubeslow/internal/lab"
 	"github.com/kubeslow/kubeslow/internal/measure/churn"
@@ -59,7 +58,7 @@ disk is told apart from a sudden slowdown (case C).`,
 				}
 				o.DiskDirs[node] = dir
 			}
-			return runBenchmark(cmd, streams, &cf, &out, churn.New(o, streams.Progressf), check.ChurnRules())
+			return runBenchmark(cmd, streams, &cf, &out, churn.New(o, streams.Progressf))
 		},
 	}
 	cf.Add(cmd)

@@ -7,9 +7,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/kubeslow/kubeslow/internal/check"
 	"github.com/kubeslow/kubeslow/internal/cli/common"
 	"github.com/kubeslow/kubeslow/internal/measure/disk"
+	"github.com/kubeslow/kubeslow/internal/rule"
 	"github.com/kubeslow/kubeslow/internal/runner"
 	"github.com/kubeslow/kubeslow/pkg/result"
 )
@@ -45,7 +45,7 @@ then removes the file. docs/disk.md compares it with fio on the same file.`,
 				return &common.ExitError{Code: 2, Err: err}
 			}
 			rep := runner.StandaloneReport("local", abs, start, disk.BenchResult(abs, res.Summary(), start, time.Now()))
-			rep.Findings, rep.Rules = check.Evaluate(rep, check.DiskBenchRules())
+			rep.Findings, rep.Rules = rule.Evaluate(rep, disk.Rules())
 			return common.Finish(streams, &out, rep, nil, result.SeverityWarning)
 		},
 	}

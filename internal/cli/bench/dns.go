@@ -3,7 +3,6 @@ package bench
 import (
 	"github.com/spf13/cobra"
 
-	"github.com/kubeslow/kubeslow/internal/check"
 	"github.com/kubeslow/kubeslow/internal/cli/common"
 	"github.com/kubeslow/kubeslow/internal/lab"
 	"github.com/kubeslow/kubeslow/internal/measure/dnsready"
@@ -32,7 +31,7 @@ against an exponential back-off (--backoff-base, --backoff-factor) to show what 
 			if o.Image = cf.AgentImage(o.Image); o.Image == "" {
 				return errNoImage
 			}
-			return runBenchmark(cmd, streams, &cf, &out, dnsready.New(o), check.DNSRules())
+			return runBenchmark(cmd, streams, &cf, &out, dnsready.New(o))
 		},
 	}
 	cf.Add(cmd)

@@ -7,7 +7,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/kubeslow/kubeslow/internal/check"
 	"github.com/kubeslow/kubeslow/internal/cli/common"
 	"github.com/kubeslow/kubeslow/internal/lab"
 	"github.com/kubeslow/kubeslow/internal/measure/netpath"
@@ -48,7 +47,7 @@ kube-proxy's mode and rule count, conntrack and ARP-table fill. --image must hol
 			if o.Image = cf.AgentImage(o.Image); o.Image == "" {
 				return errNoImage
 			}
-			return runBenchmark(cmd, streams, &cf, &out, netpath.New(o), check.NetRules())
+			return runBenchmark(cmd, streams, &cf, &out, netpath.New(o))
 		},
 	}
 	cf.Add(cmd)

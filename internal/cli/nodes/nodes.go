@@ -8,7 +8,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/kubeslow/kubeslow/internal/check"
 	"github.com/kubeslow/kubeslow/internal/cli/common"
 	"github.com/kubeslow/kubeslow/internal/lab"
 	"github.com/kubeslow/kubeslow/internal/measure"
@@ -51,7 +50,7 @@ under the kubelet and the runtime with a short sync-write probe), then names the
 			if err != nil {
 				return common.Finish(streams, &out, nil, err, result.SeverityWarning)
 			}
-			rep, err := runner.Execute(common.Context(cmd), runner.Plan{Target: t, Measurements: ms, Rules: append(check.NodeRules(), check.KubeletRules()...),
+			rep, err := runner.Execute(common.Context(cmd), runner.Plan{Target: t, Measurements: ms, Rules: append(nodeagent.Rules(), kubelet.Rules()...),
 				Progress: streams.Progressf, Log: streams.Logger(false)})
 			return common.Finish(streams, &out, rep, err, result.SeverityWarning)
 		},

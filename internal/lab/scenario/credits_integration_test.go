@@ -13,7 +13,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/clock"
 
-	"github.com/kubeslow/kubeslow/internal/check"
 	"github.com/kubeslow/kubeslow/internal/kube"
 	"github.com/kubeslow/kubeslow/internal/lab"
 	"github.com/kubeslow/kubeslow/internal/lab/scenario"
@@ -64,7 +63,7 @@ func TestIntegrationBurstCredits(t *testing.T) {
 		PodTimeout: 30 * time.Second, DiskDirs: map[string]string{node: lab.RealNodeDir(d, 1)}}, t.Logf)
 	rep := runner.Run(ctx, runner.Options{Client: c, Config: rc, Clock: clock.RealClock{}, RunID: "test", Namespace: ns,
 		Log: slog.New(slog.NewTextHandler(os.Stderr, nil)), Lab: &measure.LabInfo{StateDir: d.State},
-		Rules: check.ChurnRules(), Progress: t.Logf}, []measure.Measurement{m})
+		Rules: churn.Rules(), Progress: t.Logf}, []measure.Measurement{m})
 
 	// The real knee, from the controller's own log.
 	f, err := os.Open(lab.CreditLog(d))

@@ -1,4 +1,6 @@
-// Package all is the explicit list of kubeslow's measurements: adding one is one package plus one line here.
+// Package all is the explicit list of kubeslow's measurements: adding one is one package plus one line here
+// (in Registry for a measurement `run` runs, in BenchRules for one only `kubeslow bench` runs); the findings
+// engine (internal/check) collects the measurements' rules from these lists.
 package all
 
 import (
@@ -7,13 +9,17 @@ import (
 	"github.com/kubeslow/kubeslow/internal/measure"
 	"github.com/kubeslow/kubeslow/internal/measure/apiaudit"
 	"github.com/kubeslow/kubeslow/internal/measure/apislo"
+	"github.com/kubeslow/kubeslow/internal/measure/churn"
 	"github.com/kubeslow/kubeslow/internal/measure/cpusage"
+	"github.com/kubeslow/kubeslow/internal/measure/disk"
 	"github.com/kubeslow/kubeslow/internal/measure/dnsready"
 	"github.com/kubeslow/kubeslow/internal/measure/etcdhealth"
 	"github.com/kubeslow/kubeslow/internal/measure/kubelet"
+	"github.com/kubeslow/kubeslow/internal/measure/netpath"
 	"github.com/kubeslow/kubeslow/internal/measure/nodeagent"
 	"github.com/kubeslow/kubeslow/internal/measure/nodes"
 	"github.com/kubeslow/kubeslow/internal/measure/podstartup"
+	"github.com/kubeslow/kubeslow/internal/rule"
 )
 
 // Options are the settings measurements take from the command line.
@@ -55,4 +61,10 @@ func Registry(o Options) *measure.Registry {
 		kubelet.New(),
 		nodeagent.New(nodeagent.DefaultOptions(o.Image)),
 	)
+}
+
+// BenchRules are the rules of the measurements only `kubeslow bench` runs (each bench command evaluates its
+// own measurement's).
+func BenchRules() []func() []rule.Rule {
+	return []func() []rule.Rule{netpath.Rules, disk.Rules, churn.Rules}
 }

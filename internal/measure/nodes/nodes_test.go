@@ -9,6 +9,7 @@ import (
 
 	"github.com/kubeslow/kubeslow/internal/check"
 	"github.com/kubeslow/kubeslow/internal/measure/nodes"
+	"github.com/kubeslow/kubeslow/internal/rule"
 	"github.com/kubeslow/kubeslow/pkg/result"
 )
 
@@ -75,7 +76,7 @@ func TestAnalyzeAndDiagnose(t *testing.T) {
 			if res.Status != c.status {
 				t.Fatalf("status %s (%s), want %s", res.Status, res.Reason, c.status)
 			}
-			fs, _ := check.Evaluate(&result.Report{Results: []result.Result{res}}, check.Rules())
+			fs, _ := rule.Evaluate(&result.Report{Results: []result.Result{res}}, check.Rules())
 			var ids []string
 			for _, f := range fs {
 				ids = append(ids, f.ID)

@@ -44,7 +44,7 @@ func TestSlowNodeStandsOut(t *testing.T) {
 	}
 	r := Analyze(Input{Timelines: ts, Creator: "client", RequestedQPS: 20})
 	// The slow node is more than twice as slow as the nodes' median and over 1 s slower, in the sandbox
-	// phase; the others are at the median (KS-POD-NODE's thresholds are the rule's: see internal/check).
+	// phase; the others are at the median (KS-POD-NODE's thresholds are the rule's: see rules.go).
 	m := r.Metric(MetricNodeSLIRatio, map[string]string{"node": "n2"})
 	if m == nil || m.Labels["phase"] != "sandbox" || m.Value < 4 || metric(t, r, MetricNodeSLIExcess, map[string]string{"node": "n2"}) < 2.5 {
 		t.Fatalf("slow node not named with its phase: %+v", r.Metrics)

@@ -22,6 +22,7 @@ import (
 	"github.com/kubeslow/kubeslow/internal/measure/kubelet"
 	"github.com/kubeslow/kubeslow/internal/measure/nodeagent"
 	"github.com/kubeslow/kubeslow/internal/promql/promtest"
+	"github.com/kubeslow/kubeslow/internal/rule"
 	"github.com/kubeslow/kubeslow/pkg/result"
 )
 
@@ -133,7 +134,7 @@ func liveSweep(t *testing.T, hosts map[string]string) result.Result {
 
 // status is each rule's evaluation in rep.
 func status(rep *result.Report) map[string]result.RuleEvaluation {
-	_, evals := check.Evaluate(rep, check.Rules())
+	_, evals := rule.Evaluate(rep, check.Rules())
 	out := map[string]result.RuleEvaluation{}
 	for _, e := range evals {
 		out[e.ID] = e
@@ -198,7 +199,7 @@ func TestNodeRulesFromHistory(t *testing.T) {
 				}
 			}
 			// Each finding says the series' job and the window.
-			fs, _ := check.Evaluate(&result.Report{Results: []result.Result{fromProm}}, check.Rules())
+			fs, _ := rule.Evaluate(&result.Report{Results: []result.Result{fromProm}}, check.Rules())
 			for _, f := range fs {
 				if ev := f.Evidence[0]; !strings.Contains(ev.Labels["prometheus"], `job "node-exporter"`) || !strings.Contains(ev.Labels["prometheus"], t0.UTC().Format("15:04")) {
 					t.Errorf("%s evidence without its series and window: %+v", f.ID, ev)
@@ -292,7 +293,7 @@ func TestKubeletRulesFromHistory(t *testing.T) {
 				t.Errorf("KS-NODE-SERIAL-PULLS from Prometheus: %s (%s)", e.Status, e.Reason)
 			}
 			if c.fire {
-				fs, _ := check.Evaluate(&result.Report{Results: []result.Result{fromProm}}, check.Rules())
+				fs, _ := rule.Evaluate(&result.Report{Results: []result.Result{fromProm}}, check.Rules())
 				for _, f := range fs {
 					if f.ID == "KS-NODE-START-OUTLIER" && (!strings.HasPrefix(f.Items[0].Key, "node=n3") || !strings.Contains(f.Evidence[0].Labels["prometheus"], `job "kubelet"`)) {
 						t.Errorf("finding %+v", f)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/kubeslow/kubeslow/internal/check"
 	"github.com/kubeslow/kubeslow/internal/promql"
+	"github.com/kubeslow/kubeslow/internal/rule"
 	"github.com/kubeslow/kubeslow/internal/stats"
 	"github.com/kubeslow/kubeslow/pkg/result"
 )
@@ -83,7 +84,7 @@ func (s *Source) addProfile(ctx context.Context, res *result.Result, p profile) 
 			}
 			t := v.Timestamp.Time().UTC()
 			series.Points = append(series.Points, result.Point{T: t, V: f})
-			if onset == nil && check.Compare(f, p.Op, p.Threshold) {
+			if onset == nil && rule.Compare(f, p.Op, p.Threshold) {
 				onset = &Onset{Result: p.Result, Metric: p.Metric, What: p.What, Labels: labelsOf(ss.Metric), At: t, Value: f,
 					Threshold: p.Threshold, Op: p.Op, Unit: p.Unit}
 			}
@@ -135,7 +136,7 @@ func (s *Source) Onsets() []Onset {
 
 // ruleCondition is the threshold of the rule with the given ID; an unknown ID is a programming error (every
 // profile is run by the tests).
-func ruleCondition(id string) check.Condition {
+func ruleCondition(id string) rule.Condition {
 	for _, r := range check.Rules() {
 		if r.ID == id {
 			return r.When

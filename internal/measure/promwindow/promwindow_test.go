@@ -20,6 +20,7 @@ import (
 	"github.com/kubeslow/kubeslow/internal/promql"
 	"github.com/kubeslow/kubeslow/internal/promql/promtest"
 	"github.com/kubeslow/kubeslow/internal/report"
+	"github.com/kubeslow/kubeslow/internal/rule"
 	"github.com/kubeslow/kubeslow/pkg/result"
 )
 
@@ -111,7 +112,7 @@ func sameMetrics(t *testing.T, live, fromProm result.Result) {
 }
 
 func fired(rep *result.Report) []string {
-	_, evals := check.Evaluate(rep, check.Rules())
+	_, evals := rule.Evaluate(rep, check.Rules())
 	var out []string
 	for _, e := range evals {
 		if e.Status == result.RuleFired {
@@ -163,7 +164,7 @@ func TestSameResultsAsLive(t *testing.T) {
 		t.Fatalf("live fired %v, Prometheus fired %v", lf, pf)
 	}
 	// etcd's alarms are not metrics: over a past window NOSPACE is not evaluated, never clear.
-	_, evals := check.Evaluate(promRep, check.Rules())
+	_, evals := rule.Evaluate(promRep, check.Rules())
 	for _, e := range evals {
 		if e.ID == "KS-ETCD-NOSPACE" && (e.Status != result.RuleNotEvaluated || !strings.Contains(e.Reason, "absent")) {
 			t.Fatalf("KS-ETCD-NOSPACE from Prometheus: %s (%s)", e.Status, e.Reason)
@@ -200,7 +201,7 @@ func TestAbsentIsNotEvaluated(t *testing.T) {
 		t.Fatalf("etcd.health without etcd: %s %s", etcd.Status, etcd.Reason)
 	}
 	rep := &result.Report{Results: []result.Result{run(t, NewAPI(src)), etcd}}
-	_, evals := check.Evaluate(rep, check.Rules())
+	_, evals := rule.Evaluate(rep, check.Rules())
 	for _, e := range evals {
 		if strings.HasPrefix(e.ID, "KS-ETCD-") && e.ID != "KS-ETCD-EVENTS" && (e.Status != result.RuleNotEvaluated || !strings.Contains(e.Reason, "etcd_server_has_leader")) {
 			t.Errorf("%s: %s (%s), want not evaluated naming the absent series", e.ID, e.Status, e.Reason)

@@ -5,10 +5,13 @@ package churntest
 import (
 	"math"
 	"math/rand/v2"
+	"testing"
 	"time"
 
 	"github.com/kubeslow/kubeslow/internal/measure/churn"
 	"github.com/kubeslow/kubeslow/internal/measure/disk"
+	"github.com/kubeslow/kubeslow/internal/rule/ruletest"
+	"github.com/kubeslow/kubeslow/pkg/result"
 )
 
 // Model is a synthetic churn run: pods started one after another, their latency and the node's disk each a
@@ -90,3 +93,18 @@ var (
 	// CreditsNoDisk: case C's start latency with the disk not sampled.
 	CreditsNoDisk = Model{Seed: 6, Count: 400, Latency: step(4*time.Minute, 0.8, 9), NoDisk: true}
 )
+
+// run is a report of churn.Analyze over model m.
+func run(m Model) func(*testing.T) *result.Report {
+	return func(*testing.T) *result.Report { return ruletest.Report(nil, churn.Analyze(m.Input())) }
+}
+
+// RuleFixtures are churn.Rules' firing and clear fixtures: the synthetic mechanisms through churn.Analyze
+// (churn's rules_test.go runs them all).
+func RuleFixtures() map[string]ruletest.Fixture {
+	return map[string]ruletest.Fixture{
+		"KS-CHURN-DISK-KNEE": {Fire: run(Credits), Clear: run(ControlPlane)},              // a knee the disk shared, and one it did not
+		"KS-CHURN-KNEE":      {Fire: run(ControlPlane), Clear: run(Credits)},              // the other way round
+		"KS-CHURN-DISK-SLOW": {Fire: run(SteadySlowDisk), Clear: run(SlowDiskFastStarts)}, // slow starts on it, and fast ones
+	}
+}

@@ -1,32 +1,32 @@
-package check
+package auditlog
 
 import (
-	"github.com/kubeslow/kubeslow/internal/auditlog"
+	"github.com/kubeslow/kubeslow/internal/rule"
 	"github.com/kubeslow/kubeslow/pkg/result"
 )
 
 // The metrics the audit rules read.
 var (
-	auditListShare = Metric{auditlog.Name, auditlog.MetricListShare}
-	auditListRate  = Metric{auditlog.Name, auditlog.MetricListsPerMinute}
-	auditConflicts = Metric{auditlog.Name, auditlog.MetricConflictsPerMinute}
+	auditListShare = rule.Metric{Result: Name, Name: MetricListShare}
+	auditListRate  = rule.Metric{Result: Name, Name: MetricListsPerMinute}
+	auditConflicts = rule.Metric{Result: Name, Name: MetricConflictsPerMinute}
 )
 
-// AuditRules are the rules over the audit analysis (api.audit); `kubeslow audit` evaluates only these.
-func AuditRules() []Rule {
-	return []Rule{
+// Rules are the rules over the audit analysis (api.audit); `kubeslow audit` evaluates only these.
+func Rules() []rule.Rule {
+	return []rule.Rule{
 		{
 			ID: "KS-AUDIT-LIST", Title: "One client dominates LIST requests", Severity: result.SeverityWarning, Cases: []string{"B"},
-			When:    Condition{Metric: auditListShare, Op: ">", Value: 0.5, Unit: "ratio"},
-			Also:    []Condition{{Metric: auditListRate, Op: ">", Value: 60, Unit: "per_minute"}},
+			When:    rule.Condition{Metric: auditListShare, Op: ">", Value: 0.5, Unit: "ratio"},
+			Also:    []rule.Condition{{Metric: auditListRate, Op: ">", Value: 60, Unit: "per_minute"}},
 			Source:  "kubeslow heuristic from case B (a monitoring agent on every node LISTing Events): one client over half of all LISTs, at a rate where it matters",
 			Summary: "{{.user_agent}} ({{.user}}) issued {{.share}} of LIST requests, {{.rate}}/min on {{.resource}}: it re-reads a collection instead of watching it",
 			Remediation: "Make that client use an informer (one LIST, then WATCH) or poll far less often; for Events, move them to their own etcd " +
 				"(--etcd-servers-overrides=/events#...).",
-			Match: func(r *result.Report, rule Rule) []Hit {
-				hits := rule.Crossing(r)
+			Match: func(r *result.Report, rl rule.Rule) []rule.Hit {
+				hits := rl.Crossing(r)
 				for i, h := range hits {
-					hits[i].Vars["share"] = percent(h.Value)
+					hits[i].Vars["share"] = rule.Percent(h.Value)
 					hits[i].Vars["rate"] = result.FormatValue(h.Evidence[1].Value)
 				}
 				return hits
@@ -34,7 +34,7 @@ func AuditRules() []Rule {
 		},
 		{
 			ID: "KS-AUDIT-409", Title: "A client's updates keep conflicting", Severity: result.SeverityWarning, Cases: []string{"E"},
-			When:    Condition{Metric: auditConflicts, Op: ">", Value: 60, Unit: "per_minute"},
+			When:    rule.Condition{Metric: auditConflicts, Op: ">", Value: 60, Unit: "per_minute"},
 			Source:  "kubeslow heuristic from case E (Calico IPAM): more than one 409 per second from one client means it races other writers on shared objects",
 			Summary: "{{.value}} 409 Conflicts from {{.user_agent}} ({{.user}}) on {{.resource}}, hottest object {{.hot_object}}: concurrent updates to the same objects, and the retries add load",
 			Remediation: "Serialise that client's writers per object (e.g. Calico's per-node IPAM lock), spread them over more objects, " +

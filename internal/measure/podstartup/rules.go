@@ -1,80 +1,80 @@
-package check
+package podstartup
 
 import (
-	"github.com/kubeslow/kubeslow/internal/measure/podstartup"
+	"github.com/kubeslow/kubeslow/internal/rule"
 	"github.com/kubeslow/kubeslow/pkg/result"
 )
 
 const (
 	sliSource = "Kubernetes SIG Scalability pod start-up SLO: p99 <= 5 s, creation to all containers started and observed via watch, image pulls excluded"
-	// timestampPrecision is the precision of creationTimestamp, condition times and startedAt (seconds).
-	timestampPrecision = 1.0
+	// TimestampPrecision is the precision of creationTimestamp, condition times and startedAt (seconds).
+	TimestampPrecision = 1.0
 )
 
 // The metrics the pod rules read.
 var (
-	podsSLIP99          = Metric{podstartup.Name, podstartup.MetricSLIP99}
-	podsSLIP90          = Metric{podstartup.Name, podstartup.MetricSLIP90}
-	podsTailShare       = Metric{podstartup.Name, podstartup.MetricTailPhaseShare}
-	podsTailMean        = Metric{podstartup.Name, podstartup.MetricTailPhaseMean}
-	podsNodeRatio       = Metric{podstartup.Name, podstartup.MetricNodeSLIRatio}
-	podsNodeExcess      = Metric{podstartup.Name, podstartup.MetricNodeSLIExcess}
-	podsNodeP50         = Metric{podstartup.Name, podstartup.MetricNodeSLIP50}
-	podsNodesP50        = Metric{podstartup.Name, podstartup.MetricNodesSLIP50}
-	podsCreationRate    = Metric{podstartup.Name, podstartup.MetricCreationRate}
-	podsCreationSpan    = Metric{podstartup.Name, podstartup.MetricCreationSpan}
-	podsCount           = Metric{podstartup.Name, podstartup.MetricPods}
-	podsCreateRatio     = Metric{podstartup.Name, podstartup.MetricCreationRateRatio}
-	podsRequestedRate   = Metric{podstartup.Name, podstartup.MetricCreationRateRequested}
-	podsCreateLatency   = Metric{podstartup.Name, podstartup.MetricCreateRequestP99}
-	podsLimiterWait     = Metric{podstartup.Name, podstartup.MetricClientLimiterWait}
-	podsNotStartedCount = Metric{podstartup.Name, podstartup.MetricNotStartedByReason}
+	podsSLIP99          = rule.Metric{Result: Name, Name: MetricSLIP99}
+	podsSLIP90          = rule.Metric{Result: Name, Name: MetricSLIP90}
+	podsTailShare       = rule.Metric{Result: Name, Name: MetricTailPhaseShare}
+	podsTailMean        = rule.Metric{Result: Name, Name: MetricTailPhaseMean}
+	podsNodeRatio       = rule.Metric{Result: Name, Name: MetricNodeSLIRatio}
+	podsNodeExcess      = rule.Metric{Result: Name, Name: MetricNodeSLIExcess}
+	podsNodeP50         = rule.Metric{Result: Name, Name: MetricNodeSLIP50}
+	podsNodesP50        = rule.Metric{Result: Name, Name: MetricNodesSLIP50}
+	podsCreationRate    = rule.Metric{Result: Name, Name: MetricCreationRate}
+	podsCreationSpan    = rule.Metric{Result: Name, Name: MetricCreationSpan}
+	podsCount           = rule.Metric{Result: Name, Name: MetricPods}
+	podsCreateRatio     = rule.Metric{Result: Name, Name: MetricCreationRateRatio}
+	podsRequestedRate   = rule.Metric{Result: Name, Name: MetricCreationRateRequested}
+	podsCreateLatency   = rule.Metric{Result: Name, Name: MetricCreateRequestP99}
+	podsLimiterWait     = rule.Metric{Result: Name, Name: MetricClientLimiterWait}
+	podsNotStartedCount = rule.Metric{Result: Name, Name: MetricNotStartedByReason}
 )
 
-// PodRules are the rules over the pod start-up benchmark.
-func PodRules() []Rule {
-	return []Rule{
+// Rules are the rules over the pod start-up benchmark.
+func Rules() []rule.Rule {
+	return []rule.Rule{
 		{
 			ID: "KS-POD-SLO", Title: "Pod start-up is slower than the SLO", Severity: result.SeverityError, Cases: []string{"E"},
-			When:        Condition{Metric: podsSLIP99, Op: ">", Value: podstartup.DefaultSLO.Seconds(), Unit: "seconds"},
+			When:        rule.Condition{Metric: podsSLIP99, Op: ">", Value: DefaultSLO.Seconds(), Unit: "seconds"},
 			Source:      sliSource,
 			Summary:     "pod start-up p99 {{.value}} > {{.threshold}} (see KS-POD-PHASE / KS-POD-NODE for where the time goes)",
 			Remediation: "Look at the phase and node findings; the slow phase points at the scheduler (schedule), the CNI or runtime (sandbox), the kubelet or images (start), or the apiserver/watch (observe).",
 		},
-		podPhaseRule(),
-		podNodeRule(),
+		PhaseRule(),
+		NodeRule(),
 		{
 			ID: "KS-POD-RATE", Title: "The controller creates pods at its client rate limit", Severity: result.SeverityWarning, Cases: []string{"E"},
-			When:  Condition{Metric: podsCreationRate, Op: "<=", Value: 25, Unit: "pods_per_second"},
-			Also:  []Condition{{Metric: podsCount, Op: ">=", Value: 100, Unit: "count"}},
-			Reads: []Metric{podsCreationSpan},
+			When:  rule.Condition{Metric: podsCreationRate, Op: "<=", Value: 25, Unit: "pods_per_second"},
+			Also:  []rule.Condition{{Metric: podsCount, Op: ">=", Value: 100, Unit: "count"}},
+			Reads: []rule.Metric{podsCreationSpan},
 			Source: "kube-controller-manager's default --kube-api-qps=20 (burst 30): its controllers create pods at ~20/s; " +
 				"checked for workloads large enough for the limit to set the pace",
 			Summary:     "the controller created {{.pods}} pods at {{.value}}/s over {{.span}}: its client rate limit, not the scheduler or nodes, sets how long a large rollout takes",
 			Remediation: "Raise kube-controller-manager --kube-api-qps/--kube-api-burst (with control-plane capacity to match), or create large workloads in parts.",
-			Match: func(r *result.Report, rule Rule) []Hit {
+			Match: func(r *result.Report, rl rule.Rule) []rule.Hit {
 				controller := map[string]string{"creator": "controller"}
 				rate, span, pods := podsCreationRate.In(r, controller), podsCreationSpan.In(r, controller), podsCount.In(r, nil)
-				min := rule.AlsoOn(podsCount)
-				if rate == nil || span == nil || pods == nil || !rule.When.Holds(rate.Value) || !min.Holds(pods.Value) {
+				min := rl.AlsoOn(podsCount)
+				if rate == nil || span == nil || pods == nil || !rl.When.Holds(rate.Value) || !min.Holds(pods.Value) {
 					return nil
 				}
-				return []Hit{{Value: rate.Value, Evidence: []result.Evidence{podsCreationRate.Evidence(*rate), podsCount.Evidence(*pods)},
+				return []rule.Hit{{Value: rate.Value, Evidence: []result.Evidence{podsCreationRate.Evidence(*rate), podsCount.Evidence(*pods)},
 					Vars: map[string]string{"value": result.FormatValue(rate.Value), "pods": result.FormatValue(pods.Value),
 						"span": result.FormatQuantity(span.Value, "seconds")}}}
 			},
 		},
 		{
 			ID: "KS-POD-CREATE", Title: "Pods are created slower than requested", Severity: result.SeverityWarning, Cases: []string{"E"},
-			When:  Condition{Metric: podsCreateRatio, Op: "<", Value: 0.8, Unit: "ratio"},
-			Reads: []Metric{podsCreationRate, podsRequestedRate, podsCreateLatency, podsLimiterWait},
+			When:  rule.Condition{Metric: podsCreateRatio, Op: "<", Value: 0.8, Unit: "ratio"},
+			Reads: []rule.Metric{podsCreationRate, podsRequestedRate, podsCreateLatency, podsLimiterWait},
 			Source: "kubeslow: achieved creation rate below 80% of the rate kubeslow requested (its own limiter's wait is reported apart, " +
 				"so what remains is the apiserver)",
 			Summary:     "pods were created at {{.rate}}/s of the {{.requested}}/s requested; the apiserver took p99 {{.latency}} per create (kubeslow's own limiter held them {{.wait}} in total)",
 			Remediation: "The apiserver is slow to accept writes: see api.responsiveness and etcd.health (etcd disk, control-plane CPU, admission webhooks).",
-			Match: func(r *result.Report, rule Rule) []Hit {
+			Match: func(r *result.Report, rl rule.Rule) []rule.Hit {
 				client := map[string]string{"creator": "client"}
-				hits := rule.Crossing(r)
+				hits := rl.Crossing(r)
 				rate, req, lat, wait := podsCreationRate.In(r, client), podsRequestedRate.In(r, client), podsCreateLatency.In(r, nil), podsLimiterWait.In(r, client)
 				if len(hits) == 0 || rate == nil || req == nil || lat == nil || wait == nil {
 					return nil
@@ -83,12 +83,12 @@ func PodRules() []Rule {
 				h.Evidence = append(h.Evidence, podsCreationRate.Evidence(*rate), podsRequestedRate.Evidence(*req), podsCreateLatency.Evidence(*lat))
 				h.Vars["rate"], h.Vars["requested"] = result.FormatValue(rate.Value), result.FormatValue(req.Value)
 				h.Vars["latency"], h.Vars["wait"] = result.FormatQuantity(lat.Value, "seconds"), result.FormatQuantity(wait.Value, "seconds")
-				return []Hit{h}
+				return []rule.Hit{h}
 			},
 		},
 		{
 			ID: "KS-POD-STUCK", Title: "Pods never started", Severity: result.SeverityError, Cases: []string{"E"},
-			When:        Condition{Metric: podsNotStartedCount, Op: ">", Value: 0, Unit: "count"},
+			When:        rule.Condition{Metric: podsNotStartedCount, Op: ">", Value: 0, Unit: "count"},
 			Source:      "every benchmark pod must reach Running within the time-out",
 			Summary:     "{{.value}} pods never started: {{.reason}}",
 			Remediation: "Read the reason (FailedScheduling: capacity or constraints; FailedCreatePodSandBox: CNI; ErrImagePull: registry) on the pods' events.",
@@ -103,12 +103,13 @@ var phaseMeaning = map[string]string{
 	"observe":  "status reaches watchers late (the kubelet's status updates after its 1 s PLEG relist, the apiserver, watch delivery)",
 }
 
-func podPhaseRule() Rule {
-	return Rule{
+// PhaseRule is KS-POD-PHASE (KS-CNI-IPAM reads its threshold).
+func PhaseRule() rule.Rule {
+	return rule.Rule{
 		ID: "KS-POD-PHASE", Title: "One phase dominates slow pod start-ups", Severity: result.SeverityWarning, Cases: []string{"E"},
-		When:  Condition{Metric: podsTailShare, Op: ">", Value: 0.5, Unit: "ratio"},
-		Also:  []Condition{{Metric: podsSLIP90, Op: ">", Value: 1, Unit: "seconds"}},
-		Reads: []Metric{podsTailMean},
+		When:  rule.Condition{Metric: podsTailShare, Op: ">", Value: 0.5, Unit: "ratio"},
+		Also:  []rule.Condition{{Metric: podsSLIP90, Op: ">", Value: 1, Unit: "seconds"}},
+		Reads: []rule.Metric{podsTailMean},
 		Source: "kubeslow attribution: share of the slowest 10% of pods' start-up time spent in one phase, when their p90 is slow; " +
 			"a phase bounded by server timestamps (1 s precision) must dominate even with 1 s per pod taken away",
 		Summary:     "the {{.phase}} phase holds {{.share}} of the slow tail's start-up time (start-up p90 {{.p90}}): {{.meaning}}",
@@ -118,18 +119,18 @@ func podPhaseRule() Rule {
 }
 
 // tailPhaseMatch names the phase that holds the slow tail, when it dominates beyond the timestamps' precision.
-func tailPhaseMatch(r *result.Report, rule Rule) []Hit {
+func tailPhaseMatch(r *result.Report, rl rule.Rule) []rule.Hit {
 	p90 := podsSLIP90.In(r, nil)
-	if p90 == nil || !rule.AlsoOn(podsSLIP90).Holds(p90.Value) {
+	if p90 == nil || !rl.AlsoOn(podsSLIP90).Holds(p90.Value) {
 		return nil
 	}
 	total := 0.0 // a tail pod's mean start-up, the sum of its phases
 	for _, m := range podsTailMean.Samples(r) {
 		total += m.Value
 	}
-	var hits []Hit
+	var hits []rule.Hit
 	for _, m := range podsTailShare.Samples(r) {
-		if !rule.When.Holds(m.Value) {
+		if !rl.When.Holds(m.Value) {
 			continue
 		}
 		// The phases after scheduling end or start at server timestamps, truncated to the second: up to 1 s of
@@ -139,32 +140,33 @@ func tailPhaseMatch(r *result.Report, rule Rule) []Hit {
 		if mean == nil {
 			continue
 		}
-		if m.Labels["phase"] != "schedule" && (total <= 0 || !rule.When.Holds((mean.Value-timestampPrecision)/total)) {
+		if m.Labels["phase"] != "schedule" && (total <= 0 || !rl.When.Holds((mean.Value-TimestampPrecision)/total)) {
 			continue
 		}
-		hits = append(hits, Hit{Key: result.FormatLabels(m.Labels), Value: m.Value,
+		hits = append(hits, rule.Hit{Key: result.FormatLabels(m.Labels), Value: m.Value,
 			Evidence: []result.Evidence{podsTailShare.Evidence(m), podsSLIP90.Evidence(*p90)},
-			Vars: map[string]string{"phase": m.Labels["phase"], "share": percent(m.Value),
+			Vars: map[string]string{"phase": m.Labels["phase"], "share": rule.Percent(m.Value),
 				"p90": result.FormatQuantity(p90.Value, "seconds"), "meaning": phaseMeaning[m.Labels["phase"]]},
 		})
 	}
 	return hits
 }
 
-func podNodeRule() Rule {
-	return Rule{
+// NodeRule is KS-POD-NODE (KS-CNI-IPAM runs it to find a node slow in the sandbox phase).
+func NodeRule() rule.Rule {
+	return rule.Rule{
 		ID: "KS-POD-NODE", Title: "One node starts pods much slower than the others", Severity: result.SeverityWarning, Cases: []string{"E"},
-		When:  Condition{Metric: podsNodeRatio, Op: ">", Value: 2, Unit: "ratio"},
-		Also:  []Condition{{Metric: podsNodeExcess, Op: ">=", Value: 1, Unit: "seconds"}},
-		Reads: []Metric{podsNodeP50, podsNodesP50},
+		When:  rule.Condition{Metric: podsNodeRatio, Op: ">", Value: 2, Unit: "ratio"},
+		Also:  []rule.Condition{{Metric: podsNodeExcess, Op: ">=", Value: 1, Unit: "seconds"}},
+		Reads: []rule.Metric{podsNodeP50, podsNodesP50},
 		Source: "kubeslow outlier rule: a node's median start-up above twice the median of all nodes' medians, " +
 			"and slow enough to matter",
 		Summary:     "{{.node}}: median start-up {{.node_p50}} vs {{.cluster_p50}} across nodes ({{.value}}x), mostly in the {{.phase}} phase ({{.pods}} pods)",
 		Remediation: "Inspect that node: its CNI plugin and IPAM (sandbox phase), container runtime and disk (start phase), kubelet logs; cordon it if it keeps failing.",
-		Match: func(r *result.Report, rule Rule) []Hit {
+		Match: func(r *result.Report, rl rule.Rule) []rule.Hit {
 			cluster := podsNodesP50.In(r, nil)
-			var hits []Hit
-			for _, h := range rule.Crossing(r) {
+			var hits []rule.Hit
+			for _, h := range rl.Crossing(r) {
 				node := podsNodeP50.In(r, map[string]string{"node": h.Vars["node"]})
 				if node == nil || cluster == nil {
 					continue
@@ -180,3 +182,6 @@ func podNodeRule() Rule {
 		},
 	}
 }
+
+// Rules are the rules over the measurement's result (rule.Source).
+func (*Measurement) Rules() []rule.Rule { return Rules() }

@@ -1,28 +1,28 @@
-package check
+package netpath
 
 import (
 	"fmt"
 	"strings"
 
-	"github.com/kubeslow/kubeslow/internal/measure/netpath"
+	"github.com/kubeslow/kubeslow/internal/rule"
 	"github.com/kubeslow/kubeslow/pkg/result"
 )
 
 // The metrics the network rules read.
 var (
-	netRatio     = Metric{netpath.Name, netpath.MetricRatioToHost}
-	netMTU       = Metric{netpath.Name, netpath.MetricMTU}
-	netRules     = Metric{netpath.Name, netpath.MetricKubeProxyRules}
-	netConntrack = Metric{netpath.Name, netpath.MetricConntrackUsage}
-	netNeighbour = Metric{netpath.Name, netpath.MetricNeighbourUsage}
+	netRatio     = rule.Metric{Result: Name, Name: MetricRatioToHost}
+	netMTU       = rule.Metric{Result: Name, Name: MetricMTU}
+	netRules     = rule.Metric{Result: Name, Name: MetricKubeProxyRules}
+	netConntrack = rule.Metric{Result: Name, Name: MetricConntrackUsage}
+	netNeighbour = rule.Metric{Result: Name, Name: MetricNeighbourUsage}
 )
 
-// NetRules are the rules over the network path benchmark.
-func NetRules() []Rule {
-	return []Rule{{
+// Rules are the rules over the network path benchmark.
+func Rules() []rule.Rule {
+	return []rule.Rule{{
 		ID: "KS-NET-POD", Title: "The pod network is slower than the host network", Severity: result.SeverityWarning, Cases: []string{"D", "B"},
-		When:    Condition{Metric: netRatio, Op: "<", Value: 0.9, Unit: "ratio"},
-		Reads:   []Metric{netMTU, netRules, netConntrack},
+		When:    rule.Condition{Metric: netRatio, Op: "<", Value: 0.9, Unit: "ratio"},
+		Reads:   []rule.Metric{netMTU, netRules, netConntrack},
 		Source:  "k8s-netperf's tolerance: a pod-network result more than 10% below host-to-host on the same nodes",
 		Summary: "{{.path}} reaches {{.ratio}} of host->host ({{.conn}}; CNI {{.cni}}, kube-proxy {{.proxy}}): {{.meaning}}. Seen on the nodes: {{.observed}}",
 		Remediation: "new connections: kube-proxy's per-connection rule walk and conntrack (iptables mode with many Services -> nftables mode or an eBPF " +
@@ -31,13 +31,13 @@ func NetRules() []Rule {
 		Match: netPodMatch,
 	}, {
 		ID: "KS-NODE-CONNTRACK", Title: "A node's conntrack table is nearly full", Severity: result.SeverityWarning, Cases: []string{"B", "D"},
-		When:        Condition{Metric: netConntrack, Op: ">=", Value: 0.8, Unit: "ratio"},
+		When:        rule.Condition{Metric: netConntrack, Op: ">=", Value: 0.8, Unit: "ratio"},
 		Source:      "Linux netfilter: at nf_conntrack_max new connections are dropped (\"nf_conntrack: table full, dropping packet\"); 80% leaves room for a burst",
 		Summary:     "conntrack on {{.where}} holds {{.value}} of nf_conntrack_max: new connections through kube-proxy's NAT are dropped when it fills",
 		Remediation: "Raise net.netfilter.nf_conntrack_max (kube-proxy's conntrack.maxPerCore), shorten established/time-wait time-outs, or bypass conntrack (an eBPF datapath, NOTRACK for node-local traffic).",
 	}, {
 		ID: "KS-NODE-NEIGH", Title: "A node's ARP table is near its hard limit", Severity: result.SeverityWarning, Cases: []string{"B"},
-		When:        Condition{Metric: netNeighbour, Op: ">=", Value: 0.8, Unit: "ratio"},
+		When:        rule.Condition{Metric: netNeighbour, Op: ">=", Value: 0.8, Unit: "ratio"},
 		Source:      "Linux neighbour table: past gc_thresh3 entries are refused (\"neighbor table overflow\"), which broke case B's cluster at 2,500 nodes",
 		Summary:     "{{.where}} has {{.value}} of gc_thresh3 neighbour entries: new peers fail to resolve once it is full",
 		Remediation: "Raise net.ipv4.neigh.default.gc_thresh1/2/3 (case B: 80000/90000/100000), or use a datapath that does not need an ARP entry per pod (routed /32s with a gateway, overlay).",
@@ -52,13 +52,13 @@ var connMeaning = map[string]string{
 
 // netPodMatch: one item per pod path below the tolerance, on its worst connection mode (host paths are the
 // baseline).
-func netPodMatch(r *result.Report, rule Rule) []Hit {
-	res := r.Result(netpath.Name)
+func netPodMatch(r *result.Report, rl rule.Rule) []rule.Hit {
+	res := r.Result(Name)
 	worst := map[string]result.Metric{}
 	var order []string
 	for _, m := range netRatio.Samples(r) {
 		p := m.Labels["path"]
-		if p == "host->host" || p == "host->pod" || !rule.When.Holds(m.Value) {
+		if p == "host->host" || p == "host->pod" || !rl.When.Holds(m.Value) {
 			continue
 		}
 		if w, ok := worst[p]; !ok || m.Value < w.Value {
@@ -69,10 +69,10 @@ func netPodMatch(r *result.Report, rule Rule) []Hit {
 		}
 	}
 	observed, seen := observedNet(res)
-	var hits []Hit
+	var hits []rule.Hit
 	for _, p := range order {
 		m := worst[p]
-		hits = append(hits, Hit{Key: "path=" + p, Value: m.Value,
+		hits = append(hits, rule.Hit{Key: "path=" + p, Value: m.Value,
 			Evidence: append([]result.Evidence{netRatio.Evidence(m)}, seen...),
 			Vars: map[string]string{"path": p, "ratio": result.FormatValue(m.Value) + "x", "conn": m.Labels["conn"],
 				"meaning": connMeaning[m.Labels["conn"]], "cni": clusterFact(r, "cni"), "proxy": proxyMode(r, res), "observed": observed},
@@ -106,7 +106,7 @@ func observedNet(res *result.Result) (string, []result.Evidence) {
 	for _, m := range res.Metrics {
 		switch m.Name {
 		case netMTU.Name, netRules.Name, netConntrack.Name:
-			ev = append(ev, EvidenceOf(m, netpath.Name))
+			ev = append(ev, rule.EvidenceOf(m, Name))
 		}
 		switch {
 		case m.Name == netMTU.Name && m.Labels["where"] == "pod" && m.Labels["iface"] == "eth0":
@@ -131,3 +131,6 @@ func observedNet(res *result.Result) (string, []result.Evidence) {
 	}
 	return strings.Join(parts, "; "), ev
 }
+
+// Rules are the rules over the measurement's result (rule.Source).
+func (*Measurement) Rules() []rule.Rule { return Rules() }

@@ -1,4 +1,4 @@
-package check
+package dnsready_test
 
 import (
 	"sort"
@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/kubeslow/kubeslow/internal/measure/dnsready"
+	"github.com/kubeslow/kubeslow/internal/rule"
 	"github.com/kubeslow/kubeslow/pkg/result"
 )
 
@@ -28,7 +29,7 @@ func TestDNSRules(t *testing.T) {
 		{"lag, back-off lucky", 17.1, 0.9, 18, "KS-DNS-LAG"},
 		{"default negative cache", 5.1, 9.9, 15, ""},
 	} {
-		fs, _ := Evaluate(rep(c.lag, c.extra, c.delay), DNSRules())
+		fs, _ := rule.Evaluate(rep(c.lag, c.extra, c.delay), dnsready.Rules())
 		var ids []string
 		for _, f := range fs {
 			ids = append(ids, f.ID)

@@ -1,4 +1,4 @@
-package check
+package churn_test
 
 import (
 	"sort"
@@ -7,6 +7,7 @@ import (
 
 	"github.com/kubeslow/kubeslow/internal/measure/churn"
 	"github.com/kubeslow/kubeslow/internal/measure/churn/churntest"
+	"github.com/kubeslow/kubeslow/internal/rule"
 	"github.com/kubeslow/kubeslow/pkg/result"
 )
 
@@ -28,7 +29,7 @@ func TestChurnRules(t *testing.T) {
 		{"healthy", churntest.Healthy, ""},
 	} {
 		rep := &result.Report{Results: []result.Result{churn.Analyze(c.model.Input())}}
-		fs, evals := Evaluate(rep, ChurnRules())
+		fs, evals := rule.Evaluate(rep, churn.Rules())
 		var ids []string
 		for _, f := range fs {
 			ids = append(ids, f.ID)
@@ -56,7 +57,7 @@ func TestChurnRules(t *testing.T) {
 
 func TestChurnKneeSummary(t *testing.T) {
 	rep := &result.Report{Results: []result.Result{churn.Analyze(churntest.Credits.Input())}}
-	fs, _ := Evaluate(rep, ChurnRules())
+	fs, _ := rule.Evaluate(rep, churn.Rules())
 	if len(fs) != 1 {
 		t.Fatalf("findings %+v", fs)
 	}
@@ -70,7 +71,7 @@ func TestChurnKneeSummary(t *testing.T) {
 		t.Errorf("item %+v", fs[0].Items)
 	}
 	// Not measured: a churn run that could not run leaves every churn rule not evaluated.
-	_, evals := Evaluate(&result.Report{Results: []result.Result{{Name: churn.Name, Status: result.StatusSkip, Reason: "no real node"}}}, ChurnRules())
+	_, evals := rule.Evaluate(&result.Report{Results: []result.Result{{Name: churn.Name, Status: result.StatusSkip, Reason: "no real node"}}}, churn.Rules())
 	for _, e := range evals {
 		if e.Status != result.RuleNotEvaluated {
 			t.Errorf("%s: %s", e.ID, e.Status)

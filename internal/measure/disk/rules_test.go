@@ -1,10 +1,11 @@
-package check
+package disk_test
 
 import (
 	"testing"
 	"time"
 
 	"github.com/kubeslow/kubeslow/internal/measure/disk"
+	"github.com/kubeslow/kubeslow/internal/rule"
 	"github.com/kubeslow/kubeslow/pkg/result"
 )
 
@@ -21,7 +22,7 @@ func TestDiskSyncRule(t *testing.T) {
 		{"2 ms network disk", 2 * time.Millisecond, result.RuleClear},
 	} {
 		res := disk.BenchResult("/var/lib/etcd", disk.SyncSummary{P50: c.p99 / 4, P99: c.p99, Max: 2 * c.p99, IOPS: 400, N: 10029}, now, now)
-		fs, evals := Evaluate(&result.Report{Results: []result.Result{res}}, DiskBenchRules())
+		fs, evals := rule.Evaluate(&result.Report{Results: []result.Result{res}}, disk.Rules())
 		if evals[0].Status != c.status {
 			t.Errorf("%s: %s, want %s", c.name, evals[0].Status, c.status)
 		}
@@ -29,7 +30,7 @@ func TestDiskSyncRule(t *testing.T) {
 			t.Errorf("%s: findings %+v", c.name, fs)
 		}
 	}
-	_, evals := Evaluate(&result.Report{Results: []result.Result{{Name: disk.BenchName, Status: result.StatusError, Reason: "EROFS"}}}, DiskBenchRules())
+	_, evals := rule.Evaluate(&result.Report{Results: []result.Result{{Name: disk.BenchName, Status: result.StatusError, Reason: "EROFS"}}}, disk.Rules())
 	if evals[0].Status != result.RuleNotEvaluated {
 		t.Errorf("an unmeasured disk: %s", evals[0].Status)
 	}

@@ -1,9 +1,12 @@
-// Package check is the findings engine: rules as data (stable id, title, severity, the threshold on a typed
-// metric and its source, evidence template, remediation, case), evaluated over a report's results. Rules
-// may combine signals from several measurements. A rule whose inputs were not measured is "not evaluated",
-// never "clear". A rule that fires on several items (nodes, paths, resources, clients) is one finding with
-// the worst item first.
-package check
+// Package rule is what a rule is and how it is evaluated: rules as data (stable id, title, severity, the
+// threshold on a typed metric and its source, evidence template, remediation, case), evaluated over a
+// report's results. A rule whose inputs were not measured is "not evaluated", never "clear". A rule that
+// fires on several items (nodes, paths, resources, clients) is one finding with the worst item first.
+//
+// It is a leaf (it imports only the report schema): each measurement package declares its own rules with it
+// (a Rules function beside its metric names), and internal/check collects them from the registries and
+// holds the rules that combine several measurements.
+package rule
 
 import (
 	"bytes"
@@ -153,7 +156,7 @@ func (rule Rule) AlsoOn(m Metric) Condition {
 			return c
 		}
 	}
-	panic(fmt.Sprintf("check: rule %s has no condition on %s", rule.ID, m))
+	panic(fmt.Sprintf("rule: rule %s has no condition on %s", rule.ID, m))
 }
 
 // Crossing returns a hit for every sample of When.Metric that crosses the threshold and meets every Also
@@ -338,7 +341,7 @@ func Reference(rules []Rule) string {
 	sorted := append([]Rule(nil), rules...)
 	sort.Slice(sorted, func(i, j int) bool { return sorted[i].ID < sorted[j].ID })
 	var b strings.Builder
-	b.WriteString("# Rule reference\n\nGenerated from the rules in `internal/check` by `go test ./internal/check -update`; do not edit.\n\n")
+	b.WriteString("# Rule reference\n\nGenerated from the rules of the measurement packages and `internal/check` by `go test ./internal/check -update`; do not edit.\n\n")
 	b.WriteString("A rule fires when its condition holds over the results it needs; when one of those was not measured it is\n\"not evaluated\" (listed in the report), never \"clear\". A rule that holds for several items (nodes, paths,\nresources, clients) is one finding: the worst item's summary and evidence, and every item listed, worst first.\n\n")
 	for _, r := range sorted {
 		fmt.Fprintf(&b, "## %s — %s\n\n", r.ID, r.Title)
@@ -356,3 +359,19 @@ func Reference(rules []Rule) string {
 	}
 	return b.String()
 }
+
+// Source is implemented by measurements that declare rules over their results.
+type Source interface {
+	Rules() []Rule
+}
+
+// Of returns the rules x declares (a measurement that is a Source; none otherwise).
+func Of(x any) []Rule {
+	if s, ok := x.(Source); ok {
+		return s.Rules()
+	}
+	return nil
+}
+
+// Percent prints a ratio as a percentage ("80%").
+func Percent(v float64) string { return fmt.Sprintf("%.0f%%", v*100) }

@@ -1,98 +1,13 @@
-package check
+package netpath_test
 
 import (
 	"strings"
 	"testing"
 
-	"github.com/kubeslow/kubeslow/internal/measure/apislo"
 	"github.com/kubeslow/kubeslow/internal/measure/netpath"
-	"github.com/kubeslow/kubeslow/internal/measure/podstartup"
+	"github.com/kubeslow/kubeslow/internal/rule"
 	"github.com/kubeslow/kubeslow/pkg/result"
 )
-
-// TestPodPhaseAttribution: the dominant phase is named only when the tail is slow and the phase's time per
-// pod is above the server timestamps' 1 s precision.
-func TestPodPhaseAttribution(t *testing.T) {
-	ph := func(p string) map[string]string { return map[string]string{"phase": p} }
-	mk := func(p90, share, mean float64) *result.Report {
-		return &result.Report{Results: []result.Result{{Name: podstartup.Name, Status: result.StatusPass, Metrics: []result.Metric{
-			{Name: "startup_sli_p90", Unit: "seconds", Value: p90},
-			{Name: "tail_phase_share", Unit: "ratio", Value: share, Labels: ph("sandbox")},
-			{Name: "tail_phase_share", Unit: "ratio", Value: 1 - share, Labels: ph("schedule")},
-			{Name: "tail_phase_mean", Unit: "seconds", Value: mean, Labels: ph("sandbox")},
-			{Name: "tail_phase_mean", Unit: "seconds", Value: mean * (1 - share) / share, Labels: ph("schedule")},
-		}}}}
-	}
-	var rule Rule
-	for _, r := range PodRules() {
-		if r.ID == "KS-POD-PHASE" {
-			rule = r
-		}
-	}
-	for _, c := range []struct {
-		name             string
-		p90, share, mean float64
-		want             bool
-	}{
-		{"slow tail, sandbox dominates", 6, 0.8, 4.8, true},
-		{"fast tail", 0.9, 0.8, 0.7, false},
-		{"no dominant phase", 6, 0.5, 3, false},
-		{"dominant but within timestamp precision", 1.4, 0.64, 0.9, false},
-		{"dominant only with the truncated second", 1.38, 0.73, 1.01, false},
-		{"dominant beyond the truncated second", 3, 0.9, 2.7, true},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			fs, _ := Evaluate(mk(c.p90, c.share, c.mean), []Rule{rule})
-			if got := len(fs) == 1; got != c.want {
-				t.Fatalf("fired=%v, want %v (%+v)", got, c.want, fs)
-			}
-			if c.want && fs[0].Evidence[0].Labels["phase"] != "sandbox" {
-				t.Fatalf("wrong phase %+v", fs[0].Evidence)
-			}
-		})
-	}
-}
-
-// TestCNIIPAM: the combined rule needs both signals — a slow sandbox phase and a 409 storm on an IPAM
-// resource; either alone is not case E.
-func TestCNIIPAM(t *testing.T) {
-	ph := map[string]string{"phase": "sandbox"}
-	mk := func(sandboxMean, conflicts float64, resource string) *result.Report {
-		return &result.Report{Results: []result.Result{
-			{Name: podstartup.Name, Status: result.StatusFail, Metrics: []result.Metric{
-				{Name: "tail_phase_share", Unit: "ratio", Value: 0.8, Labels: ph},
-				{Name: "tail_phase_mean", Unit: "seconds", Value: sandboxMean, Labels: ph}}},
-			{Name: apislo.Name, Status: result.StatusPass, Metrics: []result.Metric{
-				{Name: "conflicts_per_minute", Unit: "per_minute", Value: conflicts, Labels: map[string]string{"resource": resource, "verb": "PUT"}}}},
-		}}
-	}
-	for _, c := range []struct {
-		name      string
-		r         *result.Report
-		wantFired bool
-	}{
-		{"both", mk(4, 3000, "ipamblocks"), true},
-		{"conflicts elsewhere", mk(4, 3000, "configmaps"), false},
-		{"fast sandbox", mk(0.3, 3000, "ipamblocks"), false},
-		{"few conflicts", mk(4, 30, "ipamblocks"), false},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			fs, evals := Evaluate(c.r, CombinedRules())
-			if (len(fs) == 1) != c.wantFired {
-				t.Fatalf("findings %+v, evals %+v", fs, evals)
-			}
-			if c.wantFired && (fs[0].Evidence[0].Labels["resource"] != "ipamblocks" || fs[0].Evidence[1].Value != 4) {
-				t.Fatalf("evidence %+v", fs[0].Evidence)
-			}
-		})
-	}
-	// Without the API measurement the rule is not evaluated, never passed.
-	r := mk(4, 3000, "ipamblocks")
-	r.Results = r.Results[:1]
-	if _, evals := Evaluate(r, CombinedRules()); evals[0].Status != result.RuleNotEvaluated {
-		t.Fatalf("evals %+v", evals)
-	}
-}
 
 // TestNetPod: one finding for the pod paths below 90 % of host->host, each path an item on its worst
 // connection mode, the worst path first and in the summary, naming the cluster's CNI; host paths and paths
@@ -104,7 +19,7 @@ func TestNetPod(t *testing.T) {
 	r := &result.Report{Cluster: result.Cluster{Facts: map[string]string{"cni": "flannel"}}, Results: []result.Result{{Name: netpath.Name, Status: result.StatusPass,
 		Metrics: []result.Metric{m("host->host", "new", 1), m("host->pod", "new", 0.5), m("pod->pod other node", "keepalive", 0.8),
 			m("pod->pod other node", "new", 0.06), m("pod->pod same node", "new", 0.95), m("pod->Service", "stream", 0.7)}}}}
-	fs, _ := Evaluate(r, NetRules())
+	fs, _ := rule.Evaluate(r, netpath.Rules())
 	if len(fs) != 1 || fs[0].ItemCount != 2 || len(fs[0].Items) != 2 {
 		t.Fatalf("findings %+v", fs)
 	}
@@ -142,7 +57,7 @@ func TestNetPodObserved(t *testing.T) {
 		},
 		Records: []result.Record{{ID: "net node n1", Labels: map[string]string{"where": "node n1", "kube_proxy_mode": "iptables", "overlay": "flannel.1 (vxlan, MTU 1450)"}}},
 	}}}
-	fs, _ := Evaluate(r, NetRules())
+	fs, _ := rule.Evaluate(r, netpath.Rules())
 	byID := map[string][]result.Finding{}
 	for _, f := range fs {
 		byID[f.ID] = append(byID[f.ID], f)

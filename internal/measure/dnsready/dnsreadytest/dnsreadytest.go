@@ -1,0 +1,44 @@
+// Package dnsreadytest is dns.readiness's report of scripted lookups: the fixtures of its rules.
+package dnsreadytest
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/kubeslow/kubeslow/internal/measure/dnsready"
+	"github.com/kubeslow/kubeslow/internal/rule/ruletest"
+	"github.com/kubeslow/kubeslow/pkg/result"
+)
+
+// Run is five peers whose pods were Ready, in an EndpointSlice and resolved at these seconds (each peer 0.2 s
+// after the one before).
+type Run struct{ Ready, Endpoint, Resolved float64 }
+
+// Result is the measurement's report of the run.
+func (d Run) Result() result.Result {
+	at := func(s float64) time.Time { return ruletest.T0.Add(time.Duration(s * float64(time.Second))) }
+	m := dnsready.New(dnsready.Options{Wait: 2 * time.Minute, Backoff: dnsready.DefaultBackoff})
+	res := result.Result{Name: dnsready.Name, Status: result.StatusPass}
+	var ts []dnsready.Target
+	for i := range 5 {
+		off := float64(i) * 0.2
+		ts = append(ts, dnsready.Target{Pod: fmt.Sprintf("peer-%d", i), Name: fmt.Sprintf("peer-%d.peers", i), Asked: at(0),
+			Ready: at(d.Ready + off), Endpoint: at(d.Endpoint + off), Resolved: at(d.Resolved + off), Attempts: 5})
+	}
+	m.Report(&res, ts, at(0.1), at(0))
+	return res
+}
+
+func dns(d Run) func(t *testing.T) *result.Report {
+	return func(*testing.T) *result.Report { return ruletest.Report(nil, d.Result()) }
+}
+
+// RuleFixtures are dnsready.Rules' firing and clear fixtures.
+func RuleFixtures() map[string]ruletest.Fixture {
+	healthy := Run{Ready: 3, Endpoint: 3.2, Resolved: 3.6}
+	return map[string]ruletest.Fixture{
+		"KS-DNS-LAG":     {Fire: dns(Run{Ready: 3, Endpoint: 3.2, Resolved: 20.1}), Clear: dns(healthy)},
+		"KS-DNS-BACKOFF": {Fire: dns(Run{Ready: 3, Endpoint: 3.2, Resolved: 20.1}), Clear: dns(Run{Ready: 3, Endpoint: 3.2, Resolved: 8})}, // lag within the negative cache's two periods
+	}
+}

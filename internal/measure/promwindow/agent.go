@@ -41,6 +41,17 @@ var agentAbsent = []result.Absence{
 	{Metric: nodeagent.MetricDiskSpinning, Series: "(sysfs queue/rotational)", Reason: "node_exporter does not export whether a disk is rotational"},
 }
 
+// agentSeries are the series each of the node agent's metrics rests on.
+var agentSeries = map[string]string{
+	nodeagent.MetricConntrackUsage:  "node_nf_conntrack_entries / node_nf_conntrack_entries_limit",
+	nodeagent.MetricIOPressureFull:  "rate(node_pressure_io_stalled_seconds_total) (worst in the window)",
+	nodeagent.MetricIOPressureSome:  "rate(node_pressure_io_waiting_seconds_total) (worst in the window)",
+	nodeagent.MetricCPUPressureSome: "rate(node_pressure_cpu_waiting_seconds_total) (worst in the window)",
+	nodeagent.MetricMemPressureFull: "rate(node_pressure_memory_stalled_seconds_total) (worst in the window)",
+	nodeagent.MetricLoadPerCPU:      "node_load1 / node_cpu_seconds_total CPUs",
+	nodeagent.MetricMemAvailable:    "node_memory_MemAvailable_bytes / node_memory_MemTotal_bytes",
+}
+
 // pressure is one PSI counter of node_exporter and the node agent's reading it becomes.
 type pressure struct {
 	resource, series string
@@ -187,7 +198,7 @@ func (a *Agent) Run(ctx context.Context, _ *measure.Env) (result.Result, error) 
 	res := nodeagent.Analyze(list, nil)
 	res.Start, res.End = s.Window.From, s.Window.To
 	res.Absent = append(absent, agentAbsent...)
-	s.label(&res, "job "+jobValue(job))
+	s.label(&res, "job "+jobValue(job), agentSeries)
 	if err := s.addProfile(ctx, &res, profile{Result: nodeagent.Name, Metric: nodeagent.MetricIOPressureFull, Unit: "percent", Rule: "KS-NODE-IO-PRESSURE",
 		What: "node I/O pressure (full)", Top: 3,
 		Query: fmt.Sprintf("100 * max by (instance) (rate(%s[%s]))", selector("node_pressure_io_stalled_seconds_total", job), s.rate())}); err != nil {

@@ -127,13 +127,20 @@ func (s *Source) hasNone(ctx context.Context, family, job string) bool {
 	return err == nil && len(v) == 0
 }
 
-// label marks every metric of res with the window and the job it rests on, so each finding says them.
-func (s *Source) label(res *result.Result, job string) {
+// label marks every metric of res with the window and the job it rests on, so each finding says them; series
+// names the series a metric rests on (by metric name), where its name does not say it.
+func (s *Source) label(res *result.Result, job string, series ...map[string]string) {
 	for i := range res.Metrics {
 		m := &res.Metrics[i]
 		if m.Labels == nil {
 			m.Labels = map[string]string{}
 		}
-		m.Labels["prometheus"] = fmt.Sprintf("%s %s", job, s.Window)
+		from := ""
+		for _, se := range series {
+			if v := se[m.Name]; v != "" {
+				from = v + " of "
+			}
+		}
+		m.Labels["prometheus"] = fmt.Sprintf("%s%s %s", from, job, s.Window)
 	}
 }

@@ -117,7 +117,10 @@ func (k *Kubelet) Run(ctx context.Context, _ *measure.Env) (result.Result, error
 				Reason: fmt.Sprintf("job %s has no %s in the window (or nothing happened to measure)", jobValue(job), a.family)})
 		}
 	}
-	s.label(&res, "job "+jobValue(job))
+	s.label(&res, "job "+jobValue(job), map[string]string{
+		kubelet.MetricPodStartP99: "kubelet_pod_start_sli_duration_seconds", kubelet.MetricPodStartVsMedian: "kubelet_pod_start_sli_duration_seconds",
+		kubelet.MetricRuntimeOpP99: "kubelet_runtime_operations_duration_seconds", kubelet.MetricRuntimeOpErrors: "kubelet_runtime_operations_errors_total",
+		kubelet.MetricPLEGRelistP99: "kubelet_pleg_relist_duration_seconds", kubelet.MetricImagePullP99: "kubelet_image_pull_duration_seconds"})
 	if err := s.addProfile(ctx, &res, profile{Result: kubelet.Name, Metric: kubelet.MetricPodStartP99, Unit: "seconds", Op: ">", Threshold: podstartup.DefaultSLO.Seconds(),
 		What:  "kubelet pod start-up SLI p99",
 		Query: fmt.Sprintf("histogram_quantile(0.99, sum by (le) (rate(%s[%s])))", selector("kubelet_pod_start_sli_duration_seconds_bucket", job), s.rate())}); err != nil {

@@ -201,7 +201,9 @@ func TestNodeRulesFromHistory(t *testing.T) {
 			// Each finding says the series' job and the window.
 			fs, _ := rule.Evaluate(&result.Report{Results: []result.Result{fromProm}}, check.Rules())
 			for _, f := range fs {
-				if ev := f.Evidence[0]; !strings.Contains(ev.Labels["prometheus"], `job "node-exporter"`) || !strings.Contains(ev.Labels["prometheus"], t0.UTC().Format("15:04")) {
+				series := map[string]string{"KS-NODE-CONNTRACK-ALL": "node_nf_conntrack_entries", "KS-NODE-IO-PRESSURE": "node_pressure_io_stalled_seconds_total"}[f.ID]
+				if ev := f.Evidence[0]; !strings.Contains(ev.Labels["prometheus"], `job "node-exporter"`) || !strings.Contains(ev.Labels["prometheus"], t0.UTC().Format("15:04")) ||
+					!strings.Contains(ev.Labels["prometheus"], series) {
 					t.Errorf("%s evidence without its series and window: %+v", f.ID, ev)
 				}
 				t.Logf("%s: %s", f.ID, f.Summary)

@@ -7,6 +7,7 @@ import (
 	"github.com/kubeslow/kubeslow/internal/measure/apislo/apislotest"
 	"github.com/kubeslow/kubeslow/internal/measure/churn/churntest"
 	"github.com/kubeslow/kubeslow/internal/measure/disk/disktest"
+	"github.com/kubeslow/kubeslow/internal/measure/dnsfacts/dnsfactstest"
 	"github.com/kubeslow/kubeslow/internal/measure/dnsready/dnsreadytest"
 	"github.com/kubeslow/kubeslow/internal/measure/etcdhealth/etcdhealthtest"
 	"github.com/kubeslow/kubeslow/internal/measure/kubelet/kubelettest"
@@ -23,6 +24,7 @@ var measurementFixtures = []func() map[string]ruletest.Fixture{
 	apislotest.RuleFixtures,
 	churntest.RuleFixtures,
 	disktest.RuleFixtures,
+	dnsfactstest.RuleFixtures,
 	dnsreadytest.RuleFixtures,
 	etcdhealthtest.RuleFixtures,
 	kubelettest.RuleFixtures,

@@ -12,6 +12,7 @@ import (
 	"github.com/kubeslow/kubeslow/internal/measure/churn"
 	"github.com/kubeslow/kubeslow/internal/measure/cpusage"
 	"github.com/kubeslow/kubeslow/internal/measure/disk"
+	"github.com/kubeslow/kubeslow/internal/measure/dnsfacts"
 	"github.com/kubeslow/kubeslow/internal/measure/dnsready"
 	"github.com/kubeslow/kubeslow/internal/measure/etcdhealth"
 	"github.com/kubeslow/kubeslow/internal/measure/kubelet"
@@ -57,6 +58,7 @@ func Registry(o Options) *measure.Registry {
 		cpusage.New(o.Window, o.EtcdEndpoint),
 		apiaudit.New(o.Window, o.AuditLogs),
 		podstartup.New(pods),
+		dnsfacts.New(o.Window),
 		dnsready.New(dns),
 		kubelet.New(),
 		nodeagent.New(nodeagent.DefaultOptions(o.Image)),

@@ -33,6 +33,3 @@ type Manifest = build.Manifest
 func Build(ctx context.Context, d Dirs, progress Progress) (*Manifest, error) {
 	return build.Build(ctx, d.BuildCache(), progress)
 }
-
-// LoadManifest returns the manifest of the last build (possibly empty).
-func LoadManifest(d Dirs) *Manifest { return build.LoadManifest(d.BuildCache()) }

@@ -138,12 +138,6 @@ func (r *Registry) All() []Measurement {
 	return out
 }
 
-// Get returns the named measurement.
-func (r *Registry) Get(name string) (Measurement, bool) {
-	m, ok := r.byName[name]
-	return m, ok
-}
-
 // Select returns the measurements to run: all of them, or those named in only, minus those in skip.
 // Names may be prefixes ending in "." ("pods." selects every pods measurement). Unknown names are errors.
 func (r *Registry) Select(only, skip []string) ([]Measurement, error) {

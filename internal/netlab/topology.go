@@ -36,14 +36,6 @@ type Path struct {
 	extra []string
 }
 
-// Namespaces lists the namespaces the path uses.
-func (p *Path) Namespaces() []string {
-	if p.ClientNS == p.ServerNS {
-		return []string{p.ClientNS}
-	}
-	return []string{p.ClientNS, p.ServerNS}
-}
-
 // Teardown deletes every namespace netlab made (by its prefix; each holds only what netlab put there).
 func Teardown(ctx context.Context) error {
 	entries, err := os.ReadDir(filepath.Dir(host.NetnsPath(NSPrefix)))

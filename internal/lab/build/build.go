@@ -399,9 +399,6 @@ func (m *Manifest) Binary(component string) (string, error) {
 	return bb.Path, nil
 }
 
-// LoadManifest returns the manifest of the last build (possibly empty).
-func LoadManifest(d Cache) *Manifest { return loadManifest(d) }
-
 // Names lists the built components in order.
 func (m *Manifest) Names() []string {
 	var out []string

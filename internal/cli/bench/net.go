@@ -2,8 +2,6 @@ package bench
 
 import (
 	"errors"
-	"fmt"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -15,8 +13,7 @@ import (
 func newNet(streams common.IOStreams) *cobra.Command {
 	var cf common.ClusterFlags
 	var out common.OutputFlag
-	o := netpath.Options{}
-	var long bool
+	o := netpath.DefaultOptions()
 	cmd := &cobra.Command{
 		Use:   "net",
 		Short: "Network paths in the cluster: host->host, host->pod, pod->pod (same and other node), pod->Service; HTTP and TCP, ratios to the host",
@@ -32,17 +29,11 @@ kube-proxy's mode and rule count, conntrack and ARP-table fill. --image must hol
 			if err := out.Validate(); err != nil {
 				return err
 			}
-			if long {
-				// The long form: 5 s tests, 3 rounds (about 6 to 7 minutes on the lab), unless set otherwise.
-				if !cmd.Flags().Changed("duration") {
-					o.Duration = 5 * time.Second
-				}
-				if !cmd.Flags().Changed("repeats") {
-					o.Repeats = 3
-				}
+			if err := o.FromFlags(cmd.Flags()); err != nil {
+				return err
 			}
-			if o.Duration <= 0 || o.Duration > time.Minute || o.Concurrency < 1 || o.Concurrency > 256 || o.Repeats < 1 || o.Repeats > 10 {
-				return fmt.Errorf("--duration (0, 1m], --concurrency 1..256 and --repeats 1..10")
+			if err := o.Validate(); err != nil {
+				return err
 			}
 			if o.Image = cf.AgentImage(o.Image); o.Image == "" {
 				return errNoImage
@@ -53,10 +44,7 @@ kube-proxy's mode and rule count, conntrack and ARP-table fill. --image must hol
 	cf.Add(cmd)
 	out.Add(cmd)
 	cmd.Flags().StringVar(&o.Image, "image", "", "agent image with /kubeslow (default on the lab: "+lab.AgentImage+")")
-	cmd.Flags().DurationVarP(&o.Duration, "duration", "d", time.Second, "length of each test (4 tests per path and round)")
-	cmd.Flags().IntVarP(&o.Concurrency, "concurrency", "c", 8, "HTTP connections")
-	cmd.Flags().IntVar(&o.Repeats, "repeats", 3, "rounds over the whole path matrix (a path with a wide spread gets up to as many extra, within a fifth of the time): medians with min-max are reported")
-	cmd.Flags().BoolVar(&long, "long", false, "the long form: 5 s tests (-d 5s), 3 rounds; about 3x the default's wall time")
+	o.AddFlags(cmd.Flags())
 	return cmd
 }
 

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/kubeslow/kubeslow/internal/agentproto"
 	"github.com/kubeslow/kubeslow/internal/lab/images"
 )
 
@@ -21,7 +22,7 @@ const (
 // buildLabImages writes the agent and pause images as one archive in the state directory and returns its path.
 func buildLabImages(d Dirs, binary string) (string, error) {
 	path := filepath.Join(d.State, "images", "lab-images.tar")
-	return path, images.WriteArchive(path, binary, map[string][]string{AgentImage: {"/kubeslow"}, PauseImage: {"/kubeslow", "pause"}})
+	return path, images.WriteArchive(path, binary, map[string][]string{AgentImage: {agentproto.Binary}, PauseImage: agentproto.Argv(agentproto.Pause{})})
 }
 
 // importImages loads the lab images' archive into a node's containerd.

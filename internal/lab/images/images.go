@@ -12,6 +12,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -22,10 +23,11 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
+	"github.com/kubeslow/kubeslow/internal/agentproto"
 	"github.com/kubeslow/kubeslow/internal/lab/host"
 )
 
-// BinaryLayer is a single layer holding the binary as /kubeslow, plus /tmp and /etc.
+// BinaryLayer is a single layer holding the binary at agentproto.Binary (/kubeslow), plus /tmp and /etc.
 func BinaryLayer(binary string) (v1.Layer, error) {
 	if err := checkStatic(binary); err != nil {
 		return nil, err
@@ -35,7 +37,7 @@ func BinaryLayer(binary string) (v1.Layer, error) {
 		return nil, fmt.Errorf("reading %s for the lab image: %w", binary, err)
 	}
 	var buf bytes.Buffer
-	if err := writeTar(&buf, "kubeslow", data, 0o755, "etc/", "tmp/"); err != nil {
+	if err := writeTar(&buf, strings.TrimPrefix(agentproto.Binary, "/"), data, 0o755, "etc/", "tmp/"); err != nil {
 		return nil, err
 	}
 	return static.NewLayer(buf.Bytes(), types.OCIUncompressedLayer), nil

@@ -18,6 +18,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/static"
 	"github.com/google/go-containerregistry/pkg/v1/types"
+	"github.com/kubeslow/kubeslow/internal/agentproto"
 	"golang.org/x/time/rate"
 )
 
@@ -101,7 +102,7 @@ func Seed(ctx context.Context, binary string, imgs []Padded) error {
 			return err
 		}
 		padLayer := static.NewLayer(tarOf("padding", pad), types.OCIUncompressedLayer)
-		img, err := With([]string{"/kubeslow", "pause"}, base, padLayer)
+		img, err := With(agentproto.Argv(agentproto.Pause{}), base, padLayer)
 		if err != nil {
 			return err
 		}

@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"fmt"
 	"path/filepath"
 	"time"
 
@@ -31,8 +30,8 @@ then removes the file. docs/disk.md compares it with fio on the same file.`,
 			if err := out.Validate(); err != nil {
 				return err
 			}
-			if r.BlockSize < 512 || r.BlockSize > 1<<20 || r.Size < int64(r.BlockSize) || r.Size > 1<<30 {
-				return fmt.Errorf("--block-size 512..1MiB and --size from one block to 1 GiB")
+			if err := r.Validate(); err != nil {
+				return err
 			}
 			abs, err := filepath.Abs(dir)
 			if err != nil {
@@ -52,7 +51,6 @@ then removes the file. docs/disk.md compares it with fio on the same file.`,
 	out.Add(cmd)
 	fl := cmd.Flags()
 	fl.StringVar(&dir, "path", ".", "directory on the disk to measure (a file is created there and removed)")
-	fl.Int64Var(&r.Size, "size", r.Size, "bytes to write")
-	fl.IntVar(&r.BlockSize, "block-size", r.BlockSize, "bytes per write (etcd's WAL entries are about 2,300)")
+	r.AddFlags(fl)
 	return cmd
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/kubeslow/kubeslow/internal/stats"
 	"github.com/kubeslow/kubeslow/pkg/result"
+	"github.com/spf13/pflag"
 )
 
 // BenchName is the result name of `kubeslow bench disk`.
@@ -38,6 +39,21 @@ type Recipe struct {
 
 // EtcdRecipe is etcd's fio recipe: 2,300-byte writes (about a WAL entry) up to 22 MiB.
 var EtcdRecipe = Recipe{Size: 22 << 20, BlockSize: 2300}
+
+// Validate checks the recipe's ranges as `bench disk` takes them: writes of 512 bytes to 1 MiB, from one
+// write to 1 GiB in all.
+func (r Recipe) Validate() error {
+	if r.BlockSize < 512 || r.BlockSize > 1<<20 || r.Size < int64(r.BlockSize) || r.Size > 1<<30 {
+		return fmt.Errorf("--block-size 512..1MiB and --size from one block to 1 GiB")
+	}
+	return nil
+}
+
+// AddFlags registers the recipe's flags, defaulting to r's values.
+func (r *Recipe) AddFlags(fl *pflag.FlagSet) {
+	fl.Int64Var(&r.Size, "size", r.Size, "bytes to write")
+	fl.IntVar(&r.BlockSize, "block-size", r.BlockSize, "bytes per write (etcd's WAL entries are about 2,300)")
+}
 
 // SyncResult is one run of a Recipe.
 type SyncResult struct {

@@ -58,3 +58,15 @@ func TestBenchResultVerdict(t *testing.T) {
 		t.Errorf("p99 metric %v", p99)
 	}
 }
+
+// TestRecipeValidate: etcd's recipe is valid; `bench disk`'s out-of-range recipes are refused.
+func TestRecipeValidate(t *testing.T) {
+	if err := EtcdRecipe.Validate(); err != nil {
+		t.Fatalf("etcd's recipe: %v", err)
+	}
+	for _, bad := range []Recipe{{Size: 22 << 20, BlockSize: 511}, {Size: 22 << 20, BlockSize: 1<<20 + 1}, {Size: 1000, BlockSize: 2300}, {Size: 1<<30 + 1, BlockSize: 2300}} {
+		if bad.Validate() == nil {
+			t.Errorf("accepted %+v", bad)
+		}
+	}
+}

@@ -4,6 +4,7 @@ go 1.26.0
 
 require (
 	github.com/HdrHistogram/hdrhistogram-go v1.2.0
+	github.com/miekg/dns v1.1.72
 	github.com/google/go-containerregistry v0.20.8
 	github.com/prometheus/client_model v0.6.3
 	github.com/prometheus/common v0.72.0

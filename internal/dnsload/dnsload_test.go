@@ -1,0 +1,145 @@
+package dnsload
+
+import (
+	"context"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/miekg/dns"
+)
+
+func upstream(t *testing.T, u *Upstream) string {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	addr := make(chan string, 1)
+	done := make(chan error, 1)
+	go func() { done <- u.ListenAndServe(ctx, "127.0.0.1:0", func(a net.Addr) { addr <- a.String() }) }()
+	t.Cleanup(func() { cancel(); <-done })
+	select {
+	case a := <-addr:
+		return a
+	case err := <-done:
+		t.Fatal(err)
+	}
+	return ""
+}
+
+var mix = []Query{
+	{Name: "a.ext.example.", Type: dns.TypeA, Kind: KindExternal},
+	{Name: "b.ext.example.", Type: dns.TypeA, Kind: KindExternal},
+	{Name: "nothing.invalid.", Type: dns.TypeA, Kind: KindNX},
+}
+
+// TestRunCounts: every planned query leaves, is answered once, and the rcodes are counted by kind.
+func TestRunCounts(t *testing.T) {
+	srv := upstream(t, &Upstream{Zone: "ext.example", Addr: net.ParseIP("198.18.0.80")})
+	res, err := Run(context.Background(), Config{Server: srv, Names: mix, Rate: 1500, Duration: time.Second, Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := res.Counts
+	if c.Sent != res.Planned || res.Planned != 1500 || c.Answered != c.Sent || c.Timeouts != 0 {
+		t.Fatalf("counts %+v planned %d", c, res.Planned)
+	}
+	if c.NXDomain != 500 || res.ByKind[KindNX].NXDomain != 500 || res.ByKind[KindExternal].NoError != 1000 {
+		t.Fatalf("rcodes %+v by kind nx %+v ext %+v", c, *res.ByKind[KindNX], *res.ByKind[KindExternal])
+	}
+	if res.P(0.5) <= 0 || res.P(0.99) < res.P(0.5) {
+		t.Fatalf("latency p50 %g p99 %g", res.P(0.5), res.P(0.99))
+	}
+	t.Logf("answered %.0f/s p50 %.3f ms p99 %.3f ms, sends late p99 %d µs", res.AnsweredPerSecond(), res.P(0.5)*1e3, res.P(0.99)*1e3, res.SchedLate.ValueAtQuantile(99))
+}
+
+// TestPerSourceLimit: one source at three times the upstream's per-source limit gets about the limit answered
+// (plus the bucket's first second) and the rest dropped: timeouts, as case B's clients saw.
+func TestPerSourceLimit(t *testing.T) {
+	u := &Upstream{Zone: "ext.example", Addr: net.ParseIP("198.18.0.80"), Limit: 200}
+	srv := upstream(t, u)
+	res, err := Run(context.Background(), Config{Server: srv, Names: mix[:2], Rate: 600, Duration: 2 * time.Second, Timeout: 300 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 1,200 sent; the bucket lets 200 (its first second) + 2 s x 200 through.
+	if f := res.FailedShare(); f < 0.35 || f > 0.65 || res.Counts.Timeouts == 0 {
+		t.Fatalf("failed share %.2f, counts %+v", f, res.Counts)
+	}
+	_, dropped := u.Counts()
+	if dropped["127.0.0.1"] != res.Counts.Timeouts {
+		t.Fatalf("upstream dropped %d, generator timed out %d", dropped["127.0.0.1"], res.Counts.Timeouts)
+	}
+	rc := DefaultRamp(Config{})
+	if rc.Breaks(res) == "" {
+		t.Fatal("a step with half the queries failed breaks no threshold")
+	}
+}
+
+// TestLatencyFromIntendedTime: a server that holds every answer until 300 ms after the first query is
+// charged, for each query, from when it should have left: p50 near 150 ms and p99 near 300 ms (a closed-loop
+// client would have sent one query and seen one slow answer).
+func TestLatencyFromIntendedTime(t *testing.T) {
+	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pc.Close()
+	go func() {
+		type q struct {
+			b    []byte
+			from net.Addr
+		}
+		var held []q
+		var first time.Time
+		buf := make([]byte, 512)
+		for {
+			_ = pc.SetReadDeadline(time.Now().Add(10 * time.Millisecond))
+			n, from, err := pc.ReadFrom(buf)
+			if err == nil {
+				if first.IsZero() {
+					first = time.Now()
+				}
+				b := append([]byte(nil), buf[:n]...)
+				b[2] |= 0x80
+				held = append(held, q{b, from})
+			} else if ne, ok := err.(net.Error); !ok || !ne.Timeout() {
+				return
+			}
+			if !first.IsZero() && time.Since(first) > 300*time.Millisecond {
+				for _, h := range held {
+					_, _ = pc.WriteTo(h.b, h.from)
+				}
+				held = nil
+			}
+		}
+	}()
+	res, err := Run(context.Background(), Config{Server: pc.LocalAddr().String(), Names: mix, Rate: 1000, Duration: 300 * time.Millisecond, Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Counts.Answered != res.Planned {
+		t.Fatalf("counts %+v", res.Counts)
+	}
+	if p50, p99 := res.P(0.5), res.P(0.99); p50 < 0.09 || p50 > 0.21 || p99 < 0.25 || p99 > 0.4 {
+		t.Fatalf("p50 %.3f s p99 %.3f s", p50, p99)
+	}
+}
+
+// TestRampStopsAtLimit: the ramp doubles until the per-source limit breaks the failure threshold, and stops
+// there.
+func TestRampStopsAtLimit(t *testing.T) {
+	srv := upstream(t, &Upstream{Zone: "ext.example", Addr: net.ParseIP("198.18.0.80"), Limit: 400})
+	rc := DefaultRamp(Config{Server: srv, Names: mix[:2], Timeout: 200 * time.Millisecond})
+	rc.Start, rc.StepDuration, rc.MaxSteps = 100, 1500*time.Millisecond, 6
+	steps, err := Ramp(context.Background(), rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := steps[len(steps)-1]
+	// 100, 200, 400 fit (the bucket holds a second of 400); 800 for 1.5 s is over.
+	if len(steps) != 4 || last.Broke == "" || last.Rate != 800 {
+		for _, s := range steps {
+			t.Logf("%.0f/s: %+v %s", s.Rate, s.Counts, s.Broke)
+		}
+		t.Fatalf("%d steps, last %.0f/s broke %q", len(steps), last.Rate, last.Broke)
+	}
+}

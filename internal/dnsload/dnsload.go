@@ -100,12 +100,12 @@ func (c *Counts) add(o Counts) {
 
 // Result is what one run measured.
 type Result struct {
-	Server   string
-	Rate     float64
-	Elapsed  time.Duration
-	Planned  int64
-	Counts   Counts
-	ByKind   map[Kind]*Counts
+	Server  string
+	Rate    float64
+	Elapsed time.Duration
+	Planned int64
+	Counts  Counts
+	ByKind  map[Kind]*Counts
 	// Latency of answered queries in µs from their intended send time; SchedLate how late each query
 	// actually left (µs): the generator's own timing.
 	Latency, SchedLate *hdrhistogram.Histogram

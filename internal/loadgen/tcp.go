@@ -33,10 +33,24 @@ type TCPResult struct {
 	Latency *hdrhistogram.Histogram
 }
 
+// MaxTCPWrite bounds the stream test's write size.
+const MaxTCPWrite = 4 << 20
+
+// ValidateTCP checks the TCP tests' bounds: each test's duration and the stream's write size.
+func ValidateTCP(d time.Duration, size int) error {
+	if d <= 0 || d > MaxDuration {
+		return fmt.Errorf("duration %s: want (0, %s]", d, MaxDuration)
+	}
+	if size < 1 || size > MaxTCPWrite {
+		return fmt.Errorf("write size %d: want 1..%d bytes", size, MaxTCPWrite)
+	}
+	return nil
+}
+
 // TCPStreamRun sends for d over one connection with writes of size bytes.
 func TCPStreamRun(ctx context.Context, dial func(context.Context) (net.Conn, error), d time.Duration, size int) (*TCPResult, error) {
-	if d <= 0 || d > MaxDuration || size < 1 || size > 4<<20 {
-		return nil, fmt.Errorf("bounds: duration (0, %s], size 1..4 MiB", MaxDuration)
+	if err := ValidateTCP(d, size); err != nil {
+		return nil, err
 	}
 	c, err := dial(ctx)
 	if err != nil {
@@ -74,8 +88,8 @@ func TCPStreamRun(ctx context.Context, dial func(context.Context) (net.Conn, err
 
 // TCPRRRun does one-byte request/response transactions for d over one connection.
 func TCPRRRun(ctx context.Context, dial func(context.Context) (net.Conn, error), d time.Duration) (*TCPResult, error) {
-	if d <= 0 || d > MaxDuration {
-		return nil, fmt.Errorf("bounds: duration (0, %s]", MaxDuration)
+	if err := ValidateTCP(d, 1); err != nil {
+		return nil, err
 	}
 	c, err := dial(ctx)
 	if err != nil {

@@ -47,3 +47,22 @@ func TestTCPTests(t *testing.T) {
 		t.Fatal("unbounded stream accepted")
 	}
 }
+
+func TestValidateTCP(t *testing.T) {
+	for _, c := range []struct {
+		d    time.Duration
+		size int
+		ok   bool
+	}{
+		{time.Second, 1, true},
+		{MaxDuration, MaxTCPWrite, true},
+		{0, 1024, false},
+		{MaxDuration + time.Second, 1024, false},
+		{time.Second, 0, false},
+		{time.Second, MaxTCPWrite + 1, false},
+	} {
+		if err := ValidateTCP(c.d, c.size); (err == nil) != c.ok {
+			t.Errorf("ValidateTCP(%s, %d) = %v, want ok=%v", c.d, c.size, err, c.ok)
+		}
+	}
+}

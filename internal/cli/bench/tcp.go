@@ -29,6 +29,9 @@ func newTCP(streams common.IOStreams) *cobra.Command {
 			if err := out.Validate(); err != nil {
 				return &common.ExitError{Code: 2, Err: err}
 			}
+			if err := loadgen.ValidateTCP(d, size); err != nil {
+				return &common.ExitError{Code: 2, Err: err}
+			}
 			addr := args[0]
 			dial := func(ctx context.Context) (net.Conn, error) {
 				dl := net.Dialer{Timeout: 5 * time.Second}
@@ -53,8 +56,8 @@ func newTCP(streams common.IOStreams) *cobra.Command {
 		},
 	}
 	out.Add(cmd)
-	cmd.Flags().DurationVarP(&d, "duration", "d", 5*time.Second, "length of each test (at most 10m)")
-	cmd.Flags().IntVar(&size, "size", 128<<10, "stream write size in bytes")
+	cmd.Flags().DurationVarP(&d, "duration", "d", 5*time.Second, fmt.Sprintf("length of each test (at most %s)", loadgen.MaxDuration))
+	cmd.Flags().IntVar(&size, "size", 128<<10, fmt.Sprintf("stream write size in bytes (1..%d)", loadgen.MaxTCPWrite))
 	return cmd
 }
 

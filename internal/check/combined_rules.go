@@ -57,6 +57,7 @@ var (
 	cpSaturation  = rule.Metric{Result: cpusage.Name, Name: cpusage.MetricCPUSaturation}
 	cpBusiest     = rule.Metric{Result: cpusage.Name, Name: cpusage.MetricCPUCoresBusiest}
 	cpCores       = rule.Metric{Result: cpusage.Name, Name: cpusage.MetricCoresAvailable}
+	cpThrottled   = rule.Metric{Result: cpusage.Name, Name: cpusage.MetricCgroupThrottledRatio}
 	apiRequests   = rule.Metric{Result: apislo.Name, Name: apislo.MetricRequestsPerSecond}
 	retryFeedback = 0.1 // 409 retries at least this share of the API requests make the feedback loop worth naming
 	// cpPodsSLO is KS-CP-SATURATED's alternative condition, read only when pod start-up was measured (a
@@ -73,11 +74,11 @@ func controlPlaneSaturatedRule() rule.Rule {
 		// The API SLO, or the pod start-up SLO when the run had that benchmark (cpPodsSLO: the rule is
 		// evaluated without it), breached makes the saturation a cause.
 		Also:  []rule.Condition{{Metric: apiLatencySingle, Op: ">", Value: apislo.SLOSingle, Unit: "seconds"}},
-		Reads: []rule.Metric{cpBusiest, cpCores, apiConflicts, apiRequests},
+		Reads: []rule.Metric{cpBusiest, cpCores, cpThrottled, apiConflicts, apiRequests},
 		Needs: []string{apislo.Name},
 		Source: "case E: a 2-core control plane at 100% CPU left API p99 far over 5 s (4 cores mostly fixed it, 16 fully); " +
 			"90% of the cores in the busiest 6 s while the API call latency SLO (p99 <= 1 s) or the pod start-up SLO (p99 <= 5 s) is breached",
-		Summary: "kube-apiserver and etcd used {{.used}} of {{.cores}} cores while API p99 was {{.api}} and pod start-up p99 {{.pods}}{{.retries}}",
+		Summary: "kube-apiserver and etcd used {{.used}} of {{.cores}} cores{{.throttled}} while API p99 was {{.api}} and pod start-up p99 {{.pods}}{{.retries}}",
 		Remediation: "Give kube-apiserver and etcd more CPU (a larger control plane: case E went from 2 cores, p99 far over 5 s, to 4 mostly and 16 fully fixed) " +
 			"or fewer writers (`kubeslow audit` names the heaviest clients); when 409 retries are a large share of the requests, fix the conflicting " +
 			"writers first (KS-API-409, KS-CNI-IPAM): every retry is another request to the saturated apiserver, a feedback loop.",
@@ -122,6 +123,12 @@ func cpSaturatedMatch(r *result.Report, rl rule.Rule) []rule.Hit {
 		if c := cpCores.In(r, nil); c != nil {
 			h.Vars["cores"] = fmt.Sprintf("%g (%s)", c.Value, c.Labels["source"])
 			h.Evidence = append(h.Evidence, cpCores.Evidence(*c))
+		}
+		// On the lab the kernel says it too: the share of CFS periods in which their cgroup's quota ran out.
+		h.Vars["throttled"] = ""
+		if th := cpThrottled.In(r, nil); th != nil {
+			h.Vars["throttled"] = fmt.Sprintf(" (their cgroup throttled in %.0f%% of its CFS periods)", th.Value*100)
+			h.Evidence = append(h.Evidence, cpThrottled.Evidence(*th))
 		}
 		h.Vars["retries"] = ""
 		if share := conflictShare(r); share >= retryFeedback {

@@ -2,6 +2,9 @@ package check
 
 import (
 	"context"
+	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -22,12 +25,16 @@ import (
 type controlPlane struct {
 	apiCores, etcdCores float64
 	cores               float64
+	// throttled is the share of CFS periods in which the lab's control-plane cgroup ran out of its quota
+	// (written as the kernel's cpu.stat and cpuacct.usage files, read by the measurement's own reader).
+	throttled float64
 }
 
 // result runs the measurement's own observation (start, a sample every step, gather) over scripted scrapes.
 func (c controlPlane) result(t *testing.T) result.Result {
 	const steps = 10
 	i := 0
+	cg := t.TempDir()
 	next := func(context.Context) (*prom.Snapshot, error) {
 		e := promtest.NewExpo()
 		secs := float64(i) * measure.ObserveStep.Seconds()
@@ -39,6 +46,13 @@ func (c controlPlane) result(t *testing.T) result.Result {
 		e.Gauge("apiserver_flowcontrol_current_executing_seats", `priority_level="workload-low"`, 20*c.apiCores)
 		e.Gauge("apiserver_current_inflight_requests", `request_kind="mutating"`, 30*c.apiCores)
 		s := e.Snapshot(t, ruletest.T0.Add(time.Duration(i)*measure.ObserveStep))
+		if c.throttled > 0 {
+			periods := int64(secs * 10) // 100 ms CFS periods
+			writeFile(t, filepath.Join(cg, "cpuacct.usage"), fmt.Sprint(int64((c.apiCores+c.etcdCores)*secs*1e9)))
+			writeFile(t, filepath.Join(cg, "cpu.stat"), fmt.Sprintf("nr_periods %d\nnr_throttled %d\nthrottled_time %d\nnr_bursts 0\nburst_time 0\n",
+				periods, int64(float64(periods)*c.throttled), int64(secs*c.throttled*0.05*1e9)))
+			cpusage.AddCgroup(s, cg, cg)
+		}
 		i++
 		return s, nil
 	}
@@ -60,8 +74,15 @@ func (c controlPlane) result(t *testing.T) result.Result {
 	return res
 }
 
-// saturated is case E's control plane: 1.9 of 2 cores.
-var saturated = controlPlane{apiCores: 1.5, etcdCores: 0.4, cores: 2}
+// saturated is case E's control plane: 1.9 of 2 cores, its cgroup throttled in 80% of the CFS periods.
+var saturated = controlPlane{apiCores: 1.5, etcdCores: 0.4, cores: 2, throttled: 0.8}
+
+func writeFile(t *testing.T, path, data string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(data), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
 
 // cpSaturated is a report of the control plane's usage, the API's, and pod start-up.
 func cpSaturated(cp controlPlane, a apislotest.Server, p *podstartuptest.Run) func(t *testing.T) *result.Report {
@@ -90,7 +111,7 @@ func TestControlPlaneSaturated(t *testing.T) {
 		fires bool
 		want  []string
 	}{
-		{"slow API", cpSaturated(saturated, slowAPI, nil), true, []string{"used 1.9 of 2 (lab host CPUs) cores", "API p99 was 2.48 s", "pod start-up p99 not measured"}},
+		{"slow API", cpSaturated(saturated, slowAPI, nil), true, []string{"used 1.9 of 2 (lab host CPUs) cores", "throttled in 80% of its CFS periods", "API p99 was 2.48 s", "pod start-up p99 not measured"}},
 		{"slow pods", cpSaturated(saturated, apislotest.Healthy, &slowPods), true, []string{"used 1.9 of 2", "pod start-up p99 20.1 s"}},
 		{"conflict storm", cpSaturated(saturated, storm, nil), true, []string{"409 Conflict retries are"}},
 		{"busy within SLOs", cpSaturated(saturated, apislotest.Healthy, nil), false, nil},

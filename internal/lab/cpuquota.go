@@ -8,28 +8,60 @@ import (
 	"strings"
 
 	"github.com/kubeslow/kubeslow/internal/lab/host"
+	"github.com/kubeslow/kubeslow/internal/measure"
 )
 
 // cpuPeriodMicros is the CFS period of the control plane's CPU quota.
 const cpuPeriodMicros = 100000
 
-// controlPlaneCPUCgroup is the cgroup (v1 cpu hierarchy, below the lab's own, so `lab down` removes it) in
-// which a scenario confines kube-apiserver and etcd to a CPU quota.
-func controlPlaneCPUCgroup() string {
-	return filepath.Join(host.LabCgroup("/sys/fs/cgroup/cpu"), "control-plane")
+// controlPlaneCgroupName is the cgroup kube-apiserver and etcd share in the cpu and cpuacct hierarchies.
+const controlPlaneCgroupName = "control-plane"
+
+// ControlPlaneCgroups are the cgroups (v1 cpu and cpuacct hierarchies, below the lab's own, so `lab down`
+// removes them) kube-apiserver and etcd share: the lab's own CPU counters of the control plane (cpuacct.usage,
+// and cpu.stat's periods and throttling), and the CFS quota a scenario may set.
+func ControlPlaneCgroups() (cpu, cpuacct string) {
+	return filepath.Join(host.LabCgroup("/sys/fs/cgroup/cpu"), controlPlaneCgroupName),
+		filepath.Join(host.LabCgroup("/sys/fs/cgroup/cpuacct"), controlPlaneCgroupName)
 }
 
-// LimitControlPlaneCPU confines kube-apiserver and etcd together to cores of CPU (a CFS quota on one cgroup
-// both join): case E's starved master, on a host with more cores.
+// JoinControlPlaneCgroups moves kube-apiserver and etcd into their shared cpu and cpuacct cgroups (no quota:
+// the cgroup only counts). A hierarchy that is not mounted (cgroup v2 only) is left out.
+func JoinControlPlaneCgroups(d Dirs) ([]string, error) {
+	cpu, acct := ControlPlaneCgroups()
+	var joined []string
+	for _, cg := range []string{cpu, acct} {
+		if _, err := os.Stat(filepath.Join(filepath.Dir(filepath.Dir(cg)), "cgroup.procs")); err != nil {
+			continue
+		}
+		if err := os.MkdirAll(cg, 0o755); err != nil {
+			return nil, err
+		}
+		for _, name := range []string{KubeAPIServer, Etcd} {
+			p, err := d.procs().Read(name)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", name, err)
+			}
+			if err := os.WriteFile(filepath.Join(cg, "cgroup.procs"), []byte(strconv.Itoa(p.PID)), 0o644); err != nil {
+				return nil, fmt.Errorf("moving %s (pid %d) into %s: %w", name, p.PID, cg, err)
+			}
+		}
+		joined = append(joined, cg)
+	}
+	return joined, nil
+}
+
+// LimitControlPlaneCPU confines kube-apiserver and etcd together to cores of CPU (a CFS quota on the cgroup
+// both share): case E's starved master, on a host with more cores.
 func LimitControlPlaneCPU(d Dirs, cores float64) error {
 	if cores <= 0 {
 		return fmt.Errorf("control-plane CPU quota %g: want > 0 cores", cores)
 	}
-	cg := controlPlaneCPUCgroup()
+	cg, _ := ControlPlaneCgroups()
 	if _, err := os.Stat(filepath.Dir(filepath.Dir(cg))); err != nil {
 		return fmt.Errorf("no cgroup v1 cpu hierarchy at /sys/fs/cgroup/cpu: %w", err)
 	}
-	if err := os.MkdirAll(cg, 0o755); err != nil {
+	if _, err := JoinControlPlaneCgroups(d); err != nil {
 		return err
 	}
 	for f, v := range map[string]int{"cpu.cfs_period_us": cpuPeriodMicros, "cpu.cfs_quota_us": int(cores * cpuPeriodMicros)} {
@@ -37,21 +69,12 @@ func LimitControlPlaneCPU(d Dirs, cores float64) error {
 			return fmt.Errorf("cgroup %s: %w", f, err)
 		}
 	}
-	for _, name := range []string{KubeAPIServer, Etcd} {
-		p, err := d.procs().Read(name)
-		if err != nil {
-			return fmt.Errorf("%s: %w", name, err)
-		}
-		if err := os.WriteFile(filepath.Join(cg, "cgroup.procs"), []byte(strconv.Itoa(p.PID)), 0o644); err != nil {
-			return fmt.Errorf("moving %s (pid %d) into %s: %w", name, p.PID, cg, err)
-		}
-	}
 	return nil
 }
 
 // ControlPlaneCores is the CPU quota kube-apiserver and etcd run under, in cores; 0 when none is set.
 func ControlPlaneCores() float64 {
-	cg := controlPlaneCPUCgroup()
+	cg, _ := ControlPlaneCgroups()
 	q, err1 := os.ReadFile(filepath.Join(cg, "cpu.cfs_quota_us"))
 	p, err2 := os.ReadFile(filepath.Join(cg, "cpu.cfs_period_us"))
 	if err1 != nil || err2 != nil {
@@ -63,4 +86,18 @@ func ControlPlaneCores() float64 {
 		return 0
 	}
 	return quota / period
+}
+
+// MeasureInfo is what measurements may read of the lab: etcd's endpoint, the audit log, the state directory,
+// and the control plane's CPU quota and cgroups (those that exist).
+func MeasureInfo(d Dirs) *measure.LabInfo {
+	info := &measure.LabInfo{EtcdEndpoint: EtcdEndpoint(), AuditLogPath: d.AuditLog(), StateDir: d.State, ControlPlaneCores: ControlPlaneCores()}
+	cpu, acct := ControlPlaneCgroups()
+	if _, err := os.Stat(filepath.Join(cpu, "cpu.stat")); err == nil {
+		info.ControlPlaneCPUCgroup = cpu
+	}
+	if _, err := os.Stat(filepath.Join(acct, "cpuacct.usage")); err == nil {
+		info.ControlPlaneCPUAcctCgroup = acct
+	}
+	return info
 }

@@ -89,7 +89,17 @@ func controlPlaneSteps(d Dirs, c *Config, bin func(string) string) ([]Step, erro
 		{Name: Etcd, Component: cp(Etcd, etcdArgs(d, c, bin(Etcd)), getOK(EtcdEndpoint()+"/health"))},
 		{Name: KubeAPIServer, Component: cp(KubeAPIServer, apiserverArgs(d, c, bin(KubeAPIServer)),
 			Check{What: "GET /readyz with the admin kubeconfig succeeds", OK: func(ctx context.Context, u *upRun) bool { return readyz(u.client)(ctx) }},
-			File{Path: auditPolicyPath(d), Data: auditPolicy, Mode: 0o644})},
+			File{Path: auditPolicyPath(d), Data: auditPolicy, Mode: 0o644}),
+			What: "kube-apiserver and etcd share the cgroup " + controlPlaneCgroupName + " below the lab's in the cpu and cpuacct hierarchies " +
+				"(the lab's CPU counters of the control plane; a scenario may set its CFS quota)",
+			Do: func(_ context.Context, u *upRun) error {
+				joined, err := JoinControlPlaneCgroups(u.d)
+				if err != nil {
+					return err
+				}
+				u.step("kube-apiserver and etcd in cgroups %s", strings.Join(joined, ", "))
+				return nil
+			}},
 		{Name: KubeControllerMgr, Component: cp(KubeControllerMgr, controllerManagerArgs(d, c, bin(KubeControllerMgr)),
 			getOK(fmt.Sprintf("https://%s:10257/healthz", ControlPlaneIP)))},
 		{Name: KubeScheduler, Component: cp(KubeScheduler, schedulerArgs(d, c, bin(KubeScheduler)),

@@ -49,6 +49,9 @@ type LabInfo struct {
 	StateDir     string
 	// ControlPlaneCores is the CPU quota of kube-apiserver and etcd when a scenario set one (0: the host's CPUs).
 	ControlPlaneCores float64
+	// ControlPlaneCPUCgroup and ControlPlaneCPUAcctCgroup are the cgroup directories (v1 cpu and cpuacct) that
+	// kube-apiserver and etcd share on the lab ("": none): the kernel's own CPU counters of the control plane.
+	ControlPlaneCPUCgroup, ControlPlaneCPUAcctCgroup string
 }
 
 // Measurement is one kind of measurement.

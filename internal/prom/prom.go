@@ -79,6 +79,14 @@ type Series struct {
 	Labels Labels
 	Value  float64
 	Hist   *Histogram
+	// Summary is a summary's sample sum and count (its quantiles are the client's own sliding window, not the
+	// scrape window's, so a delta keeps only sum and count).
+	Summary *Summary
+}
+
+// Summary is a summary's sample sum and count.
+type Summary struct {
+	Sum, Count float64
 }
 
 // Histogram is cumulative bucket counts (by upper bound, +Inf last), a sum and a count.
@@ -117,6 +125,8 @@ func (s *Snapshot) Series(name string) []Series {
 				hist.Counts = append(hist.Counts, hist.Count)
 			}
 			se.Hist = hist
+		case dto.MetricType_SUMMARY:
+			se.Summary = &Summary{Sum: m.GetSummary().GetSampleSum(), Count: float64(m.GetSummary().GetSampleCount())}
 		default:
 			continue
 		}
@@ -141,6 +151,11 @@ func Delta(before, after *Snapshot, name string) []Series {
 			d.Hist = s.Hist
 			if ok && p.Hist != nil && p.Hist.Count <= s.Hist.Count && sameBounds(p.Hist, s.Hist) {
 				d.Hist = s.Hist.minus(p.Hist)
+			}
+		case s.Summary != nil:
+			d.Summary = s.Summary
+			if ok && p.Summary != nil && p.Summary.Count <= s.Summary.Count && p.Summary.Sum <= s.Summary.Sum {
+				d.Summary = &Summary{Sum: s.Summary.Sum - p.Summary.Sum, Count: s.Summary.Count - p.Summary.Count}
 			}
 		default:
 			d.Value = s.Value

@@ -86,6 +86,27 @@ func TestDeltaAndReset(t *testing.T) {
 	}
 }
 
+// TestSummaryDelta: a summary keeps its sum and count over the window (Go's GC pauses are one); a reset
+// counts from zero.
+func TestSummaryDelta(t *testing.T) {
+	at := func(in string) *Snapshot {
+		s, err := Parse(strings.NewReader("# TYPE go_gc_duration_seconds summary\n"+in), time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	before := at("go_gc_duration_seconds{quantile=\"0.5\"} 0.0001\ngo_gc_duration_seconds{quantile=\"1\"} 0.002\ngo_gc_duration_seconds_sum 0.25\ngo_gc_duration_seconds_count 1000\n")
+	after := at("go_gc_duration_seconds{quantile=\"0.5\"} 0.0002\ngo_gc_duration_seconds{quantile=\"1\"} 0.004\ngo_gc_duration_seconds_sum 0.75\ngo_gc_duration_seconds_count 1100\n")
+	d := Delta(before, after, "go_gc_duration_seconds")
+	if len(d) != 1 || d[0].Summary == nil || math.Abs(d[0].Summary.Sum-0.5) > 1e-12 || d[0].Summary.Count != 100 {
+		t.Fatalf("summary delta %+v", d)
+	}
+	if d := Delta(after, before, "go_gc_duration_seconds"); d[0].Summary.Count != 1000 || d[0].Summary.Sum != 0.25 {
+		t.Fatalf("reset: %+v", d[0].Summary)
+	}
+}
+
 func TestRealApiserverScrapes(t *testing.T) {
 	a, b := load(t, "apiserver-metrics-conflict-storm-1.txt.gz"), load(t, "apiserver-metrics-conflict-storm-2.txt.gz")
 	conflicts := GroupCounters(Delta(a, b, "apiserver_request_total"), []string{"resource"}, func(l Labels) bool { return l["code"] == "409" })

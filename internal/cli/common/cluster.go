@@ -5,7 +5,6 @@ import (
 
 	"github.com/kubeslow/kubeslow/internal/kube"
 	"github.com/kubeslow/kubeslow/internal/lab"
-	"github.com/kubeslow/kubeslow/internal/measure"
 	"github.com/kubeslow/kubeslow/internal/runner"
 )
 
@@ -46,8 +45,7 @@ func (f *ClusterFlags) Target() (runner.Target, error) {
 			return t, err
 		}
 		t.Client.Kubeconfig, t.Client.Context = d.AdminKubeconfig(), ""
-		t.Lab = &measure.LabInfo{EtcdEndpoint: lab.EtcdEndpoint(), AuditLogPath: d.AuditLog(), StateDir: d.State,
-			ControlPlaneCores: lab.ControlPlaneCores()}
+		t.Lab = lab.MeasureInfo(d)
 	}
 	return t, nil
 }

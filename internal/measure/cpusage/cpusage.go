@@ -1,7 +1,8 @@
 // Package cpusage is the control-plane usage measurement: the CPU and memory kube-apiserver and etcd used
 // over the observation window (their own process_* metrics), the cores they may use when that is knowable,
 // and the apiserver's signs of saturation — API Priority and Fairness seats in use against their limits,
-// requests in flight, Go scheduler latency. Case E's first answer was "the API server and etcd were fully
+// requests in flight, Go scheduler latency and GC pauses, and on the lab the kernel's own counters of the
+// control plane's cgroup (CPU time, CFS throttling). Case E's first answer was "the API server and etcd were fully
 // using the available CPU"; this is the number behind it.
 package cpusage
 
@@ -48,6 +49,19 @@ const (
 	// MetricGoSchedP99 is the p99 of the Go scheduler's latency over the window (label component): a
 	// process short of CPU queues its goroutines.
 	MetricGoSchedP99 = "go_sched_latency_p99"
+	// MetricGoGCPauseShare is the share of the window the component's Go runtime spent in stop-the-world GC
+	// pauses (go_gc_duration_seconds' sum over the window; label component).
+	MetricGoGCPauseShare = "go_gc_pause_share"
+	// MetricGoGCPauseMean is the mean stop-the-world GC pause in the window (label component).
+	MetricGoGCPauseMean = "go_gc_pause_mean"
+	// MetricCgroupCPUCores is the cores kube-apiserver and etcd used together by the kernel's count of their
+	// shared cgroup (cpuacct.usage; the lab only).
+	MetricCgroupCPUCores = "cgroup_cpu_cores"
+	// MetricCgroupThrottledRatio is the share of the CFS periods with runnable tasks in which the control
+	// plane's cgroup ran out of its quota (cpu.stat nr_throttled / nr_periods; the lab, under a quota).
+	MetricCgroupThrottledRatio = "cgroup_throttled_ratio"
+	// MetricCgroupThrottledSeconds is the time the control plane's cgroup spent throttled in the window.
+	MetricCgroupThrottledSeconds = "cgroup_throttled_seconds"
 )
 
 // BusiestSteps is how many consecutive steps (of measure.ObserveStep) make the busiest interval.
@@ -112,6 +126,14 @@ func (m *Measurement) etcdEndpoint(env *measure.Env) string {
 // scrape reads the apiserver's /metrics and, when reachable, etcd's, merged into one snapshot (etcd's
 // families prefixed).
 func (m *Measurement) scrape(ctx context.Context, env *measure.Env, etcd string) (*prom.Snapshot, error) {
+	snap, err := m.scrapeMetrics(ctx, env, etcd)
+	if err == nil && env.Lab != nil {
+		AddCgroup(snap, env.Lab.ControlPlaneCPUCgroup, env.Lab.ControlPlaneCPUAcctCgroup)
+	}
+	return snap, err
+}
+
+func (m *Measurement) scrapeMetrics(ctx context.Context, env *measure.Env, etcd string) (*prom.Snapshot, error) {
 	raw, err := env.Client.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
 	if apierrors.IsForbidden(err) {
 		return nil, measure.Skipf("no permission to GET /metrics on the apiserver (needs the nonResourceURLs /metrics get permission): %v", err)
@@ -240,6 +262,9 @@ func Step(prev, cur *prom.Snapshot) []result.Metric {
 	if n > 0 {
 		out = append(out, result.Metric{Name: MetricCPUCores, Unit: "cores", Value: total, Labels: map[string]string{"component": All}})
 	}
+	if v, ok := counterDelta(prev, cur, famCgroupUsage); ok {
+		out = append(out, result.Metric{Name: MetricCgroupCPUCores, Unit: "cores", Value: v / secs})
+	}
 	limits := map[string]float64{}
 	for _, s := range cur.Series("apiserver_flowcontrol_nominal_limit_seats") {
 		limits[s.Labels["priority_level"]] = s.Value
@@ -303,6 +328,28 @@ func Analyze(first, last *prom.Snapshot, cores float64, source string) result.Re
 			if p99, ok := h.Quantile(0.99); ok {
 				add(MetricGoSchedP99, "seconds", p99, map[string]string{"component": comp})
 			}
+		}
+	}
+	for comp, fam := range map[string]string{APIServer: "go_gc_duration_seconds", Etcd: etcdPrefix + "go_gc_duration_seconds"} {
+		for _, s := range prom.Delta(first, last, fam) {
+			if s.Summary == nil || secs <= 0 {
+				continue
+			}
+			add(MetricGoGCPauseShare, "ratio", s.Summary.Sum/secs, map[string]string{"component": comp})
+			if s.Summary.Count > 0 {
+				add(MetricGoGCPauseMean, "seconds", s.Summary.Sum/s.Summary.Count, map[string]string{"component": comp})
+			}
+		}
+	}
+	if v, ok := counterDelta(first, last, famCgroupUsage); ok && secs > 0 {
+		add(MetricCgroupCPUCores, "cores", v/secs, nil)
+	}
+	if periods, ok := counterDelta(first, last, famCgroupPeriods); ok {
+		throttled, _ := counterDelta(first, last, famCgroupThrottled)
+		secsThrottled, _ := counterDelta(first, last, famCgroupThrottledSec)
+		add(MetricCgroupThrottledSeconds, "seconds", secsThrottled, nil)
+		if periods > 0 {
+			add(MetricCgroupThrottledRatio, "ratio", throttled/periods, nil)
 		}
 	}
 	res.Reason = strings.Join(notes, "; ")

@@ -1,0 +1,106 @@
+package cpusage
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/kubeslow/kubeslow/internal/prom"
+)
+
+// The lab's own cgroup counters of the control plane (kube-apiserver and etcd share one cgroup), merged into
+// each snapshot as counter families with this prefix, so that the window's deltas and the steps treat them
+// as any other counter.
+const (
+	cgroupPrefix          = "cgroup:"
+	famCgroupUsage        = cgroupPrefix + "usage_seconds_total"     // cpuacct.usage
+	famCgroupPeriods      = cgroupPrefix + "periods_total"           // cpu.stat nr_periods
+	famCgroupThrottled    = cgroupPrefix + "throttled_periods_total" // cpu.stat nr_throttled
+	famCgroupThrottledSec = cgroupPrefix + "throttled_seconds_total" // cpu.stat throttled_time
+)
+
+// CPUStat is what cgroup v1's cpu.stat counts: CFS periods with runnable tasks, those in which the quota ran
+// out, and the time the group spent throttled.
+type CPUStat struct {
+	Periods, Throttled int64
+	ThrottledNanos     int64
+}
+
+// ParseCPUStat reads cgroup v1's cpu.stat ("nr_periods N" lines; unknown keys are ignored, a malformed
+// value is an error).
+func ParseCPUStat(b []byte) (CPUStat, error) {
+	var s CPUStat
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) != 2 {
+			continue
+		}
+		var dst *int64
+		switch f[0] {
+		case "nr_periods":
+			dst = &s.Periods
+		case "nr_throttled":
+			dst = &s.Throttled
+		case "throttled_time":
+			dst = &s.ThrottledNanos
+		default:
+			continue
+		}
+		v, err := strconv.ParseInt(f[1], 10, 64)
+		if err != nil || v < 0 {
+			return CPUStat{}, fmt.Errorf("cpu.stat %s: %q is not a count", f[0], f[1])
+		}
+		*dst = v
+	}
+	return s, sc.Err()
+}
+
+// ParseCPUAcctUsage reads cgroup v1's cpuacct.usage: the group's CPU time in nanoseconds.
+func ParseCPUAcctUsage(b []byte) (int64, error) {
+	v, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+	if err != nil || v < 0 {
+		return 0, fmt.Errorf("cpuacct.usage: %q is not a count of nanoseconds", strings.TrimSpace(string(b)))
+	}
+	return v, nil
+}
+
+// AddCgroup reads the control plane's cgroup counters (cpuDir's cpu.stat, acctDir's cpuacct.usage; "" skips
+// one) into snap. A counter that cannot be read is left out (the result then has no cgroup figure).
+func AddCgroup(snap *prom.Snapshot, cpuDir, acctDir string) {
+	if acctDir != "" {
+		if b, err := os.ReadFile(filepath.Join(acctDir, "cpuacct.usage")); err == nil {
+			if ns, err := ParseCPUAcctUsage(b); err == nil {
+				snap.Families[famCgroupUsage] = counterFamily(famCgroupUsage, float64(ns)/1e9)
+			}
+		}
+	}
+	if cpuDir != "" {
+		if b, err := os.ReadFile(filepath.Join(cpuDir, "cpu.stat")); err == nil {
+			if s, err := ParseCPUStat(b); err == nil {
+				snap.Families[famCgroupPeriods] = counterFamily(famCgroupPeriods, float64(s.Periods))
+				snap.Families[famCgroupThrottled] = counterFamily(famCgroupThrottled, float64(s.Throttled))
+				snap.Families[famCgroupThrottledSec] = counterFamily(famCgroupThrottledSec, float64(s.ThrottledNanos)/1e9)
+			}
+		}
+	}
+}
+
+func counterFamily(name string, v float64) *dto.MetricFamily {
+	return &dto.MetricFamily{Name: &name, Type: dto.MetricType_COUNTER.Enum(), Metric: []*dto.Metric{{Counter: &dto.Counter{Value: &v}}}}
+}
+
+// counterDelta is one unlabelled counter's increase between two snapshots; ok is false when absent.
+func counterDelta(before, after *prom.Snapshot, fam string) (float64, bool) {
+	d := prom.Delta(before, after, fam)
+	if len(d) == 0 {
+		return 0, false
+	}
+	return d[0].Value, true
+}

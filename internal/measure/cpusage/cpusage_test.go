@@ -1,0 +1,107 @@
+package cpusage
+
+import (
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kubeslow/kubeslow/internal/prom"
+	"github.com/kubeslow/kubeslow/pkg/result"
+)
+
+// cpuStatV1 is cgroup v1's cpu.stat as this machine's kernel writes it.
+const cpuStatV1 = "nr_periods 1200\nnr_throttled 1104\nthrottled_time 96830112233\nnr_bursts 0\nburst_time 0\n"
+
+func TestParseCPUStat(t *testing.T) {
+	s, err := ParseCPUStat([]byte(cpuStatV1))
+	if err != nil || s != (CPUStat{Periods: 1200, Throttled: 1104, ThrottledNanos: 96830112233}) {
+		t.Fatalf("%+v %v", s, err)
+	}
+	for _, bad := range []string{"nr_periods x\n", "nr_throttled -1\n"} {
+		if _, err := ParseCPUStat([]byte(bad)); err == nil {
+			t.Errorf("%q: no error", bad)
+		}
+	}
+	if ns, err := ParseCPUAcctUsage([]byte("123456789\n")); err != nil || ns != 123456789 {
+		t.Fatalf("%d %v", ns, err)
+	}
+	if _, err := ParseCPUAcctUsage([]byte("")); err == nil {
+		t.Error("empty cpuacct.usage: no error")
+	}
+}
+
+func FuzzParseCPUStat(f *testing.F) {
+	f.Add([]byte(cpuStatV1))
+	f.Add([]byte("nr_periods 9223372036854775808\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		s, err := ParseCPUStat(b)
+		if err == nil && (s.Periods < 0 || s.Throttled < 0 || s.ThrottledNanos < 0) {
+			t.Fatalf("negative count %+v", s)
+		}
+		_, _ = ParseCPUAcctUsage(b)
+	})
+}
+
+func snapshot(t *testing.T, at time.Time, text string) *prom.Snapshot {
+	t.Helper()
+	s, err := prom.Parse(strings.NewReader(text), at)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// TestAnalyzeGCAndCgroup: GC pauses over the window from the summary's sum and count, and the cgroup's CPU
+// time and throttling from the kernel's files read at each end of the window.
+func TestAnalyzeGCAndCgroup(t *testing.T) {
+	t0 := time.Date(2026, 11, 24, 2, 0, 0, 0, time.UTC)
+	dir := t.TempDir()
+	at := func(secs float64, gcSum float64, gcCount int, usageNs, periods, throttled int64) *prom.Snapshot {
+		s := snapshot(t, t0.Add(time.Duration(secs*float64(time.Second))),
+			"# TYPE process_cpu_seconds_total counter\nprocess_cpu_seconds_total "+ftoa(10+0.2*secs)+"\n"+
+				"# TYPE go_gc_duration_seconds summary\ngo_gc_duration_seconds{quantile=\"1\"} 0.01\ngo_gc_duration_seconds_sum "+ftoa(gcSum)+
+				"\ngo_gc_duration_seconds_count "+ftoa(float64(gcCount))+"\n")
+		for f, v := range map[string]string{"cpuacct.usage": ftoa(float64(usageNs)),
+			"cpu.stat": "nr_periods " + ftoa(float64(periods)) + "\nnr_throttled " + ftoa(float64(throttled)) + "\nthrottled_time 2000000000\n"} {
+			if err := os.WriteFile(filepath.Join(dir, f), []byte(v), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		AddCgroup(s, dir, dir)
+		return s
+	}
+	first := at(0, 1.0, 500, 50e9, 1000, 100)
+	last := at(20, 1.4, 700, 55e9, 1200, 280)
+	res := Analyze(first, last, 0.25, "lab control-plane CPU quota")
+	want := map[string]float64{
+		MetricGoGCPauseShare:       0.4 / 20,
+		MetricGoGCPauseMean:        0.4 / 200,
+		MetricCgroupCPUCores:       5.0 / 20,
+		MetricCgroupThrottledRatio: 180.0 / 200,
+	}
+	for name, v := range want {
+		m := res.Metric(name, nil)
+		if m == nil || math.Abs(m.Value-v) > 1e-9 {
+			t.Errorf("%s = %+v, want %g", name, m, v)
+		}
+	}
+	// Without the cgroup's files (a real cluster) and without a GC summary, those figures are absent.
+	bare := Analyze(snapshot(t, t0, "# TYPE process_cpu_seconds_total counter\nprocess_cpu_seconds_total 1\n"),
+		snapshot(t, t0.Add(20*time.Second), "# TYPE process_cpu_seconds_total counter\nprocess_cpu_seconds_total 3\n"), 2, "lab host CPUs")
+	for name := range want {
+		if m := bare.Metric(name, nil); m != nil {
+			t.Errorf("%s reported without its source: %+v", name, m)
+		}
+	}
+	if bare.Status != result.StatusPass {
+		t.Errorf("status %s", bare.Status)
+	}
+}
+
+func ftoa(v float64) string { return strings.TrimRight(strings.TrimRight(fmtF(v), "0"), ".") }
+
+func fmtF(v float64) string { return strconv.FormatFloat(v, 'f', 6, 64) }

@@ -29,8 +29,12 @@ type NodeHostOptions struct {
 	// ProbeBytes is the size of each directory's sync-write probe (0: none), written in 2,300-byte
 	// writes each followed by fdatasync (etcd's fio recipe's shape, made short).
 	ProbeBytes int64
-	// Window is how long D-state processes are watched (sampled every Window/5).
+	// Window is how long D-state processes are watched (sampled every Window/5); pressure (PSI) is measured
+	// over the same watch, from its "total" stall counters read at the start and at the end.
 	Window time.Duration
+	// PressureAfter is the procfs whose pressure/ is read at the watch's end (default Proc; a fixture tree
+	// gives a second snapshot there).
+	PressureAfter string
 	// NodeName is recorded as given (the DaemonSet passes spec.nodeName).
 	NodeName string
 }
@@ -45,9 +49,11 @@ type NodeHost struct {
 	// PSI by resource ("cpu", "io", "memory"), absent where the kernel has none.
 	PSI   map[string]PSIPair `json:"psi,omitempty"`
 	Disks []BlockDev         `json:"disks,omitempty"`
-	Sync  []SyncProbe        `json:"sync,omitempty"`
-	CPUs  int                `json:"cpus"`
-	Load  *LoadAvg           `json:"load,omitempty"`
+	// Sandbox is the runtime's pause image; Present is filled in by the measurement from the node's status.
+	Sandbox *Sandbox    `json:"sandbox,omitempty"`
+	Sync    []SyncProbe `json:"sync,omitempty"`
+	CPUs    int         `json:"cpus"`
+	Load    *LoadAvg    `json:"load,omitempty"`
 	// MemTotal and MemAvailable in bytes.
 	MemTotal     int64 `json:"mem_total_bytes"`
 	MemAvailable int64 `json:"mem_available_bytes"`
@@ -58,12 +64,18 @@ type NodeHost struct {
 }
 
 // PSIPair is one resource's pressure: the share of time some task (Some) or every non-idle task (Full)
-// stalled on it, averaged over 10 and 60 s, in percent.
+// stalled on it, averaged by the kernel over 10 and 60 s, and over the agent's own watch (Window: the
+// growth of the kernel's stall counter "total" over WindowSeconds), in percent.
 type PSIPair struct {
-	SomeAvg10 float64 `json:"some_avg10"`
-	SomeAvg60 float64 `json:"some_avg60"`
-	FullAvg10 float64 `json:"full_avg10"`
-	FullAvg60 float64 `json:"full_avg60"`
+	SomeAvg10     float64 `json:"some_avg10"`
+	SomeAvg60     float64 `json:"some_avg60"`
+	FullAvg10     float64 `json:"full_avg10"`
+	FullAvg60     float64 `json:"full_avg60"`
+	SomeWindow    float64 `json:"some_window"`
+	FullWindow    float64 `json:"full_window"`
+	WindowSeconds float64 `json:"window_seconds"`
+	// totals at the watch's start (µs), kept until its end.
+	someTotal, fullTotal uint64
 }
 
 // SyncProbe is a short sequential write+fdatasync run in one role's directory.
@@ -94,22 +106,6 @@ func ReadNodeHost(ctx context.Context, o NodeHostOptions) *NodeHost {
 	} else {
 		h.Kernel = &k
 	}
-	for _, res := range []string{"cpu", "io", "memory"} {
-		b, err := os.ReadFile(filepath.Join(o.Proc, "pressure", res))
-		if err != nil {
-			unread("pressure "+res, err)
-			continue
-		}
-		some, full, err := disk.ParsePSI(b)
-		if err != nil {
-			unread("pressure "+res, err)
-			continue
-		}
-		if h.PSI == nil {
-			h.PSI = map[string]PSIPair{}
-		}
-		h.PSI[res] = PSIPair{SomeAvg10: some.Avg10, SomeAvg60: some.Avg60, FullAvg10: full.Avg10, FullAvg60: full.Avg60}
-	}
 	if b, err := os.ReadFile(filepath.Join(o.Sys, "devices/system/cpu/online")); err != nil {
 		unread("cpus", err)
 	} else if h.CPUs, err = ParseCPUList(b); err != nil {
@@ -129,18 +125,70 @@ func ReadNodeHost(ctx context.Context, o NodeHostOptions) *NodeHost {
 	} else {
 		h.MemTotal, h.MemAvailable = mi["MemTotal"], mi["MemAvailable"]
 	}
+	if sb, err := readSandbox(o.Proc); err != nil {
+		unread("sandbox image", err)
+	} else {
+		h.Sandbox = sb
+	}
 	h.readDisks(ctx, o, unread)
 	window := o.Window
 	if window <= 0 {
 		window = time.Second
+	}
+	psiStart := time.Now()
+	for _, res := range psiResources {
+		some, full, err := readPSI(o.Proc, res)
+		if err != nil {
+			unread("pressure "+res, err)
+			continue
+		}
+		if h.PSI == nil {
+			h.PSI = map[string]PSIPair{}
+		}
+		h.PSI[res] = PSIPair{SomeAvg10: some.Avg10, SomeAvg60: some.Avg60, FullAvg10: full.Avg10, FullAvg60: full.Avg60,
+			someTotal: some.TotalMicros, fullTotal: full.TotalMicros}
 	}
 	if d, err := SampleDState(ctx, o.Proc, 6, window/5); err != nil {
 		unread("D-state processes", err)
 	} else {
 		h.DState = d
 	}
+	after := o.PressureAfter
+	if after == "" {
+		after = o.Proc
+	}
+	elapsed := time.Since(psiStart)
+	for res, p := range h.PSI {
+		some, full, err := readPSI(after, res)
+		if err != nil {
+			unread("pressure "+res+" at the watch's end", err)
+			continue
+		}
+		p.WindowSeconds = elapsed.Seconds()
+		p.SomeWindow, p.FullWindow = stallShare(p.someTotal, some.TotalMicros, elapsed), stallShare(p.fullTotal, full.TotalMicros, elapsed)
+		h.PSI[res] = p
+	}
 	h.TookSeconds = time.Since(start).Seconds()
 	return h
+}
+
+var psiResources = []string{"cpu", "io", "memory"}
+
+func readPSI(proc, res string) (some, full disk.PSI, err error) {
+	b, err := os.ReadFile(filepath.Join(proc, "pressure", res))
+	if err != nil {
+		return some, full, err
+	}
+	return disk.ParsePSI(b)
+}
+
+// stallShare is the share of elapsed (percent) a PSI stall counter grew by from a to b: at most 100 (the
+// counter is wall time stalled), 0 if it went backwards.
+func stallShare(a, b uint64, elapsed time.Duration) float64 {
+	if b <= a || elapsed <= 0 {
+		return 0
+	}
+	return min(100, float64(b-a)/float64(elapsed.Microseconds())*100)
 }
 
 // readDisks describes each role's device and runs its sync probe.

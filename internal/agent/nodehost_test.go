@@ -62,6 +62,28 @@ func TestReadNodeHostFaults(t *testing.T) {
 	}
 }
 
+// TestPressureOverTheWatch: pressure is the growth of PSI's stall counters over the agent's own watch, not
+// the kernel's avg60 (which holds the minute before): a host whose counters stand still has none whatever
+// its averages say.
+func TestPressureOverTheWatch(t *testing.T) {
+	if got := stallShare(1000, 501000, time.Second); got != 50 {
+		t.Errorf("0.5 s stalled in 1 s: %v%%", got)
+	}
+	if stallShare(5, 4, time.Second) != 0 || stallShare(0, 5e6, time.Second) != 100 || stallShare(0, 5, 0) != 0 {
+		t.Error("stallShare bounds")
+	}
+	r := "testdata/hosts/hung-io"
+	o := NodeHostOptions{Proc: r + "/proc", NetProc: r + "/proc", Sys: r + "/sys", Root: r + "/root", Window: 10 * time.Millisecond}
+	still := ReadNodeHost(context.Background(), o).PSI["io"]
+	if still.FullAvg60 != 31.7 || still.FullWindow != 0 || still.WindowSeconds <= 0 {
+		t.Errorf("counters standing still: %+v", still)
+	}
+	o.PressureAfter = r + "/proc-after" // io full grew by 0.8 s during a watch of ~10 ms
+	if io := ReadNodeHost(context.Background(), o).PSI["io"]; io.FullWindow != 100 || io.SomeWindow != 100 {
+		t.Errorf("counters grown: %+v", io)
+	}
+}
+
 func TestReadNodeHostMissing(t *testing.T) {
 	d := t.TempDir()
 	h := ReadNodeHost(context.Background(), NodeHostOptions{Proc: d, NetProc: d, Sys: d, Root: d, Window: 10 * time.Millisecond})

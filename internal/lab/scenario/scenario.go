@@ -102,6 +102,7 @@ func All() []Scenario {
 				return lab.StartLabProcess(d, lab.CreditProcess, []string{c.AgentBinary, "lab", "credits", "--device", dev,
 					"--capacity", fmt.Sprint(BurstCredits), "--baseline-iops", fmt.Sprint(BaselineIOPS), "--burst-iops", fmt.Sprint(BurstIOPS), "--duration", "30m"})
 			}, Expect: []string{"KS-CHURN-DISK-KNEE"}},
+		imagePullScenario(),
 		{Name: "slow-etcd-disk", Case: "B", Description: "etcd on a loop device whose writes the blkio cgroup throttles to 30 IOPS: WAL fsync takes tens of ms",
 			Configure: func(c *lab.Config) { c.Etcd = lab.EtcdStorage{Kind: "loop"}; c.EtcdWriteIOPS = 30 }, Expect: []string{"KS-ETCD-FSYNC"}},
 	}

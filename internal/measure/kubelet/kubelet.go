@@ -8,12 +8,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubeslow/kubeslow/internal/kube"
 	"github.com/kubeslow/kubeslow/internal/measure"
@@ -41,6 +43,7 @@ func (*Measurement) Permissions() []measure.Permission {
 	return []measure.Permission{
 		{Verbs: []string{"list"}, Resource: "nodes", Reason: "the real nodes whose kubelets are read"},
 		{Verbs: []string{"get"}, Resource: "nodes/proxy", Reason: "each kubelet's /configz and /metrics through the apiserver's node proxy"},
+		{Verbs: []string{"list"}, Resource: "events", Reason: "the kubelets' Pulled events: each pull's time and its wait for the puller"},
 	}
 }
 
@@ -103,10 +106,20 @@ func (*Measurement) Run(ctx context.Context, env *measure.Env) (result.Result, e
 	if len(nodes) == 0 {
 		return res, measure.Skipf("no real node (simulated nodes have no kubelet)")
 	}
-	out := make([]Node, len(nodes))
+	out, forbidden := ReadKubelets(ctx, env.Client, nodes)
+	if forbidden != nil {
+		return res, measure.Skipf("no permission to read the kubelets through the node proxy (nodes/proxy get): %v", forbidden)
+	}
+	pulls, err := ListPulls(ctx, env.Client)
+	return Analyze(out, pulls, err), nil
+}
+
+// ReadKubelets reads each node's /configz and /metrics through the node proxy, Concurrency at a time;
+// forbidden is the last Forbidden answer (RBAC refuses nodes/proxy), nil when none.
+func ReadKubelets(ctx context.Context, c kubernetes.Interface, nodes []corev1.Node) (out []Node, forbidden error) {
+	out = make([]Node, len(nodes))
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, Concurrency)
-	var forbidden error
 	var mu sync.Mutex
 	for i := range nodes {
 		n := &nodes[i]
@@ -118,7 +131,7 @@ func (*Measurement) Run(ctx context.Context, env *measure.Env) (result.Result, e
 			get := func(path string) ([]byte, error) {
 				cctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 				defer cancel()
-				return env.Client.CoreV1().RESTClient().Get().AbsPath("/api/v1/nodes", n.Name, "proxy", path).DoRaw(cctx)
+				return c.CoreV1().RESTClient().Get().AbsPath("/api/v1/nodes", n.Name, "proxy", path).DoRaw(cctx)
 			}
 			b, err := get("configz")
 			if err == nil {
@@ -126,7 +139,9 @@ func (*Measurement) Run(ctx context.Context, env *measure.Env) (result.Result, e
 			}
 			if err == nil {
 				if b, err = get("metrics"); err == nil {
-					out[i].Metrics, err = prom.Parse(bytes.NewReader(b), time.Now())
+					if out[i].Metrics, err = prom.Parse(bytes.NewReader(b), time.Now()); err == nil {
+						keepFamilies(out[i].Metrics) // a kubelet's /metrics is thousands of series: keep what Analyze reads
+					}
 				}
 			}
 			if err != nil {
@@ -140,10 +155,19 @@ func (*Measurement) Run(ctx context.Context, env *measure.Env) (result.Result, e
 		}()
 	}
 	wg.Wait()
-	if forbidden != nil {
-		return res, measure.Skipf("no permission to read the kubelets through the node proxy (nodes/proxy get): %v", forbidden)
+	return out, forbidden
+}
+
+// families are the /metrics families Analyze reads.
+var families = []string{"kubelet_pod_start_sli_duration_seconds", "kubelet_runtime_operations_duration_seconds",
+	"kubelet_pleg_relist_duration_seconds", "kubelet_image_pull_duration_seconds", "kubelet_runtime_operations_errors_total"}
+
+func keepFamilies(s *prom.Snapshot) {
+	for f := range s.Families {
+		if !slices.Contains(families, f) {
+			delete(s.Families, f)
+		}
 	}
-	return Analyze(out), nil
 }
 
 func nodeFacts(n *corev1.Node) Node {
@@ -165,19 +189,28 @@ const (
 	MetricRuntimeTimeout   = "runtime_request_timeout"
 	MetricPodStartP99      = "pod_start_sli_p99"
 	MetricPodStartVsMedian = "pod_start_sli_p99_vs_median"
-	MetricRuntimeOpP99     = "runtime_operations_p99"
-	MetricRuntimeOpErrors  = "runtime_operations_errors"
-	MetricPLEGRelistP99    = "pleg_relist_p99"
-	MetricImagePullP99     = "image_pull_p99"
-	MetricNodesRead        = "nodes_read"
-	MetricNodesUnreadable  = "nodes_unreadable"
+	// MetricRuntimeOpP99 is the p99 of every runtime operation but image pulls (which have their own).
+	MetricRuntimeOpP99      = "runtime_operations_p99"
+	MetricRuntimeOpVsMedian = "runtime_operations_p99_vs_median"
+	MetricRuntimeOpErrors   = "runtime_operations_errors"
+	MetricPLEGRelistP99     = "pleg_relist_p99"
+	MetricImagePullP99      = "image_pull_p99"
+	// MetricPullWait is, per node, the longest time a pull waited for the kubelet's puller (labels: the image,
+	// the pod, the pull that held the puller, the node's pull setting); MetricPulls and MetricPullMax count the
+	// node's pulls and their longest own time.
+	MetricPullWait        = "image_pull_wait_max"
+	MetricPulls           = "image_pulls"
+	MetricPullMax         = "image_pull_max"
+	MetricNodesRead       = "nodes_read"
+	MetricNodesUnreadable = "nodes_unreadable"
 )
 
-// histP99 merges every series of a histogram family and returns its p99.
-func histP99(s *prom.Snapshot, family string) (float64, bool) {
+// histP99 merges every series of a histogram family (but those of the operation types left out) and returns
+// its p99.
+func histP99(s *prom.Snapshot, family string, without ...string) (float64, bool) {
 	var h *prom.Histogram
 	for _, se := range s.Series(family) {
-		if se.Hist == nil {
+		if se.Hist == nil || slices.Contains(without, se.Labels["operation_type"]) {
 			continue
 		}
 		if h == nil {
@@ -191,8 +224,9 @@ func histP99(s *prom.Snapshot, family string) (float64, bool) {
 	return h.Quantile(0.99)
 }
 
-// Analyze turns the nodes' kubelet readings into the result (pure).
-func Analyze(nodes []Node) result.Result {
+// Analyze turns the nodes' kubelet readings and the pulls their events reported (pullsErr: why they could
+// not be listed) into the result (pure).
+func Analyze(nodes []Node, pulls []Pull, pullsErr error) result.Result {
 	res := result.Result{Name: Name, Status: result.StatusPass}
 	add := func(name, unit string, v float64, node string) {
 		l := map[string]string{}
@@ -202,7 +236,8 @@ func Analyze(nodes []Node) result.Result {
 		res.Metrics = append(res.Metrics, result.Metric{Name: name, Unit: unit, Value: v, Labels: l})
 	}
 	read, unreadable := 0, 0
-	starts := map[string]float64{}
+	starts, runtimes := map[string]float64{}, map[string]float64{}
+	queued := LongestWaits(pulls)
 	for _, n := range nodes {
 		rec := result.Record{ID: "kubelet " + n.Name, Labels: map[string]string{}}
 		if n.Err != "" {
@@ -238,8 +273,9 @@ func Analyze(nodes []Node) result.Result {
 				add(MetricPodStartP99, "seconds", v, n.Name)
 				starts[n.Name] = v
 			}
-			if v, ok := histP99(s, "kubelet_runtime_operations_duration_seconds"); ok {
+			if v, ok := histP99(s, "kubelet_runtime_operations_duration_seconds", "pull_image"); ok {
 				add(MetricRuntimeOpP99, "seconds", v, n.Name)
+				runtimes[n.Name] = v
 			}
 			if v, ok := histP99(s, "kubelet_pleg_relist_duration_seconds"); ok {
 				add(MetricPLEGRelistP99, "seconds", v, n.Name)
@@ -253,29 +289,41 @@ func Analyze(nodes []Node) result.Result {
 			}
 			add(MetricRuntimeOpErrors, "count", errs, n.Name)
 		}
+		if pullsErr == nil {
+			q := queued[n.Name]
+			l := map[string]string{"node": n.Name, "setting": pullSetting(c)}
+			if q.Pulls > 0 {
+				w := q.Waited
+				l["image"], l["pod"] = w.Image, w.Namespace+"/"+w.Pod
+				l["pull"] = w.Pull.String()
+				l["behind"] = "a pull whose event is gone (expired, or the pull failed)"
+				if b := q.Blocker; b.Image != "" {
+					l["behind"] = fmt.Sprintf("%s (%.0f MiB, pulled in %s)", b.Image, float64(b.Bytes)/(1<<20), b.Pull)
+				}
+				add(MetricPullMax, "seconds", q.Longest.Seconds(), n.Name)
+				rec.Labels["longest_wait"] = fmt.Sprintf("%s for %s (pulled in %s) behind %s", w.Wait(), w.Image, w.Pull, l["behind"])
+			}
+			res.Metrics = append(res.Metrics, result.Metric{Name: MetricPullWait, Unit: "seconds", Value: q.Waited.Wait().Seconds(), Labels: l})
+			add(MetricPulls, "count", float64(q.Pulls), n.Name)
+		}
 		res.Records = append(res.Records, rec)
 	}
-	// A node whose pod-start SLI stands out from the others: its p99 over the median of every node's.
-	if len(starts) >= 3 {
-		var v []float64
-		for _, s := range starts {
-			v = append(v, s)
+	// A node whose pod-start SLI or runtime latency stands out from the others: its p99 over the median of
+	// every node's.
+	for _, o := range []struct {
+		name string
+		v    map[string]float64
+	}{{MetricPodStartVsMedian, starts}, {MetricRuntimeOpVsMedian, runtimes}} {
+		med := median(o.v)
+		if len(o.v) < 3 || med <= 0 {
+			continue
 		}
-		sort.Float64s(v)
-		med := v[len(v)/2]
-		if len(v)%2 == 0 {
-			med = (v[len(v)/2-1] + v[len(v)/2]) / 2
+		for _, n := range sortedKeys(o.v) {
+			add(o.name, "ratio", o.v[n]/med, n)
 		}
-		names := make([]string, 0, len(starts))
-		for n := range starts {
-			names = append(names, n)
-		}
-		sort.Strings(names)
-		for _, n := range names {
-			if med > 0 {
-				add(MetricPodStartVsMedian, "ratio", starts[n]/med, n)
-			}
-		}
+	}
+	if pullsErr != nil {
+		res.Absent = append(res.Absent, result.Absence{Metric: MetricPullWait, Series: "Pulled events", Reason: pullsErr.Error()})
 	}
 	add(MetricNodesRead, "count", float64(read), "")
 	add(MetricNodesUnreadable, "count", float64(unreadable), "")
@@ -286,6 +334,31 @@ func Analyze(nodes []Node) result.Result {
 		}
 	}
 	return res
+}
+
+// median of m's values.
+func median(m map[string]float64) float64 {
+	v := make([]float64, 0, len(m))
+	for _, x := range m {
+		v = append(v, x)
+	}
+	if len(v) == 0 {
+		return 0
+	}
+	sort.Float64s(v)
+	if len(v)%2 == 0 {
+		return (v[len(v)/2-1] + v[len(v)/2]) / 2
+	}
+	return v[len(v)/2]
+}
+
+func sortedKeys(m map[string]float64) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
 }
 
 func b2f(b bool) float64 {

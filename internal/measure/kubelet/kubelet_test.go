@@ -18,7 +18,7 @@ func TestParseConfigz(t *testing.T) {
 
 func TestAnalyzeDefaultsAndErrors(t *testing.T) {
 	c, _ := ParseConfigz([]byte(`{"kubeletconfig":{"maxPods":110}}`))
-	res := Analyze([]Node{{Name: "a", CPUs: 2, Config: c}, {Name: "b", Err: "forbidden"}})
+	res := Analyze([]Node{{Name: "a", CPUs: 2, Config: c}, {Name: "b", Err: "forbidden"}}, nil, nil)
 	if m := res.Metric(MetricSerializePulls, map[string]string{"node": "a"}); m == nil || m.Value != 1 {
 		t.Errorf("serializeImagePulls unset is the kubelet's default, true: %+v", m)
 	}

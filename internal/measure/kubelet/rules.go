@@ -11,7 +11,19 @@ var (
 	kubeletLargest    = rule.Metric{Result: Name, Name: MetricLargestImage}
 	kubeletStartRatio = rule.Metric{Result: Name, Name: MetricPodStartVsMedian}
 	kubeletStartP99   = rule.Metric{Result: Name, Name: MetricPodStartP99}
+	kubeletRtRatio    = rule.Metric{Result: Name, Name: MetricRuntimeOpVsMedian}
+	kubeletRtP99      = rule.Metric{Result: Name, Name: MetricRuntimeOpP99}
+	kubeletPullWait   = rule.Metric{Result: Name, Name: MetricPullWait}
 )
+
+// perNode keys each crossing by its node alone (the metric's other labels are the summary's words).
+func perNode(r *result.Report, ru rule.Rule) []rule.Hit {
+	hits := ru.Crossing(r)
+	for i := range hits {
+		hits[i].Key = "node=" + hits[i].Vars["node"]
+	}
+	return hits
+}
 
 // Rules are the rules over the kubelets' settings and metrics read through the node proxy.
 func Rules() []rule.Rule {
@@ -35,6 +47,28 @@ func Rules() []rule.Rule {
 			"(disk, runtime, CNI) is slow",
 		Remediation: "Look at that node's disk (nodes.agent: sync latency, spinning disk, I/O pressure), its runtime operation latency and " +
 			"errors, and its CNI; drain it if it cannot be fixed at once.",
+	}, {
+		ID: "KS-NODE-RUNTIME-OUTLIER", Title: "A node's container runtime answers the kubelet much slower than the others'", Severity: result.SeverityWarning, Cases: []string{"E"},
+		When: rule.Condition{Metric: kubeletRtRatio, Op: ">=", Value: 3, Unit: "ratio"},
+		Also: []rule.Condition{{Metric: kubeletRtP99, Op: ">=", Value: 1, Unit: "seconds"}},
+		Source: "kubelet_runtime_operations_duration_seconds (every CRI call but image pulls) p99 at 3x the nodes' median (kubeslow, as for the " +
+			"pod-start outlier) and 1 s or more: the kubelet's PLEG relists every second, so a runtime call past 1 s holds up the node's pod workers",
+		Summary: "{{.node}}'s container runtime takes {{.runtime_operations_p99}} at p99 per call (image pulls excluded), {{.value}} times the " +
+			"nodes' median: every pod start and status update on that node waits on it",
+		Remediation: "Look at that node's runtime (containerd's log, its CPU and memory), the disk under it (nodes.agent: sync latency, I/O " +
+			"pressure) and its number of containers; restart or drain the node if the runtime stays slow.",
+	}, {
+		ID: "KS-NODE-PULL-QUEUE", Title: "Image pulls queued behind other pulls on a node", Severity: result.SeverityWarning, Cases: []string{"B"},
+		When: rule.Condition{Metric: kubeletPullWait, Op: ">=", Value: 5, Unit: "seconds"},
+		Source: "the kubelet's Pulled event (\"in P (T including waiting)\"): T-P is the time the pull waited for the node's puller, which takes " +
+			"one pull at a time with serializeImagePulls: true (the default) and at most maxParallelImagePulls otherwise; case B's 17 GB image " +
+			"blocked every other pull behind it. kubeslow's threshold: 5 s of waiting, the whole budget of the pod start-up SLO (p99 5 s)",
+		Summary: "on {{.node}} ({{.setting}}) {{.pod}}'s pull of {{.image}} waited {{.value}} for the puller behind {{.behind}}; " +
+			"its own pull took {{.pull}}",
+		Remediation: "Let the kubelet pull in parallel: serializeImagePulls: false with maxParallelImagePulls (e.g. 5; raise it if it is already " +
+			"set); preload large images (the node image, or a pre-pull DaemonSet) or serve them from a registry mirror next to the nodes so the " +
+			"large pull is short.",
+		Match: perNode,
 	}}
 }
 

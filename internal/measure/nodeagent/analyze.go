@@ -26,7 +26,11 @@ const (
 	// MetricDStatePersistent counts the processes in D state in every sample of the agent's window.
 	MetricDStatePersistent = "d_state_persistent"
 	MetricDStateMax        = "d_state_max"
-	// Pressure (PSI) averages over 60 s, in percent of wall time.
+	// MetricIOPressureFullWindow is PSI io "full" over the agent's own watch (the growth of the kernel's
+	// stall counter), in percent of wall time: what the rule reads, since avg60 holds the minute before.
+	MetricIOPressureFullWindow = "io_pressure_full_window"
+	MetricIOPressureSomeWindow = "io_pressure_some_window"
+	// Pressure (PSI) averages over 60 s, in percent of wall time (reported).
 	MetricIOPressureFull  = "io_pressure_full_avg60"
 	MetricIOPressureSome  = "io_pressure_some_avg60"
 	MetricCPUPressureSome = "cpu_pressure_some_avg60"
@@ -38,8 +42,11 @@ const (
 	// rotational=1 whatever backs them).
 	MetricDiskSpinning = "disk_spinning"
 	MetricCPUs         = "cpus"
-	MetricLoadPerCPU   = "load1_per_cpu"
-	MetricMemAvailable = "mem_available_ratio"
+	// MetricSandboxMissing is 1 when the runtime's pause image is not on the node (its status's complete
+	// image list lacks it), 0 when it is (labels: node, image, registry); absent when unknown.
+	MetricSandboxMissing = "sandbox_image_missing"
+	MetricLoadPerCPU     = "load1_per_cpu"
+	MetricMemAvailable   = "mem_available_ratio"
 )
 
 // virtualDrivers report rotational=1 unless told otherwise: the flag says nothing of the backing store.
@@ -97,6 +104,10 @@ func Analyze(hosts []agent.NodeHost, failures map[string]string) result.Result {
 			}
 		}
 		if p, ok := h.PSI["io"]; ok {
+			if p.WindowSeconds > 0 {
+				add(MetricIOPressureFullWindow, "percent", p.FullWindow, "node", n)
+				add(MetricIOPressureSomeWindow, "percent", p.SomeWindow, "node", n)
+			}
 			add(MetricIOPressureFull, "percent", p.FullAvg60, "node", n)
 			add(MetricIOPressureSome, "percent", p.SomeAvg60, "node", n)
 		}
@@ -105,6 +116,13 @@ func Analyze(hosts []agent.NodeHost, failures map[string]string) result.Result {
 		}
 		if p, ok := h.PSI["memory"]; ok {
 			add(MetricMemPressureFull, "percent", p.FullAvg60, "node", n)
+		}
+		if sb := h.Sandbox; sb != nil {
+			rec.Labels["sandbox_image"] = sb.Image + " (" + sb.Source + ")"
+			if sb.Present != nil {
+				res.Metrics = append(res.Metrics, result.Metric{Name: MetricSandboxMissing, Unit: "bool", Value: b2f(!*sb.Present),
+					Labels: map[string]string{"node": n, "image": sb.Image, "registry": registryOf(sb.Image)}})
+			}
 		}
 		devOf := map[string]agent.BlockDev{}
 		for _, d := range h.Disks {

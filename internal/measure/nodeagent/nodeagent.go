@@ -180,6 +180,10 @@ func (m *Measurement) Run(ctx context.Context, env *measure.Env) (result.Result,
 	if err != nil {
 		return res, err
 	}
+	// The nodes' status lists the images each holds: one paginated LIST, whether the pause image is there.
+	if nodes, err := env.ListNodes(ctx); err == nil {
+		MarkSandboxPresence(hosts, nodes)
+	}
 	res = Analyze(hosts, failures)
 	res.Metrics = append(res.Metrics, result.Metric{Name: MetricAgentsScheduled, Unit: "count", Value: float64(last.Status.DesiredNumberScheduled)})
 	return res, nil

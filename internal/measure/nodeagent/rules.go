@@ -13,7 +13,8 @@ var (
 	sweepConntrack = rule.Metric{Result: Name, Name: MetricConntrackUsage}
 	sweepKernel    = rule.Metric{Result: Name, Name: MetricKernelLines}
 	sweepDState    = rule.Metric{Result: Name, Name: MetricDStatePersistent}
-	sweepIOFull    = rule.Metric{Result: Name, Name: MetricIOPressureFull}
+	sweepIOFull    = rule.Metric{Result: Name, Name: MetricIOPressureFullWindow}
+	sweepNoSandbox = rule.Metric{Result: Name, Name: MetricSandboxMissing}
 	sweepSpinning  = rule.Metric{Result: Name, Name: MetricDiskSpinning}
 	sweepSyncP50   = rule.Metric{Result: Name, Name: MetricSyncP50}
 )
@@ -108,8 +109,9 @@ func Rules() []rule.Rule {
 			ID: "KS-NODE-IO-PRESSURE", Title: "A node is stalled on I/O (PSI)", Severity: result.SeverityWarning, Cases: []string{"C", "E"},
 			When: rule.Condition{Metric: sweepIOFull, Op: ">=", Value: 10, Unit: "percent"},
 			Source: "Linux PSI (Documentation/accounting/psi.rst): io \"full\" is the share of time every non-idle task waited on I/O at once; " +
-				"kubeslow's threshold: a tenth of the last minute",
-			Summary:     "{{.node}}: every runnable task was stalled on I/O {{.value}} of the last minute (PSI io full avg60)",
+				"here the growth of its stall counter over the agent's own watch (not avg60, which holds the minute before the sweep; from " +
+				"Prometheus, its rate over the window); kubeslow's threshold: a tenth of the watch",
+			Summary:     "{{.node}}: every runnable task was stalled on I/O {{.value}} of the agent's watch (PSI io full)",
 			Remediation: "Find what saturates the node's disk (iotop, the sweep's sync latency); move image and container storage to a faster volume or raise its IOPS.",
 		},
 		{
@@ -127,6 +129,24 @@ func Rules() []rule.Rule {
 				"throttled volume's; SSDs flush in well under 1 ms",
 			Summary:     "write+fdatasync in {{.node}}'s {{.role}} directory ({{.device}}) takes {{.value}} at the median: image unpacking and container starts wait on it",
 			Remediation: "Move the runtime's and kubelet's directories to a faster local disk, raise the volume's IOPS, or find what else loads it.",
+		},
+		{
+			ID: "KS-NODE-PAUSE-REMOTE", Title: "The pause (sandbox) image is not on the node: every new pod's sandbox pulls it", Severity: result.SeverityWarning,
+			Cases: []string{"B"},
+			When:  rule.Condition{Metric: sweepNoSandbox, Op: ">=", Value: 1, Unit: "bool"},
+			Source: "the container runtime starts every pod's sandbox from its pause image (containerd's sandbox_image); when the node does not hold " +
+				"it (the node's status lists its images) the next sandbox waits for a pull from its registry, and a rate-limited or unreachable " +
+				"registry stops every pod start on the node (case B's pause image came from a rate-limited registry)",
+			Summary: "{{.node}}'s runtime starts sandboxes from {{.image}}, which the node does not hold: the next pod start pulls it from {{.registry}}",
+			Remediation: "Pull the pause image into the node image (or a mirror next to the nodes) and point sandbox_image at it; containerd 1.7+ pins " +
+				"the sandbox image against garbage collection, older runtimes and the kubelet's image GC may remove it.",
+			Match: func(r *result.Report, ru rule.Rule) []rule.Hit {
+				hits := ru.Crossing(r)
+				for i := range hits {
+					hits[i].Key = "node=" + hits[i].Vars["node"]
+				}
+				return hits
+			},
 		},
 	}
 }

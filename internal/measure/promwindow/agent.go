@@ -43,13 +43,15 @@ var agentAbsent = []result.Absence{
 
 // agentSeries are the series each of the node agent's metrics rests on.
 var agentSeries = map[string]string{
-	nodeagent.MetricConntrackUsage:  "node_nf_conntrack_entries / node_nf_conntrack_entries_limit",
-	nodeagent.MetricIOPressureFull:  "rate(node_pressure_io_stalled_seconds_total) (worst in the window)",
-	nodeagent.MetricIOPressureSome:  "rate(node_pressure_io_waiting_seconds_total) (worst in the window)",
-	nodeagent.MetricCPUPressureSome: "rate(node_pressure_cpu_waiting_seconds_total) (worst in the window)",
-	nodeagent.MetricMemPressureFull: "rate(node_pressure_memory_stalled_seconds_total) (worst in the window)",
-	nodeagent.MetricLoadPerCPU:      "node_load1 / node_cpu_seconds_total CPUs",
-	nodeagent.MetricMemAvailable:    "node_memory_MemAvailable_bytes / node_memory_MemTotal_bytes",
+	nodeagent.MetricConntrackUsage:       "node_nf_conntrack_entries / node_nf_conntrack_entries_limit",
+	nodeagent.MetricIOPressureFull:       "rate(node_pressure_io_stalled_seconds_total) (worst in the window)",
+	nodeagent.MetricIOPressureFullWindow: "rate(node_pressure_io_stalled_seconds_total) (worst in the window)",
+	nodeagent.MetricIOPressureSomeWindow: "rate(node_pressure_io_waiting_seconds_total) (worst in the window)",
+	nodeagent.MetricIOPressureSome:       "rate(node_pressure_io_waiting_seconds_total) (worst in the window)",
+	nodeagent.MetricCPUPressureSome:      "rate(node_pressure_cpu_waiting_seconds_total) (worst in the window)",
+	nodeagent.MetricMemPressureFull:      "rate(node_pressure_memory_stalled_seconds_total) (worst in the window)",
+	nodeagent.MetricLoadPerCPU:           "node_load1 / node_cpu_seconds_total CPUs",
+	nodeagent.MetricMemAvailable:         "node_memory_MemAvailable_bytes / node_memory_MemTotal_bytes",
 }
 
 // pressure is one PSI counter of node_exporter and the node agent's reading it becomes.
@@ -148,18 +150,22 @@ func (a *Agent) Run(ctx context.Context, _ *measure.Env) (result.Result, error) 
 				h.PSI = map[string]agent.PSIPair{}
 			}
 			pp := h.PSI[p.resource]
+			// The live agent's own-watch share is the counter's growth over its watch: here, over the rate window.
 			if p.full {
-				pp.FullAvg60 = pct
+				pp.FullAvg60, pp.FullWindow = pct, pct
 			} else {
-				pp.SomeAvg60 = pct
+				pp.SomeAvg60, pp.SomeWindow = pct, pct
 			}
+			pp.WindowSeconds = s.Window.Rate.Seconds()
 			h.PSI[p.resource] = pp
 			got[p.series] = true
 		}
 	}
 	if !got["node_pressure_io_stalled_seconds_total"] {
-		absent = append(absent, result.Absence{Metric: nodeagent.MetricIOPressureFull, Series: "node_pressure_io_stalled_seconds_total",
-			Reason: fmt.Sprintf("job %s has no pressure series in the window (pressure collector off, or a kernel without PSI)", jobValue(job))})
+		for _, m := range []string{nodeagent.MetricIOPressureFullWindow, nodeagent.MetricIOPressureFull} {
+			absent = append(absent, result.Absence{Metric: m, Series: "node_pressure_io_stalled_seconds_total",
+				Reason: fmt.Sprintf("job %s has no pressure series in the window (pressure collector off, or a kernel without PSI)", jobValue(job))})
+		}
 	}
 	load, err := byInstance(fmt.Sprintf("max by (instance) (max_over_time(%s[%s]))", selector("node_load1", job), w))
 	if err != nil {
@@ -199,7 +205,7 @@ func (a *Agent) Run(ctx context.Context, _ *measure.Env) (result.Result, error) 
 	res.Start, res.End = s.Window.From, s.Window.To
 	res.Absent = append(absent, agentAbsent...)
 	s.label(&res, "job "+jobValue(job), agentSeries)
-	if err := s.addProfile(ctx, &res, profile{Result: nodeagent.Name, Metric: nodeagent.MetricIOPressureFull, Unit: "percent", Rule: "KS-NODE-IO-PRESSURE",
+	if err := s.addProfile(ctx, &res, profile{Result: nodeagent.Name, Metric: nodeagent.MetricIOPressureFullWindow, Unit: "percent", Rule: "KS-NODE-IO-PRESSURE",
 		What: "node I/O pressure (full)", Top: 3,
 		Query: fmt.Sprintf("100 * max by (instance) (rate(%s[%s]))", selector("node_pressure_io_stalled_seconds_total", job), s.rate())}); err != nil {
 		return res, err

@@ -2,6 +2,7 @@ package promwindow
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 
@@ -92,7 +93,7 @@ func (k *Kubelet) Run(ctx context.Context, _ *measure.Env) (result.Result, error
 	if len(nodes) == 0 {
 		return result.Result{}, measure.Skipf("job %s exposed none of %v in %s", jobValue(job), kubeletHistograms, s.Window)
 	}
-	res := kubelet.Analyze(nodes)
+	res := kubelet.Analyze(nodes, nil, errors.New("the kubelets' Pulled events are not metrics; read them live (nodes.kubelet)"))
 	kept := res.Metrics[:0]
 	for _, m := range res.Metrics {
 		if !configMetrics[m.Name] {

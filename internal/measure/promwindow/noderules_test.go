@@ -2,6 +2,7 @@ package promwindow
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -125,8 +126,11 @@ func liveSweep(t *testing.T, hosts map[string]string) result.Result {
 	var hs []agent.NodeHost
 	for node, tree := range hosts {
 		r := filepath.Join("../../agent/testdata/hosts", tree)
-		h := agent.ReadNodeHost(context.Background(), agent.NodeHostOptions{Proc: r + "/proc", NetProc: r + "/proc", Sys: r + "/sys", Root: r + "/root",
-			Window: 10 * time.Millisecond, NodeName: node})
+		o := agent.NodeHostOptions{Proc: r + "/proc", NetProc: r + "/proc", Sys: r + "/sys", Root: r + "/root", Window: 10 * time.Millisecond, NodeName: node}
+		if _, err := os.Stat(r + "/proc-after"); err == nil {
+			o.PressureAfter = r + "/proc-after" // the PSI counters at the watch's end
+		}
+		h := agent.ReadNodeHost(context.Background(), o)
 		hs = append(hs, *h)
 	}
 	return nodeagent.Analyze(hs, nil)
@@ -277,7 +281,7 @@ func TestKubeletRulesFromHistory(t *testing.T) {
 			for _, s := range scrapes[len(scrapes)-4:] {
 				nodes = append(nodes, kubelet.Node{Name: s.Labels["instance"], Config: &kubelet.Config{}, Metrics: parse(t, s.Text, s.At)})
 			}
-			live := kubelet.Analyze(nodes)
+			live := kubelet.Analyze(nodes, nil, errors.New("not read"))
 			for _, m := range live.Metrics {
 				if configMetrics[m.Name] {
 					continue

@@ -4,9 +4,13 @@ package nodeagenttest
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubeslow/kubeslow/internal/agent"
 	"github.com/kubeslow/kubeslow/internal/measure/nodeagent"
@@ -25,6 +29,8 @@ type Sweep struct {
 	// Disk (major:minor in testdata/sysfs-disks) and sync median per node, for the runtime directory.
 	Disk map[string][2]uint32
 	Sync map[string]time.Duration
+	// NoPause lists the nodes whose status lacks the runtime's pause image (the others hold it).
+	NoPause map[string]bool
 }
 
 // Result is nodeagent.Analyze over the hosts as the agent reads them.
@@ -33,8 +39,11 @@ func (s Sweep) Result(t *testing.T) result.Result {
 	var hosts []agent.NodeHost
 	for node, tree := range s.Hosts {
 		r := filepath.Join(Hosts, tree)
-		h := agent.ReadNodeHost(context.Background(), agent.NodeHostOptions{Proc: r + "/proc", NetProc: r + "/proc", Sys: r + "/sys", Root: r + "/root",
-			Window: 20 * time.Millisecond, NodeName: node})
+		o := agent.NodeHostOptions{Proc: r + "/proc", NetProc: r + "/proc", Sys: r + "/sys", Root: r + "/root", Window: 20 * time.Millisecond, NodeName: node}
+		if _, err := os.Stat(r + "/proc-after"); err == nil {
+			o.PressureAfter = r + "/proc-after" // the PSI counters at the watch's end
+		}
+		h := agent.ReadNodeHost(context.Background(), o)
 		if len(h.Unread) > 0 {
 			t.Fatalf("fixture %s: %v", tree, h.Unread)
 		}
@@ -51,6 +60,17 @@ func (s Sweep) Result(t *testing.T) result.Result {
 		}
 		hosts = append(hosts, *h)
 	}
+	var nodes []corev1.Node
+	for node := range s.Hosts {
+		n := corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node}, Status: corev1.NodeStatus{Images: []corev1.ContainerImage{
+			{Names: []string{"docker.io/library/app@sha256:0d1f", "docker.io/library/app:1"}, SizeBytes: 300 << 20}}}}
+		if !s.NoPause[node] {
+			n.Status.Images = append(n.Status.Images, corev1.ContainerImage{Names: []string{
+				"registry.k8s.io/pause@sha256:7031c1b283388d2c2e09b57badb803c05ebed362dc88d84b480cc47f72a21097", "registry.k8s.io/pause:3.9"}, SizeBytes: 321520})
+		}
+		nodes = append(nodes, n)
+	}
+	nodeagent.MarkSandboxPresence(hosts, nodes)
 	return nodeagent.Analyze(hosts, nil)
 }
 
@@ -80,6 +100,8 @@ func RuleFixtures() map[string]ruletest.Fixture {
 	healthy := sw(Healthy)
 	hdd := Healthy
 	hdd.Disk = map[string][2]uint32{"n1": hddDisk, "n2": virtioDisk, "n3": nvmeDisk}
+	noPause := Healthy
+	noPause.NoPause = map[string]bool{"n2": true}
 	slowSync := Healthy
 	slowSync.Sync = map[string]time.Duration{"n1": 170 * time.Microsecond, "n2": 9 * time.Millisecond, "n3": 60 * time.Microsecond}
 	return map[string]ruletest.Fixture{
@@ -94,5 +116,7 @@ func RuleFixtures() map[string]ruletest.Fixture {
 		// a SATA HDD fires; the lab's virtio disk (rotational=1 too) and an NVMe SSD stay clear.
 		"KS-NODE-DISK-SPINNING": {Fire: sw(hdd), Clear: healthy},
 		"KS-NODE-DISK-SYNC":     {Fire: sw(slowSync), Clear: healthy},
+		// n2's status lacks registry.k8s.io/pause:3.9, which its containerd's configuration names; every node holds it.
+		"KS-NODE-PAUSE-REMOTE": {Fire: sw(noPause), Clear: healthy},
 	}
 }

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"fmt"
+	"os"
 	"strings"
 	"time"
 
@@ -20,6 +21,7 @@ const DNSLoadName = "dns.load"
 func newDNSLoad(streams common.IOStreams) *cobra.Command {
 	var out common.OutputFlag
 	var names []string
+	var namesFile string
 	var rc = dnsload.DefaultRamp(dnsload.Config{})
 	var rate float64
 	var d time.Duration
@@ -40,6 +42,18 @@ Names are KIND=NAME (kinds: service, headless, nxdomain, external), asked in tur
 				return &common.ExitError{Code: 2, Err: err}
 			}
 			var qs []dnsload.Query
+			if namesFile != "" {
+				b, err := os.ReadFile(namesFile)
+				if err != nil {
+					return &common.ExitError{Code: 2, Err: err}
+				}
+				names = nil
+				for _, l := range strings.Split(string(b), "\n") {
+					if f := strings.Fields(l); len(f) == 2 && !strings.HasPrefix(f[0], "#") {
+						names = append(names, f[0]+"="+f[1])
+					}
+				}
+			}
 			for _, n := range names {
 				k, name, ok := strings.Cut(n, "=")
 				if !ok {
@@ -89,6 +103,7 @@ Names are KIND=NAME (kinds: service, headless, nxdomain, external), asked in tur
 	out.Add(cmd)
 	f := cmd.Flags()
 	f.StringArrayVar(&names, "name", []string{"service=kubernetes.default.svc.cluster.local", "nxdomain=nope.default.svc.cluster.local"}, "KIND=NAME to ask (repeatable)")
+	f.StringVar(&namesFile, "names-file", "", "a file of KIND NAME lines (instead of --name)")
 	f.Float64Var(&rate, "rate", 0, "a fixed rate (queries/s) instead of the ramp")
 	f.DurationVar(&d, "duration", 5*time.Second, "length of the fixed-rate run")
 	f.Float64Var(&rc.Start, "start", rc.Start, "the ramp's first rate (queries/s)")

@@ -111,6 +111,7 @@ const (
 	famForwardDur   = "coredns_forward_request_duration_seconds"
 	famProxyHCFail  = "coredns_proxy_healthcheck_failures_total"
 	famForwardHCF   = "coredns_forward_healthcheck_failures_total"
+	famForwardHCB   = "coredns_forward_healthcheck_broken_total"
 	famForwardMaxCR = "coredns_forward_max_concurrent_rejects_total"
 	famPanics       = "coredns_panics_total"
 )
@@ -144,7 +145,7 @@ func ReplicaStats(before, after *prom.Snapshot) Stats {
 		st.CacheMisses = max(0, sum(famCacheReqs)-st.CacheHits)
 	}
 	st.Panics = sum(famPanics)
-	st.ForwardErrors = sum(famProxyHCFail) + sum(famForwardHCF) + sum(famForwardMaxCR)
+	st.ForwardErrors = sum(famProxyHCFail) + sum(famForwardHCF) + sum(famForwardHCB) + sum(famForwardMaxCR)
 	merged := func(fam string, keep func(prom.Labels) bool) *prom.Histogram {
 		var h *prom.Histogram
 		for _, s := range prom.Delta(before, after, fam) {

@@ -118,3 +118,21 @@ func FuzzReplicaStats(f *testing.F) {
 		}
 	})
 }
+
+// TestRecordedReplica reads real CoreDNS 1.15 scrapes (hack/record-coredns.sh): replica a forwarded 2,000
+// distinct names to an upstream that dropped what exceeded 100 q/s per source.
+func TestRecordedReplica(t *testing.T) {
+	st := ReplicaStats(scrape(t, "recorded-a-before.txt", t0), scrape(t, "recorded-a-after.txt", t0.Add(20*time.Second)))
+	if st.Requests != 2000 || st.Responses != 2000 || st.Errors != 704 || st.Rcodes["SERVFAIL"] != 704 || st.CacheMisses != 2000 || st.CacheHits != 0 {
+		t.Fatalf("%+v", st)
+	}
+	// The answered queries' forward latency is recorded; the dropped ones waited out the forward's deadline.
+	if !st.HasForwardP99 || !st.HasRequestP99 || st.RequestP99 < 1 {
+		t.Fatalf("p99 %+v", st)
+	}
+	b := ReplicaStats(scrape(t, "recorded-b-before.txt", t0), scrape(t, "recorded-b-after.txt", t0.Add(20*time.Second)))
+	if b.Requests != 2000 || b.Errors != 0 || b.RequestP99 >= 1 {
+		t.Fatalf("b %+v", b)
+	}
+	t.Logf("a: request p99 %.3f s forward p99 %.3f s; b: request p99 %.3f s forward p99 %.3f s", st.RequestP99, st.ForwardP99, b.RequestP99, b.ForwardP99)
+}

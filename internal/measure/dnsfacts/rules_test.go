@@ -34,11 +34,34 @@ func TestDNSHotspotNamesNodeAndShare(t *testing.T) {
 	}
 }
 
-// TestReplicaErrorsSummary: the outlier's error share and its excess are percentages.
-func TestReplicaErrorsSummary(t *testing.T) {
+// TestReplicaErrors: the recorded replica behind the per-source limit is named with its real share (704 of
+// 2,000); a scripted one too; every replica failing alike (an upstream outage) stays clear.
+func TestReplicaErrors(t *testing.T) {
+	errs := dnsfacts.Rules()[1:2]
+	rec := dnsfactstest.Recorded(t, 3, map[string]string{"a": "n1", "b": "n2", "c": "n3"})
+	fs, _ := rule.Evaluate(ruletest.Report(nil, rec), errs)
+	if len(fs) != 1 || fs[0].ItemCount != 1 || !strings.Contains(fs[0].Summary, "coredns-a on n1 answers 35% of its queries with SERVFAIL/REFUSED, 35 points more") {
+		t.Fatalf("%+v", fs)
+	}
 	c := dnsfactstest.OneBad(dnsfactstest.Replica{Node: "n2", QPS: 40, Servfail: 0.3, Latency: 0.004})
-	fs, _ := rule.Evaluate(ruletest.Report(nil, c.Result(t)), dnsfacts.Rules()[1:2])
+	fs, _ = rule.Evaluate(ruletest.Report(nil, c.Result(t)), errs)
 	if len(fs) != 1 || !strings.Contains(fs[0].Summary, "coredns-1 on n2 answers 30% of its queries with SERVFAIL/REFUSED, 30 points more") {
+		t.Fatalf("%+v", fs)
+	}
+	if fs, _ := rule.Evaluate(ruletest.Report(nil, dnsfactstest.AllFail().Result(t)), errs); len(fs) != 0 {
+		t.Fatalf("every replica failing alike: %+v", fs)
+	}
+}
+
+// TestReplicaSlowScripted: one replica at ~0.5 s p99 against ~5 ms fires; one at ~50 ms, 10x but under
+// 100 ms, does not.
+func TestReplicaSlowScripted(t *testing.T) {
+	slow := dnsfacts.Rules()[2:3]
+	fs, _ := rule.Evaluate(ruletest.Report(nil, dnsfactstest.OneBad(dnsfactstest.Replica{Node: "n2", QPS: 40, Latency: 0.4}).Result(t)), slow)
+	if len(fs) != 1 || fs[0].Items[0].Key != "node=n2 pod=coredns-1" {
+		t.Fatalf("%+v", fs)
+	}
+	if fs, _ := rule.Evaluate(ruletest.Report(nil, dnsfactstest.OneBad(dnsfactstest.Replica{Node: "n2", QPS: 40, Latency: 0.04}).Result(t)), slow); len(fs) != 0 {
 		t.Fatalf("%+v", fs)
 	}
 }

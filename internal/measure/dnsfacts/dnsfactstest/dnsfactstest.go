@@ -3,11 +3,14 @@
 package dnsfactstest
 
 import (
+	"bytes"
 	"fmt"
+	"os"
 	"testing"
 	"time"
 
 	"github.com/kubeslow/kubeslow/internal/measure/dnsfacts"
+	"github.com/kubeslow/kubeslow/internal/prom"
 	"github.com/kubeslow/kubeslow/internal/prom/promtest"
 	"github.com/kubeslow/kubeslow/internal/rule/ruletest"
 	"github.com/kubeslow/kubeslow/pkg/result"
@@ -82,6 +85,15 @@ var (
 	Spread = Cluster{RealNodes: 4, Protection: "preferred anti-affinity on kubernetes.io/hostname (weight 100)", Replicas: On(40, "n1", "n2", "n3", "n4")}
 )
 
+// AllFail is three replicas, one per node, each answering 30% SERVFAIL (an upstream outage).
+func AllFail() Cluster {
+	c := Cluster{RealNodes: 3, Replicas: On(40, "n1", "n2", "n3")}
+	for i := range c.Replicas {
+		c.Replicas[i].Servfail = 0.3
+	}
+	return c
+}
+
 // OneBad is three replicas, one per node, the one on n2 replaced by bad.
 func OneBad(bad Replica) Cluster {
 	c := Cluster{RealNodes: 3, Replicas: On(40, "n1", "n2", "n3")}
@@ -89,19 +101,51 @@ func OneBad(bad Replica) Cluster {
 	return c
 }
 
+// Recorded is dnsfacts.Analyze over real CoreDNS 1.15 scrapes recorded by hack/record-coredns.sh (replica
+// -> node; replicas "a", "b", "c"), 20 s apart: every replica was sent 2,000 distinct external names at
+// 200 q/s; "a" forwarded them to an upstream that answers 100 q/s per source and drops the rest (it answered
+// 704 of them SERVFAIL), "b" and "c" to one without a limit.
+func Recorded(t *testing.T, realNodes int, placement map[string]string) result.Result {
+	t.Helper()
+	read := func(name string, at time.Time) *prom.Snapshot {
+		b, err := os.ReadFile(ruletest.Path("internal/measure/dnsfacts/testdata/" + name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := prom.Parse(bytes.NewReader(b), at)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	window := 20 * time.Second
+	f := dnsfacts.Facts{Service: "kube-system/kube-dns", ClusterIP: "198.19.0.10", Server: "CoreDNS", Workload: "Deployment kube-system/coredns",
+		RealNodes: realNodes, Window: window}
+	for _, r := range []string{"a", "b", "c"} {
+		n, ok := placement[r]
+		if !ok {
+			continue
+		}
+		f.Replicas = append(f.Replicas, dnsfacts.Replica{Pod: "coredns-" + r, Node: n, Ready: true,
+			Before: read("recorded-"+r+"-before.txt", ruletest.T0), After: read("recorded-"+r+"-after.txt", ruletest.T0.Add(window))})
+	}
+	return dnsfacts.Analyze(f)
+}
+
 // RuleFixtures are dnsfacts.Rules' firing and clear fixtures.
 func RuleFixtures() map[string]ruletest.Fixture {
-	allFail := Cluster{RealNodes: 3, Replicas: On(40, "n1", "n2", "n3")}
-	for i := range allFail.Replicas {
-		allFail.Replicas[i].Servfail = 0.3
+	recorded := func(placement map[string]string) func(t *testing.T) *result.Report {
+		return ruletest.One(func(t *testing.T) result.Result { return Recorded(t, 3, placement) })
 	}
 	c := func(x Cluster) func(t *testing.T) *result.Report { return ruletest.One(x.Result) }
 	return map[string]ruletest.Fixture{
 		// Packed on a cluster that has room fires; spread stays clear.
 		"KS-DNS-HOTSPOT": {Fire: c(Packed), Clear: c(Spread)},
-		// One replica failing 30% of its lookups; every replica failing alike is the upstream, not a replica.
-		"KS-DNS-REPLICA-ERRORS": {Fire: c(OneBad(Replica{Node: "n2", QPS: 40, Servfail: 0.3, Latency: 0.004})), Clear: c(allFail)},
-		// One replica at ~0.5 s p99 against ~5 ms; one at ~50 ms is 10x but fast enough.
-		"KS-DNS-REPLICA-SLOW": {Fire: c(OneBad(Replica{Node: "n2", QPS: 40, Latency: 0.4})), Clear: c(OneBad(Replica{Node: "n2", QPS: 40, Latency: 0.04}))},
+		// Real CoreDNS: the replica behind the per-source limit (35% SERVFAIL) among two that are not; the two
+		// that are not. (rules_test.go: a scripted one, and every replica failing alike stays clear.)
+		"KS-DNS-REPLICA-ERRORS": {Fire: recorded(map[string]string{"a": "n1", "b": "n2", "c": "n3"}), Clear: recorded(map[string]string{"b": "n2", "c": "n3"})},
+		// Real CoreDNS: the same replica's request p99 is ~4 s (its dropped queries wait out the forward), the
+		// others' ~4 ms; the two others alone. (Scripted: one at ~0.5 s fires, one at ~50 ms, 10x but fast, not.)
+		"KS-DNS-REPLICA-SLOW": {Fire: recorded(map[string]string{"a": "n1", "b": "n2", "c": "n3"}), Clear: recorded(map[string]string{"b": "n2", "c": "n3"})},
 	}
 }

@@ -47,6 +47,10 @@ const (
 	FlagWindow     = "window"
 	FlagNodeName   = "node-name"
 	FlagReadyFile  = "ready-file"
+	FlagConnect    = "connect"
+	FlagBackBase   = "backoff-base"
+	FlagBackFactor = "backoff-factor"
+	FlagBackCap    = "backoff-cap"
 )
 
 // Request is one agent command: Args are its arguments after the binary (what an agent pod's container
@@ -135,6 +139,47 @@ func (DNSWait) Decode(out []byte) ([]agent.DNSWait, error) {
 		return nil, fmt.Errorf("dns-wait output: %w", err)
 	}
 	return ws, nil
+}
+
+// JobPeer is `agent job-peer`: one member of a job whose members find each other by per-pod DNS name. It
+// listens on Listen, polls every name (its own skipped) every Interval and, with Connect, connects to each
+// peer at the listen port with exponential back-off; it prints one JSON line (agent.JobPeer) when done and
+// keeps accepting peers until Wait ends.
+type JobPeer struct {
+	Listen                  string
+	Interval, Wait, Timeout time.Duration
+	Connect                 bool
+	BackoffBase, BackoffCap time.Duration
+	BackoffFactor           float64
+	Names                   []string
+}
+
+// Args implements Request.
+func (j JobPeer) Args() []string {
+	a := []string{"agent", "job-peer", "--" + FlagListen, j.Listen, "--" + FlagInterval, j.Interval.String(), "--" + FlagWait, j.Wait.String(),
+		"--" + FlagTimeout, j.Timeout.String()}
+	if j.Connect {
+		a = append(a, "--"+FlagConnect, "--"+FlagBackBase, j.BackoffBase.String(), "--"+FlagBackFactor, strconv.FormatFloat(j.BackoffFactor, 'g', -1, 64),
+			"--"+FlagBackCap, j.BackoffCap.String())
+	}
+	return append(a, j.Names...)
+}
+
+// Decode reads the member's report from its log: the last line that is a JSON object.
+func (JobPeer) Decode(out []byte) (agent.JobPeer, error) {
+	lines := bytes.Split(bytes.TrimSpace(out), []byte("\n"))
+	for i := len(lines) - 1; i >= 0; i-- {
+		l := bytes.TrimSpace(lines[i])
+		if len(l) == 0 || l[0] != '{' {
+			continue
+		}
+		var p agent.JobPeer
+		if err := json.Unmarshal(l, &p); err != nil {
+			return p, fmt.Errorf("job-peer report: %w", err)
+		}
+		return p, nil
+	}
+	return agent.JobPeer{}, fmt.Errorf("job-peer: no report in %d bytes of output", len(out))
 }
 
 // NodeHost is `agent node`: the node agent's report (agent.NodeHost, one JSON line). In the DaemonSet the

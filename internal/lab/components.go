@@ -85,6 +85,9 @@ func controllerManagerArgs(d Dirs, c *Config, bin string) []string {
 	if c.ControllerManager.Burst > 0 {
 		args = append(args, "--kube-api-burst="+strconv.Itoa(c.ControllerManager.Burst))
 	}
+	if b := c.EndpointSliceBatch.Duration; b > 0 {
+		args = append(args, "--endpointslice-updates-batch-period="+b.String())
+	}
 	return args
 }
 

@@ -28,6 +28,9 @@ type Config struct {
 	// ControllerManager and Scheduler client settings (0: the component's default).
 	ControllerManager ClientSettings `json:"controllerManager"`
 	Scheduler         ClientSettings `json:"scheduler"`
+	// EndpointSliceBatch is kube-controller-manager's --endpointslice-updates-batch-period (0: its default,
+	// none): how long a pod change waits before its EndpointSlice is updated (and its DNS name published).
+	EndpointSliceBatch Duration `json:"endpointSliceBatch,omitzero"`
 	// Kwok stage delays.
 	Kwok KwokSettings `json:"kwok"`
 	// APIServerExtraArgs are appended to kube-apiserver's flags (scenarios use this).
@@ -160,6 +163,9 @@ func (c *Config) Validate() error {
 		if s.QPS < 0 || s.Burst < 0 {
 			return errors.New("QPS and burst must not be negative")
 		}
+	}
+	if c.EndpointSliceBatch.Duration < 0 {
+		return errors.New("the EndpointSlice batch period must not be negative")
 	}
 	for _, d := range []Duration{c.Kwok.PodReadyDelay, c.Kwok.PodReadyJitter, c.Kwok.SlowNodeDelay} {
 		if d.Duration < 0 {

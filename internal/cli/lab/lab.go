@@ -78,6 +78,7 @@ type upFlags struct {
 	maxParallelPulls   int
 	dnsCacheTTL        time.Duration
 	dnsDenialTTL       time.Duration
+	endpointSliceBatch time.Duration
 	registryBPS        int64
 	registryLatency    time.Duration
 	prometheus         bool
@@ -100,6 +101,7 @@ func (f *upFlags) config() (lab.Config, error) {
 		DNS:                lab.DNSSettings{CacheTTL: lab.Duration{Duration: f.dnsCacheTTL}, DenialTTL: lab.Duration{Duration: f.dnsDenialTTL}},
 		Registry:           lab.RegistrySettings{BytesPerSecond: f.registryBPS, Latency: lab.Duration{Duration: f.registryLatency}},
 		ControllerManager:  lab.ClientSettings{QPS: f.kcmQPS, Burst: f.kcmBurst},
+		EndpointSliceBatch: lab.Duration{Duration: f.endpointSliceBatch},
 		Scheduler:          lab.ClientSettings{QPS: f.schedQPS, Burst: f.schedBur},
 		APIServerExtraArgs: f.apiserverArgs, Prometheus: f.prometheus,
 		Kwok: lab.KwokSettings{PodReadyDelay: lab.Duration{Duration: f.podReadyDelay}, PodReadyJitter: lab.Duration{Duration: f.podReadyJitter},
@@ -168,6 +170,7 @@ func newUp(streams common.IOStreams) *cobra.Command {
 	fl.IntVar(&f.maxParallelPulls, "max-parallel-image-pulls", 0, "kubelet maxParallelImagePulls (needs --serialize-image-pulls=false; 0: unlimited)")
 	fl.DurationVar(&f.dnsCacheTTL, "dns-cache-ttl", 30*time.Second, "CoreDNS cache TTL for answers")
 	fl.DurationVar(&f.dnsDenialTTL, "dns-denial-ttl", 5*time.Second, "CoreDNS cache TTL for negative answers (NXDOMAIN)")
+	fl.DurationVar(&f.endpointSliceBatch, "endpointslice-batch", 0, "kube-controller-manager --endpointslice-updates-batch-period: how long a pod change waits before its EndpointSlice (and DNS name) is updated (0: none)")
 	fl.Int64Var(&f.registryBPS, "registry-bytes-per-second", 0, "lab registry download speed per response (0: unlimited)")
 	fl.DurationVar(&f.registryLatency, "registry-latency", 0, "lab registry latency added to every request")
 	fl.BoolVar(&f.prometheus, "prometheus", false, "also run Debian's Prometheus and node_exporter scraping the lab's components (at "+lab.PrometheusURL()+"; see docs/prometheus.md)")

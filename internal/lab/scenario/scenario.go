@@ -88,6 +88,12 @@ func All() []Scenario {
 				c.RealNodes = max(c.RealNodes, 1)
 				c.DNS.DenialTTL = lab.Duration{Duration: 20 * time.Second}
 			}, Expect: []string{"KS-DNS-LAG", "KS-DNS-BACKOFF"}},
+		{Name: "dns-endpoint-delay", Case: "A", Description: "kube-controller-manager batches EndpointSlice updates for 15 s (--endpointslice-updates-batch-period): " +
+			"a new pod's per-pod DNS name is published up to 15 s after it is Ready",
+			Configure: func(c *lab.Config) {
+				c.RealNodes = max(c.RealNodes, 1)
+				c.EndpointSliceBatch = lab.Duration{Duration: 15 * time.Second}
+			}, Expect: []string{"KS-DNS-LAG"}},
 		{Name: "burst-credits", Case: "C", Description: fmt.Sprintf("lab-node-1's containerd and kubelet directories on a loop device metered like a gp2 volume, scaled down: "+
 			"up to %d IOPS while a bucket of %d I/O credits lasts, then %d IOPS (the refill rate) until a tenth of it is back", BurstIOPS, BurstCredits, BaselineIOPS),
 			Configure: func(c *lab.Config) {

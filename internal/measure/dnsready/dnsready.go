@@ -125,7 +125,7 @@ func (m *Measurement) Run(ctx context.Context, env *measure.Env) (result.Result,
 		names[i] = fmt.Sprintf("peer-%d.%s.%s.svc.cluster.local.", i, svcName, env.Namespace)
 	}
 	// Watch the peers and the Service's EndpointSlices before they exist.
-	obs := newObserver(env)
+	obs := newObserver(env, roleLabel+"="+targetRole, svcName)
 	wctx, stopWatch := context.WithCancel(ctx)
 	defer stopWatch()
 	if err := obs.start(wctx, env); err != nil {
@@ -179,7 +179,7 @@ func (m *Measurement) Run(ctx context.Context, env *measure.Env) (result.Result,
 	if got.err != nil {
 		return res, got.err
 	}
-	ready, endpoints := obs.snapshot()
+	_, ready, endpoints := obs.snapshot()
 	var targets []Target
 	var firstAsk time.Time
 	for i, w := range got.ws {
@@ -203,36 +203,7 @@ func (m *Measurement) Report(res *result.Result, targets []Target, created, firs
 	if unresolved > 0 {
 		res.Status, res.Reason = result.StatusWarn, fmt.Sprintf("%d of %d names did not resolve within %s of creation", unresolved, len(targets), m.Opts.Wait)
 	}
-	// seconds collects one lag of every peer (of those whose endpoint was seen, for the split).
-	seconds := func(split bool, f func(Lags) time.Duration) []float64 {
-		var v []float64
-		for _, l := range lags {
-			if l.HasEndpoint || !split {
-				v = append(v, f(l).Seconds())
-			}
-		}
-		return stats.Sorted(v)
-	}
-	for _, s := range []struct {
-		name string
-		v    []float64
-	}{
-		{"dns_lag", seconds(false, func(l Lags) time.Duration { return l.DNS })},
-		{"endpoint_lag", seconds(true, func(l Lags) time.Duration { return l.Endpoint })},
-		{"serving_lag", seconds(true, func(l Lags) time.Duration { return l.Serving })},
-		{"client_backoff_delay", seconds(false, func(l Lags) time.Duration { return l.Client })},
-		{"client_backoff_extra", seconds(false, func(l Lags) time.Duration { return l.Extra })},
-	} {
-		if len(s.v) == 0 {
-			continue
-		}
-		for _, q := range []struct {
-			n string
-			q float64
-		}{{"p50", 0.5}, {"p99", 0.99}, {"max", 1}} {
-			res.Metrics = append(res.Metrics, result.Metric{Name: s.name + "_" + q.n, Unit: "seconds", Value: stats.Percentile(s.v, q.q)})
-		}
-	}
+	res.Metrics = append(res.Metrics, lagMetrics(lags, nil)...)
 	byPod := map[string]Lags{}
 	for _, l := range lags {
 		byPod[l.Pod] = l
@@ -255,6 +226,42 @@ func (m *Measurement) Report(res *result.Result, targets []Target, created, firs
 	}, Values: map[string]float64{"asked_before_peers_created_seconds": created.Sub(firstAsk).Seconds()}})
 }
 
+// lagMetrics are the lags' p50, p99 and max (the endpoint/serving split over the peers whose endpoint was
+// seen), each with labels.
+func lagMetrics(lags []Lags, labels map[string]string) []result.Metric {
+	seconds := func(split bool, f func(Lags) time.Duration) []float64 {
+		var v []float64
+		for _, l := range lags {
+			if l.HasEndpoint || !split {
+				v = append(v, f(l).Seconds())
+			}
+		}
+		return stats.Sorted(v)
+	}
+	var out []result.Metric
+	for _, s := range []struct {
+		name string
+		v    []float64
+	}{
+		{"dns_lag", seconds(false, func(l Lags) time.Duration { return l.DNS })},
+		{"endpoint_lag", seconds(true, func(l Lags) time.Duration { return l.Endpoint })},
+		{"serving_lag", seconds(true, func(l Lags) time.Duration { return l.Serving })},
+		{"client_backoff_delay", seconds(false, func(l Lags) time.Duration { return l.Client })},
+		{"client_backoff_extra", seconds(false, func(l Lags) time.Duration { return l.Extra })},
+	} {
+		if len(s.v) == 0 {
+			continue
+		}
+		for _, q := range []struct {
+			n string
+			q float64
+		}{{"p50", 0.5}, {"p99", 0.99}, {"max", 1}} {
+			out = append(out, result.Metric{Name: s.name + "_" + q.n, Unit: "seconds", Value: stats.Percentile(s.v, q.q), Labels: maps.Clone(labels)})
+		}
+	}
+	return out
+}
+
 // realNode picks a Ready, schedulable node that is not kwok's (the client must really resolve names).
 func realNode(ctx context.Context, env *measure.Env) (string, error) {
 	nodes, err := measure.RealNodes(ctx, env)
@@ -270,32 +277,49 @@ func realNode(ctx context.Context, env *measure.Env) (string, error) {
 	return nodes[0].Name, nil
 }
 
-// observer records when each peer was first seen Ready and when its endpoint was first ready in the
-// Service's EndpointSlices (by hostname).
+// observer records, by pod hostname (the name's first label; the pod name when it has none), when each pod
+// was first seen Running and Ready and when its endpoint was first ready in the Service's EndpointSlices.
 type observer struct {
-	mu        sync.Mutex
-	now       func() time.Time
-	ready     map[string]time.Time
-	endpoints map[string]time.Time
+	mu                        sync.Mutex
+	now                       func() time.Time
+	selector, service         string
+	running, ready, endpoints map[string]time.Time
+	// onRunning (if set) is called once per pod, when it is first seen Running.
+	onRunning func(p *corev1.Pod)
 }
 
-func newObserver(env *measure.Env) *observer {
-	return &observer{now: env.Clock.Now, ready: map[string]time.Time{}, endpoints: map[string]time.Time{}}
+func newObserver(env *measure.Env, podSelector, service string) *observer {
+	return &observer{now: env.Clock.Now, selector: podSelector, service: service,
+		running: map[string]time.Time{}, ready: map[string]time.Time{}, endpoints: map[string]time.Time{}}
+}
+
+func hostOf(p *corev1.Pod) string {
+	if p.Spec.Hostname != "" {
+		return p.Spec.Hostname
+	}
+	return p.Name
 }
 
 func (o *observer) start(ctx context.Context, env *measure.Env) error {
-	pw, err := env.Client.CoreV1().Pods(env.Namespace).Watch(ctx, metav1.ListOptions{LabelSelector: roleLabel + "=" + targetRole})
+	pw, err := env.Client.CoreV1().Pods(env.Namespace).Watch(ctx, metav1.ListOptions{LabelSelector: o.selector})
 	if err != nil {
-		return fmt.Errorf("watching the peers: %w", err)
+		return fmt.Errorf("watching the pods: %w", err)
 	}
-	sw, err := env.Client.DiscoveryV1().EndpointSlices(env.Namespace).Watch(ctx, metav1.ListOptions{LabelSelector: discoveryv1.LabelServiceName + "=" + svcName})
+	sw, err := env.Client.DiscoveryV1().EndpointSlices(env.Namespace).Watch(ctx, metav1.ListOptions{LabelSelector: discoveryv1.LabelServiceName + "=" + o.service})
 	if err != nil {
 		pw.Stop()
 		return fmt.Errorf("watching the EndpointSlices: %w", err)
 	}
 	go o.consume(ctx, pw, func(obj any) {
-		if p, ok := obj.(*corev1.Pod); ok && podReady(p) {
-			o.first(o.ready, p.Name)
+		p, ok := obj.(*corev1.Pod)
+		if !ok {
+			return
+		}
+		if p.Status.Phase == corev1.PodRunning && o.first(o.running, hostOf(p)) && o.onRunning != nil {
+			o.onRunning(p)
+		}
+		if podReady(p) {
+			o.first(o.ready, hostOf(p))
 		}
 	})
 	go o.consume(ctx, sw, func(obj any) {
@@ -327,19 +351,22 @@ func (o *observer) consume(ctx context.Context, w watch.Interface, f func(any)) 
 	}
 }
 
-func (o *observer) first(m map[string]time.Time, key string) {
+// first records now under key unless it is there already; it says whether it did.
+func (o *observer) first(m map[string]time.Time, key string) bool {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if _, ok := m[key]; !ok {
 		m[key] = o.now()
+		return true
 	}
+	return false
 }
 
 // snapshot copies what was seen: the watch goroutines may still be delivering a last event.
-func (o *observer) snapshot() (ready, endpoints map[string]time.Time) {
+func (o *observer) snapshot() (running, ready, endpoints map[string]time.Time) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	return maps.Clone(o.ready), maps.Clone(o.endpoints)
+	return maps.Clone(o.running), maps.Clone(o.ready), maps.Clone(o.endpoints)
 }
 
 func podReady(p *corev1.Pod) bool {

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/kubeslow/kubeslow/internal/measure/dnsready"
+	"github.com/kubeslow/kubeslow/internal/measure/dnsready/dnsreadytest"
 	"github.com/kubeslow/kubeslow/internal/rule"
 	"github.com/kubeslow/kubeslow/pkg/result"
 )
@@ -45,6 +46,40 @@ func TestDNSRules(t *testing.T) {
 			}
 			if f.ID == "KS-DNS-LAG" && !strings.Contains(f.Summary, "EndpointSlice -> resolvable p99 16.9 s") {
 				t.Errorf("lag finding %q does not split the lag", f.Summary)
+			}
+		}
+	}
+}
+
+// TestDNSRulesOnRecordedJobs: the job benchmark's runs recorded on the lab (4 members on two real nodes,
+// connecting with a 1 s x2 back-off; cold and with a warm-up Service). The healthy lab raises nothing; the
+// 20 s negative cache raises both rules with the whole job's phases; the 15 s EndpointSlice batch raises the
+// lag, split on the endpoint side.
+func TestDNSRulesOnRecordedJobs(t *testing.T) {
+	for _, c := range []struct {
+		lab, want string
+		in        []string
+	}{
+		{"healthy", "", nil},
+	} {
+		fs, _ := rule.Evaluate(dnsreadytest.RecordedJob(c.lab)(t), dnsready.Rules())
+		var ids []string
+		var text strings.Builder
+		for _, f := range fs {
+			ids = append(ids, f.ID)
+			text.WriteString(f.Summary + "\n")
+			t.Logf("%s: %s %s", c.lab, f.ID, f.Summary)
+			if len(f.Items) > 0 {
+				t.Logf("%s: %s items %+v", c.lab, f.ID, f.Items)
+			}
+		}
+		sort.Strings(ids)
+		if got := strings.Join(ids, ","); got != c.want {
+			t.Errorf("%s: findings %q, want %q", c.lab, got, c.want)
+		}
+		for _, s := range c.in {
+			if !strings.Contains(text.String(), s) {
+				t.Errorf("%s: no %q in the findings:\n%s", c.lab, s, text.String())
 			}
 		}
 	}

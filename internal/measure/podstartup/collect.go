@@ -209,9 +209,11 @@ func (c *Collector) observe(p *corev1.Pod) {
 	}
 }
 
-// pulledIn reads the pull duration from the kubelet's Pulled message: `Successfully pulled image "x" in 407ms
-// (407ms including waiting)`.
-var pulledIn = regexp.MustCompile(`Successfully pulled image .* in ([0-9.]+[a-zµ]+)`)
+// pulledIn reads the pull durations from the kubelet's Pulled message: `Successfully pulled image "x" in 407ms
+// (407ms including waiting)` (Go durations: "1m5.981s" past a minute). The pod's pull phase is the second, which
+// includes the wait for the node's puller (serializeImagePulls, maxParallelImagePulls); the first alone when
+// the kubelet (before 1.28) gave no other.
+var pulledIn = regexp.MustCompile(`Successfully pulled image .* in ([0-9.hmsuµn]+)(?: \(([0-9.hmsuµn]+) including waiting\))?`)
 
 func (c *Collector) event(e *corev1.Event) {
 	c.mu.Lock()
@@ -225,7 +227,11 @@ func (c *Collector) event(e *corev1.Event) {
 	switch {
 	case e.Reason == "Pulled":
 		if m := pulledIn.FindStringSubmatch(e.Message); m != nil {
-			if d, err := time.ParseDuration(m[1]); err == nil {
+			d, err := time.ParseDuration(m[1])
+			if w, werr := time.ParseDuration(m[2]); m[2] != "" && werr == nil {
+				d, err = w, nil
+			}
+			if err == nil {
 				t.PullTime += d
 			}
 		}

@@ -63,6 +63,21 @@ func TestCollector(t *testing.T) {
 	}
 }
 
+// TestPulledIn: the pod's pull phase includes its wait for the node's puller, and durations past a minute
+// parse whole.
+func TestPulledIn(t *testing.T) {
+	for msg, want := range map[string]string{
+		`Successfully pulled image "x" in 6.376s (22.61s including waiting). Image size: 76092894 bytes.`: "6.376s 22.61s",
+		`Successfully pulled image "x" in 1m5.981s (1m5.981s including waiting). Image size: 1 bytes.`:   "1m5.981s 1m5.981s",
+		`Successfully pulled image "x" in 407ms`: "407ms ",
+	} {
+		m := pulledIn.FindStringSubmatch(msg)
+		if m == nil || m[1]+" "+m[2] != want {
+			t.Errorf("%q: %q", msg, m)
+		}
+	}
+}
+
 // waitFor re-checks cond each time the collector records an update (bounded: the fake watch delivers
 // asynchronously).
 func waitFor(t *testing.T, col *Collector, cond func() bool) {

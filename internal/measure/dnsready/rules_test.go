@@ -61,6 +61,8 @@ func TestDNSRulesOnRecordedJobs(t *testing.T) {
 		in        []string
 	}{
 		{"healthy", "", nil},
+		{"dns-denial-cache", "KS-DNS-BACKOFF,KS-DNS-LAG", []string{"whole job (4 pods, cold) started 32.1 s after creation", "the back-off 11 s (34%)",
+			"EndpointSlice -> resolvable p99 20.2 s"}},
 	} {
 		fs, _ := rule.Evaluate(dnsreadytest.RecordedJob(c.lab)(t), dnsready.Rules())
 		var ids []string

@@ -36,13 +36,13 @@ func dns(d Run) func(t *testing.T) *result.Report {
 	return func(*testing.T) *result.Report { return ruletest.Report(nil, d.Result()) }
 }
 
-// RuleFixtures are dnsready.Rules' firing and clear fixtures.
+// RuleFixtures are dnsready.Rules' firing and clear fixtures: the job benchmark's runs recorded on the lab
+// (the healthy lab: its 5 s negative cache and a 1 s x2 back-off, 8.3 s start-up and no finding;
+// dns-denial-cache: 20 s of DNS lag and 11 s of back-off in a 32 s start-up).
 func RuleFixtures() map[string]ruletest.Fixture {
-	healthy := Run{Ready: 3, Endpoint: 3.2, Resolved: 3.6}
 	return map[string]ruletest.Fixture{
-		"KS-DNS-LAG": {Fire: dns(Run{Ready: 3, Endpoint: 3.2, Resolved: 20.1}), Clear: dns(healthy)},
-		// Clear: the job benchmark on the healthy lab (its 5 s negative cache and 1 s x2 back-off: 8.3 s start-up).
-		"KS-DNS-BACKOFF": {Fire: dns(Run{Ready: 3, Endpoint: 3.2, Resolved: 20.1}), Clear: RecordedJob("healthy")},
+		"KS-DNS-LAG":     {Fire: RecordedJob("dns-denial-cache"), Clear: RecordedJob("healthy")},
+		"KS-DNS-BACKOFF": {Fire: RecordedJob("dns-denial-cache"), Clear: RecordedJob("healthy")},
 	}
 }
 

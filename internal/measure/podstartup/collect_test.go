@@ -68,8 +68,8 @@ func TestCollector(t *testing.T) {
 func TestPulledIn(t *testing.T) {
 	for msg, want := range map[string]string{
 		`Successfully pulled image "x" in 6.376s (22.61s including waiting). Image size: 76092894 bytes.`: "6.376s 22.61s",
-		`Successfully pulled image "x" in 1m5.981s (1m5.981s including waiting). Image size: 1 bytes.`:   "1m5.981s 1m5.981s",
-		`Successfully pulled image "x" in 407ms`: "407ms ",
+		`Successfully pulled image "x" in 1m5.981s (1m5.981s including waiting). Image size: 1 bytes.`:    "1m5.981s 1m5.981s",
+		`Successfully pulled image "x" in 407ms`:                                                          "407ms ",
 	} {
 		m := pulledIn.FindStringSubmatch(msg)
 		if m == nil || m[1]+" "+m[2] != want {

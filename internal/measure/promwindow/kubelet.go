@@ -65,26 +65,7 @@ func (k *Kubelet) Run(ctx context.Context, _ *measure.Env) (result.Result, error
 		return result.Result{}, err
 	}
 	// One snapshot per kubelet (instance), as the live measurement reads one /metrics per node.
-	perNode := map[string]map[string]*dto.MetricFamily{}
-	for name, f := range fams {
-		for _, m := range f.Metric {
-			inst := ""
-			for _, l := range m.Label {
-				if l.GetName() == "instance" {
-					inst = l.GetValue()
-				}
-			}
-			if perNode[inst] == nil {
-				perNode[inst] = map[string]*dto.MetricFamily{}
-			}
-			nf := perNode[inst][name]
-			if nf == nil {
-				nf = &dto.MetricFamily{Name: f.Name, Type: f.Type}
-				perNode[inst][name] = nf
-			}
-			nf.Metric = append(nf.Metric, m)
-		}
-	}
+	perNode := splitBy(fams, "instance")
 	insts := make([]string, 0, len(perNode))
 	for inst := range perNode {
 		insts = append(insts, inst)

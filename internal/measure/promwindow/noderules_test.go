@@ -20,6 +20,7 @@ import (
 
 	"github.com/kubeslow/kubeslow/internal/agent"
 	"github.com/kubeslow/kubeslow/internal/check"
+	"github.com/kubeslow/kubeslow/internal/measure/dnsfacts"
 	"github.com/kubeslow/kubeslow/internal/measure/kubelet"
 	"github.com/kubeslow/kubeslow/internal/measure/nodeagent"
 	"github.com/kubeslow/kubeslow/internal/promql/promtest"
@@ -313,4 +314,78 @@ func TestKubeletRulesFromHistory(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestDNSRulesFromHistory backfills real CoreDNS 1.15 scrapes (dns.facts' recorded fixtures: replica "a"
+// forwards to an upstream that drops what passes 100 q/s per source and answers 35% SERVFAIL with a ~4 s p99,
+// "b" and "c" do not), a minute apart, and reads dns.facts from Prometheus: its per-replica metrics equal the
+// live analysis of the same scrapes, KS-DNS-REPLICA-ERRORS and -SLOW fire on "a" and stay clear without it,
+// and the placement rule (API objects, not metrics) is not evaluated.
+func TestDNSRulesFromHistory(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		replicas []string
+		fire     []string
+	}{
+		{"one-bad", []string{"a", "b", "c"}, []string{"KS-DNS-REPLICA-ERRORS", "KS-DNS-REPLICA-SLOW"}},
+		{"healthy", []string{"b", "c"}, nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t0 := time.Now().Add(-3 * time.Hour).Truncate(time.Minute)
+			t1 := t0.Add(time.Minute)
+			var scrapes []promtest.Scrape
+			f := dnsfacts.Facts{Server: "CoreDNS", Window: time.Minute}
+			for _, r := range c.replicas {
+				labels := map[string]string{"job": "coredns", "instance": "coredns-" + r + ":9153"}
+				before := fixtureFile(t, "../dnsfacts/testdata/recorded-"+r+"-before.txt")
+				after := fixtureFile(t, "../dnsfacts/testdata/recorded-"+r+"-after.txt")
+				scrapes = append(scrapes, promtest.Scrape{At: t0, Text: before, Labels: labels}, promtest.Scrape{At: t1, Text: after, Labels: labels})
+				f.Replicas = append(f.Replicas, dnsfacts.Replica{Pod: labels["instance"], Node: dnsUnknownNode, Ready: true,
+					Before: parse(t, before, t0), After: parse(t, after, t1)})
+			}
+			url := promtest.Start(t, scrapes)
+			src := source(t, url, t0, t1, nil)
+			fromProm := run(t, NewDNS(src))
+			live := dnsfacts.Analyze(f)
+			for _, m := range live.Metrics {
+				if dnsPlacement[m.Name] {
+					continue
+				}
+				p := fromProm.Metric(m.Name, m.Labels)
+				if p == nil || math.Abs(p.Value-m.Value) > 1e-6*math.Max(1, math.Abs(m.Value)) {
+					t.Errorf("%s %v: live %g, Prometheus %+v", m.Name, m.Labels, m.Value, p)
+				}
+			}
+			ev := status(&result.Report{Results: []result.Result{fromProm}})
+			var fired []string
+			for id, e := range ev {
+				if e.Status == result.RuleFired {
+					fired = append(fired, id)
+				}
+			}
+			sort.Strings(fired)
+			if strings.Join(fired, ",") != strings.Join(c.fire, ",") {
+				t.Fatalf("fired from Prometheus %v, want %v", fired, c.fire)
+			}
+			if e := ev["KS-DNS-HOTSPOT"]; e.Status != result.RuleNotEvaluated || !strings.Contains(e.Reason, "absent") {
+				t.Errorf("KS-DNS-HOTSPOT from Prometheus: %s (%s)", e.Status, e.Reason)
+			}
+			fs, _ := rule.Evaluate(&result.Report{Results: []result.Result{fromProm}}, check.Rules())
+			for _, f := range fs {
+				if ev := f.Evidence[0]; !strings.Contains(ev.Labels["prometheus"], `job "coredns"`) || !strings.Contains(ev.Labels["pod"], "coredns-a") {
+					t.Errorf("%s evidence: %+v", f.ID, ev)
+				}
+				t.Logf("%s: %s", f.ID, f.Summary)
+			}
+		})
+	}
+}
+
+func fixtureFile(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

@@ -16,8 +16,8 @@ import (
 // NodesName is the result of the node-side signals read from Prometheus.
 const NodesName = "nodes.prometheus"
 
-// Nodes reads the signals over the window that no live measurement analyses: control-plane CPU, CoreDNS rates
-// and errors, node_exporter's mean disk write latency, and cAdvisor's CPU throttling of kube-system pods. (The
+// Nodes reads the signals over the window that no live measurement analyses: control-plane CPU,
+// node_exporter's mean disk write latency, and cAdvisor's CPU throttling of kube-system pods. (The
 // kubelet's and node_exporter's signals the live node rules read are nodes.kubelet and nodes.agent.)
 type Nodes struct{ src *Source }
 
@@ -29,7 +29,7 @@ func (*Nodes) Name() string { return NodesName }
 
 // Description implements measure.Measurement.
 func (n *Nodes) Description() string {
-	return fmt.Sprintf("control-plane CPU, CoreDNS rates and errors, node disk write latency, kube-system CPU throttling, from Prometheus over %s", n.src.Window)
+	return fmt.Sprintf("control-plane CPU, node disk write latency, kube-system CPU throttling, from Prometheus over %s", n.src.Window)
 }
 
 // signal is one metric of the result: a PromQL expression over the window (%[1]s is the role's job matcher,
@@ -50,12 +50,6 @@ func nodeSignals() []signal {
 			Query: `sum by (instance) (rate(process_cpu_seconds_total{%[1]s}[%[2]s]))`, Keep: []string{"instance"}, Top: 5, Const: map[string]string{"component": r}})
 	}
 	return append(out,
-		signal{Role: "coredns", Metric: "dns_requests_per_second", Unit: "per_second", Series: "coredns_dns_requests_total",
-			Query: `sum(rate(coredns_dns_requests_total{%[1]s}[%[2]s]))`},
-		signal{Role: "coredns", Metric: "dns_errors_per_second", Unit: "per_second", Series: "coredns_dns_responses_total",
-			Query: `sum by (rcode) (rate(coredns_dns_responses_total{%[1]s,rcode=~"SERVFAIL|REFUSED"}[%[2]s]))`, Keep: []string{"rcode"}, Top: 2},
-		signal{Role: "coredns", Metric: "dns_request_p99", Unit: "seconds", Series: "coredns_dns_request_duration_seconds_bucket",
-			Query: `histogram_quantile(0.99, sum by (le) (increase(coredns_dns_request_duration_seconds_bucket{%[1]s}[%[2]s])))`},
 		signal{Role: "node-exporter", Metric: "disk_write_latency_mean", Unit: "seconds", Series: "node_disk_write_time_seconds_total",
 			Query: `rate(node_disk_write_time_seconds_total{%[1]s}[%[2]s]) / rate(node_disk_writes_completed_total{%[1]s}[%[2]s]) > 0`,
 			Keep:  []string{"instance", "device"}, Top: 5},
@@ -120,7 +114,7 @@ func (n *Nodes) Run(ctx context.Context, _ *measure.Env) (result.Result, error) 
 		res.Metrics = append(res.Metrics, ms...)
 	}
 	if !anyRole {
-		return res, measure.Skipf("none of kubelet, cAdvisor, node_exporter, CoreDNS or the control-plane jobs is scraped by %s in %s", s.Client.URL(), s.Window)
+		return res, measure.Skipf("none of cAdvisor, node_exporter or the control-plane jobs is scraped by %s in %s", s.Client.URL(), s.Window)
 	}
 	var absent []string
 	for _, a := range res.Absent {

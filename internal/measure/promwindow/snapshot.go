@@ -39,9 +39,24 @@ func selector(family, jobSel string, extra ...string) string {
 
 func by(labels []string) string { return "by (" + strings.Join(labels, ", ") + ")" }
 
+// bornLookback is how far before the window a series must have a sample to count as existing at its start
+// (Prometheus's own staleness look-back).
+const bornLookback = "5m"
+
+// increase is a counter series' increase over the window. increase() needs two samples in the window, so a
+// series born inside it (a counter that appears with its first event: the first 409 on a resource, a
+// replica's first SERVFAIL) would lose the value of its first scrape, or vanish when scraped once; the live
+// analyses count such a series from zero. So: increase() for the series that existed before the window, and
+// the highest value in the window (counted from zero) for those born in it.
+func (s *Source) increase(sel string) string {
+	w := s.window()
+	before := fmt.Sprintf("count_over_time(%s[%s] offset %s)", sel, bornLookback, w)
+	return fmt.Sprintf("(increase(%[1]s[%[2]s]) and %[3]s) or (max_over_time(%[1]s[%[2]s]) unless %[3]s)", sel, w, before)
+}
+
 // counter adds family (a counter) to fams: its increase over the window, summed by labels.
 func (s *Source) counter(ctx context.Context, fams map[string]*dto.MetricFamily, family, jobSel string, labels []string, extra ...string) error {
-	q := fmt.Sprintf("sum %s (increase(%s[%s]))", by(labels), selector(family, jobSel, extra...), s.window())
+	q := fmt.Sprintf("sum %s (%s)", by(labels), s.increase(selector(family, jobSel, extra...)))
 	return s.scalarFamily(ctx, fams, family, dto.MetricType_COUNTER, q)
 }
 
@@ -74,14 +89,14 @@ func (s *Source) scalarFamily(ctx context.Context, fams map[string]*dto.MetricFa
 // histogram adds family (a classic histogram) to fams: the increase of every bucket over the window, summed by
 // labels and le. withSum also reads _sum (the analyses that use a histogram's sum need it).
 func (s *Source) histogram(ctx context.Context, fams map[string]*dto.MetricFamily, family, jobSel string, labels []string, withSum bool, extra ...string) error {
-	q := fmt.Sprintf("sum %s (increase(%s[%s]))", by(append(append([]string(nil), labels...), "le")), selector(family+"_bucket", jobSel, extra...), s.window())
+	q := fmt.Sprintf("sum %s (%s)", by(append(append([]string(nil), labels...), "le")), s.increase(selector(family+"_bucket", jobSel, extra...)))
 	v, err := s.Client.Instant(ctx, q, s.Window.To)
 	if err != nil || len(v) == 0 {
 		return err
 	}
 	sums := map[string]float64{}
 	if withSum {
-		sq := fmt.Sprintf("sum %s (increase(%s[%s]))", by(labels), selector(family+"_sum", jobSel, extra...), s.window())
+		sq := fmt.Sprintf("sum %s (%s)", by(labels), s.increase(selector(family+"_sum", jobSel, extra...)))
 		sv, err := s.Client.Instant(ctx, sq, s.Window.To)
 		if err != nil {
 			return err

@@ -2,6 +2,7 @@ package kubelet_test
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -54,5 +55,18 @@ func BenchmarkKubelet5000(b *testing.B) {
 		if len(fs) == 0 {
 			b.Fatal("no finding from the queued nodes")
 		}
+	}
+}
+
+// TestLongestWaitsRecorded: the lab's recorded pulls (TestIntegrationImagePull/serialized): the small image
+// alone waited for nothing; the small image behind the 33 MiB one waited 16.3 s, and the 33 MiB pull is named.
+func TestLongestWaitsRecorded(t *testing.T) {
+	pulls := kubelettest.RecordedPulls(t, "pulled-serialized.json", "lab-node-1", "pull-alone", "pull-big", "pull-small")
+	if q := kubelet.LongestWaits(pulls[:1])["lab-node-1"]; q.Waited.Wait() != 0 || q.Longest != 6332*time.Millisecond {
+		t.Errorf("alone: %+v", q)
+	}
+	q := kubelet.LongestWaits(pulls)["lab-node-1"]
+	if q.Waited.Pod != "pull-small" || q.Waited.Wait() != 16261*time.Millisecond || !strings.HasSuffix(q.Blocker.Image, "/lab/medium:1") || q.Pulls != 3 {
+		t.Errorf("queued: %+v", q)
 	}
 }

@@ -284,3 +284,31 @@ type Raw []string
 
 // Args implements Request.
 func (r Raw) Args() []string { return r[1:] }
+
+// BenchDNSLoad is `bench dns-load` run by an agent against each server in turn (a ramp), with a JSON report.
+type BenchDNSLoad struct {
+	Servers []string
+	// Names are KIND=NAME.
+	Names   []string
+	Start   float64
+	Factor  float64
+	Steps   int
+	Step    time.Duration
+	Timeout time.Duration
+	P99Max  time.Duration
+	FailMax float64
+}
+
+// Args implements Request.
+func (b BenchDNSLoad) Args() []string {
+	a := append([]string{"bench", "dns-load"}, b.Servers...)
+	for _, n := range b.Names {
+		a = append(a, "--name", n)
+	}
+	return append(a, "--start", strconv.FormatFloat(b.Start, 'g', -1, 64), "--factor", strconv.FormatFloat(b.Factor, 'g', -1, 64),
+		"--steps", strconv.Itoa(b.Steps), "--step", b.Step.String(), "--"+FlagTimeout, b.Timeout.String(), "--p99-max", b.P99Max.String(),
+		"--fail-max", strconv.FormatFloat(b.FailMax, 'g', -1, 64), "--"+FlagOutput, "json")
+}
+
+// Decode reads the benchmark's one result.
+func (BenchDNSLoad) Decode(out []byte) (*result.Result, error) { return decodeOne(out) }

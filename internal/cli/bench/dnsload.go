@@ -11,6 +11,8 @@ import (
 
 	"github.com/kubeslow/kubeslow/internal/cli/common"
 	"github.com/kubeslow/kubeslow/internal/dnsload"
+	"github.com/kubeslow/kubeslow/internal/lab"
+	"github.com/kubeslow/kubeslow/internal/measure/dnsbench"
 	"github.com/kubeslow/kubeslow/internal/runner"
 	"github.com/kubeslow/kubeslow/pkg/result"
 )
@@ -20,26 +22,45 @@ const DNSLoadName = "dns.load"
 
 func newDNSLoad(streams common.IOStreams) *cobra.Command {
 	var out common.OutputFlag
+	var cf common.ClusterFlags
+	var image string
+	var external []string
 	var names []string
 	var namesFile string
 	var rc = dnsload.DefaultRamp(dnsload.Config{})
 	var rate float64
 	var d time.Duration
 	cmd := &cobra.Command{
-		Use:   "dns-load SERVER[:PORT]...",
+		Use:   "dns-load [SERVER[:PORT]...]",
 		Short: "Open-loop UDP DNS load (latency from the intended send time, HdrHistogram) against each server, at a fixed --rate or ramping until p99 or failures break the threshold",
 		Long: `Open-loop UDP DNS load from where kubeslow runs (on a node, or in a pod through exec) against each server:
 a fixed --rate for --duration, or (without --rate) a ramp: --start q/s multiplied by --factor each --step, at
 most --steps steps, ended by the first step whose p99 exceeds --p99-max, whose failed share (timeouts,
 SERVFAIL, REFUSED) exceeds --fail-max, or that answers less than 90% of its rate.
 
+Without SERVER it runs in the cluster (--lab, or --image with the kubeslow binary at /kubeslow): a client pod
+per real node (at most 5) ramps, one node at a time, against the kube-dns Service address and each DNS server
+behind it (each CoreDNS pod IP), over a Service name, a headless per-pod name, an NXDOMAIN name and
+--external names; per client node and target: achieved q/s, p50/p99, timeouts, SERVFAIL.
+
 Names are KIND=NAME (kinds: service, headless, nxdomain, external), asked in turn, e.g.
   --name service=kubernetes.default.svc.cluster.local --name nxdomain=nope.default.svc.cluster.local
   --name external=a.ext.kubeslow.test`,
-		Args: cobra.MinimumNArgs(1),
+		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := out.Validate(); err != nil {
 				return &common.ExitError{Code: 2, Err: err}
+			}
+			if len(args) == 0 {
+				o := dnsbench.Options{Image: cf.AgentImage(image), ExternalNames: external, Start: rc.Start, Factor: rc.Factor, Steps: rc.MaxSteps,
+					Step: rc.StepDuration, Timeout: rc.Base.Timeout, P99Max: rc.P99Max, FailMax: rc.FailMax}
+				if o.Image == "" {
+					return errNoImage
+				}
+				if err := rc.Validate(); err != nil {
+					return &common.ExitError{Code: 2, Err: err}
+				}
+				return runBenchmark(cmd, streams, &cf, &out, dnsbench.New(o))
 			}
 			var qs []dnsload.Query
 			if namesFile != "" {
@@ -101,7 +122,10 @@ Names are KIND=NAME (kinds: service, headless, nxdomain, external), asked in tur
 		},
 	}
 	out.Add(cmd)
+	cf.Add(cmd)
 	f := cmd.Flags()
+	f.StringVar(&image, "image", "", "in the cluster: agent image with /kubeslow (default on the lab: "+lab.AgentImage+")")
+	f.StringArrayVar(&external, "external", nil, "in the cluster: an external name to mix in (repeatable)")
 	f.StringArrayVar(&names, "name", []string{"service=kubernetes.default.svc.cluster.local", "nxdomain=nope.default.svc.cluster.local"}, "KIND=NAME to ask (repeatable)")
 	f.StringVar(&namesFile, "names-file", "", "a file of KIND NAME lines (instead of --name)")
 	f.Float64Var(&rate, "rate", 0, "a fixed rate (queries/s) instead of the ramp")

@@ -12,6 +12,7 @@ import (
 	"github.com/kubeslow/kubeslow/internal/cli/common"
 	"github.com/kubeslow/kubeslow/internal/measure"
 	"github.com/kubeslow/kubeslow/internal/measure/all"
+	"github.com/kubeslow/kubeslow/internal/measure/dnsbench"
 	"github.com/kubeslow/kubeslow/internal/measure/dnsready"
 	"github.com/kubeslow/kubeslow/internal/measure/netpath"
 	"github.com/kubeslow/kubeslow/internal/runner"
@@ -58,7 +59,7 @@ func Needs() (readOnly, benchmarks []Need) {
 		readOnly = append(readOnly, Need{"discovery", p})
 	}
 	ms := all.Registry(all.Options{}).All()
-	ms = append(ms, netpath.New(netpath.Options{}), dnsready.NewJob(dnsready.JobOptions{}))
+	ms = append(ms, netpath.New(netpath.Options{}), dnsready.NewJob(dnsready.JobOptions{}), dnsbench.New(dnsbench.Options{}))
 	for _, m := range ms {
 		for _, p := range measure.PermissionsOf(m) {
 			if measure.KindOf(m) == measure.ReadOnly {

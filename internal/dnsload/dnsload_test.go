@@ -34,7 +34,7 @@ var mix = []Query{
 // TestRunCounts: every planned query leaves, is answered once, and the rcodes are counted by kind.
 func TestRunCounts(t *testing.T) {
 	srv := upstream(t, &Upstream{Zone: "ext.example", Addr: net.ParseIP("198.18.0.80")})
-	res, err := Run(context.Background(), Config{Server: srv, Names: mix, Rate: 1500, Duration: time.Second, Timeout: time.Second})
+	res, err := Run(context.Background(), Config{Server: srv, Names: mix, Rate: 1500, Duration: time.Second, Timeout: 5 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +56,7 @@ func TestRunCounts(t *testing.T) {
 func TestPerSourceLimit(t *testing.T) {
 	u := &Upstream{Zone: "ext.example", Addr: net.ParseIP("198.18.0.80"), Limit: 200}
 	srv := upstream(t, u)
-	res, err := Run(context.Background(), Config{Server: srv, Names: mix[:2], Rate: 600, Duration: 2 * time.Second, Timeout: 300 * time.Millisecond})
+	res, err := Run(context.Background(), Config{Server: srv, Names: mix[:2], Rate: 600, Duration: 2 * time.Second, Timeout: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,17 +119,20 @@ func TestLatencyFromIntendedTime(t *testing.T) {
 	if res.Counts.Answered != res.Planned {
 		t.Fatalf("counts %+v", res.Counts)
 	}
-	if p50, p99 := res.P(0.5), res.P(0.99); p50 < 0.09 || p50 > 0.21 || p99 < 0.25 || p99 > 0.4 {
+	// Wide bounds: the machine's scheduling adds to both (the point is that they are not near zero).
+	if p50, p99 := res.P(0.5), res.P(0.99); p50 < 0.05 || p50 > 0.3 || p99 < 0.25 || p99 > 1 {
 		t.Fatalf("p50 %.3f s p99 %.3f s", p50, p99)
 	}
 }
 
 // TestRampStopsAtLimit: the ramp doubles until the per-source limit breaks the failure threshold, and stops
-// there.
+// there. Only the failure threshold is in play (latency and achieved-rate lines are set out of reach: this
+// is not a timing test), with a 10% line that the 800 q/s step crosses by its 200 dropped queries (17%).
 func TestRampStopsAtLimit(t *testing.T) {
 	srv := upstream(t, &Upstream{Zone: "ext.example", Addr: net.ParseIP("198.18.0.80"), Limit: 400})
-	rc := DefaultRamp(Config{Server: srv, Names: mix[:2], Timeout: 200 * time.Millisecond})
+	rc := DefaultRamp(Config{Server: srv, Names: mix[:2], Timeout: time.Second})
 	rc.Start, rc.StepDuration, rc.MaxSteps = 100, 1500*time.Millisecond, 6
+	rc.P99Max, rc.MinAchieved, rc.FailMax = time.Minute, 0, 0.1
 	steps, err := Ramp(context.Background(), rc)
 	if err != nil {
 		t.Fatal(err)

@@ -27,8 +27,16 @@ type Scenario struct {
 	Expect []string
 }
 
-// SmallControlPlaneCores is the CPU quota of kube-apiserver and etcd in the small-control-plane scenario.
-const SmallControlPlaneCores = 0.25
+// The small-control-plane scenario: kube-apiserver and etcd under one CPU quota of SmallControlPlaneCores, with
+// SmallControlPlaneStormClients IPAM clients racing on 4 blocks (case E's 409 retries from many nodes). Measured
+// on the lab (docs/control-plane.md): at 0.25 core, with 8 or 32 clients, `kubeslow run --profile quick` kept
+// API p99 under 0.4 s and pods p99 under 2.7 s (saturated within the SLOs: no finding); at 0.1 core with 32
+// clients API p99 was 1.2-2.5 s and pods p99 4.7-7.8 s, too close to the SLO to be sure of; 64 clients double
+// the storm's concurrency (closed-loop clients: latency grows with it at the same throughput).
+const (
+	SmallControlPlaneCores        = 0.1
+	SmallControlPlaneStormClients = 64
+)
 
 // SlowNode is the kwok node whose pods the slow-node scenario delays.
 const SlowNode = "kwok-node-2"
@@ -68,7 +76,8 @@ func All() []Scenario {
 					"--clients", "8", "--blocks", "2", "--qps", "20", "--user-agent", ConflictStormUserAgent, "--duration", "30m"})
 			}, Expect: []string{"KS-API-409", "KS-AUDIT-409"}},
 		{Name: "small-control-plane", Case: "E", Description: "kube-apiserver and etcd confined together to a CFS quota of " +
-			fmt.Sprint(SmallControlPlaneCores) + " cores (a starved master), with the conflict storm's 8 IPAM clients on top",
+			fmt.Sprint(SmallControlPlaneCores) + " cores (a starved master), with " + fmt.Sprint(SmallControlPlaneStormClients) +
+			" IPAM clients (user agent calico-ipam/lab) racing on 4 IPAMBlocks on top, retrying at once on 409",
 			Configure: func(*lab.Config) {},
 			Start: func(ctx context.Context, d lab.Dirs, c *lab.Config, progress lab.Progress) error {
 				if err := lab.LimitControlPlaneCPU(d, SmallControlPlaneCores); err != nil {
@@ -76,7 +85,7 @@ func All() []Scenario {
 				}
 				progress("kube-apiserver and etcd limited to %g cores (cpu cgroup)", SmallControlPlaneCores)
 				return lab.StartLabProcess(d, "storm-conflict", []string{c.AgentBinary, "lab", "storm", "conflicts", "--kubeconfig", d.AdminKubeconfig(),
-					"--clients", "8", "--blocks", "2", "--qps", "20", "--user-agent", ConflictStormUserAgent, "--duration", "30m"})
+					"--clients", fmt.Sprint(SmallControlPlaneStormClients), "--blocks", "4", "--qps", "20", "--user-agent", ConflictStormUserAgent, "--duration", "30m"})
 			}, Expect: []string{"KS-CP-SATURATED"}},
 		{Name: "etcd-quota", Case: "B", Description: "etcd --quota-backend-bytes 48 MiB, filled with ConfigMaps until the NOSPACE alarm stops writes",
 			Configure: func(c *lab.Config) { c.EtcdQuotaBytes = 48 << 20 },

@@ -179,8 +179,13 @@ func (c *Collector) observe(p *corev1.Pod) {
 	defer c.notify()
 	t := c.pods[p.Name]
 	if t == nil {
-		t = &Timeline{Name: p.Name, Created: p.CreationTimestamp.Time, SeenCreated: now}
+		t = &Timeline{Name: p.Name}
 		c.pods[p.Name] = t
+	}
+	// The pod's own watch may see it after one of its events (the events come on another watch: under load the
+	// scheduler's Scheduled event can arrive first); its first sighting is this one either way.
+	if t.SeenCreated.IsZero() {
+		t.Created, t.SeenCreated = p.CreationTimestamp.Time, now
 	}
 	if p.Spec.NodeName != "" {
 		t.Node = p.Spec.NodeName

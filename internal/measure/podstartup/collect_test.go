@@ -63,6 +63,20 @@ func TestCollector(t *testing.T) {
 	}
 }
 
+// TestEventBeforePod: a pod whose event arrives before the pod watch reports it (two watches, no order
+// between them) is still counted from the pod's first sighting; it was dropped as "never seen" before.
+func TestEventBeforePod(t *testing.T) {
+	clk := clocktesting.NewFakeClock(t0)
+	col := NewCollector(fake.NewClientset(), "ns", "app=x", clk, 1)
+	col.event(&corev1.Event{InvolvedObject: corev1.ObjectReference{Kind: "Pod", Name: "p"}, Reason: "Scheduled", Type: corev1.EventTypeNormal})
+	clk.Step(300 * time.Millisecond)
+	col.observe(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", CreationTimestamp: metav1.NewTime(t0)}})
+	tl := col.Timelines()
+	if len(tl) != 1 || !tl[0].SeenCreated.Equal(t0.Add(300*time.Millisecond)) || !tl[0].Created.Equal(t0) {
+		t.Fatalf("timeline %+v", tl)
+	}
+}
+
 // TestPulledIn: the pod's pull phase includes its wait for the node's puller, and durations past a minute
 // parse whole.
 func TestPulledIn(t *testing.T) {

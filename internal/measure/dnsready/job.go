@@ -140,8 +140,8 @@ func (m *JobMeasurement) runOnce(ctx context.Context, env *measure.Env, variant,
 	}
 	reports := make(chan report, m.Opts.Count)
 	wctx, stop := context.WithTimeout(ctx, m.Opts.Wait+time.Minute)
-	defer stop()
-	// followers are waited for before returning; none starts once that wait has begun.
+	// followers are waited for before returning, after wctx ended (the deferred stop runs first); none
+	// starts once that wait has begun.
 	var followers sync.WaitGroup
 	var mu sync.Mutex
 	closed := false
@@ -151,6 +151,7 @@ func (m *JobMeasurement) runOnce(ctx context.Context, env *measure.Env, variant,
 		mu.Unlock()
 		followers.Wait()
 	}()
+	defer stop()
 	obs := newObserver(env, jobRoleLabel+"="+job, job)
 	obs.onRunning = func(p *corev1.Pod) {
 		mu.Lock()

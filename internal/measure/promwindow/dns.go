@@ -69,7 +69,7 @@ func (d *DNS) Run(ctx context.Context, _ *measure.Env) (result.Result, error) {
 	var parts []string
 	for _, c := range dnsCounters {
 		parts = append(parts, fmt.Sprintf(`label_replace(sum %s (%s), "family__", %q, "", "")`,
-			by(append([]string{"instance"}, c.labels...)), s.increase(selector(c.family, job)), c.family))
+			by(append([]string{"instance"}, c.labels...)), s.increase(selector(c.family, job), job), c.family))
 	}
 	v, err := s.Client.Instant(ctx, strings.Join(parts, " or "), s.Window.To)
 	if err != nil {

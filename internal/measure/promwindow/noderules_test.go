@@ -389,3 +389,19 @@ func fixtureFile(t *testing.T, path string) []byte {
 	}
 	return b
 }
+
+// TestTargetFirstScrapedInWindow: etcd first scraped inside the window brings its leader-change counter at 1
+// (its own first election, before the window): that is not the window's, so KS-ETCD-LEADER stays clear. (A
+// counter born inside the window on a target scraped before it counts from zero: TestDNSRulesFromHistory.)
+func TestTargetFirstScrapedInWindow(t *testing.T) {
+	s := newStorm(t)
+	url := promtest.Start(t, []promtest.Scrape{{At: s.t0.Add(10 * time.Second), Text: s.etcd0, Labels: s.etcdLabels}, {At: s.t1, Text: s.etcd1, Labels: s.etcdLabels}})
+	src := source(t, url, s.t0, s.t1, nil)
+	etcd := run(t, NewEtcd(src))
+	if m := etcd.Metric("leader_changes", nil); m == nil || m.Value != 0 {
+		t.Fatalf("leader changes %+v, want 0", m)
+	}
+	if e := status(&result.Report{Results: []result.Result{etcd}})["KS-ETCD-LEADER"]; e.Status != result.RuleClear {
+		t.Fatalf("KS-ETCD-LEADER: %s %s", e.Status, e.Reason)
+	}
+}

@@ -46,17 +46,31 @@ const bornLookback = "5m"
 // increase is a counter series' increase over the window. increase() needs two samples in the window, so a
 // series born inside it (a counter that appears with its first event: the first 409 on a resource, a
 // replica's first SERVFAIL) would lose the value of its first scrape, or vanish when scraped once; the live
-// analyses count such a series from zero. So: increase() for the series that existed before the window, and
-// the highest value in the window (counted from zero) for those born in it.
-func (s *Source) increase(sel string) string {
+// analyses count such a series from zero. So: increase() for the series that existed in the 5 minutes before
+// the window, and the highest value in the window for those born in it — but only on targets that were
+// already scraped before the window (their role's signature series existed then): a target first scraped
+// inside the window (a new Prometheus, a new pod) brings counters that started before it (etcd's first
+// leader election), which are not the window's.
+func (s *Source) increase(sel, jobSel string) string {
 	w := s.window()
+	plain := fmt.Sprintf("increase(%s[%s])", sel, w)
+	target := ""
+	for _, r := range Roles {
+		if js, ok := s.Selector(r.Name); ok && js == jobSel {
+			target = fmt.Sprintf("count_over_time(%s[%s] offset %s)", withMatcher(r.Signature, jobSel), bornLookback, w)
+			break
+		}
+	}
+	if target == "" {
+		return plain
+	}
 	before := fmt.Sprintf("count_over_time(%s[%s] offset %s)", sel, bornLookback, w)
-	return fmt.Sprintf("(increase(%[1]s[%[2]s]) and %[3]s) or (max_over_time(%[1]s[%[2]s]) unless %[3]s)", sel, w, before)
+	return fmt.Sprintf("((max_over_time(%s[%s]) unless %s) and on (job, instance) %s) or %s", sel, w, before, target, plain)
 }
 
 // counter adds family (a counter) to fams: its increase over the window, summed by labels.
 func (s *Source) counter(ctx context.Context, fams map[string]*dto.MetricFamily, family, jobSel string, labels []string, extra ...string) error {
-	q := fmt.Sprintf("sum %s (%s)", by(labels), s.increase(selector(family, jobSel, extra...)))
+	q := fmt.Sprintf("sum %s (%s)", by(labels), s.increase(selector(family, jobSel, extra...), jobSel))
 	return s.scalarFamily(ctx, fams, family, dto.MetricType_COUNTER, q)
 }
 
@@ -89,14 +103,14 @@ func (s *Source) scalarFamily(ctx context.Context, fams map[string]*dto.MetricFa
 // histogram adds family (a classic histogram) to fams: the increase of every bucket over the window, summed by
 // labels and le. withSum also reads _sum (the analyses that use a histogram's sum need it).
 func (s *Source) histogram(ctx context.Context, fams map[string]*dto.MetricFamily, family, jobSel string, labels []string, withSum bool, extra ...string) error {
-	q := fmt.Sprintf("sum %s (%s)", by(append(append([]string(nil), labels...), "le")), s.increase(selector(family+"_bucket", jobSel, extra...)))
+	q := fmt.Sprintf("sum %s (%s)", by(append(append([]string(nil), labels...), "le")), s.increase(selector(family+"_bucket", jobSel, extra...), jobSel))
 	v, err := s.Client.Instant(ctx, q, s.Window.To)
 	if err != nil || len(v) == 0 {
 		return err
 	}
 	sums := map[string]float64{}
 	if withSum {
-		sq := fmt.Sprintf("sum %s (%s)", by(labels), s.increase(selector(family+"_sum", jobSel, extra...)))
+		sq := fmt.Sprintf("sum %s (%s)", by(labels), s.increase(selector(family+"_sum", jobSel, extra...), jobSel))
 		sv, err := s.Client.Instant(ctx, sq, s.Window.To)
 		if err != nil {
 			return err

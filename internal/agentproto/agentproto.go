@@ -10,6 +10,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/kubeslow/kubeslow/internal/agent"
 	"github.com/kubeslow/kubeslow/internal/kube"
+	"github.com/kubeslow/kubeslow/internal/measure/disk"
 	"github.com/kubeslow/kubeslow/pkg/result"
 )
 
@@ -51,6 +53,11 @@ const (
 	FlagBackBase   = "backoff-base"
 	FlagBackFactor = "backoff-factor"
 	FlagBackCap    = "backoff-cap"
+	FlagRoot       = "root"
+	FlagDir        = "dir"
+	FlagPath       = "path"
+	FlagSize       = "size"
+	FlagBlockSize  = "block-size"
 )
 
 // Request is one agent command: Args are its arguments after the binary (what an agent pod's container
@@ -277,6 +284,68 @@ func decodeOne(out []byte) (*result.Result, error) {
 		return nil, fmt.Errorf("agent: %s", rep.Results[0].Reason)
 	}
 	return &rep.Results[0], nil
+}
+
+// DiskSample is `agent disk-sample`: every Interval for Duration, one JSON line (disk.Sample) about Dir's
+// disk as the host under Root sees it: a write+fdatasync's latency, /proc/diskstats rates, PSI io and the
+// D-state tasks.
+type DiskSample struct {
+	Root, Dir          string
+	Interval, Duration time.Duration
+	ProbeBytes         int
+}
+
+// Args implements Request.
+func (d DiskSample) Args() []string {
+	a := []string{"agent", "disk-sample", "--" + FlagRoot, d.Root, "--" + FlagDir, d.Dir, "--" + FlagInterval, d.Interval.String(),
+		"--" + FlagDuration, d.Duration.String()}
+	if d.ProbeBytes != 0 {
+		a = append(a, "--"+FlagProbeSize, strconv.Itoa(d.ProbeBytes))
+	}
+	return a
+}
+
+// DecodeLine reads one line of the sampler's output; ok is false for a line that is no sample (the command's
+// progress on stderr shares a container's log with its samples). A probe time of -1 (not probed) is NaN.
+func (DiskSample) DecodeLine(line []byte) (s disk.Sample, ok bool) {
+	line = bytes.TrimSpace(line)
+	if len(line) == 0 || line[0] != '{' {
+		return s, false
+	}
+	if err := json.Unmarshal(line, &s); err != nil || s.T.IsZero() {
+		return disk.Sample{}, false
+	}
+	if s.SyncSeconds < 0 {
+		s.SyncSeconds = math.NaN()
+	}
+	return s, true
+}
+
+// BenchDisk is `bench disk` (etcd's fio recipe) run by an agent on the directory Path, with a JSON report.
+type BenchDisk struct {
+	Path      string
+	Size      int64
+	BlockSize int
+}
+
+// Args implements Request.
+func (b BenchDisk) Args() []string {
+	return []string{"bench", "disk", "--" + FlagPath, b.Path, "--" + FlagSize, strconv.FormatInt(b.Size, 10),
+		"--" + FlagBlockSize, strconv.Itoa(b.BlockSize), "--" + FlagOutput, "json"}
+}
+
+// Decode reads the benchmark's one result from its pod's log, where the command's progress lines on stderr
+// come before the report: the report starts at the first line that opens a JSON object.
+func (BenchDisk) Decode(out []byte) (*result.Result, error) {
+	for len(out) > 0 && out[0] != '{' {
+		i := bytes.IndexByte(out, '\n')
+		if i < 0 {
+			out = nil
+			break
+		}
+		out = out[i+1:]
+	}
+	return decodeOne(out)
 }
 
 // Raw is an argv as a Request (Args drops the binary): for tests that check a probe's command line.

@@ -2,6 +2,7 @@ package agentproto
 
 import (
 	"encoding/json"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -61,4 +62,50 @@ func FuzzJobPeerDecode(f *testing.F) {
 			t.Fatalf("decoded %+v does not re-encode: %v", p, err)
 		}
 	})
+}
+// TestDiskSampleLines: the sampler's JSON lines decode, -1 is "not probed" (NaN), and the command's progress
+// lines that share the pod's log are skipped.
+func TestDiskSampleLines(t *testing.T) {
+	var d DiskSample
+	s, ok := d.DecodeLine([]byte(`{"t":"2026-11-24T01:00:00Z","device":"loop3","syncSeconds":0.0021,"writeIOPS":120,"ioSomePercent":12.5,"dState":2}` + "\n"))
+	if !ok || s.Device != "loop3" || s.SyncSeconds != 0.0021 || s.WriteIOPS != 120 || s.IOSomePercent != 12.5 || s.DState != 2 {
+		t.Fatalf("sample %+v ok %v", s, ok)
+	}
+	if s, ok := d.DecodeLine([]byte(`{"t":"2026-11-24T01:00:01Z","syncSeconds":-1}`)); !ok || !math.IsNaN(s.SyncSeconds) {
+		t.Errorf("not probed: %+v ok %v", s, ok)
+	}
+	for _, line := range []string{"", "sampling /var/lib/containerd (device \"sda\") every 1s for 10m0s", "{", `{"syncSeconds":1}`, `{"t":"x"}`} {
+		if _, ok := d.DecodeLine([]byte(line)); ok {
+			t.Errorf("%q decoded as a sample", line)
+		}
+	}
+}
+
+func FuzzDiskSampleLine(f *testing.F) {
+	f.Add([]byte(`{"t":"2026-11-24T01:00:00Z","device":"loop3","syncSeconds":0.0021}`))
+	f.Add([]byte(`{"t":"2026-11-24T01:00:00Z","syncSeconds":-1}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if s, ok := (DiskSample{}).DecodeLine(b); ok && s.T.IsZero() {
+			t.Errorf("a sample without a time: %q", b)
+		}
+	})
+}
+
+// TestBenchDiskDecode: the report is found after the progress lines of the pod's log.
+func TestBenchDiskDecode(t *testing.T) {
+	rep := `{"apiVersion":"kubeslow.dev/v1alpha1","kind":"Report","runId":"x","tool":{"name":"kubeslow","version":"v"},"cluster":{"name":"local"},` +
+		`"start":"2026-11-24T01:00:00Z","end":"2026-11-24T01:00:01Z","results":[{"name":"disk.fdatasync","status":"Pass","start":"2026-11-24T01:00:00Z","end":"2026-11-24T01:00:01Z",` +
+		`"metrics":[{"name":"fdatasync_p99","unit":"seconds","value":0.002}]}],"findings":[]}`
+	for _, out := range []string{rep, "writing 1048576 bytes in 2300-byte writes\n" + rep + "\nsummary: 1 ran\n"} {
+		r, err := (BenchDisk{}).Decode([]byte(out))
+		if err != nil {
+			t.Fatalf("%v", err)
+		}
+		if m := r.Metric("fdatasync_p99", nil); m == nil || m.Value != 0.002 {
+			t.Errorf("decoded %+v", r)
+		}
+	}
+	if _, err := (BenchDisk{}).Decode([]byte("writing\nno report\n")); err == nil {
+		t.Error("no report decoded")
+	}
 }

@@ -37,6 +37,16 @@ func TestAgentRequestsParse(t *testing.T) {
 			map[string]string{"window": "3s", "probe-bytes": "1048576", "path.procfs": "/host/proc", "path.sysfs": "/host/sys", "path.rootfs": "/host",
 				"kubelet-dir": "/probe", "runtime-dir": "/", "ready-file": "/ready"}, 0},
 	}
+	reqs = append(reqs, []struct {
+		req   agentproto.Request
+		flags map[string]string
+		args  int
+	}{
+		{agentproto.DiskSample{Root: "/host", Dir: "/var/lib/containerd", Interval: 2 * time.Second, Duration: time.Hour, ProbeBytes: 8192},
+			map[string]string{"root": "/host", "dir": "/var/lib/containerd", "interval": "2s", "duration": "1h0m0s", "probe-bytes": "8192"}, 0},
+		{agentproto.BenchDisk{Path: "/data", Size: 1 << 20, BlockSize: 4096},
+			map[string]string{"path": "/data", "size": "1048576", "block-size": "4096", "output": "json"}, 0},
+	}...)
 	reqs = append(reqs, struct {
 		req   agentproto.Request
 		flags map[string]string

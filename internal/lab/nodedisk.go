@@ -278,3 +278,59 @@ const CreditProcess = "burst-credits"
 
 // CreditLog is the credit controller's log: its JSON-lines events.
 func CreditLog(d Dirs) string { return filepath.Join(d.LogDir(), CreditProcess+".log") }
+
+// StepThrottleProcess is the lab process of the disk-throttle scenario; its log holds its events.
+const StepThrottleProcess = "disk-throttle"
+
+// StepThrottleLog is the step throttle's log: its JSON-lines events (CreditEvent, without credits).
+func StepThrottleLog(d Dirs) string { return filepath.Join(d.LogDir(), StepThrottleProcess+".log") }
+
+// RunStepThrottle is a second way for a node's disk to slow down, unlike the credit bucket independent of
+// the I/O done: after the delay it holds dev to iops reads and iops writes a second (blk-throttle, the limit
+// cgroup v2's io.max sets, here through the v1 blkio cgroups as the credit controller does) until ctx ends,
+// as a provider's or an operator's throttle, or a volume moved to a slower class, would at a moment of its
+// own. Every tick it applies the limit to the cgroups made meanwhile (the kubelet makes one per pod). Events
+// ("start", "throttled", "stop") go to w as JSON lines; the limit is lifted when ctx ends.
+func RunStepThrottle(ctx context.Context, dev string, after time.Duration, iops int, tick time.Duration, w io.Writer) error {
+	if iops < 1 {
+		return fmt.Errorf("step throttle: %d IOPS: want at least 1", iops)
+	}
+	mm, err := devMajMin(dev)
+	if err != nil {
+		return err
+	}
+	enc := json.NewEncoder(w)
+	limit := 0
+	emit := func(ev string) { _ = enc.Encode(CreditEvent{T: time.Now(), Event: ev, Limit: float64(limit)}) }
+	emit("start")
+	defer func() {
+		_ = setDeviceThrottle(mm, 0)
+		limit = 0
+		emit("stop")
+	}()
+	timer := time.NewTimer(after)
+	defer timer.Stop()
+	select {
+	case <-ctx.Done():
+		return nil
+	case <-timer.C:
+	}
+	th := &throttler{majmin: mm}
+	limit = iops
+	if err := th.apply(iops); err != nil {
+		return err
+	}
+	emit("throttled")
+	t := time.NewTicker(tick)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+			if err := th.apply(iops); err != nil {
+				return err
+			}
+		}
+	}
+}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kubeslow/kubeslow/internal/agentproto"
 	"github.com/kubeslow/kubeslow/internal/cli/common"
 	"github.com/kubeslow/kubeslow/internal/measure/disk"
 )
@@ -48,10 +49,10 @@ func newDiskSample(streams common.IOStreams) *cobra.Command {
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&o.Root, "root", "/", "where the host's filesystem is mounted (\"/host\" in a pod with a hostPath mount)")
-	fl.StringVar(&o.Dir, "dir", "/var/lib/containerd", "a directory on the disk to watch, as the host sees it")
-	fl.DurationVar(&o.Interval, "interval", time.Second, "sampling interval")
-	fl.DurationVar(&duration, "duration", 10*time.Minute, "stop after this long")
-	fl.IntVar(&o.ProbeBytes, "probe-bytes", 4096, "bytes per probe write (-1: no probe)")
+	fl.StringVar(&o.Root, agentproto.FlagRoot, "/", "where the host's filesystem is mounted (\"/host\" in a pod with a hostPath mount)")
+	fl.StringVar(&o.Dir, agentproto.FlagDir, "/var/lib/containerd", "a directory on the disk to watch, as the host sees it")
+	fl.DurationVar(&o.Interval, agentproto.FlagInterval, time.Second, "sampling interval")
+	fl.DurationVar(&duration, agentproto.FlagDuration, 10*time.Minute, "stop after this long")
+	fl.IntVar(&o.ProbeBytes, agentproto.FlagProbeSize, 4096, "bytes per probe write (-1: no probe)")
 	return cmd
 }

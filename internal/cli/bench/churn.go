@@ -18,6 +18,7 @@ func newChurn(streams common.IOStreams) *cobra.Command {
 	var cf common.ClusterFlags
 	var out common.OutputFlag
 	var diskDirs []string
+	var sampleVia string
 	o := churn.Options{}
 	cmd := &cobra.Command{
 		Use:   "churn",
@@ -27,8 +28,9 @@ gone, again and again on --nodes (default: every Ready node that is not simulate
 until --count pods or --duration, whichever comes first. Each start is timed by phase (the pod start-up
 timeline of bench pods). Alongside, every --sample-interval, the runtime's disk of each node is sampled:
 one write+fdatasync, IOPS and throughput from /proc/diskstats, I/O pressure (PSI) and the tasks in D state —
-on the lab in-process (its nodes share this machine), elsewhere from --disk-dir NODE=DIR when kubeslow runs
-on that node. Then the change point of start latency over the run (PELT, MBIC penalty) and what the disk did
+on the lab in-process (its nodes share this machine), elsewhere by an agent pod of the run on each node
+(--agent-image; hostPath of --runtime-dir and the host's /proc read-only, no capabilities), or from
+--disk-dir NODE=DIR when kubeslow runs on that node. Then the change point of start latency over the run (PELT, MBIC penalty) and what the disk did
 at that moment: a disk that ran out of burst credits or hit a throttle is named with its fix; a steady slow
 disk is told apart from a sudden slowdown (case C).`,
 		Args: cobra.NoArgs,
@@ -39,7 +41,10 @@ disk is told apart from a sudden slowdown (case C).`,
 			if err := o.Validate(); err != nil {
 				return err
 			}
-			o.DiskDirs = map[string]string{}
+			if sampleVia != "auto" && sampleVia != "agent" && sampleVia != "local" {
+				return fmt.Errorf("--sample-via %q: want auto, agent or local", sampleVia)
+			}
+			o.DiskDirs, o.AgentDirs = map[string]string{}, map[string]string{}
 			if cf.Lab {
 				d, err := lab.DefaultDirs()
 				if err != nil {
@@ -47,7 +52,12 @@ disk is told apart from a sudden slowdown (case C).`,
 				}
 				for i := 1; i <= lab.MaxRealNodes; i++ {
 					if dir := lab.RealNodeDir(d, i); isDir(dir) {
-						o.DiskDirs[lab.RealNodeName(i)] = dir
+						// The lab's node directory holds its containerd root: local (this machine) or by the
+						// agent pod on the node (the same kernel, through the pod's mounts).
+						o.AgentDirs[lab.RealNodeName(i)] = dir
+						if sampleVia != "agent" {
+							o.DiskDirs[lab.RealNodeName(i)] = dir
+						}
 					}
 				}
 			}
@@ -57,6 +67,11 @@ disk is told apart from a sudden slowdown (case C).`,
 					return fmt.Errorf("--disk-dir %q: want NODE=DIR with an existing directory", nd)
 				}
 				o.DiskDirs[node] = dir
+			}
+			if sampleVia != "local" {
+				o.AgentImage = cf.AgentImage(o.AgentImage)
+			} else {
+				o.AgentImage = ""
 			}
 			return runBenchmark(cmd, streams, &cf, &out, churn.New(o, streams.Progressf))
 		},
@@ -72,6 +87,9 @@ disk is told apart from a sudden slowdown (case C).`,
 	fl.DurationVar(&o.PodTimeout, "pod-timeout", 3*time.Minute, "give up on one pod's start, or its deletion, after this long")
 	fl.DurationVar(&o.SampleInterval, "sample-interval", time.Second, "disk sampling period")
 	fl.StringSliceVar(&diskDirs, "disk-dir", nil, "NODE=DIR: sample NODE's runtime disk through DIR on this machine (repeatable; automatic on the lab)")
+	fl.StringVar(&sampleVia, "sample-via", "auto", "how the nodes' disks are sampled: auto (in-process where a directory is known here, the lab's nodes; an agent pod elsewhere), agent (an agent pod on every node, also on the lab), local (in-process only)")
+	fl.StringVar(&o.AgentImage, "agent-image", "", "agent image with /kubeslow for the disk sampler pods (default on the lab: "+lab.AgentImage+")")
+	fl.StringVar(&o.RuntimeDir, "runtime-dir", churn.DefaultRuntimeDir, "the container runtime's directory on the nodes (its disk is the one sampled)")
 	return cmd
 }
 

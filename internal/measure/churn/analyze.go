@@ -61,7 +61,9 @@ type Iteration struct {
 // NodeDisk is what was sampled on one node.
 type NodeDisk struct {
 	Node, Dir, Device string
-	Samples           []disk.Sample
+	// Remote says an agent pod on the node took the samples (times from the node's clock); else this process.
+	Remote  bool
+	Samples []disk.Sample
 	// Reason says why there are no samples (not measured), if so.
 	Reason string
 }

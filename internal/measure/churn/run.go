@@ -1,6 +1,7 @@
 package churn
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/kubeslow/kubeslow/internal/measure"
 	"github.com/kubeslow/kubeslow/internal/measure/disk"
+	"github.com/kubeslow/kubeslow/internal/measure/diskagent"
 	"github.com/kubeslow/kubeslow/internal/measure/podstartup"
 	"github.com/kubeslow/kubeslow/internal/stats"
 	"github.com/kubeslow/kubeslow/internal/workload"
@@ -48,7 +50,17 @@ type Options struct {
 	DiskDirs map[string]string
 	// SampleInterval is the disk sampling period (default 1 s).
 	SampleInterval time.Duration
+	// AgentImage holds the kubeslow binary: nodes without a DiskDirs entry are sampled by an agent pod of
+	// the run on the node (`agent disk-sample`), on the host directory AgentDirs[node], else RuntimeDir.
+	// Empty: those nodes are not sampled.
+	AgentImage string
+	AgentDirs  map[string]string
+	// RuntimeDir is the container runtime's directory on the nodes (default /var/lib/containerd).
+	RuntimeDir string
 }
+
+// DefaultRuntimeDir is containerd's root directory.
+const DefaultRuntimeDir = "/var/lib/containerd"
 
 // Validate checks the bounds.
 func (o Options) Validate() error {
@@ -124,7 +136,7 @@ func (m *Measurement) Run(ctx context.Context, env *measure.Env) (result.Result,
 	defer cancel()
 	// The disk samplers run until the last pod is gone.
 	sampleCtx, stopSampling := context.WithCancel(ctx)
-	disks, sampled := m.startSamplers(sampleCtx, nodes)
+	disks, sampled := m.startSamplers(sampleCtx, env, nodes)
 
 	// Pods waiting to be seen Running, woken by the collector.
 	w := newWaiter(col)
@@ -206,17 +218,62 @@ func (m *Measurement) nodes(ctx context.Context, env *measure.Env) ([]string, er
 	return out, nil
 }
 
-func (m *Measurement) startSamplers(ctx context.Context, nodes []string) ([]*NodeDisk, *sync.WaitGroup) {
-	var wg sync.WaitGroup
+// startSamplers starts one disk sampler per node: in-process for a node with a directory here (the lab's
+// nodes share this machine's kernel), else an agent pod on the node. It returns once every sampler runs
+// (or could not start: its node's Reason says why); the agent pods run until ctx ends.
+func (m *Measurement) startSamplers(ctx context.Context, env *measure.Env, nodes []string) ([]*NodeDisk, *sync.WaitGroup) {
+	var wg, started sync.WaitGroup
 	var out []*NodeDisk
-	for _, n := range nodes {
+	interval := m.Opts.SampleInterval
+	if interval <= 0 {
+		interval = time.Second
+	}
+	for i, n := range nodes {
 		nd := &NodeDisk{Node: n, Dir: m.Opts.DiskDirs[n]}
 		out = append(out, nd)
 		if nd.Dir == "" {
-			nd.Reason = "no directory of the node's runtime disk to sample (the node agent samples remote nodes: not built yet)"
+			if m.Opts.AgentImage == "" {
+				nd.Reason = "no agent image to sample the node's disk with (--agent-image), and no local directory of it (--disk-dir)"
+				continue
+			}
+			nd.Dir = m.Opts.AgentDirs[n]
+			if nd.Dir == "" {
+				nd.Dir = cmp.Or(m.Opts.RuntimeDir, DefaultRuntimeDir)
+			}
+			nd.Remote = true
+			started.Add(1)
+			go func() {
+				defer started.Done()
+				var mu sync.Mutex
+				spec := diskagent.PodSpec{Namespace: env.Namespace, RunID: env.RunID, Name: fmt.Sprintf("churn-disk-%d", i), Node: n,
+					Image: m.Opts.AgentImage, HostDir: nd.Dir}
+				// The agent stops on its own a little after the run's bounds; the run stops it sooner.
+				life := m.Opts.Duration + 2*m.Opts.PodTimeout + time.Minute
+				st, err := diskagent.StartSampler(ctx, env.Client, spec, interval, min(life, MaxDuration), 2*time.Minute, func(smp disk.Sample) {
+					mu.Lock()
+					defer mu.Unlock()
+					nd.Samples = append(nd.Samples, smp)
+					if nd.Device == "" {
+						nd.Device = smp.Device
+					}
+				})
+				if err != nil {
+					nd.Reason = err.Error()
+					m.progress("churn: %s's disk not sampled: %v", n, err)
+					return
+				}
+				m.progress("churn: sampling %s's disk (%s) every %s through agent pod %s", n, nd.Dir, interval, spec.Name)
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					if err := st.Wait(); err != nil {
+						nd.Reason = err.Error()
+					}
+				}()
+			}()
 			continue
 		}
-		s, err := disk.NewSampler(disk.SamplerOptions{Dir: nd.Dir, Interval: m.Opts.SampleInterval})
+		s, err := disk.NewSampler(disk.SamplerOptions{Dir: nd.Dir, Interval: interval})
 		if err != nil {
 			nd.Reason = err.Error()
 			continue
@@ -231,6 +288,7 @@ func (m *Measurement) startSamplers(ctx context.Context, nodes []string) ([]*Nod
 			}
 		}()
 	}
+	started.Wait()
 	return out, &wg
 }
 
@@ -286,6 +344,12 @@ func (m *Measurement) iterate(runCtx, ctx context.Context, env *measure.Env, w *
 		it.Delete = env.Clock.Since(t0).Seconds()
 	}
 	return it
+}
+
+func (m *Measurement) progress(format string, args ...any) {
+	if m.Progress != nil {
+		m.Progress(format, args...)
+	}
 }
 
 // progressLine: the iteration, the current rate and latency (over the last 20 starts).

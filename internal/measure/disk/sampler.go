@@ -33,6 +33,8 @@ type SamplerOptions struct {
 // Sample is one interval's view of the disk and the node.
 type Sample struct {
 	T time.Time `json:"t"`
+	// Device is the diskstats name of the sampled disk ("" when the directory is on none).
+	Device string `json:"device,omitempty"`
 	// SyncSeconds is one ProbeBytes write plus fdatasync on Dir's disk; NaN when not probed.
 	SyncSeconds float64 `json:"syncSeconds"`
 	// Rates over the interval from /proc/diskstats (zero without a device).
@@ -143,7 +145,7 @@ func (s *Sampler) Run(ctx context.Context, emit func(Sample)) error {
 // Take reads everything once; rates are over the time since the previous Take (zero on the first).
 func (s *Sampler) Take() (Sample, error) {
 	now := s.now()
-	smp := Sample{T: now, SyncSeconds: math.NaN()}
+	smp := Sample{T: now, Device: s.dev, SyncSeconds: math.NaN()}
 	if s.probe != nil {
 		t0 := time.Now()
 		if _, err := s.probe.WriteAt(s.buf, s.off); err != nil {
@@ -153,8 +155,18 @@ func (s *Sampler) Take() (Sample, error) {
 			return smp, fmt.Errorf("probe fdatasync: %w", err)
 		}
 		smp.SyncSeconds = time.Since(t0).Seconds()
-		// Rewrite a 1 MiB window in turn: the file stays small and each write is a new block to the device.
-		s.off = (s.off + int64(len(s.buf))) % (1 << 20)
+		// Each write appends: the block is allocated and the size grows, so the fdatasync commits the
+		// filesystem's journal as well as the data, as a runtime's new files and etcd's WAL (written into
+		// preallocated, unwritten extents) do. A rewrite in place would need only the data block, and skip
+		// the journal that the rest of the node's I/O queues on (and, with cgroup v1's per-cgroup blkio
+		// throttling, the throttle of the journal's thread). The file is cut back to nothing every 1 MiB.
+		s.off += int64(len(s.buf))
+		if s.off >= 1<<20 {
+			if err := s.probe.Truncate(0); err != nil {
+				return smp, fmt.Errorf("probe truncate: %w", err)
+			}
+			s.off = 0
+		}
 	}
 	dt := now.Sub(s.prevT).Seconds()
 	first := s.prevT.IsZero()

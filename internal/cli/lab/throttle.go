@@ -1,0 +1,41 @@
+package lab
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kubeslow/kubeslow/internal/cli/common"
+	"github.com/kubeslow/kubeslow/internal/lab"
+)
+
+// newThrottle is the disk-throttle scenario's timer, run by the scenario as a lab process.
+func newThrottle(streams common.IOStreams) *cobra.Command {
+	var dev string
+	var after, tick, duration time.Duration
+	var iops int
+	cmd := &cobra.Command{
+		Use:    "throttle",
+		Short:  "After --after, hold a block device to --iops reads and writes a second (blkio throttle) until --duration ends (disk-throttle scenario)",
+		Hidden: true,
+		Args:   cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if iops < 1 || after < 0 || tick < 10*time.Millisecond || duration <= after || duration > 2*time.Hour {
+				return fmt.Errorf("--iops >= 1, --after >= 0, --tick >= 10ms, --duration (--after, 2h]")
+			}
+			ctx, cancel := context.WithTimeout(common.Context(cmd), duration)
+			defer cancel()
+			return lab.RunStepThrottle(ctx, dev, after, iops, tick, streams.Out)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&dev, "device", "", "block device (e.g. /dev/loop3)")
+	fl.DurationVar(&after, "after", 3*time.Minute, "throttle this long after the start")
+	fl.IntVar(&iops, "iops", 100, "the limit, reads and writes a second each")
+	fl.DurationVar(&tick, "tick", 100*time.Millisecond, "how often new cgroups get the limit")
+	fl.DurationVar(&duration, "duration", 30*time.Minute, "stop (and lift the throttle) after this long")
+	_ = cmd.MarkFlagRequired("device")
+	return cmd
+}

@@ -63,6 +63,7 @@ func FuzzJobPeerDecode(f *testing.F) {
 		}
 	})
 }
+
 // TestDiskSampleLines: the sampler's JSON lines decode, -1 is "not probed" (NaN), and the command's progress
 // lines that share the pod's log are skipped.
 func TestDiskSampleLines(t *testing.T) {

@@ -110,6 +110,9 @@ session() {
 		# shellcheck disable=SC2086
 		"$KUBESLOW" bench pods --lab $KS_WHERE --count "$COUNT" --create-qps "$QPS" --create-burst "$BURST" -o json >"$OUT/kubeslow-$r.json" 2>"$OUT/kubeslow-$r.log" ||
 			[[ $? == 1 ]] || { echo "kubeslow failed: $OUT/kubeslow-$r.log" >&2; return 1; }
+		# kubeslow deletes its namespace without waiting; the next round starts once its pods are gone from
+		# the node (kube-burner's gc waits for its own).
+		kubectl --kubeconfig "$kubeconfig" wait --for=delete namespace -l kubeslow.dev/run --timeout=5m >/dev/null 2>&1 || true
 	done
 }
 export -f session

@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
 	"github.com/kubeslow/kubeslow/internal/agentproto"
@@ -43,7 +44,7 @@ func (*JobMeasurement) Kind() measure.Kind { return measure.Benchmark }
 func (*JobMeasurement) Permissions() []measure.Permission {
 	return []measure.Permission{
 		{Verbs: []string{"list"}, Resource: "nodes", Reason: "the real nodes the members run on"},
-		{Verbs: []string{"create", "delete"}, Group: "batch", Resource: "jobs", Reason: "the Indexed Job"},
+		{Verbs: []string{"create", "delete", "patch"}, Group: "batch", Resource: "jobs", Reason: "the Indexed Job (patch: scaled to every member once its lead runs)"},
 		{Verbs: []string{"watch"}, Resource: "pods", Reason: "when each member is Running and Ready"},
 		{Verbs: []string{"get"}, Resource: "pods/log", Reason: "each member's report"},
 		{Verbs: []string{"create", "delete"}, Resource: "services", Reason: "the headless Service and the warm-up Service"},
@@ -153,11 +154,27 @@ func (m *JobMeasurement) runOnce(ctx context.Context, env *measure.Env, variant,
 	}()
 	defer stop()
 	obs := newObserver(env, jobRoleLabel+"="+job, job)
+	// Lead first (case A's order): the Job starts with its lead alone; once the lead is seen Running — its
+	// container started, and with it the member's first lookups of every peer — the Job is scaled to Count, so
+	// the lead has asked for every peer before any peer exists.
+	released := make(chan error, 1)
+	if !m.Opts.LeadFirst {
+		released <- nil
+	}
 	obs.onRunning = func(p *corev1.Pod) {
 		mu.Lock()
 		defer mu.Unlock()
 		if closed {
 			return
+		}
+		if m.Opts.LeadFirst && hostOf(p) == hosts[0] {
+			followers.Add(1)
+			go func() {
+				defer followers.Done()
+				patch := fmt.Appendf(nil, `{"spec":{"parallelism":%d}}`, m.Opts.Count)
+				_, err := env.Client.BatchV1().Jobs(env.Namespace).Patch(wctx, job, types.MergePatchType, patch, metav1.PatchOptions{})
+				released <- err
+			}()
 		}
 		followers.Add(1)
 		go func() {
@@ -178,6 +195,10 @@ func (m *JobMeasurement) runOnce(ctx context.Context, env *measure.Env, variant,
 	got := map[string]report{}
 	for len(got) < m.Opts.Count {
 		select {
+		case err := <-released:
+			if err != nil {
+				return run, fmt.Errorf("scaling the Job to %d members after its lead: %w", m.Opts.Count, err)
+			}
 		case r := <-reports:
 			got[r.host] = r
 		case <-wctx.Done():
@@ -211,12 +232,16 @@ func (m *JobMeasurement) runOnce(ctx context.Context, env *measure.Env, variant,
 	return run, nil
 }
 
-// job is the Indexed Job: Count members at once, on the real nodes, never retried, bounded by Wait.
+// job is the Indexed Job: Count members at once (or its lead alone, with LeadFirst), on the real nodes, never retried, bounded by Wait.
 func (m *JobMeasurement) job(env *measure.Env, name string, nodes []string, req agentproto.JobPeer) *batchv1.Job {
 	labels := kube.RunLabels(env.RunID)
 	labels[jobRoleLabel] = name
+	parallelism := m.Opts.Count
+	if m.Opts.LeadFirst {
+		parallelism = 1
+	}
 	return &batchv1.Job{ObjectMeta: kube.ObjectMeta(name, env.Namespace, env.RunID), Spec: batchv1.JobSpec{
-		CompletionMode: ptr.To(batchv1.IndexedCompletion), Completions: ptr.To(int32(m.Opts.Count)), Parallelism: ptr.To(int32(m.Opts.Count)),
+		CompletionMode: ptr.To(batchv1.IndexedCompletion), Completions: ptr.To(int32(m.Opts.Count)), Parallelism: ptr.To(int32(parallelism)),
 		BackoffLimit: ptr.To(int32(0)), ActiveDeadlineSeconds: ptr.To(int64((m.Opts.Wait + 2*time.Minute).Seconds())),
 		Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: corev1.PodSpec{
 			Subdomain: name, RestartPolicy: corev1.RestartPolicyNever, TerminationGracePeriodSeconds: ptr.To(int64(0)),

@@ -22,6 +22,10 @@ type JobOptions struct {
 	Backoff Backoff
 	// WarmUp repeats the run with an unrelated Service created first (case A's "warm-up").
 	WarmUp bool
+	// LeadFirst starts the Job with its lead (index 0) alone and scales it to Count once the lead runs, so
+	// the lead asks for its peers' names before they exist, as in case A; without it every member starts at
+	// once and whether any asks before a peer is published is a race.
+	LeadFirst bool
 }
 
 // maxQueryRate bounds the name polls of a job (members x peers / interval) against the cluster's DNS.
@@ -29,7 +33,7 @@ const maxQueryRate = 2000
 
 // DefaultJobOptions are `bench job`'s defaults.
 func DefaultJobOptions() JobOptions {
-	return JobOptions{Count: 4, Interval: 200 * time.Millisecond, Wait: 3 * time.Minute, Port: 7777, Backoff: DefaultBackoff, WarmUp: true}
+	return JobOptions{Count: 4, Interval: 200 * time.Millisecond, Wait: 3 * time.Minute, Port: 7777, Backoff: DefaultBackoff, WarmUp: true, LeadFirst: true}
 }
 
 // Validate checks the options' ranges (the image is checked by the command: it has a lab default).
@@ -55,5 +59,6 @@ func (o *JobOptions) AddFlags(fl *pflag.FlagSet) {
 	fl.DurationVar(&o.Backoff.Base, "backoff-base", o.Backoff.Base, "back-off client: first retry delay")
 	fl.Float64Var(&o.Backoff.Factor, "backoff-factor", o.Backoff.Factor, "back-off client: delay multiplier per retry")
 	fl.DurationVar(&o.Backoff.Cap, "backoff-cap", o.Backoff.Cap, "back-off client: longest delay")
+	fl.BoolVar(&o.LeadFirst, "lead-first", o.LeadFirst, "start the lead (index 0) alone and the other members once it runs, as case A's job did (else all at once)")
 	fl.BoolVar(&o.WarmUp, "warm-up", o.WarmUp, "repeat the run with an unrelated Service created first (case A's warm-up)")
 }

@@ -4,14 +4,12 @@ import (
 	"fmt"
 	"os"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/kubeslow/kubeslow/internal/cli/common"
 	"github.com/kubeslow/kubeslow/internal/lab"
 	"github.com/kubeslow/kubeslow/internal/measure/churn"
-	"github.com/kubeslow/kubeslow/internal/measure/podstartup"
 )
 
 func newChurn(streams common.IOStreams) *cobra.Command {
@@ -19,7 +17,7 @@ func newChurn(streams common.IOStreams) *cobra.Command {
 	var out common.OutputFlag
 	var diskDirs []string
 	var sampleVia string
-	o := churn.Options{}
+	o := churn.DefaultOptions()
 	cmd := &cobra.Command{
 		Use:   "churn",
 		Short: "Start and delete pods on chosen nodes for a count or a duration; start latency over time, the nodes' disks alongside, and the change point named",
@@ -79,17 +77,10 @@ disk is told apart from a sudden slowdown (case C).`,
 	cf.Add(cmd)
 	out.Add(cmd)
 	fl := cmd.Flags()
-	fl.StringSliceVar(&o.Nodes, "nodes", nil, "nodes to start pods on, in turn (default: every Ready node that is not simulated)")
-	fl.IntVar(&o.Count, "count", 500, fmt.Sprintf("pods to start at most (1..%d)", churn.MaxCount))
-	fl.DurationVar(&o.Duration, "duration", 15*time.Minute, fmt.Sprintf("run at most this long (up to %s)", churn.MaxDuration))
-	fl.IntVar(&o.Concurrency, "concurrency", 1, fmt.Sprintf("pods in flight at once (1..%d; 1 is one after another, as `docker run` in a loop)", churn.MaxConcurrency))
-	fl.StringVar(&o.Image, "image", "", "container image (default: the lab's pause image on the lab, "+podstartup.ClusterImage+" elsewhere)")
-	fl.DurationVar(&o.PodTimeout, "pod-timeout", 3*time.Minute, "give up on one pod's start, or its deletion, after this long")
-	fl.DurationVar(&o.SampleInterval, "sample-interval", time.Second, "disk sampling period")
+	o.AddFlags(fl)
 	fl.StringSliceVar(&diskDirs, "disk-dir", nil, "NODE=DIR: sample NODE's runtime disk through DIR on this machine (repeatable; automatic on the lab)")
 	fl.StringVar(&sampleVia, "sample-via", "auto", "how the nodes' disks are sampled: auto (in-process where a directory is known here, the lab's nodes; an agent pod elsewhere), agent (an agent pod on every node, also on the lab), local (in-process only)")
 	fl.StringVar(&o.AgentImage, "agent-image", "", "agent image with /kubeslow for the disk sampler pods (default on the lab: "+lab.AgentImage+")")
-	fl.StringVar(&o.RuntimeDir, "runtime-dir", churn.DefaultRuntimeDir, "the container runtime's directory on the nodes (its disk is the one sampled)")
 	return cmd
 }
 

@@ -76,6 +76,9 @@ func (o Options) Validate() error {
 	if o.PodTimeout <= 0 || o.PodTimeout > time.Hour {
 		return fmt.Errorf("--pod-timeout %s: want (0, 1h]", o.PodTimeout)
 	}
+	if o.SampleInterval != 0 && (o.SampleInterval < 100*time.Millisecond || o.SampleInterval > time.Minute) {
+		return fmt.Errorf("--sample-interval %s: want 100ms..1m", o.SampleInterval)
+	}
 	return nil
 }
 

@@ -1,0 +1,30 @@
+package churn
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/kubeslow/kubeslow/internal/measure/podstartup"
+)
+
+// DefaultOptions are `bench churn`'s defaults: 500 pods one after another (as `docker run` in a loop) for at
+// most 15 minutes, sampled every second.
+func DefaultOptions() Options {
+	return Options{Count: 500, Duration: 15 * time.Minute, Concurrency: 1, PodTimeout: 3 * time.Minute,
+		SampleInterval: time.Second, RuntimeDir: DefaultRuntimeDir}
+}
+
+// AddFlags registers the options' flags, defaulting to o's values. How the nodes' disks are reached (the
+// agent's image, directories on this machine) is the command's: it knows the lab.
+func (o *Options) AddFlags(fl *pflag.FlagSet) {
+	fl.StringSliceVar(&o.Nodes, "nodes", o.Nodes, "nodes to start pods on, in turn (default: every Ready node that is not simulated)")
+	fl.IntVar(&o.Count, "count", o.Count, fmt.Sprintf("pods to start at most (1..%d)", MaxCount))
+	fl.DurationVar(&o.Duration, "duration", o.Duration, fmt.Sprintf("run at most this long (up to %s)", MaxDuration))
+	fl.IntVar(&o.Concurrency, "concurrency", o.Concurrency, fmt.Sprintf("pods in flight at once (1..%d; 1 is one after another, as docker run in a loop)", MaxConcurrency))
+	fl.StringVar(&o.Image, "image", o.Image, "container image (default: the lab's pause image on the lab, "+podstartup.ClusterImage+" elsewhere)")
+	fl.DurationVar(&o.PodTimeout, "pod-timeout", o.PodTimeout, "give up on one pod's start, or its deletion, after this long (at most 1h)")
+	fl.DurationVar(&o.SampleInterval, "sample-interval", o.SampleInterval, "disk sampling period (100ms..1m)")
+	fl.StringVar(&o.RuntimeDir, "runtime-dir", o.RuntimeDir, "the container runtime's directory on the nodes (its disk is the one sampled)")
+}

@@ -32,10 +32,6 @@ func (d Run) Result() result.Result {
 	return res
 }
 
-func dns(d Run) func(t *testing.T) *result.Report {
-	return func(*testing.T) *result.Report { return ruletest.Report(nil, d.Result()) }
-}
-
 // RuleFixtures are dnsready.Rules' firing and clear fixtures: the job benchmark's runs recorded on the lab
 // (the healthy lab: its 5 s negative cache and a 1 s x2 back-off, 8.3 s start-up and no finding;
 // dns-denial-cache: 20 s of DNS lag and 11 s of back-off in a 32 s start-up; dns-endpoint-delay: names

@@ -21,6 +21,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/kubeslow/kubeslow/internal/check"
+	"github.com/kubeslow/kubeslow/internal/kube"
 	"github.com/kubeslow/kubeslow/internal/lab"
 	"github.com/kubeslow/kubeslow/internal/labtest"
 	"github.com/kubeslow/kubeslow/internal/measure"
@@ -121,7 +122,7 @@ func TestIntegrationKwokLeases(t *testing.T) {
 	t.Logf("NodeNotReady %s after their Leases stopped being renewed", time.Since(stolen).Round(time.Second))
 	waitFor(ctx, t, 3*time.Minute, flapper+" Ready again (kwok took its expired Lease back)", func() bool {
 		node, err := c.CoreV1().Nodes().Get(ctx, flapper, metav1.GetOptions{})
-		return err == nil && nodeIsReady(node)
+		return err == nil && kube.NodeReady(node)
 	})
 	res, findings = nodesHealth(ctx, t, c)
 	recs := map[string]result.Record{}
@@ -177,7 +178,7 @@ func watchLab(ctx context.Context, t *testing.T, c kubernetes.Interface) *labWat
 	_, _ = events.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: onEvent, UpdateFunc: func(_, o any) { onEvent(o) }})
 	_, _ = pods.AddEventHandler(cache.ResourceEventHandlerFuncs{UpdateFunc: func(o, n any) {
 		op, nw := o.(*corev1.Pod), n.(*corev1.Pod)
-		if podReady(op) && !podReady(nw) {
+		if kube.PodReady(op) && !kube.PodReady(nw) {
 			w.mu.Lock()
 			w.lostReady = append(w.lostReady, nw.Name+" on "+nw.Spec.NodeName)
 			w.mu.Unlock()
@@ -210,24 +211,6 @@ func (w *labWatch) snapshot() (notReady map[string]int, lostReady []string, rene
 		renewals[k] = v
 	}
 	return notReady, append([]string(nil), w.lostReady...), renewals
-}
-
-func podReady(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
-}
-
-func nodeIsReady(n *corev1.Node) bool {
-	for _, c := range n.Status.Conditions {
-		if c.Type == corev1.NodeReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
 
 // stealLease makes another holder renew node's Lease now for seconds: kwok neither renews a Lease held by

@@ -58,15 +58,6 @@ func ensureKwokNodes(ctx context.Context, c kubernetes.Interface, n int) error {
 	return g.Wait()
 }
 
-func nodeReady(n *corev1.Node) bool {
-	for _, c := range n.Status.Conditions {
-		if c.Type == corev1.NodeReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
-}
-
 // waitNodesReady watches nodes matching selector until want of them are Ready.
 func waitNodesReady(ctx context.Context, c kubernetes.Interface, selector string, want int) error {
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
@@ -90,7 +81,7 @@ func waitNodesReady(ctx context.Context, c kubernetes.Interface, selector string
 		if ev.Type == watch.Deleted {
 			delete(ready, n.Name)
 		} else {
-			ready[n.Name] = nodeReady(n)
+			ready[n.Name] = kube.NodeReady(n)
 		}
 		count := 0
 		for _, r := range ready {

@@ -118,7 +118,7 @@ func GetStatus(ctx context.Context, d Dirs) (*Status, error) {
 		if kube.IsSimulated(n) {
 			kind = "kwok"
 		}
-		s.Nodes = append(s.Nodes, NodeStatus{Name: n.Name, Kind: kind, Ready: nodeReady(n),
+		s.Nodes = append(s.Nodes, NodeStatus{Name: n.Name, Kind: kind, Ready: kube.NodeReady(n),
 			Kubelet: n.Status.NodeInfo.KubeletVersion, Runtime: n.Status.NodeInfo.ContainerRuntimeVersion, Lease: leases[n.Name]})
 	}
 	return s, nil

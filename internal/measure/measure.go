@@ -240,13 +240,8 @@ func RealNodes(ctx context.Context, env *Env) ([]corev1.Node, error) {
 	}
 	var out []corev1.Node
 	for _, n := range l.Items {
-		if kube.IsSimulated(&n) || n.Spec.Unschedulable {
-			continue
-		}
-		for _, c := range n.Status.Conditions {
-			if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
-				out = append(out, n)
-			}
+		if !kube.IsSimulated(&n) && !n.Spec.Unschedulable && kube.NodeReady(&n) {
+			out = append(out, n)
 		}
 	}
 	return out, nil

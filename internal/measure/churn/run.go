@@ -199,20 +199,13 @@ func (m *Measurement) nodes(ctx context.Context, env *measure.Env) ([]string, er
 		}
 		return m.Opts.Nodes, nil
 	}
-	list, err := env.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	real, err := measure.RealNodes(ctx, env)
 	if err != nil {
 		return nil, err
 	}
 	var out []string
-	for _, n := range list.Items {
-		if n.Annotations["kwok.x-k8s.io/node"] == "fake" || n.Spec.Unschedulable {
-			continue
-		}
-		for _, c := range n.Status.Conditions {
-			if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
-				out = append(out, n.Name)
-			}
-		}
+	for _, n := range real {
+		out = append(out, n.Name)
 	}
 	if len(out) == 0 {
 		return nil, &measure.SkipError{Reason: "no Ready node that is not simulated: churn needs real kubelets"}

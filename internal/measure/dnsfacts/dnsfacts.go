@@ -222,7 +222,7 @@ func (o *observation) discover(ctx context.Context) error {
 	for i := range pods {
 		p := &pods[i]
 		o.port[p.Name] = metricsPort(p)
-		f.Replicas = append(f.Replicas, Replica{Pod: p.Name, Node: p.Spec.NodeName, IP: p.Status.PodIP, Ready: podReady(p)})
+		f.Replicas = append(f.Replicas, Replica{Pod: p.Name, Node: p.Spec.NodeName, IP: p.Status.PodIP, Ready: kube.PodReady(p)})
 		if i == 0 {
 			f.Server = ServerOf(p)
 			f.Workload = workloadOf(p)
@@ -270,7 +270,7 @@ func (o *observation) listNodes(ctx context.Context) error {
 		if z := n.Labels[ZoneLabel]; z != "" {
 			f.Zones[n.Name] = z
 		}
-		if !kube.IsSimulated(n) && !n.Spec.Unschedulable && nodeReady(n) {
+		if !kube.IsSimulated(n) && !n.Spec.Unschedulable && kube.NodeReady(n) {
 			f.RealNodes++
 		}
 	}
@@ -350,24 +350,6 @@ func imagesContain(cs []corev1.Container, s string) bool {
 	for _, c := range cs {
 		if strings.Contains(c.Image, s) {
 			return true
-		}
-	}
-	return false
-}
-
-func podReady(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
-}
-
-func nodeReady(n *corev1.Node) bool {
-	for _, c := range n.Status.Conditions {
-		if c.Type == corev1.NodeReady {
-			return c.Status == corev1.ConditionTrue
 		}
 	}
 	return false

@@ -318,7 +318,7 @@ func (o *observer) start(ctx context.Context, env *measure.Env) error {
 		if p.Status.Phase == corev1.PodRunning && o.first(o.running, hostOf(p)) && o.onRunning != nil {
 			o.onRunning(p)
 		}
-		if podReady(p) {
+		if kube.PodReady(p) {
 			o.first(o.ready, hostOf(p))
 		}
 	})
@@ -367,15 +367,6 @@ func (o *observer) snapshot() (running, ready, endpoints map[string]time.Time) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	return maps.Clone(o.running), maps.Clone(o.ready), maps.Clone(o.endpoints)
-}
-
-func podReady(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
-			return true
-		}
-	}
-	return false
 }
 
 // askedSignal collects the client's stderr and closes asked at its "asked" line.

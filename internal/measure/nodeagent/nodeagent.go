@@ -207,7 +207,7 @@ func (m *Measurement) collect(ctx context.Context, env *measure.Env, ds *appsv1.
 	for i := range pods.Items {
 		p := &pods.Items[i]
 		node := p.Spec.NodeName
-		if !podReady(p) {
+		if !kube.PodReady(p) {
 			failures[node] = fmt.Sprintf("agent %s not Ready (%s)", p.Name, podWhy(p))
 			continue
 		}
@@ -237,15 +237,6 @@ func (m *Measurement) collect(ctx context.Context, env *measure.Env, ds *appsv1.
 	wg.Wait()
 	sort.Slice(hosts, func(i, j int) bool { return hosts[i].Node < hosts[j].Node })
 	return hosts, failures, nil
-}
-
-func podReady(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
 
 func podWhy(p *corev1.Pod) string {

@@ -10,7 +10,9 @@ func TestReadyConditions(t *testing.T) {
 	node := func(cs ...corev1.NodeCondition) *corev1.Node {
 		return &corev1.Node{Status: corev1.NodeStatus{Conditions: cs}}
 	}
-	pod := func(cs ...corev1.PodCondition) *corev1.Pod { return &corev1.Pod{Status: corev1.PodStatus{Conditions: cs}} }
+	pod := func(cs ...corev1.PodCondition) *corev1.Pod {
+		return &corev1.Pod{Status: corev1.PodStatus{Conditions: cs}}
+	}
 	for _, c := range []struct {
 		name string
 		got  bool

@@ -4,15 +4,13 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kubeslow/kubeslow/internal/cli/common"
-	"github.com/kubeslow/kubeslow/internal/lab"
+	"github.com/kubeslow/kubeslow/internal/measure"
 	"github.com/kubeslow/kubeslow/internal/measure/dnsready"
 )
 
 func newDNS(streams common.IOStreams) *cobra.Command {
-	var cf common.ClusterFlags
-	var out common.OutputFlag
 	o := dnsready.DefaultOptions()
-	cmd := &cobra.Command{
+	return agentBench(streams, &cobra.Command{
 		Use:   "dns",
 		Short: "Per-pod DNS readiness: how long after a pod is Ready its name behind a headless Service resolves, and what a retrying client waits",
 		Long: `dns creates a headless Service and a client pod on a real node that starts asking for the per-pod names of
@@ -20,24 +18,5 @@ func newDNS(streams common.IOStreams) *cobra.Command {
 Ready -> resolvable, split into Ready -> EndpointSlice and EndpointSlice -> resolvable, and replays each lag
 against an exponential back-off (--backoff-base, --backoff-factor) to show what a retrying client waits.
 --image must hold the kubeslow binary at /kubeslow (on the lab: the lab's agent image).`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := out.Validate(); err != nil {
-				return err
-			}
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			if o.Image = cf.AgentImage(o.Image); o.Image == "" {
-				return errNoImage
-			}
-			return runBenchmark(cmd, streams, &cf, &out, dnsready.New(o))
-		},
-	}
-	cf.Add(cmd)
-	out.Add(cmd)
-	fl := cmd.Flags()
-	fl.StringVar(&o.Image, "image", "", "agent image with /kubeslow (default on the lab: "+lab.AgentImage+")")
-	o.AddFlags(fl)
-	return cmd
+	}, &o, &o.Image, nil, func() measure.Measurement { return dnsready.New(o) })
 }

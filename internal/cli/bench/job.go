@@ -4,15 +4,13 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kubeslow/kubeslow/internal/cli/common"
-	"github.com/kubeslow/kubeslow/internal/lab"
+	"github.com/kubeslow/kubeslow/internal/measure"
 	"github.com/kubeslow/kubeslow/internal/measure/dnsready"
 )
 
 func newJob(streams common.IOStreams) *cobra.Command {
-	var cf common.ClusterFlags
-	var out common.OutputFlag
 	o := dnsready.DefaultJobOptions()
-	cmd := &cobra.Command{
+	return agentBench(streams, &cobra.Command{
 		Use:   "job",
 		Short: "Whole-job start-up (case A): an Indexed Job whose members wait for every peer's per-pod DNS name, by phase, with and without a warm-up Service",
 		Long: `job creates a headless Service and an Indexed Job of --count members (completions = parallelism) on the
@@ -24,24 +22,5 @@ connected, with the DNS lag's share (Ready -> resolvable) and the back-off's (re
 the per-name lags the DNS rules read. With --warm-up (the default) the run is repeated with an unrelated
 Service created first, as case A's report observed, and both are reported (labelled variant=cold and
 variant=warm-up). --image must hold the kubeslow binary at /kubeslow (on the lab: the lab's agent image).`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := out.Validate(); err != nil {
-				return err
-			}
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			if o.Image = cf.AgentImage(o.Image); o.Image == "" {
-				return errNoImage
-			}
-			return runBenchmark(cmd, streams, &cf, &out, dnsready.NewJob(o))
-		},
-	}
-	cf.Add(cmd)
-	out.Add(cmd)
-	fl := cmd.Flags()
-	fl.StringVar(&o.Image, "image", "", "agent image with /kubeslow (default on the lab: "+lab.AgentImage+")")
-	o.AddFlags(fl)
-	return cmd
+	}, &o, &o.Image, nil, func() measure.Measurement { return dnsready.NewJob(o) })
 }

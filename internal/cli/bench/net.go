@@ -4,17 +4,17 @@ import (
 	"errors"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/kubeslow/kubeslow/internal/cli/common"
 	"github.com/kubeslow/kubeslow/internal/lab"
+	"github.com/kubeslow/kubeslow/internal/measure"
 	"github.com/kubeslow/kubeslow/internal/measure/netpath"
 )
 
 func newNet(streams common.IOStreams) *cobra.Command {
-	var cf common.ClusterFlags
-	var out common.OutputFlag
 	o := netpath.DefaultOptions()
-	cmd := &cobra.Command{
+	return agentBench(streams, &cobra.Command{
 		Use:   "net",
 		Short: "Network paths in the cluster: host->host, host->pod, pod->pod (same and other node), pod->Service; HTTP and TCP, ratios to the host",
 		Long: `net runs kubeslow agents as pods on two real nodes (host network and pod network), then the same HTTP
@@ -24,26 +24,43 @@ median with its min-max and its ratio to host->host. A pod path more than 10% be
 tolerance) is a finding, named with what the agents saw on the nodes and in the pod: overlay devices and MTUs,
 kube-proxy's mode and rule count, conntrack and ARP-table fill. --image must hold the kubeslow binary at
 /kubeslow (on the lab: the lab's agent image).`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := out.Validate(); err != nil {
+	}, &o, &o.Image, o.FromFlags, func() measure.Measurement { return netpath.New(o) })
+}
+
+// agentOptions are the options of a benchmark whose pods run kubeslow: they own their flags and ranges.
+type agentOptions interface {
+	AddFlags(*pflag.FlagSet)
+	Validate() error
+}
+
+// agentBench completes cmd as a benchmark whose pods run the kubeslow binary from --image (into *image; the
+// lab's agent image by default): the cluster and output flags, --image and o's own flags; when run, the output
+// format, then prepare (nil for none: what the options read back from the parsed flags), o's ranges and the
+// image are checked before build's measurement runs.
+func agentBench(streams common.IOStreams, cmd *cobra.Command, o agentOptions, image *string, prepare func(*pflag.FlagSet) error, build func() measure.Measurement) *cobra.Command {
+	var cf common.ClusterFlags
+	var out common.OutputFlag
+	cmd.Args = cobra.NoArgs
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		if err := out.Validate(); err != nil {
+			return err
+		}
+		if prepare != nil {
+			if err := prepare(cmd.Flags()); err != nil {
 				return err
 			}
-			if err := o.FromFlags(cmd.Flags()); err != nil {
-				return err
-			}
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			if o.Image = cf.AgentImage(o.Image); o.Image == "" {
-				return errNoImage
-			}
-			return runBenchmark(cmd, streams, &cf, &out, netpath.New(o))
-		},
+		}
+		if err := o.Validate(); err != nil {
+			return err
+		}
+		if *image = cf.AgentImage(*image); *image == "" {
+			return errNoImage
+		}
+		return runBenchmark(cmd, streams, &cf, &out, build())
 	}
 	cf.Add(cmd)
 	out.Add(cmd)
-	cmd.Flags().StringVar(&o.Image, "image", "", "agent image with /kubeslow (default on the lab: "+lab.AgentImage+")")
+	cmd.Flags().StringVar(image, "image", "", "agent image with /kubeslow (default on the lab: "+lab.AgentImage+")")
 	o.AddFlags(cmd.Flags())
 	return cmd
 }

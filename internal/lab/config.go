@@ -57,11 +57,20 @@ type ImagePullSettings struct {
 	MaxParallel int  `json:"maxParallel,omitempty"`
 }
 
-// DNSSettings are CoreDNS's cache settings: how long positive and negative (NXDOMAIN) answers are cached.
+// DNSSettings are CoreDNS's cache settings: how long positive and negative (NXDOMAIN) answers are cached; and
+// how it runs: one process in the control-plane namespace (Replicas 0), or a Deployment of Replicas pods on
+// the real nodes placed by Placement (DNSSpread or DNSPacked), with the upstream for ExternalZone limited to
+// UpstreamQPS queries per second per source (0: DefaultUpstreamQPS).
 type DNSSettings struct {
-	CacheTTL  Duration `json:"cacheTTL,omitempty"`
-	DenialTTL Duration `json:"denialTTL,omitempty"`
+	CacheTTL    Duration `json:"cacheTTL,omitempty"`
+	DenialTTL   Duration `json:"denialTTL,omitempty"`
+	Replicas    int      `json:"replicas,omitempty"`
+	Placement   string   `json:"placement,omitempty"`
+	UpstreamQPS float64  `json:"upstreamQPS,omitempty"`
 }
+
+// MaxDNSReplicas bounds the DNS Deployment.
+const MaxDNSReplicas = 10
 
 // RegistrySettings shape the lab registry: bandwidth per response (bytes/s, 0 = unlimited) and added latency
 // per request.
@@ -152,6 +161,18 @@ func (c *Config) Validate() error {
 	}
 	if c.RealNodes < 0 || c.RealNodes > MaxRealNodes {
 		return fmt.Errorf("--real-nodes %d: want 0..%d", c.RealNodes, MaxRealNodes)
+	}
+	if c.DNS.Replicas < 0 || c.DNS.Replicas > MaxDNSReplicas {
+		return fmt.Errorf("--dns-replicas %d: want 0..%d", c.DNS.Replicas, MaxDNSReplicas)
+	}
+	if c.DNS.Replicas > 0 && c.RealNodes == 0 {
+		return errors.New("--dns-replicas needs real nodes (--real-nodes)")
+	}
+	if p := c.DNS.Placement; p != "" && p != DNSSpread && p != DNSPacked {
+		return fmt.Errorf("--dns-placement %q: want %s or %s", p, DNSSpread, DNSPacked)
+	}
+	if c.DNS.UpstreamQPS < 0 {
+		return errors.New("--dns-upstream-qps must not be negative")
 	}
 	if c.ImagePulls.MaxParallel < 0 || c.Registry.BytesPerSecond < 0 || c.Registry.Latency.Duration < 0 {
 		return errors.New("image-pull and registry settings must not be negative")

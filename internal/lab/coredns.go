@@ -30,13 +30,7 @@ const (
 // the cap and the floor of a negative entry's TTL (the kubernetes plugin answers NXDOMAIN with a 5 s SOA TTL,
 // which the cache would otherwise keep), so a denial TTL of 20 s keeps an early NXDOMAIN for 20 s.
 func corefile(d Dirs, s DNSSettings) string {
-	success, denial := 30, 5
-	if s.CacheTTL.Duration > 0 {
-		success = int(s.CacheTTL.Seconds())
-	}
-	if s.DenialTTL.Duration > 0 {
-		denial = int(s.DenialTTL.Seconds())
-	}
+	success, denial := cacheTTLs(s)
 	return fmt.Sprintf(`.:53 {
     bind %[1]s
     errors
@@ -56,11 +50,24 @@ func corefile(d Dirs, s DNSSettings) string {
 `, ControlPlaneIP, corednsHealthPort, corednsReadyPort, corednsMetricsPort, d.componentKubeconfig("coredns"), success, denial)
 }
 
+// cacheTTLs are the cache's positive and negative TTLs in seconds (defaults 30 and 5).
+func cacheTTLs(s DNSSettings) (success, denial int) {
+	success, denial = 30, 5
+	if s.CacheTTL.Duration > 0 {
+		success = int(s.CacheTTL.Seconds())
+	}
+	if s.DenialTTL.Duration > 0 {
+		denial = int(s.DenialTTL.Seconds())
+	}
+	return success, denial
+}
+
 // corefilePath is where CoreDNS's configuration (corefile) goes.
 func corefilePath(d Dirs) string { return filepath.Join(d.ConfDir(), "Corefile") }
 
-// ensureDNSObjects creates CoreDNS's RBAC, the kube-dns Service and its EndpointSlice.
-func ensureDNSObjects(ctx context.Context, c kubernetes.Interface) error {
+// ensureDNSObjects creates CoreDNS's RBAC (for the process's user and the pods' ServiceAccount) and the kube-dns
+// Service: in process mode with an EndpointSlice the lab manages, with replicas selecting their pods.
+func ensureDNSObjects(ctx context.Context, c kubernetes.Interface, replicas bool) error {
 	create := func(err error) error {
 		if apierrors.IsAlreadyExists(err) {
 			return nil
@@ -75,8 +82,9 @@ func ensureDNSObjects(ctx context.Context, c kubernetes.Interface) error {
 		return err
 	}
 	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "kubeslow-lab:coredns"},
-		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: role.Name},
-		Subjects: []rbacv1.Subject{{APIGroup: "rbac.authorization.k8s.io", Kind: "User", Name: corednsUser}}}
+		RoleRef: rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: role.Name},
+		Subjects: []rbacv1.Subject{{APIGroup: "rbac.authorization.k8s.io", Kind: "User", Name: corednsUser},
+			{Kind: "ServiceAccount", Name: CoreDNSDeployment, Namespace: "kube-system"}}}
 	if _, err := c.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); create(err) != nil {
 		return err
 	}
@@ -87,8 +95,14 @@ func ensureDNSObjects(ctx context.Context, c kubernetes.Interface) error {
 			{Name: "dns-tcp", Port: 53, Protocol: corev1.ProtocolTCP, TargetPort: intstr.FromInt32(53)},
 			{Name: "metrics", Port: corednsMetricsPort, Protocol: corev1.ProtocolTCP, TargetPort: intstr.FromInt32(corednsMetricsPort)},
 		}}}
+	if replicas {
+		svc.Spec.Selector = labels
+	}
 	if _, err := c.CoreV1().Services("kube-system").Create(ctx, svc, metav1.CreateOptions{}); create(err) != nil {
 		return err
+	}
+	if replicas {
+		return nil
 	}
 	udp, tcp := corev1.ProtocolUDP, corev1.ProtocolTCP
 	slice := &discoveryv1.EndpointSlice{

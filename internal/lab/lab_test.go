@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 )
 
@@ -133,5 +134,42 @@ func TestAddressesInBenchmarkRange(t *testing.T) {
 		if !strings.HasPrefix(c, "198.18.") && !strings.HasPrefix(c, "198.19.") {
 			t.Errorf("%s is outside 198.18.0.0/15", c)
 		}
+	}
+}
+
+// TestDNSReplicas checks the DNS Deployment's placements and the replicas' Corefile: packed pins every
+// replica to lab-node-1 with no spread, spread has the topology spread over the pods' own label, both stay on
+// the real nodes; the external zone is forwarded to the upstream without a cache.
+func TestDNSReplicas(t *testing.T) {
+	packed := corednsDeployment(DNSSettings{Replicas: 3, Placement: DNSPacked})
+	spec := packed.Spec.Template.Spec
+	if spec.NodeSelector[corev1.LabelHostname] != RealNodeName(1) || spec.NodeSelector[RealNodeLabel] != "real" || len(spec.TopologySpreadConstraints) != 0 {
+		t.Errorf("packed placement: %v %v", spec.NodeSelector, spec.TopologySpreadConstraints)
+	}
+	if *packed.Spec.Replicas != 3 || packed.Spec.Template.Labels[DNSPodLabel] != "kube-dns" || packed.Spec.Strategy.Type != "Recreate" {
+		t.Errorf("deployment: %+v", packed.Spec)
+	}
+	spread := corednsDeployment(DNSSettings{Replicas: 2})
+	spec = spread.Spec.Template.Spec
+	if _, ok := spec.NodeSelector[corev1.LabelHostname]; ok || len(spec.TopologySpreadConstraints) != 1 ||
+		spec.TopologySpreadConstraints[0].LabelSelector.MatchLabels[DNSPodLabel] != "kube-dns" || spec.TopologySpreadConstraints[0].TopologyKey != corev1.LabelHostname {
+		t.Errorf("spread placement: %v %+v", spec.NodeSelector, spec.TopologySpreadConstraints)
+	}
+	dnsPlacement(&spec, DNSPacked)
+	if spec.NodeSelector[corev1.LabelHostname] != RealNodeName(1) || len(spec.TopologySpreadConstraints) != 0 {
+		t.Errorf("spread -> packed: %v %v", spec.NodeSelector, spec.TopologySpreadConstraints)
+	}
+	cf := replicaCorefile(DNSSettings{DenialTTL: Duration{20 * time.Second}})
+	ext := cf[strings.Index(cf, ExternalZone+":53"):]
+	if !strings.Contains(ext, "forward . "+UpstreamDNSIP+":53") || strings.Contains(ext, "cache") || !strings.Contains(cf, "denial 9984 20 20") {
+		t.Errorf("corefile:\n%s", cf)
+	}
+	argv := strings.Join(upstreamArgv("/bin/kubeslow", DNSSettings{}), " ")
+	if !strings.Contains(argv, "--listen "+UpstreamDNSIP+":53") || !strings.Contains(argv, "--limit 200") {
+		t.Errorf("upstream argv: %s", argv)
+	}
+	bad := Config{RealNodes: 0, DNS: DNSSettings{Replicas: 2}}
+	if bad.Validate() == nil {
+		t.Error("DNS replicas without real nodes accepted")
 	}
 }

@@ -17,12 +17,20 @@ import (
 const (
 	AgentImage = "kubeslow.local/kubeslow:lab"
 	PauseImage = "kubeslow.local/pause:1"
+	// CoreDNSImage is the lab's CoreDNS binary (the one the lab builds) at /coredns, for cluster DNS run as a
+	// Deployment (DNSSettings.Replicas).
+	CoreDNSImage = "kubeslow.local/coredns:lab"
 )
 
-// buildLabImages writes the agent and pause images as one archive in the state directory and returns its path.
-func buildLabImages(d Dirs, binary string) (string, error) {
+// buildLabImages writes the agent and pause images (and, given its binary, the CoreDNS image) as one archive in
+// the state directory and returns its path.
+func buildLabImages(d Dirs, binary, coredns string) (string, error) {
 	path := filepath.Join(d.State, "images", "lab-images.tar")
-	return path, images.WriteArchive(path, binary, map[string][]string{AgentImage: {agentproto.Binary}, PauseImage: agentproto.Argv(agentproto.Pause{})})
+	var extra []images.Extra
+	if coredns != "" {
+		extra = append(extra, images.Extra{Ref: CoreDNSImage, Binary: coredns, Path: "/coredns", Entrypoint: []string{"/coredns"}})
+	}
+	return path, images.WriteArchive(path, binary, map[string][]string{AgentImage: {agentproto.Binary}, PauseImage: agentproto.Argv(agentproto.Pause{})}, extra...)
 }
 
 // importImages loads the lab images' archive into a node's containerd.

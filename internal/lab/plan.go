@@ -42,6 +42,8 @@ type Component struct {
 	// Files are written before it starts.
 	Files  []File
 	Health Check
+	// Before runs before it starts (e.g. adding the address it listens on); nil: nothing.
+	Before func(ctx context.Context) error
 }
 
 // File is a configuration file a component reads.
@@ -168,6 +170,11 @@ func (p *Plan) run(ctx context.Context, u *upRun) error {
 				}
 				if err := os.WriteFile(f.Path, []byte(f.Data), f.Mode); err != nil {
 					return err
+				}
+			}
+			if c.Before != nil {
+				if err := c.Before(ctx); err != nil {
+					return fmt.Errorf("%s: %w", c.Name, err)
 				}
 			}
 			if err := startInAndWait(ctx, u.d, c.Name, c.Namespace, c.Argv, componentEnv(c.Env), u.step,

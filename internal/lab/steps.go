@@ -142,15 +142,20 @@ func realNodeSteps(d Dirs, c *Config, bin func(string) string) ([]Step, error) {
 	inLab := func(name string, argv []string, health Check, files ...File) *Component {
 		return &Component{Name: name, Namespace: NetNS, Argv: argv, Env: []string{sbinPath}, Health: health, Files: files}
 	}
+	replicas := c.DNS.Replicas > 0
+	dnsEndpoints, corednsImage := "its EndpointSlice (the CoreDNS process)", ""
+	if replicas {
+		dnsEndpoints, corednsImage = "its selector "+DNSPodLabel+"="+dnsPodValue+" (the EndpointSlice controller's)", bin(CoreDNS)
+	}
 	steps := []Step{
-		{Name: "dns-objects", What: fmt.Sprintf("record which of %s exist; CoreDNS's RBAC, the kube-dns Service (%s) and its EndpointSlice; CoreDNS's certificate and kubeconfig",
-			strings.Join(hostPathsOwned, ", "), ClusterDNSIP),
+		{Name: "dns-objects", What: fmt.Sprintf("record which of %s exist; CoreDNS's RBAC, the kube-dns Service (%s) and %s; CoreDNS's certificate and kubeconfig",
+			strings.Join(hostPathsOwned, ", "), ClusterDNSIP, dnsEndpoints),
 			Do: func(ctx context.Context, u *upRun) error {
 				u.st.HostPaths = missingHostPaths()
 				if err := u.d.saveState(u.st); err != nil {
 					return err
 				}
-				if err := ensureDNSObjects(ctx, u.client); err != nil {
+				if err := ensureDNSObjects(ctx, u.client, replicas); err != nil {
 					return fmt.Errorf("DNS objects: %w", err)
 				}
 				if err := ensureCert(u.d, certSpec{Name: "coredns", CN: corednsUser}); err != nil {
@@ -158,16 +163,15 @@ func realNodeSteps(d Dirs, c *Config, bin func(string) string) ([]Step, error) {
 				}
 				return writeKubeconfig(u.d, u.d.componentKubeconfig("coredns"), "coredns")
 			}},
-		{Name: CoreDNS, Component: inLab(CoreDNS, []string{bin(CoreDNS), "-conf", corefilePath(d)},
-			getOK(fmt.Sprintf("http://%s:%d/ready", ControlPlaneIP, corednsReadyPort)),
-			File{Path: corefilePath(d), Data: corefile(d, c.DNS), Mode: 0o644})},
+		dnsServerStep(d, c, bin, inLab),
 		// The registry is the kubeslow binary itself, as a lab process.
 		{Name: "registry", Component: inLab("registry", []string{agent, "lab", "registry-serve", "--addr", RegistryHost(), "--dir", filepath.Join(d.State, "registry"),
 			"--bytes-per-second", fmt.Sprint(c.Registry.BytesPerSecond), "--latency", c.Registry.Latency.String()},
 			getOK("http://"+RegistryHost()+"/v2/"))},
-		{Name: "images", What: fmt.Sprintf("images %s and %s from %s, in one archive under %s", AgentImage, PauseImage, agent, filepath.Join(d.State, "images")),
+		{Name: "images", What: fmt.Sprintf("images %s and %s from %s%s, in one archive under %s", AgentImage, PauseImage, agent,
+			map[bool]string{true: ", " + CoreDNSImage + " from " + corednsImage}[replicas], filepath.Join(d.State, "images")),
 			Do: func(_ context.Context, u *upRun) error {
-				images, err := buildLabImages(u.d, agent)
+				images, err := buildLabImages(u.d, agent, corednsImage)
 				if err != nil {
 					return err
 				}
@@ -190,8 +194,9 @@ func realNodeSteps(d Dirs, c *Config, bin func(string) string) ([]Step, error) {
 		}
 		steps = append(steps,
 			Step{Name: n.name(), What: fmt.Sprintf("network namespace %s with eth0 %s/%d on the lab bridge (port %s), default route via %s; "+
-				"its certificates, kubeconfigs and directories under %s; cgroup %s in every hierarchy",
-				n.netns(), n.ip(), NodeNetPrefix, n.bridgePort(), ControlPlaneIP, n.dir(d), n.cgroupRoot()),
+				"its certificates, kubeconfigs and directories under %s; cgroup %s in every hierarchy%s",
+				n.netns(), n.ip(), NodeNetPrefix, n.bridgePort(), ControlPlaneIP, n.dir(d), n.cgroupRoot(),
+				map[bool]string{true: "; its pods' UDP to the DNS upstream " + UpstreamDNSIP + " masqueraded to " + n.ip() + " (iptables nat POSTROUTING)"}[replicas]),
 				Do: func(ctx context.Context, u *upRun) error {
 					if err := setupNodeNetwork(ctx, n); err != nil {
 						return fmt.Errorf("network: %w", err)
@@ -201,6 +206,11 @@ func realNodeSteps(d Dirs, c *Config, bin func(string) string) ([]Step, error) {
 					}
 					if err := host.EnsureCgroupPath(n.cgroupRoot()); err != nil {
 						return fmt.Errorf("cgroups: %w", err)
+					}
+					if replicas {
+						if err := masqueradeToUpstream(ctx, n); err != nil {
+							return fmt.Errorf("masquerade to the DNS upstream: %w", err)
+						}
 					}
 					return nil
 				}},
@@ -259,7 +269,42 @@ func realNodeSteps(d Dirs, c *Config, bin func(string) string) ([]Step, error) {
 				u.step("registry %s seeded (%d images)", RegistryHost(), len(RegistryImages()))
 				return nil
 			}})
+	if replicas {
+		steps = append(steps, Step{Name: "dns-deployment", What: fmt.Sprintf("CoreDNS's ServiceAccount, ConfigMap (Corefile) and Deployment %s/%s of %d replicas (%s), "+
+			"each Ready and published in the kube-dns EndpointSlices", "kube-system", CoreDNSDeployment, c.DNS.Replicas, placementName(c.DNS.Placement)),
+			Do: func(ctx context.Context, u *upRun) error {
+				if err := ensureDNSDeployment(ctx, u.client, u.c.DNS); err != nil {
+					return err
+				}
+				u.step("%d CoreDNS replicas Ready (%s)", u.c.DNS.Replicas, placementName(u.c.DNS.Placement))
+				return nil
+			}})
+	}
 	return steps, nil
+}
+
+// dnsServerStep starts the cluster DNS's process: CoreDNS itself, or with replicas the upstream for
+// ExternalZone (on its own address of the lab bridge).
+func dnsServerStep(d Dirs, c *Config, bin func(string) string, inLab func(string, []string, Check, ...File) *Component) Step {
+	if c.DNS.Replicas == 0 {
+		return Step{Name: CoreDNS, Component: inLab(CoreDNS, []string{bin(CoreDNS), "-conf", corefilePath(d)},
+			getOK(fmt.Sprintf("http://%s:%d/ready", ControlPlaneIP, corednsReadyPort)),
+			File{Path: corefilePath(d), Data: corefile(d, c.DNS), Mode: 0o644})}
+	}
+	comp := inLab(DNSUpstream, upstreamArgv(c.AgentBinary, c.DNS),
+		Check{What: "an A query for a name under " + ExternalZone + " is answered", OK: func(ctx context.Context, _ *upRun) bool { return upstreamAnswers(ctx) }})
+	// The address must exist before the upstream binds it.
+	comp.Before = addUpstreamAddress
+	return Step{Name: DNSUpstream, Component: comp,
+		What: fmt.Sprintf("the upstream for %s on %s (a second address of %s), answering each source at most %g queries/s", ExternalZone, UpstreamDNSIP, Bridge, upstreamQPS(c.DNS))}
+}
+
+// placementName says how the DNS replicas are placed.
+func placementName(p string) string {
+	if p == DNSPacked {
+		return "packed on " + RealNodeName(1)
+	}
+	return "spread: topology spread on " + "kubernetes.io/hostname, maxSkew 1"
 }
 
 // nsGetOK is a health check on a URL that only answers inside a namespace (a component's loopback health port).

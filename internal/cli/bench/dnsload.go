@@ -3,6 +3,7 @@ package bench
 import (
 	"fmt"
 	"os"
+	"sort"
 	"strings"
 	"time"
 
@@ -145,7 +146,7 @@ func StepMetrics(s dnsload.Step, labels map[string]string) []result.Metric {
 	m := func(name, unit string, v float64) result.Metric {
 		return result.Metric{Name: name, Unit: unit, Value: v, Labels: labels}
 	}
-	return []result.Metric{
+	out := []result.Metric{
 		m("achieved_qps", "requests_per_second", s.AnsweredPerSecond()),
 		m("latency_p50", "seconds", s.P(0.5)),
 		m("latency_p99", "seconds", s.P(0.99)),
@@ -155,4 +156,25 @@ func StepMetrics(s dnsload.Step, labels map[string]string) []result.Metric {
 		m("sent", "count", float64(s.Counts.Sent)),
 		m("send_late_p99", "seconds", float64(s.SchedLate.ValueAtQuantile(99))/1e6),
 	}
+	// Per name kind: the share of its queries that failed (timeouts, SERVFAIL, REFUSED), e.g. only the
+	// external names when an upstream's limit drops them.
+	kinds := make([]string, 0, len(s.ByKind))
+	for k := range s.ByKind {
+		kinds = append(kinds, string(k))
+	}
+	sort.Strings(kinds)
+	for _, k := range kinds {
+		c := s.ByKind[dnsload.Kind(k)]
+		if c.Sent == 0 {
+			continue
+		}
+		l := map[string]string{"kind": k}
+		for n, v := range labels {
+			l[n] = v
+		}
+		failed := c.Timeouts + c.ServFail + c.Refused + c.SendErrors
+		out = append(out, result.Metric{Name: "kind_failed_share", Unit: "ratio", Value: float64(failed) / float64(c.Sent), Labels: l},
+			result.Metric{Name: "kind_sent", Unit: "count", Value: float64(c.Sent), Labels: l})
+	}
+	return out
 }

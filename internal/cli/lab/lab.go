@@ -78,6 +78,9 @@ type upFlags struct {
 	maxParallelPulls   int
 	dnsCacheTTL        time.Duration
 	dnsDenialTTL       time.Duration
+	dnsReplicas        int
+	dnsPlacement       string
+	dnsUpstreamQPS     float64
 	endpointSliceBatch time.Duration
 	registryBPS        int64
 	registryLatency    time.Duration
@@ -97,8 +100,9 @@ func (f *upFlags) config() (lab.Config, error) {
 	}
 	c := lab.Config{
 		Nodes: f.nodes, Etcd: etcd, EtcdQuotaBytes: f.etcdQuota, EtcdWriteIOPS: f.etcdWriteIOPS, RealNodes: f.realNodes, AgentBinary: agent,
-		ImagePulls:         lab.ImagePullSettings{Serialize: f.serializePulls, MaxParallel: f.maxParallelPulls},
-		DNS:                lab.DNSSettings{CacheTTL: lab.Duration{Duration: f.dnsCacheTTL}, DenialTTL: lab.Duration{Duration: f.dnsDenialTTL}},
+		ImagePulls: lab.ImagePullSettings{Serialize: f.serializePulls, MaxParallel: f.maxParallelPulls},
+		DNS: lab.DNSSettings{CacheTTL: lab.Duration{Duration: f.dnsCacheTTL}, DenialTTL: lab.Duration{Duration: f.dnsDenialTTL},
+			Replicas: f.dnsReplicas, Placement: f.dnsPlacement, UpstreamQPS: f.dnsUpstreamQPS},
 		Registry:           lab.RegistrySettings{BytesPerSecond: f.registryBPS, Latency: lab.Duration{Duration: f.registryLatency}},
 		ControllerManager:  lab.ClientSettings{QPS: f.kcmQPS, Burst: f.kcmBurst},
 		EndpointSliceBatch: lab.Duration{Duration: f.endpointSliceBatch},
@@ -106,6 +110,10 @@ func (f *upFlags) config() (lab.Config, error) {
 		APIServerExtraArgs: f.apiserverArgs, Prometheus: f.prometheus,
 		Kwok: lab.KwokSettings{PodReadyDelay: lab.Duration{Duration: f.podReadyDelay}, PodReadyJitter: lab.Duration{Duration: f.podReadyJitter},
 			SlowNodes: f.slowNodes, SlowNodeDelay: lab.Duration{Duration: f.slowNodeDelay}},
+	}
+	if c.DNS.Replicas == 0 {
+		// Process mode: the Deployment's settings do not apply (and do not make two labs differ).
+		c.DNS.Placement, c.DNS.UpstreamQPS = "", 0
 	}
 	return c, c.Validate()
 }
@@ -170,6 +178,10 @@ func newUp(streams common.IOStreams) *cobra.Command {
 	fl.IntVar(&f.maxParallelPulls, "max-parallel-image-pulls", 0, "kubelet maxParallelImagePulls (needs --serialize-image-pulls=false; 0: unlimited)")
 	fl.DurationVar(&f.dnsCacheTTL, "dns-cache-ttl", 30*time.Second, "CoreDNS cache TTL for answers")
 	fl.DurationVar(&f.dnsDenialTTL, "dns-denial-ttl", 5*time.Second, "CoreDNS cache TTL for negative answers (NXDOMAIN)")
+	fl.IntVar(&f.dnsReplicas, "dns-replicas", 0, fmt.Sprintf("run cluster DNS as a CoreDNS Deployment of this many pods on the real nodes (0..%d; 0: one CoreDNS process in the control-plane namespace), "+
+		"with an upstream for *.%s on %s answering each source (node) at most --dns-upstream-qps queries/s", lab.MaxDNSReplicas, lab.ExternalZone, lab.UpstreamDNSIP))
+	fl.StringVar(&f.dnsPlacement, "dns-placement", lab.DNSSpread, "with --dns-replicas: "+lab.DNSSpread+" (topology spread on kubernetes.io/hostname) or "+lab.DNSPacked+" (every replica on "+lab.RealNodeName(1)+")")
+	fl.Float64Var(&f.dnsUpstreamQPS, "dns-upstream-qps", lab.DefaultUpstreamQPS, "with --dns-replicas: the upstream's limit of queries/s per source address (case B's per-VM limit)")
 	fl.DurationVar(&f.endpointSliceBatch, "endpointslice-batch", 0, "kube-controller-manager --endpointslice-updates-batch-period: how long a pod change waits before its EndpointSlice (and DNS name) is updated (0: none)")
 	fl.Int64Var(&f.registryBPS, "registry-bytes-per-second", 0, "lab registry download speed per response (0: unlimited)")
 	fl.DurationVar(&f.registryLatency, "registry-latency", 0, "lab registry latency added to every request")

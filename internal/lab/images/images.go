@@ -28,7 +28,10 @@ import (
 )
 
 // BinaryLayer is a single layer holding the binary at agentproto.Binary (/kubeslow), plus /tmp and /etc.
-func BinaryLayer(binary string) (v1.Layer, error) {
+func BinaryLayer(binary string) (v1.Layer, error) { return FileLayer(binary, agentproto.Binary) }
+
+// FileLayer is a single layer holding the static binary at path in the image, plus /tmp and /etc.
+func FileLayer(binary, path string) (v1.Layer, error) {
 	if err := checkStatic(binary); err != nil {
 		return nil, err
 	}
@@ -37,7 +40,7 @@ func BinaryLayer(binary string) (v1.Layer, error) {
 		return nil, fmt.Errorf("reading %s for the lab image: %w", binary, err)
 	}
 	var buf bytes.Buffer
-	if err := writeTar(&buf, strings.TrimPrefix(agentproto.Binary, "/"), data, 0o755, "etc/", "tmp/"); err != nil {
+	if err := writeTar(&buf, strings.TrimPrefix(path, "/"), data, 0o755, "etc/", "tmp/"); err != nil {
 		return nil, err
 	}
 	return static.NewLayer(buf.Bytes(), types.OCIUncompressedLayer), nil
@@ -84,9 +87,16 @@ func With(entrypoint []string, layers ...v1.Layer) (v1.Image, error) {
 	return mutate.ConfigFile(img, cf)
 }
 
+// Extra is another image of an archive: a static binary of its own (Binary) at Path, run as Entrypoint.
+type Extra struct {
+	Ref, Binary, Path string
+	Entrypoint        []string
+}
+
 // WriteArchive writes images of binary, one per reference with its entrypoint (refs: reference to
-// entrypoint), sharing one layer, as one tarball (docker archive format, which `ctr images import` reads).
-func WriteArchive(path, binary string, refs map[string][]string) error {
+// entrypoint), sharing one layer, and the extra images, as one tarball (docker archive format, which
+// `ctr images import` reads).
+func WriteArchive(path, binary string, refs map[string][]string, extra ...Extra) error {
 	layer, err := BinaryLayer(binary)
 	if err != nil {
 		return err
@@ -98,6 +108,21 @@ func WriteArchive(path, binary string, refs map[string][]string) error {
 			return err
 		}
 		t, err := name.NewTag(ref)
+		if err != nil {
+			return err
+		}
+		imgs[t] = img
+	}
+	for _, e := range extra {
+		l, err := FileLayer(e.Binary, e.Path)
+		if err != nil {
+			return err
+		}
+		img, err := With(e.Entrypoint, l)
+		if err != nil {
+			return err
+		}
+		t, err := name.NewTag(e.Ref)
 		if err != nil {
 			return err
 		}

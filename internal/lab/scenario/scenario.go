@@ -103,6 +103,14 @@ func All() []Scenario {
 				c.RealNodes = max(c.RealNodes, 1)
 				c.EndpointSliceBatch = lab.Duration{Duration: 15 * time.Second}
 			}, Expect: []string{"KS-DNS-LAG"}},
+		{Name: "dns-hotspot", Case: "B", Description: fmt.Sprintf("cluster DNS as a CoreDNS Deployment of %d replicas, all on %s (a nodeSelector, no spread), "+
+			"forwarding %s to an upstream that answers each source address at most %d queries/s (case B's per-VM limit; the nodes masquerade "+
+			"their pods' queries to it): external lookups through the packed replicas share one node's limit", HotspotReplicas, lab.RealNodeName(1),
+			lab.ExternalZone, lab.DefaultUpstreamQPS),
+			Configure: func(c *lab.Config) {
+				c.RealNodes = max(c.RealNodes, 2)
+				c.DNS.Replicas, c.DNS.Placement, c.DNS.UpstreamQPS = HotspotReplicas, lab.DNSPacked, lab.DefaultUpstreamQPS
+			}, Expect: []string{"KS-DNS-HOTSPOT"}},
 		{Name: "burst-credits", Case: "C", Description: fmt.Sprintf("lab-node-1's containerd and kubelet directories on a loop device metered like a gp2 volume, scaled down: "+
 			"up to %d IOPS while a bucket of %d I/O credits lasts, then %d IOPS (the refill rate) until a tenth of it is back", BurstIOPS, BurstCredits, BaselineIOPS),
 			Configure: func(c *lab.Config) {
@@ -156,6 +164,10 @@ const (
 	ThrottleIOPS  = 50
 	ThrottleAfter = 2 * time.Minute
 )
+
+// HotspotReplicas is the dns-hotspot scenario's DNS replicas: as many as the lab's real nodes, so that
+// spreading them (lab.SetDNSPlacement) leaves one per node and no hot spot.
+const HotspotReplicas = lab.MaxRealNodes
 
 // The storms' distinctive user agents, which the audit analysis must name.
 const (

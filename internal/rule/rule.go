@@ -103,6 +103,10 @@ type Rule struct {
 	Remediation string
 	// Match finds the rule's hits in the report (pure); nil means Crossing.
 	Match func(r *result.Report, rule Rule) []Hit
+	// ExplainedBy names rules whose cause, when they fire in the same report, is this finding's cause too
+	// (a starved control plane delays every phase of a pod's start-up). The finding is kept, as evidence,
+	// but lowered to info and says which finding to fix first, so that one cause is not reported as two.
+	ExplainedBy []string
 }
 
 // Hit is one item a rule fired on: its key, the number compared with the threshold, the numbers it rests on
@@ -237,7 +241,32 @@ func Evaluate(r *result.Report, rules []Rule) ([]result.Finding, []result.RuleEv
 		evals = append(evals, result.RuleEvaluation{ID: rule.ID, Status: result.RuleFired})
 		findings = append(findings, rule.finding(hits))
 	}
+	explain(findings, rules)
 	return findings, evals
+}
+
+// explain lowers each finding a fired rule explains (Rule.ExplainedBy) to info, naming the explaining one.
+func explain(findings []result.Finding, rules []Rule) {
+	fired := map[string]*result.Finding{}
+	for i := range findings {
+		fired[findings[i].ID] = &findings[i]
+	}
+	for _, rl := range rules {
+		f := fired[rl.ID]
+		if f == nil {
+			continue
+		}
+		for _, id := range rl.ExplainedBy {
+			by := fired[id]
+			if by == nil || id == rl.ID || by.ExplainedBy != "" {
+				continue
+			}
+			f.ExplainedBy = id
+			f.Severity = result.SeverityInfo
+			f.Summary += fmt.Sprintf(" — while %s fired (%s): a consequence of that cause more than a cause of its own; fix %s first and measure again", id, by.Title, id)
+			break
+		}
+	}
 }
 
 // hits are the rule's hits, worst first (by the threshold's direction; first found first among equals).
@@ -373,6 +402,9 @@ func Reference(rules []Rule) string {
 			fmt.Fprintf(&b, ", and `%s` of %s", c, c.Metric.Result)
 		}
 		fmt.Fprintf(&b, " — source: %s\n", r.Source)
+		if len(r.ExplainedBy) > 0 {
+			fmt.Fprintf(&b, "- explained by: %s (when it fires too, this finding is lowered to info and names it)\n", strings.Join(r.ExplainedBy, ", "))
+		}
 		fmt.Fprintf(&b, "- finding: %s\n- remediation: %s\n\n", strings.TrimSpace(r.Summary), r.Remediation)
 	}
 	return b.String()

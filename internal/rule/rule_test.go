@@ -1,6 +1,7 @@
 package rule
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/kubeslow/kubeslow/pkg/result"
@@ -103,5 +104,43 @@ func TestOneFindingPerCause(t *testing.T) {
 	r.Findings = fs
 	if err := r.Validate(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A finding explained by another that fired is kept, lowered to info, and names it; alone it is unchanged.
+func TestExplainedBy(t *testing.T) {
+	cause := testRule()
+	cause.ID, cause.Severity = "KS-T-CAUSE", result.SeverityError
+	cause.When.Value = 20
+	effect := testRule()
+	effect.ExplainedBy = []string{"KS-T-CAUSE"}
+	for _, c := range []struct {
+		name       string
+		values     []float64
+		severity   result.Severity
+		explained  string
+		findingsNo int
+	}{
+		{"both fire", []float64{12, 31}, result.SeverityInfo, "KS-T-CAUSE", 2},
+		{"the effect alone", []float64{12, 15}, result.SeverityWarning, "", 1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := rep(result.StatusPass, c.values...)
+			fs, _ := Evaluate(r, []Rule{effect, cause})
+			if len(fs) != c.findingsNo {
+				t.Fatalf("findings %+v", fs)
+			}
+			f := fs[0]
+			if f.ID != effect.ID || f.Severity != c.severity || f.ExplainedBy != c.explained {
+				t.Fatalf("effect finding %+v", f)
+			}
+			if c.explained != "" && !strings.Contains(f.Summary, "fix KS-T-CAUSE first") {
+				t.Fatalf("summary %q does not name the cause", f.Summary)
+			}
+			r.Findings = fs
+			if err := r.Validate(); err != nil {
+				t.Fatal(err)
+			}
+		})
 	}
 }

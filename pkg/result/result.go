@@ -254,6 +254,9 @@ type Finding struct {
 	Items []Item `json:"items,omitempty"`
 	// ItemCount is how many items the rule fired on (more than len(Items) when the list was cut).
 	ItemCount int `json:"itemCount,omitempty"`
+	// ExplainedBy is the ID of a finding of the same report whose cause explains this one (its severity is
+	// then info): e.g. a pod start-up phase that is slow because the control plane is out of CPU.
+	ExplainedBy string `json:"explainedBy,omitempty"`
 }
 
 // MaxItems is how many items a finding lists; the rest are counted in ItemCount.

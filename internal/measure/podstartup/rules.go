@@ -115,6 +115,9 @@ func PhaseRule() rule.Rule {
 		Summary:     "the {{.phase}} phase holds {{.share}} of the slow tail's start-up time (start-up p90 {{.p90}}): {{.meaning}}",
 		Remediation: "schedule: scheduler throughput (its client QPS, --kube-api-qps, plugins, pending pods); sandbox: CNI IP allocation and runtime; start: kubelet, images, disks; observe: apiserver and watch delivery.",
 		Match:       tailPhaseMatch,
+		// Every phase that ends with an API write (a binding, a status update) queues at a starved apiserver:
+		// on the small-control-plane lab the start phase held the tail while the cause was the control plane.
+		ExplainedBy: []string{"KS-CP-SATURATED"},
 	}
 }
 

@@ -375,49 +375,59 @@ func (l *eloop) send(i int, start, now int64) {
 		l.write(i)
 		return
 	}
-	// Raw system calls: none of these block on a non-blocking socket, and a new connection per request
-	// makes five of them per request.
+	// Raw system calls: none of these block on a non-blocking socket. A new connection per request makes
+	// five of them per request (socket, connect, sendto, epoll_ctl, read) plus the close.
 	fd, _, e := unix.RawSyscall(unix.SYS_SOCKET, uintptr(l.family), unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
 	if e != 0 {
 		l.fail(i, "connect")
 		return
 	}
 	c.fd, c.state = int(fd), stConnecting
-	one := int32(1)
-	_, _, _ = unix.RawSyscall6(unix.SYS_SETSOCKOPT, fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, uintptr(unsafe.Pointer(&one)), 4, 0)
+	if !l.cfg.NewConn {
+		// A keep-alive connection's requests are each written whole, but a request following a response the
+		// server sent before it read the whole request would wait behind Nagle for an ACK. A connection that
+		// carries one request needs this only when the request does not fit in one write (see write).
+		setNoDelay(c.fd)
+	}
 	if _, _, e := unix.RawSyscall(unix.SYS_CONNECT, fd, uintptr(l.rsa), uintptr(l.rsaLen)); e != 0 && e != unix.EINPROGRESS {
 		l.fail(i, "connect")
 		return
 	}
-	// Registered after connect: an unconnected socket polls as hung up. Adding reports the current state,
-	// so a connection that completed already is an output edge at once; otherwise its completion is.
+	l.w.conns++
+	// The request is written at once, not when epoll reports the connection complete: through loopback and
+	// the host's own virtual links the handshake completes within connect (EINPROGRESS notwithstanding), and
+	// this saves a pass of the loop per connection; through a real network the write finds the connection
+	// still opening (EAGAIN, one failed system call per connection) and the output edge resumes it.
+	if l.write(i); c.fd < 0 {
+		return // failed (refused)
+	}
+	// Registered after connect: an unconnected socket polls as hung up. Adding reports the current state:
+	// a connection still opening is an output edge when it completes; a response already there an input
+	// edge at once.
 	ev := unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLOUT | unix.EPOLLRDHUP | unix.EPOLLET, Fd: int32(i)}
 	if _, _, e := unix.RawSyscall6(unix.SYS_EPOLL_CTL, uintptr(l.ep), unix.EPOLL_CTL_ADD, fd, uintptr(unsafe.Pointer(&ev)), 0, 0); e != 0 {
 		l.fail(i, "connect")
-		return
 	}
-	l.w.conns++
+}
+
+func setNoDelay(fd int) {
+	one := int32(1)
+	_, _, _ = unix.RawSyscall6(unix.SYS_SETSOCKOPT, uintptr(fd), unix.IPPROTO_TCP, unix.TCP_NODELAY, uintptr(unsafe.Pointer(&one)), 4, 0)
 }
 
 func (l *eloop) handle(i int, ev uint32) {
 	c := &l.conns[i]
 	switch c.state {
-	case stConnecting:
-		if ev&(unix.EPOLLOUT|unix.EPOLLERR|unix.EPOLLHUP) == 0 {
-			return
-		}
-		if ev&(unix.EPOLLERR|unix.EPOLLHUP) != 0 {
-			l.fail(i, "connect") // refused, unreachable, reset: SO_ERROR would say which
-			return
-		}
-		c.state = stWriting
-		l.write(i)
-	case stWriting:
+	case stConnecting, stWriting:
 		if ev&(unix.EPOLLOUT|unix.EPOLLERR|unix.EPOLLHUP) != 0 {
 			l.write(i)
 		}
 	case stReading:
-		l.read(i, ev&(unix.EPOLLRDHUP|unix.EPOLLHUP|unix.EPOLLERR) != 0)
+		// An output edge alone (the request's bytes acknowledged; a connection registered after its request
+		// was written) has nothing to read.
+		if ev&(unix.EPOLLIN|unix.EPOLLRDHUP|unix.EPOLLHUP|unix.EPOLLERR) != 0 {
+			l.read(i, ev&(unix.EPOLLRDHUP|unix.EPOLLHUP|unix.EPOLLERR) != 0)
+		}
 	case stIdle:
 		// An idle keep-alive connection the server closed (or wrote to out of turn): drop it quietly, the
 		// next request opens a new one.
@@ -427,18 +437,30 @@ func (l *eloop) handle(i int, ev uint32) {
 	}
 }
 
+// write writes what is left of the request. On a connection still opening, EAGAIN means it has not completed
+// (the output edge resumes the write) and an error is a failed connect (refused, unreachable, reset).
 func (l *eloop) write(i int) {
 	c := &l.conns[i]
 	for c.woff < len(l.req) {
 		r, e := rawsock.Send(c.fd, l.req[c.woff:])
 		switch {
 		case e == unix.EAGAIN:
+			if c.woff > 0 && l.cfg.NewConn && c.state == stWriting {
+				// The rest goes out in later writes: without TCP_NODELAY its last segment could wait for
+				// the server's ACK of the first.
+				setNoDelay(c.fd)
+			}
 			return // the output edge resumes it
 		case e != 0:
-			l.fail(i, "write")
+			if c.state == stConnecting {
+				l.fail(i, "connect")
+			} else {
+				l.fail(i, "write")
+			}
 			return
 		}
 		c.woff += r
+		c.state = stWriting
 	}
 	c.woff, c.state = 0, stReading
 }

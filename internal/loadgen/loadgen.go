@@ -337,8 +337,13 @@ func statusLine(line []byte) (code int, keep bool, err error) {
 	if len(line) < 12 || !bytes.HasPrefix(line, []byte("HTTP/1.")) {
 		return 0, false, fmt.Errorf("%w: status line %q", errProtocol, truncate(line))
 	}
-	code, err = strconv.Atoi(string(line[9:12]))
-	if err != nil || code < 100 {
+	for _, d := range line[9:12] {
+		if d < '0' || d > '9' {
+			return 0, false, fmt.Errorf("%w: status %q", errProtocol, truncate(line))
+		}
+		code = code*10 + int(d-'0')
+	}
+	if code < 100 {
 		return 0, false, fmt.Errorf("%w: status %q", errProtocol, truncate(line))
 	}
 	return code, line[7] == '1', nil
@@ -350,6 +355,11 @@ func headerField(h []byte, length *int64, keep *bool) error {
 	k, v, ok := bytes.Cut(h, []byte(":"))
 	if !ok {
 		return fmt.Errorf("%w: header %q", errProtocol, truncate(h))
+	}
+	// Only three names matter, told apart by their length first: the other lines (nginx's Server, Date and
+	// Content-Type) cost the search for their colon.
+	if n := len(k); n != len("Content-Length") && n != len("Connection") && n != len("Transfer-Encoding") {
+		return nil
 	}
 	v = bytes.TrimSpace(v)
 	switch {

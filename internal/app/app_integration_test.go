@@ -29,21 +29,11 @@ func TestIntegrationBenchPods(t *testing.T) {
 	t.Setenv("KUBESLOW_STATE_DIR", d.State)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
-	if _, err := lab.Up(ctx, d, lab.Config{Nodes: 5, RealNodes: 2, AgentBinary: labtest.Binary(t)}, t.Logf); err != nil {
-		_ = lab.Down(context.Background(), d, t.Logf)
-		t.Fatalf("lab up: %v", err)
-	}
-	procs := labtest.Processes(t, d)
-	defer func() {
-		if err := lab.Down(context.Background(), d, t.Logf); err != nil {
-			t.Errorf("lab down: %v", err)
-		}
-		labtest.AssertGone(t, d, procs)
-	}()
-	rc, err := lab.AdminRESTConfig(d)
-	if err != nil {
-		t.Fatal(err)
-	}
+	rc, down := labtest.Up(t, d, func() error {
+		_, err := lab.Up(ctx, d, lab.Config{Nodes: 5, RealNodes: 2, AgentBinary: labtest.Binary(t)}, t.Logf)
+		return err
+	})
+	defer down()
 	c := kubernetes.NewForConfigOrDie(rc)
 
 	t.Run("simulated", func(t *testing.T) {

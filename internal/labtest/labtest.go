@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	watchtools "k8s.io/client-go/tools/watch"
 
@@ -150,6 +151,33 @@ func AssertGone(t *testing.T, d lab.Dirs, procs []Process) {
 			t.Errorf("%s still exists after lab down", path)
 		}
 	}
+	if dev := lab.NodeDiskDevice(d); dev != "" {
+		t.Errorf("loop device %s of the node disk left attached", dev)
+	}
+}
+
+// Up starts a lab with start (lab.Up or scenario.Up with the test's configuration) and returns its admin
+// REST config and the function that takes it down and checks that nothing it made is left (AssertGone):
+// defer it. A failed start takes the half-made lab down and fails the test.
+func Up(t *testing.T, d lab.Dirs, start func() error) (*rest.Config, func()) {
+	t.Helper()
+	if err := start(); err != nil {
+		_ = lab.Down(context.Background(), d, t.Logf)
+		t.Fatalf("lab up: %v", err)
+	}
+	procs := Processes(t, d)
+	down := func() {
+		if err := lab.Down(context.Background(), d, t.Logf); err != nil {
+			t.Errorf("lab down: %v", err)
+		}
+		AssertGone(t, d, procs)
+	}
+	rc, err := lab.AdminRESTConfig(d)
+	if err != nil {
+		down()
+		t.Fatal(err)
+	}
+	return rc, down
 }
 
 // WaitPodRunning watches a pod until it is Running (and fails the test if it fails or the context ends).

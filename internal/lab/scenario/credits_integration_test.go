@@ -35,24 +35,11 @@ func TestIntegrationBurstCredits(t *testing.T) {
 	d := labtest.Dirs(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
-	if _, err := scenario.Up(ctx, d, lab.Config{Nodes: 1, AgentBinary: labtest.Binary(t)}, sc, t.Logf); err != nil {
-		_ = lab.Down(context.Background(), d, t.Logf)
-		t.Fatalf("scenario up: %v", err)
-	}
-	procs := labtest.Processes(t, d)
-	defer func() {
-		if err := lab.Down(context.Background(), d, t.Logf); err != nil {
-			t.Errorf("lab down: %v", err)
-		}
-		labtest.AssertGone(t, d, procs)
-		if dev := lab.NodeDiskDevice(d); dev != "" {
-			t.Errorf("loop device %s left attached", dev)
-		}
-	}()
-	rc, err := lab.AdminRESTConfig(d)
-	if err != nil {
-		t.Fatal(err)
-	}
+	rc, down := labtest.Up(t, d, func() error {
+		_, err := scenario.Up(ctx, d, lab.Config{Nodes: 1, AgentBinary: labtest.Binary(t)}, sc, t.Logf)
+		return err
+	})
+	defer down()
 	c := kubernetes.NewForConfigOrDie(rc)
 	ns := "kubeslow-test-credits"
 	if _, err := c.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: kube.ObjectMeta(ns, "", "test")}, metav1.CreateOptions{}); err != nil {

@@ -94,21 +94,11 @@ func runScenarioWith(t *testing.T, sc scenario.Scenario, ms []measure.Measuremen
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 	cfg := lab.Config{Nodes: 3, AgentBinary: labtest.Binary(t)}
-	if _, err := scenario.Up(ctx, d, cfg, sc, t.Logf); err != nil {
-		_ = lab.Down(context.Background(), d, t.Logf)
-		t.Fatalf("scenario %s up: %v", sc.Name, err)
-	}
-	procs := labtest.Processes(t, d)
-	defer func() {
-		if err := lab.Down(context.Background(), d, t.Logf); err != nil {
-			t.Errorf("lab down: %v", err)
-		}
-		labtest.AssertGone(t, d, procs)
-	}()
-	rc, err := lab.AdminRESTConfig(d)
-	if err != nil {
-		t.Fatal(err)
-	}
+	rc, down := labtest.Up(t, d, func() error {
+		_, err := scenario.Up(ctx, d, cfg, sc, t.Logf)
+		return err
+	})
+	defer down()
 	// The run lifecycle of `kubeslow run`: only benchmarks get a namespace (etcd-quota's full etcd refuses to
 	// create one), and what they created is deleted before the lab goes down.
 	rep, err := runner.Execute(ctx, runner.Plan{Target: runner.Target{Config: rc, Name: "lab",

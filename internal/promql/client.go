@@ -107,6 +107,17 @@ func New(o Options) (*Client, error) {
 	return cl, nil
 }
 
+// MaxSeries is how many series one answer may hold.
+func (c *Client) MaxSeries() int { return c.maxSeries }
+
+// Grant raises the run's query budget by n: a measurement that splits a query into shards (one per batch of
+// kubelets, so that no answer passes MaxSeries) asks for the shards beyond the one query it is counted for.
+func (c *Client) Grant(n int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.maxQueries += max(n, 0)
+}
+
 // URL is the server's address.
 func (c *Client) URL() string { return c.url }
 
@@ -227,6 +238,12 @@ func (c *Client) Instant(ctx context.Context, q string, t time.Time) (model.Vect
 // LabelValues returns the values of label among the series matching match in [start, end]: read from the
 // index, without loading samples (the cheap way to find which jobs expose a series).
 func (c *Client) LabelValues(ctx context.Context, label, match string, start, end time.Time) ([]string, error) {
+	return c.LabelValuesUpTo(ctx, label, match, start, end, c.maxSeries)
+}
+
+// LabelValuesUpTo is LabelValues with its own bound on the values in the answer (e.g. every kubelet of a
+// cluster, past MaxSeries).
+func (c *Client) LabelValuesUpTo(ctx context.Context, label, match string, start, end time.Time, limit int) ([]string, error) {
 	q := fmt.Sprintf("label values of %s for %s", label, match)
 	var vals model.LabelValues
 	_, err := c.do(ctx, q, func(ctx context.Context) (model.Value, error) {
@@ -237,8 +254,8 @@ func (c *Client) LabelValues(ctx context.Context, label, match string, start, en
 	if err != nil {
 		return nil, err
 	}
-	if err := c.tooMany(q, len(vals)); err != nil {
-		return nil, err
+	if len(vals) > limit {
+		return nil, &Error{URL: c.url, Query: q, Kind: "budget", Err: fmt.Errorf("%d values in the answer, more than the %d allowed", len(vals), limit)}
 	}
 	out := make([]string, len(vals))
 	for i, v := range vals {

@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
 	"sort"
+	"strings"
 
 	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/model"
 
 	"github.com/kubeslow/kubeslow/internal/measure"
 	"github.com/kubeslow/kubeslow/internal/measure/kubelet"
@@ -51,6 +54,10 @@ func (k *Kubelet) Run(ctx context.Context, _ *measure.Env) (result.Result, error
 	if !ok {
 		return result.Result{}, measure.Skipf("%s", s.absentReason("kubelet"))
 	}
+	shards, err := s.kubeletShards(ctx, job)
+	if err != nil {
+		return result.Result{}, err
+	}
 	fams := map[string]*dto.MetricFamily{}
 	for _, h := range kubeletHistograms {
 		// kubelet.Analyze leaves the pulls out of the runtime's p99: so does the query, which keeps one
@@ -59,12 +66,20 @@ func (k *Kubelet) Run(ctx context.Context, _ *measure.Env) (result.Result, error
 		if h == "kubelet_runtime_operations_duration_seconds" {
 			extra = `operation_type!="pull_image"`
 		}
-		if err := s.histogram(ctx, fams, h, job, []string{"instance"}, false, extra); err != nil {
-			return result.Result{}, err
+		for _, sh := range shards.of(h) {
+			part := map[string]*dto.MetricFamily{}
+			if err := s.histogram(ctx, part, h, job, []string{"instance"}, false, extra, sh); err != nil {
+				return result.Result{}, err
+			}
+			mergeFamily(fams, part, h)
 		}
 	}
-	if err := s.counter(ctx, fams, "kubelet_runtime_operations_errors_total", job, []string{"instance"}); err != nil {
-		return result.Result{}, err
+	for _, sh := range shards.of("kubelet_runtime_operations_errors_total") {
+		part := map[string]*dto.MetricFamily{}
+		if err := s.counter(ctx, part, "kubelet_runtime_operations_errors_total", job, []string{"instance"}, sh); err != nil {
+			return result.Result{}, err
+		}
+		mergeFamily(fams, part, "kubelet_runtime_operations_errors_total")
 	}
 	// One snapshot per kubelet (instance), as the live measurement reads one /metrics per node.
 	perNode := splitBy(fams, "instance")
@@ -115,4 +130,98 @@ func (k *Kubelet) Run(ctx context.Context, _ *measure.Env) (result.Result, error
 		return res, err
 	}
 	return res, nil
+}
+
+// Sharding nodes.kubelet: each histogram is read by (instance, le), one series per kubelet and bucket, and an
+// answer holds at most the client's MaxSeries (2,000) series. Up to kubeletShardBuckets buckets, a cluster of
+// up to MaxSeries / kubeletShardBuckets kubelets (discovery counted them) is read in one query per family, as
+// before; a larger one is split into batches of kubelets (instance=~"a|b|..."), each batch as large as the
+// family's own bucket count allows. The batches beyond the one query per family are granted to the run's
+// query budget.
+const (
+	// kubeletShardBuckets is the bucket count assumed before counting them (the pod start-up SLI has 26).
+	kubeletShardBuckets = 40
+	// MaxKubelets bounds the kubelets one run reads (Kubernetes' largest supported cluster: 5,000 nodes).
+	MaxKubelets = 5000
+)
+
+// shards are the instance matchers each family is read with ("" : one query for all).
+type shards struct {
+	instances []string
+	buckets   map[string]int
+	maxSeries int
+}
+
+// of returns the matchers of family's queries.
+func (sh shards) of(family string) []string {
+	if len(sh.instances) == 0 {
+		return []string{""}
+	}
+	per := sh.maxSeries // a counter by instance: one series per kubelet
+	if b, ok := sh.buckets[family]; ok {
+		per = max(1, sh.maxSeries/b)
+	} else if family != "kubelet_runtime_operations_errors_total" {
+		per = max(1, sh.maxSeries/kubeletShardBuckets)
+	}
+	var out []string
+	for i := 0; i < len(sh.instances); i += per {
+		batch := sh.instances[i:min(i+per, len(sh.instances))]
+		q := make([]string, len(batch))
+		for j, in := range batch {
+			q[j] = regexp.QuoteMeta(in)
+		}
+		out = append(out, fmt.Sprintf("instance=~%q", strings.Join(q, "|")))
+	}
+	return out
+}
+
+// count is how many queries the families take.
+func (sh shards) count() int {
+	n := 0
+	for _, f := range append(append([]string(nil), kubeletHistograms...), "kubelet_runtime_operations_errors_total") {
+		n += len(sh.of(f))
+	}
+	return n
+}
+
+// kubeletShards splits the kubelets into batches when the cluster is too large for one answer per family: the
+// kubelets (instances) and each histogram's bucket count are read first (two queries).
+func (s *Source) kubeletShards(ctx context.Context, job string) (shards, error) {
+	sh := shards{maxSeries: s.Client.MaxSeries()}
+	if t := s.Target("kubelet"); t == nil || t.Series*kubeletShardBuckets <= sh.maxSeries {
+		return sh, nil
+	}
+	insts, err := s.Client.LabelValuesUpTo(ctx, "instance", selector("kubelet_node_name", job), s.Window.From, s.Window.To, MaxKubelets)
+	if err != nil {
+		return sh, err
+	}
+	names := make([]string, len(kubeletHistograms))
+	for i, h := range kubeletHistograms {
+		names[i] = h + "_bucket"
+	}
+	v, err := s.Client.Instant(ctx, fmt.Sprintf(`count by (__name__) (group by (__name__, le) ({__name__=~%q,%s}))`, strings.Join(names, "|"), job), s.Window.To)
+	if err != nil {
+		return sh, err
+	}
+	sh.buckets = map[string]int{}
+	for _, smp := range v {
+		sh.buckets[strings.TrimSuffix(string(smp.Metric[model.MetricNameLabel]), "_bucket")] = int(smp.Value)
+	}
+	sort.Strings(insts)
+	sh.instances = insts
+	s.Client.Grant(sh.count() - len(kubeletHistograms) - 1)
+	return sh, nil
+}
+
+// mergeFamily adds part's family (one batch of kubelets) to fams.
+func mergeFamily(fams, part map[string]*dto.MetricFamily, family string) {
+	f := part[family]
+	if f == nil {
+		return
+	}
+	if fams[family] == nil {
+		fams[family] = f
+		return
+	}
+	fams[family].Metric = append(fams[family].Metric, f.Metric...)
 }

@@ -2,6 +2,8 @@ package run
 
 import (
 	"context"
+	"fmt"
+	"math"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -23,6 +25,7 @@ type promFlags struct {
 	last     time.Duration
 	step     time.Duration
 	jobs     []string
+	cpCores  float64
 }
 
 func (p *promFlags) add(cmd *cobra.Command) {
@@ -33,6 +36,7 @@ func (p *promFlags) add(cmd *cobra.Command) {
 	fl.DurationVar(&p.last, "last", 0, "the window is the last DURATION (e.g. 1h), instead of --from/--to")
 	fl.DurationVar(&p.step, "prometheus-step", 0, "resolution of the time profiles (default: the window / 120, at least 5s)")
 	fl.StringSliceVar(&p.jobs, "prometheus-job", nil, "ROLE=JOB: the job label of a role instead of discovering it (roles: apiserver, etcd, scheduler, controller-manager, kubelet, cadvisor, node-exporter, coredns)")
+	fl.Float64Var(&p.cpCores, "prometheus-control-plane-cores", 0, "the cores kube-apiserver and etcd may use together, when no series says (default: cAdvisor's CPU quota of their containers, else node_exporter's CPU count on their hosts)")
 	fl.StringVar(&p.opts.BearerTokenFile, "prometheus-bearer-token-file", "", "file holding a bearer token for Prometheus")
 	fl.StringVar(&p.opts.BasicAuthUser, "prometheus-user", "", "basic auth user for Prometheus")
 	fl.StringVar(&p.opts.BasicAuthPasswordFile, "prometheus-password-file", "", "file holding the basic auth password")
@@ -65,11 +69,16 @@ func (p *promFlags) source(now time.Time) (*promwindow.Source, error) {
 	if err != nil {
 		return nil, err
 	}
+	if p.cpCores < 0 || math.IsNaN(p.cpCores) || math.IsInf(p.cpCores, 0) {
+		return nil, fmt.Errorf("--prometheus-control-plane-cores %g: want > 0 cores", p.cpCores)
+	}
 	c, err := promql.New(p.opts)
 	if err != nil {
 		return nil, err
 	}
-	return promwindow.NewSource(c, w, jobs), nil
+	src := promwindow.NewSource(c, w, jobs)
+	src.ControlPlaneCores = p.cpCores
+	return src, nil
 }
 
 // runPrometheus diagnoses the window from Prometheus alone: no cluster connection, nothing created.

@@ -45,7 +45,8 @@ type signal struct {
 
 func nodeSignals() []signal {
 	var out []signal
-	for _, r := range []string{"apiserver", "etcd", "scheduler", "controller-manager"} {
+	// kube-apiserver's and etcd's are controlplane.usage's.
+	for _, r := range []string{"scheduler", "controller-manager"} {
 		out = append(out, signal{Role: r, Metric: "cpu_cores", Unit: "cores", Series: "process_cpu_seconds_total",
 			Query: `sum by (instance) (rate(process_cpu_seconds_total{%[1]s}[%[2]s]))`, Keep: []string{"instance"}, Top: 5, Const: map[string]string{"component": r}})
 	}

@@ -152,8 +152,20 @@ func TestIntegrationPrometheusWindow(t *testing.T) {
 		}
 	}
 	nodes := rep.Result(promwindow.NodesName)
-	if nodes == nil || !nodes.Status.Measured() || nodes.Metric("cpu_cores", map[string]string{"component": "apiserver"}) == nil {
+	if nodes == nil || !nodes.Status.Measured() || nodes.Metric("cpu_cores", map[string]string{"component": "scheduler"}) == nil {
 		t.Errorf("nodes.prometheus: %+v", nodes)
+	}
+	// controlplane.usage: kube-apiserver's and etcd's CPU against the control-plane host's CPUs (node_exporter on
+	// the lab's control-plane address), and KS-CP-SATURATED evaluated (clear: the host's CPUs, no quota).
+	cp := rep.Result("controlplane.usage")
+	if cp == nil || !cp.Status.Measured() || cp.Metric("cpu_cores_busiest", nil) == nil || cp.Metric("cores_available", nil) == nil ||
+		!strings.HasPrefix(cp.Metric("cores_available", nil).Labels["source"], promwindow.CoresNodeCPUs) {
+		t.Errorf("controlplane.usage from Prometheus: %+v", cp)
+	}
+	for _, e := range rep.Rules {
+		if e.ID == "KS-CP-SATURATED" && e.Status != result.RuleClear {
+			t.Errorf("KS-CP-SATURATED on the host's CPUs: %s %s", e.Status, e.Reason)
+		}
 	}
 
 	// The node-side readings come from the lab's node_exporter and kubelet through the live analyses.

@@ -60,6 +60,9 @@ type Source struct {
 	Window promql.Window
 	// Jobs overrides discovery: role name -> job label value.
 	Jobs map[string]string
+	// ControlPlaneCores are the cores kube-apiserver and etcd may use together, when stated
+	// (--prometheus-control-plane-cores; 0: from cAdvisor's quota or node_exporter's CPU count).
+	ControlPlaneCores float64
 
 	once    sync.Once
 	targets map[string]*Target

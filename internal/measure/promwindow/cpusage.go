@@ -1,0 +1,246 @@
+package promwindow
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"net"
+	"sort"
+	"strings"
+
+	"github.com/kubeslow/kubeslow/internal/measure"
+	"github.com/kubeslow/kubeslow/internal/measure/cpusage"
+	"github.com/kubeslow/kubeslow/pkg/result"
+)
+
+// ControlPlane is controlplane.usage from Prometheus: the CPU kube-apiserver and etcd used over the window
+// (their own process_cpu_seconds_total), the busiest stretch of it (a profile), and the cores they may use,
+// from the first source that has them: the cores stated by --prometheus-control-plane-cores, cAdvisor's CPU
+// quota of their containers (container_spec_cpu_quota / container_spec_cpu_period), or node_exporter's CPU count
+// on the hosts they run on. cAdvisor's CFS throttling of their containers is the kernel's side of it, where
+// scraped. KS-CP-SATURATED reads it on its threshold; without a source of the cores its saturation is absent,
+// so the rule is not evaluated.
+type ControlPlane struct{ src *Source }
+
+// NewControlPlane returns the measurement.
+func NewControlPlane(s *Source) *ControlPlane { return &ControlPlane{src: s} }
+
+// Name implements measure.Measurement: the live measurement's name, so the same rules read it.
+func (*ControlPlane) Name() string { return cpusage.Name }
+
+// Description implements measure.Measurement.
+func (c *ControlPlane) Description() string {
+	return fmt.Sprintf("kube-apiserver and etcd CPU vs the cores they have (stated, cAdvisor quota or node_exporter CPUs), from Prometheus over %s", c.src.Window)
+}
+
+// ControlPlaneContainers selects the control plane's containers in cAdvisor's series (kubeadm's static pods).
+const ControlPlaneContainers = `namespace="kube-system",container=~"kube-apiserver|etcd"`
+
+// Sources of the cores available, as the finding names them.
+const (
+	CoresStated   = "stated by --prometheus-control-plane-cores"
+	CoresQuota    = "cAdvisor CPU quota of the kube-apiserver and etcd containers"
+	CoresNodeCPUs = "node_exporter CPUs of the control-plane host"
+)
+
+// Run implements measure.Measurement.
+func (c *ControlPlane) Run(ctx context.Context, _ *measure.Env) (result.Result, error) {
+	s := c.src
+	if err := s.Discover(ctx); err != nil {
+		return result.Result{}, err
+	}
+	apiJob, apiOK := s.Selector("apiserver")
+	etcdJob, etcdOK := s.Selector("etcd")
+	if !apiOK {
+		return result.Result{}, measure.Skipf("%s", s.absentReason("apiserver"))
+	}
+	res := result.Result{Name: cpusage.Name, Status: result.StatusPass, Start: s.Window.From, End: s.Window.To}
+	add := func(name, unit string, v float64, labels map[string]string) {
+		res.Metrics = append(res.Metrics, result.Metric{Name: name, Unit: unit, Value: v, Labels: labels})
+	}
+	var notes []string
+	jobs := []struct{ comp, sel string }{{cpusage.APIServer, apiJob}}
+	if etcdOK {
+		jobs = append(jobs, struct{ comp, sel string }{cpusage.Etcd, etcdJob})
+	} else {
+		notes = append(notes, "etcd is not scraped: its CPU is not counted ("+s.absentReason("etcd")+")")
+	}
+	// The window's average per component and instance (one query); the instances name the control-plane hosts.
+	var avg, prof []string
+	for _, j := range jobs {
+		avg = append(avg, fmt.Sprintf(`label_replace(sum by (instance) (rate(%s[%s])), "component", %q, "", "")`, selector("process_cpu_seconds_total", j.sel), s.window(), j.comp))
+		prof = append(prof, fmt.Sprintf("rate(%s[%s])", selector("process_cpu_seconds_total", j.sel), s.rate()))
+	}
+	v, err := s.Client.Instant(ctx, strings.Join(avg, " or "), s.Window.To)
+	if err != nil {
+		return res, err
+	}
+	used := map[string]float64{}
+	hosts := map[string]bool{}
+	for _, smp := range v {
+		if f := float64(smp.Value); !math.IsNaN(f) {
+			used[string(smp.Metric["component"])] += f
+			hosts[host(string(smp.Metric["instance"]))] = true
+		}
+	}
+	if len(used) == 0 {
+		return res, measure.Skipf("%s has no process_cpu_seconds_total of kube-apiserver (job %s) in %s", s.Client.URL(), jobValue(apiJob), s.Window)
+	}
+	total := 0.0
+	for _, j := range jobs {
+		if u, ok := used[j.comp]; ok {
+			add(cpusage.MetricCPUCores, "cores", u, map[string]string{"component": j.comp})
+			total += u
+		}
+	}
+	add(cpusage.MetricCPUCores, "cores", total, map[string]string{"component": cpusage.All})
+
+	cores, source, err := c.cores(ctx, hosts)
+	if err != nil {
+		return res, err
+	}
+	if cores > 0 {
+		add(cpusage.MetricCoresAvailable, "cores", cores, map[string]string{"source": source})
+	} else {
+		series := fmt.Sprintf("container_spec_cpu_quota{%s}, node_cpu_seconds_total of %s", ControlPlaneContainers, strings.Join(sortedKeys(hosts), ", "))
+		reason := "neither cAdvisor's CPU quota of the kube-apiserver and etcd containers nor a node_exporter on their hosts is scraped " +
+			"(a managed control plane); state the cores with --prometheus-control-plane-cores"
+		res.Absent = append(res.Absent, result.Absence{Metric: cpusage.MetricCoresAvailable, Series: series, Reason: reason},
+			result.Absence{Metric: cpusage.MetricCPUSaturation, Series: series, Reason: reason})
+	}
+	throttled, err := c.throttling(ctx, &notes)
+	if err != nil {
+		return res, err
+	}
+	// The busiest stretch: the profile of their summed CPU, whose busiest BusiestSteps points FromSteps reads
+	// as the live measurement reads its steps.
+	thr := math.Inf(1)
+	if cores > 0 {
+		thr = 0.9 * cores
+	}
+	if err := s.addProfile(ctx, &res, profile{Result: cpusage.Name, Metric: cpusage.MetricCPUCores, Unit: "cores", Op: ">=", Threshold: thr,
+		What:  "kube-apiserver and etcd CPU",
+		Query: fmt.Sprintf(`label_replace(sum(%s), "component", %q, "", "")`, strings.Join(prof, " or "), cpusage.All)}); err != nil {
+		return res, err
+	}
+	cpusage.FromSteps(&res)
+	job := "job " + jobValue(apiJob)
+	if etcdOK {
+		job += ", " + jobValue(etcdJob)
+	}
+	s.label(&res, job, map[string]string{cpusage.MetricCPUCores: "process_cpu_seconds_total", cpusage.MetricCPUCoresBusiest: "process_cpu_seconds_total"})
+	res.Metrics = append(res.Metrics, throttled...)
+	res.Reason = strings.Join(notes, "; ")
+	return res, nil
+}
+
+// cores is how many cores kube-apiserver and etcd may use together, and its source: the stated figure, else
+// the sum of their containers' CPU quotas when every one of them has one, else the CPUs of the hosts they run
+// on when node_exporter runs on each of them; 0 when none says.
+func (c *ControlPlane) cores(ctx context.Context, hosts map[string]bool) (float64, string, error) {
+	s := c.src
+	if s.ControlPlaneCores > 0 {
+		return s.ControlPlaneCores, CoresStated, nil
+	}
+	if job, ok := s.Selector("cadvisor"); ok {
+		sel := func(f string) string { return selector(f, job, ControlPlaneContainers) }
+		w := s.window()
+		q := fmt.Sprintf(`label_replace(max by (pod, container) (max_over_time(%s[%s])) / max by (pod, container) (max_over_time(%s[%s])), "what", "quota", "", "")`+
+			` or label_replace(count by (pod, container) (count_over_time(%s[%s])), "what", "seen", "", "")`,
+			sel("container_spec_cpu_quota"), w, sel("container_spec_cpu_period"), w, sel("container_cpu_usage_seconds_total"), w)
+		v, err := s.Client.Instant(ctx, q, s.Window.To)
+		if err != nil {
+			return 0, "", err
+		}
+		quota, seen := map[string]float64{}, map[string]bool{}
+		for _, smp := range v {
+			k := string(smp.Metric["pod"]) + "/" + string(smp.Metric["container"])
+			if smp.Metric["what"] == "seen" {
+				seen[k] = true
+			} else if f := float64(smp.Value); f > 0 && !math.IsInf(f, 0) {
+				quota[k] = f
+			}
+		}
+		sum, all := 0.0, len(seen) > 0
+		for k := range seen {
+			all = all && quota[k] > 0
+			sum += quota[k]
+		}
+		if all {
+			return sum, CoresQuota, nil
+		}
+	}
+	if job, ok := s.Selector("node-exporter"); ok && len(hosts) > 0 {
+		v, err := s.Client.Instant(ctx, fmt.Sprintf(`count by (instance) (last_over_time(%s[%s]))`, selector("node_cpu_seconds_total", job, `mode="idle"`), s.window()), s.Window.To)
+		if err != nil {
+			return 0, "", err
+		}
+		cpus := map[string]float64{}
+		for _, smp := range v {
+			cpus[host(string(smp.Metric["instance"]))] = float64(smp.Value)
+		}
+		sum := 0.0
+		for h := range hosts {
+			if cpus[h] == 0 {
+				return 0, "", nil // a host without node_exporter: its cores are unknown
+			}
+			sum += cpus[h]
+		}
+		return sum, CoresNodeCPUs + " " + strings.Join(sortedKeys(hosts), ", "), nil
+	}
+	return 0, "", nil
+}
+
+// throttling adds cAdvisor's CFS throttling of the control plane's containers (present only where they run
+// under a CPU limit and cAdvisor is scraped); its absence is a note, not a missing input.
+func (c *ControlPlane) throttling(ctx context.Context, notes *[]string) ([]result.Metric, error) {
+	s := c.src
+	job, ok := s.Selector("cadvisor")
+	if !ok {
+		*notes = append(*notes, "cAdvisor is not scraped: no CFS throttling of the control plane")
+		return nil, nil
+	}
+	inc := func(f string) string {
+		return fmt.Sprintf("sum(increase(%s[%s]))", selector(f, job, ControlPlaneContainers), s.window())
+	}
+	q := fmt.Sprintf(`label_replace(%s / %s, "what", "ratio", "", "") or label_replace(%s, "what", "seconds", "", "")`,
+		inc("container_cpu_cfs_throttled_periods_total"), inc("container_cpu_cfs_periods_total"), inc("container_cpu_cfs_throttled_seconds_total"))
+	v, err := s.Client.Instant(ctx, q, s.Window.To)
+	if err != nil {
+		return nil, err
+	}
+	var out []result.Metric
+	for _, smp := range v {
+		f := float64(smp.Value)
+		if math.IsNaN(f) || math.IsInf(f, 0) {
+			continue
+		}
+		lab := map[string]string{"prometheus": fmt.Sprintf("container_cpu_cfs_throttled_periods_total{%s} of job %s %s", ControlPlaneContainers, jobValue(job), s.Window)}
+		if smp.Metric["what"] == "ratio" {
+			out = append(out, result.Metric{Name: cpusage.MetricCgroupThrottledRatio, Unit: "ratio", Value: f, Labels: lab})
+		} else {
+			out = append(out, result.Metric{Name: cpusage.MetricCgroupThrottledSeconds, Unit: "seconds", Value: f, Labels: lab})
+		}
+	}
+	if len(out) == 0 {
+		*notes = append(*notes, fmt.Sprintf("cAdvisor (job %s) has no CFS throttling series of {%s}: they run without a CPU limit, or not in pods", jobValue(job), ControlPlaneContainers))
+	}
+	return out, nil
+}
+
+// host is the host part of an instance label ("198.19.255.1:6443" -> "198.19.255.1").
+func host(instance string) string {
+	if h, _, err := net.SplitHostPort(instance); err == nil {
+		return h
+	}
+	return instance
+}
+
+func sortedKeys(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}

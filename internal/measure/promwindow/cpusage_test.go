@@ -1,0 +1,164 @@
+package promwindow
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/utils/clock"
+
+	"github.com/kubeslow/kubeslow/internal/check"
+	"github.com/kubeslow/kubeslow/internal/measure"
+	"github.com/kubeslow/kubeslow/internal/measure/apislo/apislotest"
+	"github.com/kubeslow/kubeslow/internal/measure/cpusage"
+	"github.com/kubeslow/kubeslow/internal/promql/promtest"
+	"github.com/kubeslow/kubeslow/internal/rule"
+	"github.com/kubeslow/kubeslow/pkg/result"
+)
+
+// controlPlaneScrapes are three minutes of scrapes every 5 s of a control plane: kube-apiserver and etcd using
+// apiCores and etcdCores (process_cpu_seconds_total, as their /metrics count it), cAdvisor's view of their
+// static pods' containers (with a CPU quota and CFS throttling when quota > 0), and node_exporter on their host
+// with two CPUs.
+func controlPlaneScrapes(t0 time.Time, apiCores, etcdCores, quota, throttled float64, cadvisor, nodeExporter bool) []promtest.Scrape {
+	const host = "198.19.255.1"
+	var out []promtest.Scrape
+	for i := 0; i <= 36; i++ {
+		at := t0.Add(time.Duration(i) * 5 * time.Second)
+		secs := float64(i) * 5
+		text := func(cores float64, extra string) []byte {
+			return []byte(fmt.Sprintf("# TYPE process_cpu_seconds_total counter\nprocess_cpu_seconds_total %g\n%s", 100+cores*secs, extra))
+		}
+		out = append(out,
+			promtest.Scrape{At: at, Text: text(apiCores, "# TYPE apiserver_request_total counter\napiserver_request_total{code=\"200\",verb=\"GET\",resource=\"pods\"} 1\n"),
+				Labels: map[string]string{"job": "apiserver", "instance": host + ":6443"}},
+			promtest.Scrape{At: at, Text: text(etcdCores, "# TYPE etcd_server_has_leader gauge\netcd_server_has_leader 1\n"),
+				Labels: map[string]string{"job": "etcd", "instance": host + ":2379"}})
+		if cadvisor {
+			type ctr struct {
+				pod, container string
+				cores          float64
+			}
+			ctrs := []ctr{{"kube-apiserver-cp", "kube-apiserver", apiCores}, {"etcd-cp", "etcd", etcdCores}, {"coredns-1", "coredns", 0.01}}
+			periods := secs * 10 // 100 ms CFS periods
+			var b strings.Builder
+			for _, f := range []struct {
+				name, typ string
+				value     func(c ctr) float64
+				limited   bool // only for containers under a quota
+			}{
+				{"container_cpu_usage_seconds_total", "counter", func(c ctr) float64 { return c.cores * secs }, false},
+				{"container_spec_cpu_quota", "gauge", func(ctr) float64 { return quota / 2 * 100000 }, true},
+				{"container_spec_cpu_period", "gauge", func(ctr) float64 { return 100000 }, true},
+				{"container_cpu_cfs_periods_total", "counter", func(ctr) float64 { return periods }, true},
+				{"container_cpu_cfs_throttled_periods_total", "counter", func(ctr) float64 { return math.Round(periods * throttled) }, true},
+				{"container_cpu_cfs_throttled_seconds_total", "counter", func(ctr) float64 { return secs * throttled * 0.05 }, true},
+			} {
+				if f.limited && quota <= 0 {
+					continue
+				}
+				fmt.Fprintf(&b, "# TYPE %s %s\n", f.name, f.typ)
+				for _, c := range ctrs {
+					if f.limited && c.container == "coredns" {
+						continue
+					}
+					fmt.Fprintf(&b, "%s{namespace=\"kube-system\",pod=%q,container=%q} %g\n", f.name, c.pod, c.container, f.value(c))
+				}
+			}
+			out = append(out, promtest.Scrape{At: at, Text: []byte(b.String()), Labels: map[string]string{"job": "cadvisor", "instance": "198.18.0.10:10250"}})
+		}
+		if nodeExporter {
+			var b strings.Builder
+			b.WriteString("# TYPE node_uname_info gauge\nnode_uname_info{nodename=\"cp\"} 1\n# TYPE node_cpu_seconds_total counter\n")
+			for cpu := range 2 {
+				fmt.Fprintf(&b, "node_cpu_seconds_total{cpu=\"%d\",mode=\"idle\"} %g\nnode_cpu_seconds_total{cpu=\"%d\",mode=\"user\"} %g\n", cpu, 1000+secs/2, cpu, 500+secs/2)
+			}
+			out = append(out, promtest.Scrape{At: at, Text: []byte(b.String()), Labels: map[string]string{"job": "node", "instance": host + ":9100"}})
+		}
+	}
+	return out
+}
+
+// TestControlPlaneFromHistory: controlplane.usage from Prometheus counts kube-apiserver's and etcd's CPU from
+// their process_cpu_seconds_total over the window and takes the cores they may use from the first source that
+// has them (stated, cAdvisor's quota of their containers, node_exporter on their host), naming it; a 0.1-core
+// quota used to the full with the API's p99 over its SLO fires KS-CP-SATURATED (with the containers' CFS
+// throttling in its evidence), the host's two CPUs do not; without any source the rule is not evaluated,
+// naming the series it lacks, never clear.
+func TestControlPlaneFromHistory(t *testing.T) {
+	t0 := time.Now().Add(-3 * time.Hour).Truncate(time.Minute)
+	slowAPI := apislotest.Healthy
+	slowAPI.GetLatency = 1.8
+	api := slowAPI.Result(t)
+	for _, c := range []struct {
+		name                   string
+		quota, stated          float64
+		cadvisor, nodeExporter bool
+		wantCores              float64
+		wantSource             string
+		want                   result.RuleStatus
+	}{
+		{"cadvisor quota", 0.1, 0, true, true, 0.1, CoresQuota, result.RuleFired},
+		{"no quota: node_exporter's CPUs", 0, 0, true, true, 2, CoresNodeCPUs + " 198.19.255.1", result.RuleClear},
+		{"stated", 0, 0.1, false, false, 0.1, CoresStated, result.RuleFired},
+		{"no source", 0, 0, true, false, 0, "", result.RuleNotEvaluated},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			url := promtest.Start(t, controlPlaneScrapes(t0, 0.07, 0.03, c.quota, 0.8, c.cadvisor, c.nodeExporter))
+			src := source(t, url, t0, t0.Add(3*time.Minute), nil)
+			src.ControlPlaneCores = c.stated
+			res := measure.RunOne(context.Background(), &measure.Env{Clock: clock.RealClock{}}, NewControlPlane(src))
+			if !res.Status.Measured() {
+				t.Fatalf("%s %s", res.Status, res.Reason)
+			}
+			near := func(name string, labels map[string]string, want float64) {
+				t.Helper()
+				m := res.Metric(name, labels)
+				if m == nil || math.Abs(m.Value-want) > 0.03*want {
+					t.Errorf("%s%v = %+v, want %g", name, labels, m, want)
+				}
+			}
+			near(cpusage.MetricCPUCores, map[string]string{"component": cpusage.APIServer}, 0.07)
+			near(cpusage.MetricCPUCores, map[string]string{"component": cpusage.All}, 0.1)
+			near(cpusage.MetricCPUCoresBusiest, nil, 0.1)
+			if c.wantCores > 0 {
+				near(cpusage.MetricCoresAvailable, map[string]string{"source": c.wantSource}, c.wantCores)
+				near(cpusage.MetricCPUSaturation, nil, 0.1/c.wantCores)
+			} else if m := res.Metric(cpusage.MetricCoresAvailable, nil); m != nil {
+				t.Errorf("cores available %+v without a source", m)
+			}
+			if c.quota > 0 {
+				near(cpusage.MetricCgroupThrottledRatio, nil, 0.8)
+			}
+			if m := res.Metric(cpusage.MetricCPUCores, map[string]string{"component": cpusage.All}); m == nil || !strings.Contains(m.Labels["prometheus"], "process_cpu_seconds_total of job") {
+				t.Errorf("cpu_cores without its series: %+v", m)
+			}
+			_, evals := rule.Evaluate(&result.Report{Results: []result.Result{res, api}}, check.Rules())
+			for _, e := range evals {
+				if e.ID != "KS-CP-SATURATED" {
+					continue
+				}
+				if e.Status != c.want {
+					t.Fatalf("KS-CP-SATURATED %s (%s), want %s", e.Status, e.Reason, c.want)
+				}
+				if c.want == result.RuleNotEvaluated && !strings.Contains(e.Reason, "container_spec_cpu_quota") {
+					t.Errorf("not evaluated without naming the series: %s", e.Reason)
+				}
+			}
+			if c.want == result.RuleFired {
+				fs, _ := rule.Evaluate(&result.Report{Results: []result.Result{res, api}}, check.Rules())
+				for _, f := range fs {
+					if f.ID == "KS-CP-SATURATED" {
+						t.Logf("%s", f.Summary)
+						if !strings.Contains(f.Summary, c.wantSource) || (c.quota > 0) != strings.Contains(f.Summary, "throttled in 80%") {
+							t.Errorf("summary does not name the cores' source or the throttling: %s", f.Summary)
+						}
+					}
+				}
+			}
+		})
+	}
+}

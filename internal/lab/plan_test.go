@@ -103,7 +103,7 @@ func TestPlanOrder(t *testing.T) {
 	}
 	want := []string{Etcd, KubeAPIServer, KubeControllerMgr, KubeScheduler, Kwok, CoreDNS, "registry",
 		"lab-node-1.containerd", "lab-node-1.kubelet", "lab-node-1.kube-proxy", "lab-node-2.containerd", "lab-node-2.kubelet", "lab-node-2.kube-proxy",
-		NodeExporterComponent, PrometheusComponent}
+		CgroupMetricsComponent, NodeExporterComponent, PrometheusComponent}
 	if !slices.Equal(names, want) {
 		t.Fatalf("start order %v\nwant %v", names, want)
 	}

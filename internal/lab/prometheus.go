@@ -52,6 +52,9 @@ func prometheusConfig(d Dirs, c *Config) string {
 	b.WriteString(job("lab-scheduler", "https", "/metrics", cp(10259), tls(false)))
 	b.WriteString(job("lab-controller-manager", "https", "/metrics", cp(10257), tls(false)))
 	b.WriteString(job("lab-node-exporter", "http", "/metrics", cp(NodeExporterPort), ""))
+	if c.AgentBinary != "" {
+		b.WriteString(job("lab-control-plane-cgroup", "http", "/metrics", cp(CgroupMetricsPort), ""))
+	}
 	if c.RealNodes > 0 {
 		var kubelets []string
 		for i := 1; i <= c.RealNodes; i++ {

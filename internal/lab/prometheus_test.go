@@ -21,9 +21,9 @@ func TestPrometheusConfig(t *testing.T) {
 	if err := ensurePKI(d); err != nil {
 		t.Fatal(err)
 	}
-	cfg := prometheusConfig(d, &Config{RealNodes: 2})
+	cfg := prometheusConfig(d, &Config{RealNodes: 2, AgentBinary: "/usr/local/bin/kubeslow"})
 	for _, want := range []string{"lab-apiserver", "lab-etcd", "lab-kubelet", "lab-cadvisor", "/metrics/cadvisor", "lab-coredns", "lab-node-exporter",
-		RealNodeIP(2) + ":10250", "admin.crt"} {
+		RealNodeIP(2) + ":10250", "admin.crt", "lab-control-plane-cgroup", CgroupMetricsAddr()} {
 		if !strings.Contains(cfg, want) {
 			t.Errorf("config lacks %q:\n%s", want, cfg)
 		}

@@ -319,7 +319,13 @@ func nsGetOK(ns, url string) Check {
 func prometheusSteps(d Dirs, c *Config, bin func(string) string) []Step {
 	exporter := fmt.Sprintf("%s:%d", ControlPlaneIP, NodeExporterPort)
 	cfg := filepath.Join(d.PrometheusDir(), "prometheus.yml")
-	return []Step{
+	var steps []Step
+	if c.AgentBinary != "" {
+		steps = append(steps, Step{Name: CgroupMetricsComponent, Component: &Component{Name: CgroupMetricsComponent, Namespace: NetNS,
+			Argv:   []string{c.AgentBinary, "lab", "cgroup-metrics", "--listen", CgroupMetricsAddr()},
+			Health: getOK("http://" + CgroupMetricsAddr() + "/metrics")}})
+	}
+	return append(steps, []Step{
 		{Name: NodeExporterComponent, Component: &Component{Name: NodeExporterComponent, Namespace: NetNS,
 			Argv: []string{bin(NodeExporterComponent), "--web.listen-address=" + exporter}, Health: getOK("http://" + exporter + "/metrics")}},
 		{Name: PrometheusComponent, Component: &Component{Name: PrometheusComponent, Namespace: NetNS,
@@ -332,5 +338,5 @@ func prometheusSteps(d Dirs, c *Config, bin func(string) string) []Step {
 				u.step("prometheus at %s scraping every %s", PrometheusURL(), PrometheusScrapeInterval)
 				return nil
 			}},
-	}
+	}...)
 }

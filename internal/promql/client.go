@@ -203,9 +203,12 @@ func (c *Client) do(ctx context.Context, q string, f func(context.Context) (mode
 }
 
 // tooMany refuses an answer with more series than allowed.
+// ErrTooManySeries is wrapped by the error of an answer past MaxSeries: a caller may split the query.
+var ErrTooManySeries = errors.New("too many series")
+
 func (c *Client) tooMany(q string, n int) error {
 	if n > c.maxSeries {
-		return &Error{URL: c.url, Query: q, Kind: "budget", Err: fmt.Errorf("%d series in the answer, more than the %d allowed", n, c.maxSeries)}
+		return &Error{URL: c.url, Query: q, Kind: "budget", Err: fmt.Errorf("%w: %d series in the answer, more than the %d allowed", ErrTooManySeries, n, c.maxSeries)}
 	}
 	return nil
 }

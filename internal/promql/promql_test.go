@@ -201,7 +201,7 @@ func TestBudgetAndAuth(t *testing.T) {
 		t.Fatalf("cost %d queries %d samples", q, n)
 	}
 	c, _ = New(Options{URL: vectorServer(t, 4, nil), MaxSeries: 3, BasicAuthUser: "u"})
-	if _, err := c.Instant(ctx, "up", now); kindOf(t, err) != "budget" || !strings.Contains(err.Error(), "4 series") {
+	if _, err := c.Instant(ctx, "up", now); kindOf(t, err) != "budget" || !strings.Contains(err.Error(), "4 series") || !errors.Is(err, ErrTooManySeries) {
 		t.Fatalf("too many series: %v", err)
 	}
 }

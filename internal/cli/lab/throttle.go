@@ -39,3 +39,20 @@ func newThrottle(streams common.IOStreams) *cobra.Command {
 	_ = cmd.MarkFlagRequired("device")
 	return cmd
 }
+
+// newCgroupMetrics is the exporter of the control plane's cgroup counters, run by `lab up --prometheus` as a
+// lab process and scraped by the lab's Prometheus.
+func newCgroupMetrics() *cobra.Command {
+	var listen string
+	cmd := &cobra.Command{
+		Use:    "cgroup-metrics",
+		Short:  "Serve the lab control plane's cgroup CPU counters, quota and throttling as cAdvisor's series (run by `lab up --prometheus`)",
+		Hidden: true,
+		Args:   cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return lab.ServeCgroupMetrics(common.Context(cmd), listen)
+		},
+	}
+	cmd.Flags().StringVar(&listen, "listen", lab.CgroupMetricsAddr(), "address to serve /metrics on")
+	return cmd
+}

@@ -132,9 +132,9 @@ func TestIntegrationControlPlaneSaturation(t *testing.T) {
 
 // pastWindowSaturated: after the live run, the first 65 s of the scenario (from 10 s after the quota and the
 // storm began: the live run's load is in it) diagnosed from the lab's Prometheus name KS-CP-SATURATED too, from
-// kube-apiserver's and etcd's process_cpu_seconds_total and the apiserver's latency histograms, with the cores
-// stated (the lab's cgroup quota is not exported to Prometheus); without them, the cores come from
-// node_exporter on the control-plane host (this machine's CPUs) and the rule is evaluated and clear.
+// kube-apiserver's and etcd's process_cpu_seconds_total, the control-plane cgroup's quota and throttling (the
+// lab's exporter of that cgroup, in cAdvisor's names) and the apiserver's latency histograms; and with the cores
+// stated instead, naming that source.
 func pastWindowSaturated(t *testing.T, started time.Time) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -176,7 +176,7 @@ func pastWindowSaturated(t *testing.T, started time.Time) {
 			t.Logf("from Prometheus (stated %g): %s %s %s", stated, r.Name, r.Status, r.Reason)
 		}
 		cp := rep.Result(cpusage.Name)
-		for _, name := range []string{cpusage.MetricCPUCores, cpusage.MetricCPUCoresBusiest, cpusage.MetricCoresAvailable, cpusage.MetricCPUSaturation} {
+		for _, name := range []string{cpusage.MetricCPUCores, cpusage.MetricCPUCoresBusiest, cpusage.MetricCoresAvailable, cpusage.MetricCPUSaturation, cpusage.MetricCgroupThrottledRatio} {
 			for _, m := range cp.Metrics {
 				if m.Name == name {
 					t.Logf("  %s %v = %s", m.Name, m.Labels, result.FormatQuantity(m.Value, m.Unit))
@@ -197,16 +197,18 @@ func pastWindowSaturated(t *testing.T, started time.Time) {
 		for _, f := range findings {
 			if f.ID == "KS-CP-SATURATED" {
 				t.Logf("  %s", f.Summary)
-				if !strings.Contains(f.Summary, promwindow.CoresStated) {
+				if src := map[bool]string{true: promwindow.CoresStated, false: promwindow.CoresQuota}[stated > 0]; !strings.Contains(f.Summary, src) {
 					t.Errorf("the finding does not name the cores' source: %s", f.Summary)
 				}
 			}
 		}
 		want := result.RuleFired
 		if stated == 0 {
-			want = result.RuleClear // the host's CPUs, from node_exporter: not saturated
-			if m := cp.Metric(cpusage.MetricCoresAvailable, nil); m == nil || !strings.HasPrefix(m.Labels["source"], promwindow.CoresNodeCPUs) {
-				t.Errorf("cores without a stated figure: %+v, want node_exporter's CPUs", m)
+			if m := cp.Metric(cpusage.MetricCoresAvailable, nil); m == nil || m.Labels["source"] != promwindow.CoresQuota || m.Value != scenario.SmallControlPlaneCores {
+				t.Errorf("cores without a stated figure: %+v, want the cgroup's quota %g", m, scenario.SmallControlPlaneCores)
+			}
+			if m := cp.Metric(cpusage.MetricCgroupThrottledRatio, nil); m == nil || m.Value < 0.5 {
+				t.Errorf("the cgroup's throttling from Prometheus: %+v, want over half the periods", m)
 			}
 		}
 		if status != want {

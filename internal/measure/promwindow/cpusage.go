@@ -8,6 +8,8 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/prometheus/common/model"
+
 	"github.com/kubeslow/kubeslow/internal/measure"
 	"github.com/kubeslow/kubeslow/internal/measure/cpusage"
 	"github.com/kubeslow/kubeslow/pkg/result"
@@ -16,7 +18,7 @@ import (
 // ControlPlane is controlplane.usage from Prometheus: the CPU kube-apiserver and etcd used over the window
 // (their own process_cpu_seconds_total), the busiest stretch of it (a profile), and the cores they may use,
 // from the first source that has them: the cores stated by --prometheus-control-plane-cores, cAdvisor's CPU
-// quota of their containers (container_spec_cpu_quota / container_spec_cpu_period), or node_exporter's CPU count
+// quota of their cgroups (container_spec_cpu_quota / container_spec_cpu_period), or node_exporter's CPU count
 // on the hosts they run on. cAdvisor's CFS throttling of their containers is the kernel's side of it, where
 // scraped. KS-CP-SATURATED reads it on its threshold; without a source of the cores its saturation is absent,
 // so the rule is not evaluated.
@@ -33,13 +35,30 @@ func (c *ControlPlane) Description() string {
 	return fmt.Sprintf("kube-apiserver and etcd CPU vs the cores they have (stated, cAdvisor quota or node_exporter CPUs), from Prometheus over %s", c.src.Window)
 }
 
-// ControlPlaneContainers selects the control plane's containers in cAdvisor's series (kubeadm's static pods).
-const ControlPlaneContainers = `namespace="kube-system",container=~"kube-apiserver|etcd"`
+// ControlPlaneCgroups select the control plane's cgroups in cAdvisor's series: kubeadm's static pods'
+// containers, and the lab's control-plane cgroup (a raw cgroup, named by its id, that kube-apiserver and etcd
+// share; `lab up --prometheus` exports it). They are read from every job that has them (a cAdvisor of the
+// control-plane nodes need not be the one discovery picked), each cgroup once.
+var ControlPlaneCgroups = []string{`namespace="kube-system",container=~"kube-apiserver|etcd"`, `id="/kubeslow-lab/control-plane"`}
+
+// cgroupsQuery is fn(family{sel}) for each of ControlPlaneCgroups, deduplicated by cgroup (max by id, pod,
+// container: a second job scraping the same cAdvisor repeats its series) and joined with or; fn gets the
+// selector and returns the expression.
+func cgroupsQuery(family string, fn func(sel string) string) string {
+	var parts []string
+	for _, c := range ControlPlaneCgroups {
+		parts = append(parts, fmt.Sprintf("max by (id, pod, container) (%s)", fn(family+"{"+c+"}")))
+	}
+	return strings.Join(parts, " or ")
+}
+
+// cgroupsText names the cgroups read, for reasons and labels.
+func cgroupsText() string { return "{" + strings.Join(ControlPlaneCgroups, "} or {") + "}" }
 
 // Sources of the cores available, as the finding names them.
 const (
 	CoresStated   = "stated by --prometheus-control-plane-cores"
-	CoresQuota    = "cAdvisor CPU quota of the kube-apiserver and etcd containers"
+	CoresQuota    = "CPU quota of the control plane's cgroups (cAdvisor)"
 	CoresNodeCPUs = "node_exporter CPUs of the control-plane host"
 )
 
@@ -102,7 +121,7 @@ func (c *ControlPlane) Run(ctx context.Context, _ *measure.Env) (result.Result, 
 	if cores > 0 {
 		add(cpusage.MetricCoresAvailable, "cores", cores, map[string]string{"source": source})
 	} else {
-		series := fmt.Sprintf("container_spec_cpu_quota{%s}, node_cpu_seconds_total of %s", ControlPlaneContainers, strings.Join(sortedKeys(hosts), ", "))
+		series := fmt.Sprintf("container_spec_cpu_quota%s, node_cpu_seconds_total of %s", cgroupsText(), strings.Join(sortedKeys(hosts), ", "))
 		reason := "neither cAdvisor's CPU quota of the kube-apiserver and etcd containers nor a node_exporter on their hosts is scraped " +
 			"(a managed control plane); state the cores with --prometheus-control-plane-cores"
 		res.Absent = append(res.Absent, result.Absence{Metric: cpusage.MetricCoresAvailable, Series: series, Reason: reason},
@@ -142,33 +161,40 @@ func (c *ControlPlane) cores(ctx context.Context, hosts map[string]bool) (float6
 	if s.ControlPlaneCores > 0 {
 		return s.ControlPlaneCores, CoresStated, nil
 	}
-	if job, ok := s.Selector("cadvisor"); ok {
-		sel := func(f string) string { return selector(f, job, ControlPlaneContainers) }
-		w := s.window()
-		q := fmt.Sprintf(`label_replace(max by (pod, container) (max_over_time(%s[%s])) / max by (pod, container) (max_over_time(%s[%s])), "what", "quota", "", "")`+
-			` or label_replace(count by (pod, container) (count_over_time(%s[%s])), "what", "seen", "", "")`,
-			sel("container_spec_cpu_quota"), w, sel("container_spec_cpu_period"), w, sel("container_cpu_usage_seconds_total"), w)
-		v, err := s.Client.Instant(ctx, q, s.Window.To)
-		if err != nil {
-			return 0, "", err
+	w := s.window()
+	overW := func(fn string) func(string) string {
+		return func(sel string) string { return fmt.Sprintf("%s(%s[%s])", fn, sel, w) }
+	}
+	q := fmt.Sprintf(`label_replace((%s) / (%s), "what", "quota", "", "") or label_replace(%s, "what", "seen", "", "")`,
+		cgroupsQuery("container_spec_cpu_quota", overW("max_over_time")), cgroupsQuery("container_spec_cpu_period", overW("max_over_time")),
+		cgroupsQuery("container_cpu_usage_seconds_total", overW("count_over_time")))
+	v, err := s.Client.Instant(ctx, q, s.Window.To)
+	if err != nil {
+		return 0, "", err
+	}
+	// A cgroup is a pod's container (its id changes when it restarts) or a raw cgroup (its id).
+	key := func(m model.Metric) string {
+		if m["container"] != "" {
+			return string(m["pod"]) + "/" + string(m["container"])
 		}
-		quota, seen := map[string]float64{}, map[string]bool{}
-		for _, smp := range v {
-			k := string(smp.Metric["pod"]) + "/" + string(smp.Metric["container"])
-			if smp.Metric["what"] == "seen" {
-				seen[k] = true
-			} else if f := float64(smp.Value); f > 0 && !math.IsInf(f, 0) {
-				quota[k] = f
-			}
+		return string(m["id"])
+	}
+	quota, seen := map[string]float64{}, map[string]bool{}
+	for _, smp := range v {
+		k := key(smp.Metric)
+		if smp.Metric["what"] == "seen" {
+			seen[k] = true
+		} else if f := float64(smp.Value); f > 0 && !math.IsInf(f, 0) {
+			quota[k] = max(quota[k], f)
 		}
-		sum, all := 0.0, len(seen) > 0
-		for k := range seen {
-			all = all && quota[k] > 0
-			sum += quota[k]
-		}
-		if all {
-			return sum, CoresQuota, nil
-		}
+	}
+	sum, all := 0.0, len(seen) > 0
+	for k := range seen {
+		all = all && quota[k] > 0
+		sum += quota[k]
+	}
+	if all {
+		return sum, CoresQuota, nil
 	}
 	if job, ok := s.Selector("node-exporter"); ok && len(hosts) > 0 {
 		v, err := s.Client.Instant(ctx, fmt.Sprintf(`count by (instance) (last_over_time(%s[%s]))`, selector("node_cpu_seconds_total", job, `mode="idle"`), s.window()), s.Window.To)
@@ -195,13 +221,8 @@ func (c *ControlPlane) cores(ctx context.Context, hosts map[string]bool) (float6
 // under a CPU limit and cAdvisor is scraped); its absence is a note, not a missing input.
 func (c *ControlPlane) throttling(ctx context.Context, notes *[]string) ([]result.Metric, error) {
 	s := c.src
-	job, ok := s.Selector("cadvisor")
-	if !ok {
-		*notes = append(*notes, "cAdvisor is not scraped: no CFS throttling of the control plane")
-		return nil, nil
-	}
 	inc := func(f string) string {
-		return fmt.Sprintf("sum(increase(%s[%s]))", selector(f, job, ControlPlaneContainers), s.window())
+		return "sum(" + cgroupsQuery(f, func(sel string) string { return fmt.Sprintf("increase(%s[%s])", sel, s.window()) }) + ")"
 	}
 	q := fmt.Sprintf(`label_replace(%s / %s, "what", "ratio", "", "") or label_replace(%s, "what", "seconds", "", "")`,
 		inc("container_cpu_cfs_throttled_periods_total"), inc("container_cpu_cfs_periods_total"), inc("container_cpu_cfs_throttled_seconds_total"))
@@ -215,7 +236,7 @@ func (c *ControlPlane) throttling(ctx context.Context, notes *[]string) ([]resul
 		if math.IsNaN(f) || math.IsInf(f, 0) {
 			continue
 		}
-		lab := map[string]string{"prometheus": fmt.Sprintf("container_cpu_cfs_throttled_periods_total{%s} of job %s %s", ControlPlaneContainers, jobValue(job), s.Window)}
+		lab := map[string]string{"prometheus": fmt.Sprintf("container_cpu_cfs_throttled_periods_total%s %s", cgroupsText(), s.Window)}
 		if smp.Metric["what"] == "ratio" {
 			out = append(out, result.Metric{Name: cpusage.MetricCgroupThrottledRatio, Unit: "ratio", Value: f, Labels: lab})
 		} else {
@@ -223,7 +244,7 @@ func (c *ControlPlane) throttling(ctx context.Context, notes *[]string) ([]resul
 		}
 	}
 	if len(out) == 0 {
-		*notes = append(*notes, fmt.Sprintf("cAdvisor (job %s) has no CFS throttling series of {%s}: they run without a CPU limit, or not in pods", jobValue(job), ControlPlaneContainers))
+		*notes = append(*notes, fmt.Sprintf("no CFS throttling series of the control plane (cAdvisor's container_cpu_cfs_periods_total%s): not scraped, or no CPU limit", cgroupsText()))
 	}
 	return out, nil
 }

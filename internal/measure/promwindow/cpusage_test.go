@@ -1,9 +1,12 @@
 package promwindow
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"math"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +14,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/kubeslow/kubeslow/internal/check"
+	"github.com/kubeslow/kubeslow/internal/lab"
 	"github.com/kubeslow/kubeslow/internal/measure"
 	"github.com/kubeslow/kubeslow/internal/measure/apislo/apislotest"
 	"github.com/kubeslow/kubeslow/internal/measure/cpusage"
@@ -23,7 +27,7 @@ import (
 // apiCores and etcdCores (process_cpu_seconds_total, as their /metrics count it), cAdvisor's view of their
 // static pods' containers (with a CPU quota and CFS throttling when quota > 0), and node_exporter on their host
 // with two CPUs.
-func controlPlaneScrapes(t0 time.Time, apiCores, etcdCores, quota, throttled float64, cadvisor, nodeExporter bool) []promtest.Scrape {
+func controlPlaneScrapes(t *testing.T, t0 time.Time, apiCores, etcdCores, quota, throttled float64, cadvisor, nodeExporter, labCgroup bool) []promtest.Scrape {
 	const host = "198.19.255.1"
 	var out []promtest.Scrape
 	for i := 0; i <= 36; i++ {
@@ -70,6 +74,28 @@ func controlPlaneScrapes(t0 time.Time, apiCores, etcdCores, quota, throttled flo
 			}
 			out = append(out, promtest.Scrape{At: at, Text: []byte(b.String()), Labels: map[string]string{"job": "cadvisor", "instance": "198.18.0.10:10250"}})
 		}
+		if labCgroup {
+			// The lab's exporter of the control plane's shared cgroup, reading the kernel's files as written here.
+			dir := t.TempDir()
+			periods := int64(0) // the kernel counts CFS periods only under a quota
+			if quota > 0 {
+				periods = int64(secs * 10)
+			}
+			write := func(name, data string) {
+				if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			write("cpuacct.usage", fmt.Sprint(int64((apiCores+etcdCores)*secs*1e9)))
+			write("cpu.stat", fmt.Sprintf("nr_periods %d\nnr_throttled %d\nthrottled_time %d\n", periods, int64(math.Round(float64(periods)*throttled)), int64(secs*throttled*0.05*1e9)))
+			write("cpu.cfs_quota_us", fmt.Sprint(int64(quota*100000)))
+			write("cpu.cfs_period_us", "100000\n")
+			var b bytes.Buffer
+			if err := lab.WriteCgroupMetrics(&b, "/kubeslow-lab/control-plane", dir, dir); err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, promtest.Scrape{At: at, Text: b.Bytes(), Labels: map[string]string{"job": "lab-control-plane-cgroup", "instance": host + ":9101"}})
+		}
 		if nodeExporter {
 			var b strings.Builder
 			b.WriteString("# TYPE node_uname_info gauge\nnode_uname_info{nodename=\"cp\"} 1\n# TYPE node_cpu_seconds_total counter\n")
@@ -97,17 +123,20 @@ func TestControlPlaneFromHistory(t *testing.T) {
 		name                   string
 		quota, stated          float64
 		cadvisor, nodeExporter bool
+		labCgroup              bool
 		wantCores              float64
 		wantSource             string
 		want                   result.RuleStatus
 	}{
-		{"cadvisor quota", 0.1, 0, true, true, 0.1, CoresQuota, result.RuleFired},
-		{"no quota: node_exporter's CPUs", 0, 0, true, true, 2, CoresNodeCPUs + " 198.19.255.1", result.RuleClear},
-		{"stated", 0, 0.1, false, false, 0.1, CoresStated, result.RuleFired},
-		{"no source", 0, 0, true, false, 0, "", result.RuleNotEvaluated},
+		{"cadvisor quota", 0.1, 0, true, true, false, 0.1, CoresQuota, result.RuleFired},
+		{"the lab's cgroup quota", 0.1, 0, false, true, true, 0.1, CoresQuota, result.RuleFired},
+		{"no quota: node_exporter's CPUs", 0, 0, true, true, false, 2, CoresNodeCPUs + " 198.19.255.1", result.RuleClear},
+		{"the lab's cgroup without a quota: node_exporter's CPUs", 0, 0, false, true, true, 2, CoresNodeCPUs + " 198.19.255.1", result.RuleClear},
+		{"stated", 0, 0.1, false, false, false, 0.1, CoresStated, result.RuleFired},
+		{"no source", 0, 0, true, false, false, 0, "", result.RuleNotEvaluated},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			url := promtest.Start(t, controlPlaneScrapes(t0, 0.07, 0.03, c.quota, 0.8, c.cadvisor, c.nodeExporter))
+			url := promtest.Start(t, controlPlaneScrapes(t, t0, 0.07, 0.03, c.quota, 0.8, c.cadvisor, c.nodeExporter, c.labCgroup))
 			src := source(t, url, t0, t0.Add(3*time.Minute), nil)
 			src.ControlPlaneCores = c.stated
 			res := measure.RunOne(context.Background(), &measure.Env{Clock: clock.RealClock{}}, NewControlPlane(src))

@@ -374,3 +374,33 @@ func roleByName(name string) (Role, bool) {
 	}
 	return Role{}, false
 }
+
+// TestAPILatencySplit: an apiserver whose latency answer (verb × resource × subresource × scope × le) passes the
+// answer limit is read verb by verb, and a verb resource by resource, with the same result as in one query;
+// the extra queries are granted to the budget. (A lower answer limit stands in for the 2,000 of a real run.)
+func TestAPILatencySplit(t *testing.T) {
+	s := newStorm(t)
+	url := promtest.Start(t, s.scrapes())
+	whole := source(t, url, s.t0, s.t1, nil)
+	want := run(t, NewAPI(whole))
+	wq, _ := whole.Client.Cost()
+	v, err := whole.Client.Instant(context.Background(), `count(sum by (verb, resource, subresource, scope, le) (apiserver_request_sli_duration_seconds_bucket{verb!~"WATCH|WATCHLIST|CONNECT"}))`, s.t1)
+	if err != nil || len(v) != 1 {
+		t.Fatal(v, err)
+	}
+	n := int(v[0].Value)
+	for _, limit := range []int{n - 1, n / 4} {
+		c, err := promql.New(promql.Options{URL: url, MaxSeries: limit, MaxQueries: wq})
+		if err != nil {
+			t.Fatal(err)
+		}
+		split := NewSource(c, whole.Window, nil)
+		got := measure.RunOne(context.Background(), &measure.Env{Clock: clock.RealClock{}}, NewAPI(split))
+		if !got.Status.Measured() {
+			t.Fatalf("limit %d: %s %s", limit, got.Status, got.Reason)
+		}
+		sameMetrics(t, want, got)
+		q, _ := c.Cost()
+		t.Logf("latency answer of %d series, limit %d: %d queries (%d in one)", n, limit, q, wq)
+	}
+}

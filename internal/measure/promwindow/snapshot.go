@@ -2,6 +2,7 @@ package promwindow
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"sort"
@@ -120,6 +121,33 @@ func (s *Source) histogram(ctx context.Context, fams map[string]*dto.MetricFamil
 		}
 	}
 	fams[family] = histogramFamily(family, v, sums)
+	return nil
+}
+
+// MaxSplit bounds the values of a label one split query is divided into (and so the queries it may add).
+const MaxSplit = 200
+
+// histogramSplit is histogram, split when the answer has more than the client's MaxSeries series: by each
+// value of splits[0] in the window (label values of the bucket series, from the index), each part split again
+// by splits[1:] when it is still too large. The extra queries are granted to the run's budget (at most
+// MaxSplit per split).
+func (s *Source) histogramSplit(ctx context.Context, fams map[string]*dto.MetricFamily, family, jobSel string, labels []string, splits []string, extra ...string) error {
+	err := s.histogram(ctx, fams, family, jobSel, labels, false, extra...)
+	if err == nil || len(splits) == 0 || !errors.Is(err, promql.ErrTooManySeries) {
+		return err
+	}
+	vals, lerr := s.Client.LabelValuesUpTo(ctx, splits[0], selector(family+"_bucket", jobSel, extra...), s.Window.From, s.Window.To, MaxSplit)
+	if lerr != nil {
+		return fmt.Errorf("%w (splitting it by %s: %v)", err, splits[0], lerr)
+	}
+	s.Client.Grant(len(vals) + 1)
+	for _, v := range vals {
+		part := map[string]*dto.MetricFamily{}
+		if err := s.histogramSplit(ctx, part, family, jobSel, labels, splits[1:], append(append([]string(nil), extra...), fmt.Sprintf("%s=%q", splits[0], v))...); err != nil {
+			return err
+		}
+		mergeFamily(fams, part, family)
+	}
 	return nil
 }
 

@@ -142,7 +142,7 @@ func runEpoll(ctx context.Context, cfg *Config, req []byte, res *Result) error {
 	if err != nil {
 		return fmt.Errorf("resolve %s: %w", cfg.Addr, err)
 	}
-	threads := defaultThreads(runtime.GOMAXPROCS(0), cfg.Concurrency, local)
+	threads := defaultThreads(runtime.GOMAXPROCS(0), cfg.Concurrency, local, cfg.NewConn)
 	if cfg.Threads > 0 {
 		threads = cfg.Threads
 	} else if cfg.Mode == Open {

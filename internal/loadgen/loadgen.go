@@ -69,7 +69,7 @@ type Config struct {
 	// goroutine per connection on Go's netpoller; the default elsewhere and with Dial).
 	Engine string
 	// Threads is the epoll engine's number of event-loop threads (0: the usable cores — half of them when the
-	// server is on this host — at most one per connection; wrk's -t).
+	// server is on this host and connections are kept alive — at most one per connection; wrk's -t).
 	Threads int
 }
 
@@ -123,9 +123,12 @@ func (c *Config) Validate() error {
 // defaultThreads is the closed loop's number of event-loop threads: one per usable core, at most one per
 // connection — but only half of the cores when the server is on this host (a loopback or local address), which
 // needs the other half: on 2 cores against a local server (kubeslow's own or nginx, pinned to one core), one
-// loop thread measured 1.1–3x the requests/s of two (TestCompareWrk).
-func defaultThreads(cores, conns int, local bool) int {
-	if local {
+// loop thread measured 1.1–3x the requests/s of two with keep-alive (TestCompareWrk). Not with a new connection
+// per request: the generator's share of the work is then the larger (~38 µs of CPU per request against the
+// server's ~22–25 µs, connect carrying the server's half of the handshake through loopback), and two loops
+// measured 1.2x the requests/s of one against either server on the same 2 cores.
+func defaultThreads(cores, conns int, local, newConn bool) int {
+	if local && !newConn {
 		cores = max(1, cores/2)
 	}
 	return max(1, min(cores, conns))

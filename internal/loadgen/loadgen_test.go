@@ -130,12 +130,13 @@ func TestClosedLoop(t *testing.T) {
 
 func TestDefaultThreads(t *testing.T) {
 	for _, c := range []struct {
-		cores, conns int
-		local        bool
-		want         int
-	}{{2, 8, false, 2}, {2, 8, true, 1}, {1, 8, true, 1}, {8, 4, false, 4}, {8, 32, true, 4}, {16, 2, true, 2}} {
-		if got := defaultThreads(c.cores, c.conns, c.local); got != c.want {
-			t.Errorf("%d cores, %d connections, local %v: %d threads, want %d", c.cores, c.conns, c.local, got, c.want)
+		cores, conns   int
+		local, newConn bool
+		want           int
+	}{{2, 8, false, false, 2}, {2, 8, true, false, 1}, {1, 8, true, false, 1}, {8, 4, false, false, 4}, {8, 32, true, false, 4},
+		{16, 2, true, false, 2}, {2, 8, true, true, 2}, {8, 4, true, true, 4}, {1, 8, true, true, 1}} {
+		if got := defaultThreads(c.cores, c.conns, c.local, c.newConn); got != c.want {
+			t.Errorf("%d cores, %d connections, local %v, new conn %v: %d threads, want %d", c.cores, c.conns, c.local, c.newConn, got, c.want)
 		}
 	}
 	if !localIP(net.ParseIP("127.0.0.1")) || !localIP(net.ParseIP("::1")) || localIP(net.ParseIP("198.18.0.1")) {

@@ -69,7 +69,7 @@ the moment it was due, so a stalling server shows in the tail (no coordinated om
 	fl.StringVar(&cfg.Method, "method", "POST", "HTTP method")
 	fl.IntVar(&cfg.BodyBytes, "body", 3072, "request body bytes (case D: a 3 KB POST answered by an immediate 404)")
 	fl.DurationVar(&cfg.Timeout, "timeout", 5*time.Second, "per-request time-out")
-	fl.IntVarP(&cfg.Threads, "threads", "t", 0, "epoll engine: event-loop threads (0: the usable cores, at most --concurrency; wrk's -t)")
+	fl.IntVarP(&cfg.Threads, "threads", "t", 0, "epoll engine: event-loop threads (0: the usable cores, half of them against a server on this host with keep-alive; at most --concurrency; wrk's -t)")
 	fl.StringVar(&cfg.Engine, "engine", loadgen.EngineAuto, "epoll (an epoll loop per thread, as wrk: the default on Linux) or go (a goroutine per connection)")
 	return cmd
 }

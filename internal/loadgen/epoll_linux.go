@@ -422,6 +422,11 @@ func (l *eloop) handle(i int, ev uint32) {
 		if ev&(unix.EPOLLOUT|unix.EPOLLERR|unix.EPOLLHUP) != 0 {
 			l.write(i)
 		}
+		// The same edge may carry the response of a server that answered before it had the whole request
+		// (edge-triggered: there will be no other edge for it).
+		if c.state == stReading && ev&(unix.EPOLLIN|unix.EPOLLRDHUP|unix.EPOLLHUP|unix.EPOLLERR) != 0 {
+			l.read(i, ev&(unix.EPOLLRDHUP|unix.EPOLLHUP|unix.EPOLLERR) != 0)
+		}
 	case stReading:
 		// An output edge alone (the request's bytes acknowledged; a connection registered after its request
 		// was written) has nothing to read.

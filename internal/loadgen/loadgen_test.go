@@ -286,6 +286,23 @@ func TestResponsesAndErrors(t *testing.T) {
 		}
 	})
 	silent := rawServer(t, func(c net.Conn) { _, _ = io.Copy(io.Discard, c) })
+	// Answers as soon as it has the head, then reads the body: with a 1 MiB body the generator is still
+	// writing when the answer arrives.
+	early := rawServer(t, func(c net.Conn) {
+		br := bufio.NewReader(c)
+		for {
+			req, err := http.ReadRequest(br)
+			if err != nil {
+				return
+			}
+			if _, err := io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n"); err != nil {
+				return
+			}
+			if _, err := io.Copy(io.Discard, req.Body); err != nil {
+				return
+			}
+		}
+	})
 	garbage := rawServer(t, func(c net.Conn) {
 		if readRequest(bufio.NewReader(c)) == nil {
 			_, _ = io.WriteString(c, "SSH-2.0-OpenSSH\r\n\r\n")
@@ -311,6 +328,9 @@ func TestResponsesAndErrors(t *testing.T) {
 			{"body to close", toClose, func(r *Result) bool {
 				return r.Requests == 50 && r.Codes[200] == 50 && r.Errors == 0 && r.Connections == 50
 			}},
+			{"answer before the body", early, func(r *Result) bool {
+				return r.Requests == 50 && r.Codes[200] == 50 && r.Errors == 0 && r.Connections == 2
+			}},
 			{"refused", refused, func(r *Result) bool { return r.Requests == 0 && r.Errors > 0 && r.ErrorKinds["connect"] == r.Errors }},
 			{"silent", silent, func(r *Result) bool {
 				return r.Requests == 0 && r.ErrorKinds["timeout"] >= 2 && r.ErrorKinds["timeout"] == r.Errors
@@ -318,11 +338,15 @@ func TestResponsesAndErrors(t *testing.T) {
 			{"garbage", garbage, func(r *Result) bool { return r.Requests == 0 && r.Errors > 0 && r.ErrorKinds["protocol"] == r.Errors }},
 		} {
 			d, timeout := 700*time.Millisecond, 200*time.Millisecond
-			if c.name == "100 KB body" || c.name == "body to close" {
+			if c.name == "100 KB body" || c.name == "body to close" || c.name == "answer before the body" {
 				d, timeout = 20*time.Second, 5*time.Second
 			}
+			body := 100
+			if c.name == "answer before the body" {
+				body = 1 << 20 // more than the socket buffers take at once
+			}
 			res, err := Run(context.Background(), Config{Addr: c.addr, Mode: Closed, Concurrency: 2, Duration: d,
-				MaxRequests: 50, Timeout: timeout, BodyBytes: 100, Engine: engine})
+				MaxRequests: 50, Timeout: timeout, BodyBytes: body, Engine: engine})
 			if err != nil {
 				t.Fatalf("%s %s: %v", engine, c.name, err)
 			}

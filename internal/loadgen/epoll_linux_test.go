@@ -46,8 +46,11 @@ func TestWriteBeforeConnected(t *testing.T) {
 				served <- err
 				return
 			}
-			c, err := net.FileConn(os.NewFile(uintptr(fd), "conn"))
-			unix.Close(fd)
+			// The os.File owns fd: closed through it, not with unix.Close (its finalizer would close the
+			// number again later, when another test may hold it).
+			f := os.NewFile(uintptr(fd), "conn")
+			c, err := net.FileConn(f)
+			f.Close()
 			if err != nil {
 				served <- err
 				return

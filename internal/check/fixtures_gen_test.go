@@ -15,6 +15,7 @@ import (
 	"github.com/kubeslow/kubeslow/internal/measure/nodeagent/nodeagenttest"
 	"github.com/kubeslow/kubeslow/internal/measure/nodes/nodestest"
 	"github.com/kubeslow/kubeslow/internal/measure/podstartup/podstartuptest"
+	"github.com/kubeslow/kubeslow/internal/measure/throttle/throttletest"
 	"github.com/kubeslow/kubeslow/internal/rule/ruletest"
 )
 
@@ -32,4 +33,5 @@ var measurementFixtures = []func() map[string]ruletest.Fixture{
 	nodeagenttest.RuleFixtures,
 	nodestest.RuleFixtures,
 	podstartuptest.RuleFixtures,
+	throttletest.RuleFixtures,
 }

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/resource"
+
 	"github.com/kubeslow/kubeslow/internal/lab/host"
 )
 
@@ -60,13 +62,15 @@ type ImagePullSettings struct {
 // DNSSettings are CoreDNS's cache settings: how long positive and negative (NXDOMAIN) answers are cached; and
 // how it runs: one process in the control-plane namespace (Replicas 0), or a Deployment of Replicas pods on
 // the real nodes placed by Placement (DNSSpread or DNSPacked), with the upstream for ExternalZone limited to
-// UpstreamQPS queries per second per source (0: DefaultUpstreamQPS).
+// UpstreamQPS queries per second per source (0: DefaultUpstreamQPS); CPULimit, when set, is the CoreDNS
+// containers' CPU limit (a Kubernetes quantity, e.g. "20m"), under which the kernel's CFS throttles them.
 type DNSSettings struct {
 	CacheTTL    Duration `json:"cacheTTL,omitempty"`
 	DenialTTL   Duration `json:"denialTTL,omitempty"`
 	Replicas    int      `json:"replicas,omitempty"`
 	Placement   string   `json:"placement,omitempty"`
 	UpstreamQPS float64  `json:"upstreamQPS,omitempty"`
+	CPULimit    string   `json:"cpuLimit,omitempty"`
 }
 
 // MaxDNSReplicas bounds the DNS Deployment.
@@ -170,6 +174,15 @@ func (c *Config) Validate() error {
 	}
 	if p := c.DNS.Placement; p != "" && p != DNSSpread && p != DNSPacked {
 		return fmt.Errorf("--dns-placement %q: want %s or %s", p, DNSSpread, DNSPacked)
+	}
+	if l := c.DNS.CPULimit; l != "" {
+		q, err := resource.ParseQuantity(l)
+		if err != nil || q.Sign() <= 0 {
+			return fmt.Errorf("--dns-cpu-limit %q: want a positive CPU quantity (e.g. 20m)", l)
+		}
+		if c.DNS.Replicas == 0 {
+			return errors.New("--dns-cpu-limit needs the DNS Deployment (--dns-replicas)")
+		}
 	}
 	if c.DNS.UpstreamQPS < 0 {
 		return errors.New("--dns-upstream-qps must not be negative")

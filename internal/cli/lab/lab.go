@@ -81,6 +81,7 @@ type upFlags struct {
 	dnsReplicas        int
 	dnsPlacement       string
 	dnsUpstreamQPS     float64
+	dnsCPULimit        string
 	endpointSliceBatch time.Duration
 	registryBPS        int64
 	registryLatency    time.Duration
@@ -102,7 +103,7 @@ func (f *upFlags) config() (lab.Config, error) {
 		Nodes: f.nodes, Etcd: etcd, EtcdQuotaBytes: f.etcdQuota, EtcdWriteIOPS: f.etcdWriteIOPS, RealNodes: f.realNodes, AgentBinary: agent,
 		ImagePulls: lab.ImagePullSettings{Serialize: f.serializePulls, MaxParallel: f.maxParallelPulls},
 		DNS: lab.DNSSettings{CacheTTL: lab.Duration{Duration: f.dnsCacheTTL}, DenialTTL: lab.Duration{Duration: f.dnsDenialTTL},
-			Replicas: f.dnsReplicas, Placement: f.dnsPlacement, UpstreamQPS: f.dnsUpstreamQPS},
+			Replicas: f.dnsReplicas, Placement: f.dnsPlacement, UpstreamQPS: f.dnsUpstreamQPS, CPULimit: f.dnsCPULimit},
 		Registry:           lab.RegistrySettings{BytesPerSecond: f.registryBPS, Latency: lab.Duration{Duration: f.registryLatency}},
 		ControllerManager:  lab.ClientSettings{QPS: f.kcmQPS, Burst: f.kcmBurst},
 		EndpointSliceBatch: lab.Duration{Duration: f.endpointSliceBatch},
@@ -181,6 +182,7 @@ func newUp(streams common.IOStreams) *cobra.Command {
 	fl.IntVar(&f.dnsReplicas, "dns-replicas", 0, fmt.Sprintf("run cluster DNS as a CoreDNS Deployment of this many pods on the real nodes (0..%d; 0: one CoreDNS process in the control-plane namespace), "+
 		"with an upstream for *.%s on %s answering each source (node) at most --dns-upstream-qps queries/s", lab.MaxDNSReplicas, lab.ExternalZone, lab.UpstreamDNSIP))
 	fl.StringVar(&f.dnsPlacement, "dns-placement", lab.DNSSpread, "with --dns-replicas: "+lab.DNSSpread+" (topology spread on kubernetes.io/hostname) or "+lab.DNSPacked+" (every replica on "+lab.RealNodeName(1)+")")
+	fl.StringVar(&f.dnsCPULimit, "dns-cpu-limit", "", "with --dns-replicas: the CoreDNS containers' CPU limit (e.g. 20m; empty: none), under which the kernel throttles them (KS-SYSTEM-THROTTLED)")
 	fl.Float64Var(&f.dnsUpstreamQPS, "dns-upstream-qps", lab.DefaultUpstreamQPS, "with --dns-replicas: the upstream's limit of queries/s per source address (case B's per-VM limit)")
 	fl.DurationVar(&f.endpointSliceBatch, "endpointslice-batch", 0, "kube-controller-manager --endpointslice-updates-batch-period: how long a pod change waits before its EndpointSlice (and DNS name) is updated (0: none)")
 	fl.Int64Var(&f.registryBPS, "registry-bytes-per-second", 0, "lab registry download speed per response (0: unlimited)")

@@ -20,6 +20,7 @@ import (
 	"github.com/kubeslow/kubeslow/internal/measure/nodeagent"
 	"github.com/kubeslow/kubeslow/internal/measure/nodes"
 	"github.com/kubeslow/kubeslow/internal/measure/podstartup"
+	"github.com/kubeslow/kubeslow/internal/measure/throttle"
 	"github.com/kubeslow/kubeslow/internal/rule"
 )
 
@@ -61,6 +62,7 @@ func Registry(o Options) *measure.Registry {
 		dnsfacts.New(o.Window),
 		dnsready.New(dns),
 		kubelet.New(),
+		throttle.New(o.Window),
 		nodeagent.New(nodeagent.DefaultOptions(o.Image)),
 	)
 }

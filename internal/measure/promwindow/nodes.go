@@ -17,8 +17,8 @@ import (
 const NodesName = "nodes.prometheus"
 
 // Nodes reads the signals over the window that no live measurement analyses: control-plane CPU,
-// node_exporter's mean disk write latency, and cAdvisor's CPU throttling of kube-system pods. (The
-// kubelet's and node_exporter's signals the live node rules read are nodes.kubelet and nodes.agent.)
+// and node_exporter's mean disk write latency. (The kubelet's and node_exporter's signals the live node rules
+// read are nodes.kubelet and nodes.agent; cAdvisor's throttling of kube-system pods is system.throttling.)
 type Nodes struct{ src *Source }
 
 // NewNodes returns the measurement.
@@ -29,7 +29,7 @@ func (*Nodes) Name() string { return NodesName }
 
 // Description implements measure.Measurement.
 func (n *Nodes) Description() string {
-	return fmt.Sprintf("control-plane CPU, node disk write latency, kube-system CPU throttling, from Prometheus over %s", n.src.Window)
+	return fmt.Sprintf("control-plane CPU, node disk write latency, from Prometheus over %s", n.src.Window)
 }
 
 // signal is one metric of the result: a PromQL expression over the window (%[1]s is the role's job matcher,
@@ -54,10 +54,6 @@ func nodeSignals() []signal {
 		signal{Role: "node-exporter", Metric: "disk_write_latency_mean", Unit: "seconds", Series: "node_disk_write_time_seconds_total",
 			Query: `rate(node_disk_write_time_seconds_total{%[1]s}[%[2]s]) / rate(node_disk_writes_completed_total{%[1]s}[%[2]s]) > 0`,
 			Keep:  []string{"instance", "device"}, Top: 5},
-		signal{Role: "cadvisor", Metric: "cpu_throttled_ratio", Unit: "ratio", Series: "container_cpu_cfs_throttled_periods_total",
-			Query: `sum by (namespace, pod) (increase(container_cpu_cfs_throttled_periods_total{%[1]s,namespace="kube-system"}[%[2]s])) / ` +
-				`sum by (namespace, pod) (increase(container_cpu_cfs_periods_total{%[1]s,namespace="kube-system"}[%[2]s])) > 0`,
-			Keep: []string{"namespace", "pod"}, Top: 5},
 	)
 }
 

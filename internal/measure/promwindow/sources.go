@@ -142,5 +142,5 @@ func (*Timeline) Diagnose(res result.Result) []result.Finding {
 // Registry is the measurements of a Prometheus-backed run, sharing one source: discovery first, the timeline
 // last.
 func Registry(s *Source) *measure.Registry {
-	return measure.NewRegistry(&Sources{src: s}, NewAPI(s), NewEtcd(s), NewControlPlane(s), NewKubelet(s), NewAgent(s), NewDNS(s), NewNodes(s), &Timeline{src: s})
+	return measure.NewRegistry(&Sources{src: s}, NewAPI(s), NewEtcd(s), NewControlPlane(s), NewKubelet(s), NewThrottling(s), NewAgent(s), NewDNS(s), NewNodes(s), &Timeline{src: s})
 }

@@ -1,0 +1,347 @@
+// Package throttle is system.throttling: the kernel's CFS throttling of kube-system's containers (CoreDNS,
+// kube-proxy, CNI agents, metrics-server...) under their CPU limits, from cAdvisor's counters — each real
+// node's kubelet /metrics/cadvisor read through the apiserver's node proxy at the start and the end of the
+// run's window, or Prometheus's copy of them over a past window (promwindow). A throttled DNS or network pod
+// slows the whole cluster without an error anywhere.
+package throttle
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/kubeslow/kubeslow/internal/kube"
+	"github.com/kubeslow/kubeslow/internal/measure"
+	"github.com/kubeslow/kubeslow/internal/prom"
+	"github.com/kubeslow/kubeslow/pkg/result"
+)
+
+// Name of the measurement.
+const Name = "system.throttling"
+
+// Namespace is the namespace whose containers are read.
+const Namespace = "kube-system"
+
+// The metrics the rules read, per container (labels node, pod, container).
+const (
+	// MetricThrottledRatio is the share of the container's CFS periods in which it was throttled.
+	MetricThrottledRatio = "cfs_throttled_ratio"
+	// MetricCPUUsed is the CPU the container used over the window, in cores.
+	MetricCPUUsed = "cpu_used_cores"
+	// MetricCPULimit is the container's CPU limit (its CFS quota / period), in cores.
+	MetricCPULimit = "cpu_limit_cores"
+	// MetricThrottledSeconds is how long the kernel held the container's threads back over the window.
+	MetricThrottledSeconds = "cfs_throttled_seconds"
+	// MetricLimited counts kube-system's containers under a CPU limit (global).
+	MetricLimited = "containers_limited"
+)
+
+// The cAdvisor families read.
+const (
+	FamPeriods          = "container_cpu_cfs_periods_total"
+	FamThrottled        = "container_cpu_cfs_throttled_periods_total"
+	FamThrottledSeconds = "container_cpu_cfs_throttled_seconds_total"
+	FamUsage            = "container_cpu_usage_seconds_total"
+	FamQuota            = "container_spec_cpu_quota"
+	FamPeriod           = "container_spec_cpu_period"
+)
+
+// Families are the cAdvisor families the analysis reads.
+var Families = []string{FamPeriods, FamThrottled, FamThrottledSeconds, FamUsage, FamQuota, FamPeriod}
+
+// Container is what one kube-system container did over the window: its CFS periods and the throttled ones,
+// the throttled time, the CPU it used (seconds, increases over the window) and its limit in cores (0: none).
+type Container struct {
+	Node, Pod, Container                                    string
+	Periods, Throttled, ThrottledSeconds, CPUSeconds, Limit float64
+}
+
+// Key names the container.
+func (c Container) Key() string { return c.Node + "/" + c.Pod + "/" + c.Container }
+
+// Build is the result from the containers seen over a window of the given length: one set of metrics per
+// container under a CPU limit that ran CFS periods in the window (throttling exists only under a limit), and
+// the number of them.
+func Build(cs []Container, window time.Duration, from, to time.Time) result.Result {
+	res := result.Result{Name: Name, Status: result.StatusPass, Start: from, End: to}
+	sort.Slice(cs, func(i, j int) bool { return cs[i].Key() < cs[j].Key() })
+	limited := 0
+	var worst *Container
+	worstRatio := 0.0
+	for i := range cs {
+		c := &cs[i]
+		if c.Limit <= 0 || c.Periods <= 0 {
+			continue
+		}
+		limited++
+		l := map[string]string{"node": c.Node, "pod": c.Pod, "container": c.Container}
+		ratio := c.Throttled / c.Periods
+		res.Metrics = append(res.Metrics,
+			result.Metric{Name: MetricThrottledRatio, Unit: "ratio", Value: ratio, Labels: l},
+			result.Metric{Name: MetricCPUUsed, Unit: "cores", Value: c.CPUSeconds / window.Seconds(), Labels: l},
+			result.Metric{Name: MetricCPULimit, Unit: "cores", Value: c.Limit, Labels: l},
+			result.Metric{Name: MetricThrottledSeconds, Unit: "seconds", Value: c.ThrottledSeconds, Labels: l})
+		if worst == nil || ratio > worstRatio {
+			worst, worstRatio = c, ratio
+		}
+	}
+	res.Metrics = append(res.Metrics, result.Metric{Name: MetricLimited, Unit: "count", Value: float64(limited)})
+	switch {
+	case limited == 0:
+		res.Reason = fmt.Sprintf("no %s container runs under a CPU limit: none can be throttled", Namespace)
+	default:
+		res.Reason = fmt.Sprintf("%d %s containers under a CPU limit; most throttled %s/%s on %s: %.0f%% of its CFS periods over %s",
+			limited, Namespace, worst.Pod, worst.Container, worst.Node, 100*worstRatio, window.Round(time.Second))
+	}
+	return res
+}
+
+// PodCgroup is the container label of a pod's own cgroup (cAdvisor's container=""): read only for a pod whose
+// containers' cgroups cAdvisor does not name (the lab's kubelets with cgroupfs on a hybrid cgroup v1 layout
+// show pods only), so a pod is counted once.
+const PodCgroup = "(pod)"
+
+// PreferContainers keeps, for each node and pod, its containers' cgroups when there are any, else the pod's
+// own cgroup (renamed PodCgroup).
+func PreferContainers(cs []Container) []Container {
+	named := map[string]bool{}
+	for _, c := range cs {
+		if c.Container != "" {
+			named[c.Node+"/"+c.Pod] = true
+		}
+	}
+	var out []Container
+	for _, c := range cs {
+		if c.Container == "" {
+			if named[c.Node+"/"+c.Pod] {
+				continue
+			}
+			c.Container = PodCgroup
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// system is a kube-system container's or pod's cgroup (not the sandbox's, container "POD").
+func system(l prom.Labels) bool {
+	return l["namespace"] == Namespace && l["container"] != "POD"
+}
+
+// Analyze is the result from each node's first and last cAdvisor scrape (by node name): counters are
+// differenced (a container that restarted counts from zero, as Prometheus's increase() does), the limit is
+// the last scrape's quota / period. The window is the longest between a node's two scrapes.
+func Analyze(first, last map[string]*prom.Snapshot) result.Result {
+	byKey := map[string]*Container{}
+	var window time.Duration
+	var from, to time.Time
+	nodes := make([]string, 0, len(last))
+	for n := range last {
+		nodes = append(nodes, n)
+	}
+	sort.Strings(nodes)
+	for _, n := range nodes {
+		a, b := first[n], last[n]
+		if a == nil || b == nil {
+			continue
+		}
+		if d := b.At.Sub(a.At); d > window {
+			window, from, to = d, a.At, b.At
+		}
+		get := func(l prom.Labels) *Container {
+			c := &Container{Node: n, Pod: l["pod"], Container: l["container"]}
+			if o := byKey[c.Key()]; o != nil {
+				return o
+			}
+			byKey[c.Key()] = c
+			return c
+		}
+		for _, f := range []struct {
+			name string
+			add  func(c *Container, v float64)
+		}{
+			{FamPeriods, func(c *Container, v float64) { c.Periods += v }},
+			{FamThrottled, func(c *Container, v float64) { c.Throttled += v }},
+			{FamThrottledSeconds, func(c *Container, v float64) { c.ThrottledSeconds += v }},
+			{FamUsage, func(c *Container, v float64) { c.CPUSeconds += v }},
+		} {
+			for _, s := range prom.Delta(a, b, f.name) {
+				if system(s.Labels) {
+					f.add(get(s.Labels), s.Value)
+				}
+			}
+		}
+		period := map[string]float64{}
+		for _, s := range b.Series(FamPeriod) {
+			if system(s.Labels) {
+				period[s.Labels.Key()] = s.Value
+			}
+		}
+		for _, s := range b.Series(FamQuota) {
+			if p := period[s.Labels.Key()]; system(s.Labels) && p > 0 && s.Value > 0 {
+				c := get(s.Labels)
+				c.Limit = max(c.Limit, s.Value/p)
+			}
+		}
+	}
+	cs := make([]Container, 0, len(byKey))
+	for _, c := range byKey {
+		cs = append(cs, *c)
+	}
+	cs = PreferContainers(cs)
+	if window <= 0 {
+		window = time.Second // a single scrape: no increase, nothing throttled
+	}
+	return Build(cs, window, from, to)
+}
+
+// Keep drops every family but Families from a scrape (a node's /metrics/cadvisor is thousands of series).
+func Keep(s *prom.Snapshot) {
+	keep := map[string]bool{}
+	for _, f := range Families {
+		keep[f] = true
+	}
+	for name := range s.Families {
+		if !keep[name] {
+			delete(s.Families, name)
+		}
+	}
+}
+
+// Concurrency bounds the node-proxy reads in flight.
+const Concurrency = 8
+
+// ReadCadvisor reads each node's /metrics/cadvisor through the node proxy, keeping Families; a node that
+// failed is in errs; forbidden is set when RBAC refused nodes/proxy.
+func ReadCadvisor(ctx context.Context, c kubernetes.Interface, nodes []string) (snaps map[string]*prom.Snapshot, errs map[string]error, forbidden error) {
+	snaps, errs = map[string]*prom.Snapshot{}, map[string]error{}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, Concurrency)
+	for _, n := range nodes {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			cctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+			defer cancel()
+			b, err := c.CoreV1().RESTClient().Get().AbsPath("/api/v1/nodes", n, "proxy", "metrics", "cadvisor").DoRaw(cctx)
+			var s *prom.Snapshot
+			if err == nil {
+				s, err = prom.Parse(bytes.NewReader(b), time.Now())
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				errs[n] = err
+				if apierrors.IsForbidden(err) {
+					forbidden = err
+				}
+				return
+			}
+			Keep(s)
+			snaps[n] = s
+		}()
+	}
+	wg.Wait()
+	return snaps, errs, forbidden
+}
+
+// Measurement reads the real nodes' cAdvisor at the start and the end of the run's window.
+type Measurement struct{ Length time.Duration }
+
+// New returns the measurement over a window of at least length.
+func New(length time.Duration) *Measurement { return &Measurement{Length: length} }
+
+// Name implements measure.Measurement.
+func (*Measurement) Name() string { return Name }
+
+// Description implements measure.Measurement.
+func (*Measurement) Description() string {
+	return "CFS throttling of kube-system's containers under their CPU limits (cAdvisor through the node proxy, at the start and the end of the window)"
+}
+
+// Permissions implements measure.Permissioned.
+func (*Measurement) Permissions() []measure.Permission {
+	return []measure.Permission{
+		{Verbs: []string{"list"}, Resource: "nodes", Reason: "the real nodes whose kubelets' cAdvisor is read"},
+		{Verbs: []string{"get"}, Resource: "nodes/proxy", Reason: "each kubelet's /metrics/cadvisor through the apiserver's node proxy"},
+	}
+}
+
+// Window implements measure.Observer.
+func (m *Measurement) Window() time.Duration { return m.Length }
+
+// Run implements measure.Measurement (the run starts and gathers it as an observer).
+func (m *Measurement) Run(ctx context.Context, env *measure.Env) (result.Result, error) {
+	return measure.Observe(ctx, env, m)
+}
+
+type observation struct {
+	env   *measure.Env
+	nodes []string
+	first map[string]*prom.Snapshot
+}
+
+// Start implements measure.Observer: the first read of every real node's cAdvisor.
+func (m *Measurement) Start(ctx context.Context, env *measure.Env) (measure.Observation, error) {
+	all, err := env.ListNodes(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var nodes []string
+	for i := range all {
+		if !kube.IsSimulated(&all[i]) {
+			nodes = append(nodes, all[i].Name)
+		}
+	}
+	if len(nodes) == 0 {
+		return nil, measure.Skipf("no real node (simulated nodes have no kubelet, hence no cAdvisor)")
+	}
+	first, errs, forbidden := ReadCadvisor(ctx, env.Client, nodes)
+	if forbidden != nil {
+		return nil, measure.Skipf("no permission to read the kubelets' cAdvisor through the node proxy (nodes/proxy get): %v", forbidden)
+	}
+	if len(first) == 0 {
+		return nil, fmt.Errorf("no kubelet's /metrics/cadvisor could be read: %s", joinErrs(errs))
+	}
+	return &observation{env: env, nodes: nodes, first: first}, nil
+}
+
+// Sample implements measure.Observation: counters need only the window's two ends.
+func (*observation) Sample(context.Context) {}
+
+// Gather implements measure.Observation: the last read, and the analysis.
+func (o *observation) Gather(ctx context.Context) (result.Result, error) {
+	last, errs, _ := ReadCadvisor(ctx, o.env.Client, o.nodes)
+	res := Analyze(o.first, last)
+	var missed []string
+	for _, n := range o.nodes {
+		if o.first[n] == nil || last[n] == nil {
+			missed = append(missed, n)
+		}
+	}
+	if len(missed) == len(o.nodes) {
+		return res, fmt.Errorf("no kubelet's /metrics/cadvisor could be read at the window's end: %s", joinErrs(errs))
+	}
+	if len(missed) > 0 {
+		res.Reason += fmt.Sprintf("; not read on %s (%s)", strings.Join(missed, ", "), joinErrs(errs))
+	}
+	return res, nil
+}
+
+func joinErrs(errs map[string]error) string {
+	var out []string
+	for n, e := range errs {
+		out = append(out, n+": "+e.Error())
+	}
+	sort.Strings(out)
+	return strings.Join(out, "; ")
+}

@@ -112,8 +112,10 @@ func TestClosedLoop(t *testing.T) {
 				if res.Connections != 400 {
 					t.Errorf("%s new-conn: %d connections for 400 requests", engine, res.Connections)
 				}
-			} else if res.Connections != want {
-				t.Errorf("%s keep-alive: %d connections, want %d", engine, res.Connections, want)
+			} else if res.Connections < 1 || res.Connections > want {
+				// At most one connection per worker, reused; a worker may find the shared count of 400
+				// used up before it connects on a loaded machine (seen: 3 connections of 4).
+				t.Errorf("%s keep-alive: %d connections, want 1 to %d", engine, res.Connections, want)
 			}
 		}
 	}

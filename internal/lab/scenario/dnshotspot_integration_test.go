@@ -44,21 +44,11 @@ func TestIntegrationDNSHotspot(t *testing.T) {
 	d := labtest.Dirs(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	if _, err := scenario.Up(ctx, d, lab.Config{Nodes: 2, AgentBinary: labtest.Binary(t)}, sc, t.Logf); err != nil {
-		_ = lab.Down(context.Background(), d, t.Logf)
-		t.Fatalf("scenario up: %v", err)
-	}
-	procs := labtest.Processes(t, d)
-	defer func() {
-		if err := lab.Down(context.Background(), d, t.Logf); err != nil {
-			t.Errorf("lab down: %v", err)
-		}
-		labtest.AssertGone(t, d, procs)
-	}()
-	rc, err := lab.AdminRESTConfig(d)
-	if err != nil {
-		t.Fatal(err)
-	}
+	rc, down := labtest.Up(t, d, func() error {
+		_, err := scenario.Up(ctx, d, lab.Config{Nodes: 2, AgentBinary: labtest.Binary(t)}, sc, t.Logf)
+		return err
+	})
+	defer down()
 	client, err := lab.AdminClient(d)
 	if err != nil {
 		t.Fatal(err)

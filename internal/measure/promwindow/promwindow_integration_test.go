@@ -38,17 +38,11 @@ func TestIntegrationPrometheusWindow(t *testing.T) {
 	bin := labtest.Binary(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
 	defer cancel()
-	if _, err := lab.Up(ctx, d, lab.Config{Nodes: 2, RealNodes: 1, AgentBinary: bin, Prometheus: true}, t.Logf); err != nil {
-		_ = lab.Down(context.Background(), d, t.Logf)
-		t.Fatalf("lab up: %v", err)
-	}
-	procs := labtest.Processes(t, d)
-	defer func() {
-		if err := lab.Down(context.Background(), d, t.Logf); err != nil {
-			t.Errorf("lab down: %v", err)
-		}
-		labtest.AssertGone(t, d, procs)
-	}()
+	_, down := labtest.Up(t, d, func() error {
+		_, err := lab.Up(ctx, d, lab.Config{Nodes: 2, RealNodes: 1, AgentBinary: bin, Prometheus: true}, t.Logf)
+		return err
+	})
+	defer down()
 	pc, err := promql.New(promql.Options{URL: lab.PrometheusURL(), MaxQueries: 10000})
 	if err != nil {
 		t.Fatal(err)

@@ -120,8 +120,8 @@ func corednsDeployment(s DNSSettings) *appsv1.Deployment {
 			LocalObjectReference: corev1.LocalObjectReference{Name: CoreDNSDeployment}}}}},
 	}
 	if s.CPULimit != "" {
-		// Validated by Config.Validate; a limit without a request makes the request equal to it.
-		spec.Containers[0].Resources.Limits = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(s.CPULimit)}
+		// Validated by Config.Validate.
+		dnsCPULimit(&spec, resource.MustParse(s.CPULimit))
 	}
 	dnsPlacement(&spec, s.Placement)
 	return &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: CoreDNSDeployment, Namespace: "kube-system", Labels: labels},
@@ -249,4 +249,29 @@ func upstreamQPS(s DNSSettings) float64 {
 		return DefaultUpstreamQPS
 	}
 	return s.UpstreamQPS
+}
+
+// dnsCPULimit sets the CoreDNS container's CPU limit (a limit without a request makes the request equal to it);
+// zero removes both.
+func dnsCPULimit(spec *corev1.PodSpec, q resource.Quantity) {
+	r := &spec.Containers[0].Resources
+	delete(r.Limits, corev1.ResourceCPU)
+	delete(r.Requests, corev1.ResourceCPU)
+	if !q.IsZero() {
+		r.Limits = corev1.ResourceList{corev1.ResourceCPU: q}
+	}
+}
+
+// SetDNSCPULimit gives the running DNS Deployment's CoreDNS containers a CPU limit (zero: none), replacing its
+// pods (Recreate), and waits until every replica is Ready and published.
+func SetDNSCPULimit(ctx context.Context, c kubernetes.Interface, limit resource.Quantity) error {
+	dep, err := c.AppsV1().Deployments("kube-system").Get(ctx, CoreDNSDeployment, metav1.GetOptions{})
+	if err != nil {
+		return fmt.Errorf("the lab's DNS Deployment (lab up --dns-replicas): %w", err)
+	}
+	dnsCPULimit(&dep.Spec.Template.Spec, limit)
+	if _, err := c.AppsV1().Deployments("kube-system").Update(ctx, dep, metav1.UpdateOptions{}); err != nil {
+		return err
+	}
+	return waitDNSReplicas(ctx, c, int(ptr.Deref(dep.Spec.Replicas, 1)))
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubeslow/kubeslow/internal/check"
@@ -18,6 +19,7 @@ import (
 	"github.com/kubeslow/kubeslow/internal/measure"
 	"github.com/kubeslow/kubeslow/internal/measure/dnsbench"
 	"github.com/kubeslow/kubeslow/internal/measure/dnsfacts"
+	"github.com/kubeslow/kubeslow/internal/measure/throttle"
 	"github.com/kubeslow/kubeslow/internal/runner"
 	"github.com/kubeslow/kubeslow/pkg/result"
 )
@@ -60,12 +62,12 @@ func TestIntegrationDNSHotspot(t *testing.T) {
 			o.ExternalNames = append(o.ExternalNames, n+"."+lab.ExternalZone+".")
 		}
 		rep, err := runner.Execute(ctx, runner.Plan{Target: runner.Target{Config: rc, Name: "lab", Lab: lab.MeasureInfo(d)},
-			Measurements: []measure.Measurement{dnsfacts.New(15 * time.Second), dnsbench.New(o)}, Rules: check.Rules(),
+			Measurements: []measure.Measurement{dnsfacts.New(15 * time.Second), throttle.New(15 * time.Second), dnsbench.New(o)}, Rules: check.Rules(),
 			Progress: t.Logf, Log: slog.New(slog.NewTextHandler(os.Stderr, nil))})
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, name := range []string{dnsfacts.Name, dnsbench.Name} {
+		for _, name := range []string{dnsfacts.Name, throttle.Name, dnsbench.Name} {
 			if r := rep.Result(name); r == nil || r.Status != result.StatusPass {
 				t.Fatalf("%s: %s not measured: %+v", phase, name, r)
 			}
@@ -90,7 +92,16 @@ func TestIntegrationDNSHotspot(t *testing.T) {
 	}
 
 	// Packed: both replicas on lab-node-1.
+	// clear is KS-SYSTEM-THROTTLED evaluated and clear: CoreDNS runs without a CPU limit.
+	clear := func(rep *result.Report, phase string) {
+		for _, e := range rep.Rules {
+			if e.ID == "KS-SYSTEM-THROTTLED" && e.Status != result.RuleClear {
+				t.Errorf("%s: KS-SYSTEM-THROTTLED %s %s, want clear", phase, e.Status, e.Reason)
+			}
+		}
+	}
 	rep := run("packed")
+	clear(rep, "packed")
 	f := finding(rep, "KS-DNS-HOTSPOT")
 	if f == nil {
 		t.Fatal("packed: KS-DNS-HOTSPOT not reported")
@@ -129,6 +140,7 @@ func TestIntegrationDNSHotspot(t *testing.T) {
 		t.Fatalf("spread: replicas per node %v", on)
 	}
 	rep = run("spread")
+	clear(rep, "spread")
 	if f := finding(rep, "KS-DNS-HOTSPOT"); f != nil {
 		t.Errorf("spread: KS-DNS-HOTSPOT reported: %s", f.Summary)
 	}
@@ -145,5 +157,25 @@ func TestIntegrationDNSHotspot(t *testing.T) {
 	// asserted, as kube-proxy pins each of a client's 4 UDP sockets to one replica at random.
 	for node, share := range failed(rep, "spread", "external") {
 		t.Logf("spread: %s", fmt.Sprintf("from %s %.1f%% of the external names failed through the Service", node, share*100))
+	}
+
+	// Limited: the spread replicas under a 20m CPU limit (lab up --dns-cpu-limit), the same load: the kernel
+	// throttles them, and KS-SYSTEM-THROTTLED names them with their nodes, read live through the node proxy.
+	if err := lab.SetDNSCPULimit(ctx, client, resource.MustParse("20m")); err != nil {
+		t.Fatal(err)
+	}
+	rep = run("limited")
+	f = finding(rep, "KS-SYSTEM-THROTTLED")
+	if f == nil {
+		t.Fatalf("limited: KS-SYSTEM-THROTTLED not reported: %s", rep.Result(throttle.Name).Reason)
+	}
+	for _, it := range f.Items {
+		t.Logf("limited: %s: %.0f%% of its CFS periods throttled", it.Key, 100*it.Value)
+		if !strings.Contains(it.Key, "pod=coredns-") || !strings.Contains(it.Key, "node=lab-node-") {
+			t.Errorf("limited: item %q is not a CoreDNS pod on a real node", it.Key)
+		}
+	}
+	if !strings.Contains(f.Summary, "limit of 0.02 cores") {
+		t.Errorf("limited: the finding does not name the 20m limit: %s", f.Summary)
 	}
 }

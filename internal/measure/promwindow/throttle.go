@@ -28,8 +28,9 @@ func (t *Throttling) Description() string {
 	return fmt.Sprintf("CFS throttling of kube-system's containers under their CPU limits (cAdvisor), from Prometheus over %s", t.src.Window)
 }
 
-// throttleBy groups a container's series: its node (the node label where the setup adds one, else the
-// scraped instance), pod and container; a restarted container's cgroups (new ids) are summed.
+// throttleBy groups a container's series: its node (the node label where the setup adds one, else the name
+// the kubelet at the scraped instance gives, else the instance's host), pod and container; a restarted
+// container's cgroups (new ids) are summed.
 const throttleBy = "instance, node, pod, container"
 
 // Run implements measure.Measurement.
@@ -62,6 +63,10 @@ func (t *Throttling) Run(ctx context.Context, _ *measure.Env) (result.Result, er
 	if err != nil {
 		return result.Result{}, err
 	}
+	names, err := t.nodeNames(ctx)
+	if err != nil {
+		return result.Result{}, err
+	}
 	byKey := map[string]*throttle.Container{}
 	var order []string
 	for _, smp := range v {
@@ -70,6 +75,9 @@ func (t *Throttling) Run(ctx context.Context, _ *measure.Env) (result.Result, er
 			continue
 		}
 		node := string(smp.Metric["node"])
+		if node == "" {
+			node = names[string(smp.Metric["instance"])]
+		}
 		if node == "" {
 			node = host(string(smp.Metric["instance"]))
 		}
@@ -100,4 +108,25 @@ func (t *Throttling) Run(ctx context.Context, _ *measure.Env) (result.Result, er
 	res := throttle.Build(throttle.PreferContainers(cs), s.Window.Duration(), s.Window.From, s.Window.To)
 	s.label(&res, "job "+jobValue(job))
 	return res, nil
+}
+
+// nodeNames maps each kubelet's scraped instance to its node's name (kubelet_node_name{node}, one query),
+// where the kubelets are scraped: cAdvisor is served by the kubelet, so both jobs scrape the same instance.
+func (t *Throttling) nodeNames(ctx context.Context) (map[string]string, error) {
+	s := t.src
+	job, ok := s.Selector("kubelet")
+	if !ok {
+		return nil, nil
+	}
+	v, err := s.Client.Instant(ctx, fmt.Sprintf("max by (instance, node) (last_over_time(%s[%s]))", selector("kubelet_node_name", job), s.window()), s.Window.To)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]string{}
+	for _, smp := range v {
+		if n := string(smp.Metric["node"]); n != "" {
+			out[string(smp.Metric["instance"])] = n
+		}
+	}
+	return out, nil
 }

@@ -2,6 +2,7 @@ package promwindow
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"testing"
 	"time"
@@ -18,20 +19,27 @@ import (
 )
 
 // recordedCadvisor is a recording of the lab's cAdvisors (hack/record-throttle.sh) moved to start at t0, as
-// the lab's Prometheus scrapes them (job lab-cadvisor, instance NODE:10250); from and to bound its scrapes.
+// the lab's Prometheus scrapes them (job lab-cadvisor, instance the node's address:10250, as are the same
+// kubelets' /metrics, job lab-kubelet, whose kubelet_node_name names the node); from and to bound its scrapes.
 func recordedCadvisor(t *testing.T, name string, t0 time.Time) (scrapes []promtest.Scrape, from, to time.Time) {
 	rec := throttletest.Recorded(t, name)
+	addr := map[string]string{}
 	for _, s := range rec {
+		if addr[s.Node] == "" {
+			addr[s.Node] = fmt.Sprintf("198.19.255.%d:10250", 11+len(addr))
+		}
 		at := t0.Add(s.At.Sub(rec[0].At))
-		scrapes = append(scrapes, promtest.Scrape{At: at, Text: s.Text, Labels: map[string]string{"job": "lab-cadvisor", "instance": s.Node + ":10250"}})
+		scrapes = append(scrapes, promtest.Scrape{At: at, Text: s.Text, Labels: map[string]string{"job": "lab-cadvisor", "instance": addr[s.Node]}},
+			promtest.Scrape{At: at, Text: []byte(fmt.Sprintf("# TYPE kubelet_node_name gauge\nkubelet_node_name{node=%q} 1\n", s.Node)),
+				Labels: map[string]string{"job": "lab-kubelet", "instance": addr[s.Node]}})
 		to = at
 	}
 	return scrapes, t0, to
 }
 
 // TestThrottlingFromHistory backfills a real Prometheus with the recorded cAdvisor scrapes: KS-SYSTEM-THROTTLED
-// fires over the window of the CoreDNS pods under 20m, on the same pods and nearly the same shares as the live
-// analysis of the window's two ends, and stays clear over the recording under 1 core; a Prometheus without
+// fires over the window of the CoreDNS pods under 20m, on the same pods (named by their kubelets) and nearly
+// the same shares as the live analysis of the window's two ends, and stays clear over the recording under 1 core; a Prometheus without
 // cAdvisor leaves it not evaluated.
 func TestThrottlingFromHistory(t *testing.T) {
 	t0 := time.Now().Add(-3 * time.Hour).Truncate(time.Minute)

@@ -40,7 +40,7 @@ most --steps steps, ended by the first step whose p99 exceeds --p99-max, whose f
 SERVFAIL, REFUSED) exceeds --fail-max, or that answers less than 90% of its rate.
 
 Without SERVER it runs in the cluster (--lab, or --image with the kubeslow binary at /kubeslow): a client pod
-per real node (at most 5) ramps, one node at a time, against the kube-dns Service address and each DNS server
+per real node (at most 5) ramps (or holds --rate for --duration), one node at a time, against the kube-dns Service address and each DNS server
 behind it (each CoreDNS pod IP), over a Service name, a headless per-pod name, an NXDOMAIN name and
 --external names; per client node and target: achieved q/s, p50/p99, timeouts, SERVFAIL.
 
@@ -53,6 +53,12 @@ Names are KIND=NAME (kinds: service, headless, nxdomain, external), asked in tur
 				return &common.ExitError{Code: 2, Err: err}
 			}
 			if len(args) == 0 {
+				if cmd.Flags().Changed("name") || cmd.Flags().Changed("names-file") {
+					return &common.ExitError{Code: 2, Err: fmt.Errorf("--name and --names-file are for a SERVER given on the command line; in the cluster the names are the benchmark's own (a Service, a headless per-pod name, an NXDOMAIN name) and --external")}
+				}
+				if rate > 0 { // a fixed rate is a ramp of one step, bounded like any ramp
+					rc.Start, rc.MaxSteps, rc.StepDuration = rate, 1, d
+				}
 				o := dnsbench.Options{Image: cf.AgentImage(image), ExternalNames: external, Start: rc.Start, Factor: rc.Factor, Steps: rc.MaxSteps,
 					Step: rc.StepDuration, Timeout: rc.Base.Timeout, P99Max: rc.P99Max, FailMax: rc.FailMax}
 				if o.Image == "" {

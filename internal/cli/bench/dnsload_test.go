@@ -1,11 +1,15 @@
 package bench
 
 import (
+	"bytes"
+	"errors"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
 
+	"github.com/kubeslow/kubeslow/internal/cli/common"
 	"github.com/kubeslow/kubeslow/internal/dnsload"
 )
 
@@ -34,5 +38,29 @@ func TestStepMetricsPerKind(t *testing.T) {
 	}
 	if got["timeouts/"] != 150 || got["sent/"] != 3000 {
 		t.Errorf("step totals: %v", got)
+	}
+}
+
+// TestDNSLoadInClusterFlags: in the cluster a fixed --rate is one step of --duration, bounded like a ramp,
+// and --name (which only a SERVER on the command line reads) is refused rather than ignored; both before any
+// cluster is reached.
+func TestDNSLoadInClusterFlags(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--image", "r/kubeslow:x", "--name", "service=a.default.svc.cluster.local"}, "--name and --names-file"},
+		{[]string{"--image", "r/kubeslow:x", "--rate", "100", "--duration", "10m"}, "ramp of 1 steps of 10m0s"},
+	} {
+		var out, errb bytes.Buffer
+		cmd := newDNSLoad(common.IOStreams{Out: &out, ErrOut: &errb})
+		cmd.SetArgs(c.args)
+		cmd.SetOut(&out)
+		cmd.SetErr(&errb)
+		err := cmd.Execute()
+		var ee *common.ExitError
+		if !errors.As(err, &ee) || ee.Code != 2 || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: %v, want exit 2 with %q", c.args, err, c.want)
+		}
 	}
 }

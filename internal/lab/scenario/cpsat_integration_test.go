@@ -30,7 +30,7 @@ import (
 // API's and the pods' p99 under that load, and the kernel's throttling of the control plane's cgroup. Two
 // mechanisms load the same quota: case E's 409 retry storm on top of the quick profile's 50 pods (the
 // small-control-plane scenario; the finding names the retries' share), and no storm but a larger pod
-// benchmark (200 pods at 50/s), the run's own load. The storm alone on the host's full CPUs is
+// benchmark (300 pods at 50/s), the run's own load. The storm alone on the host's full CPUs is
 // TestIntegrationControlPlaneScenarios' conflict-storm, where this finding must not fire; the quota alone
 // under the quick profile's 50 pods was measured saturated but within the SLOs (docs/control-plane.md).
 func TestIntegrationControlPlaneSaturation(t *testing.T) {
@@ -62,7 +62,7 @@ func TestIntegrationControlPlaneSaturation(t *testing.T) {
 		retries bool
 	}{
 		{withProm, 50, 20, true},    // `kubeslow run --profile quick`'s pod benchmark
-		{quotaOnly, 200, 50, false}, // the benchmark alone starves the quota
+		{quotaOnly, 300, 50, false}, // the benchmark alone starves the quota (200 pods gave pods p99 5.9-7.5 s: too near the SLO)
 	} {
 		t.Run(c.sc.Name, func(t *testing.T) {
 			// The observers (20 s window, as --profile quick) and the pod benchmark, which waits for its pods

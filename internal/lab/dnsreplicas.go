@@ -156,11 +156,17 @@ func ensureDNSDeployment(ctx context.Context, c kubernetes.Interface, s DNSSetti
 // SetDNSPlacement changes the DNS Deployment's placement (DNSSpread or DNSPacked) and waits until the new
 // replicas are Ready and published and the old ones are gone (the Deployment recreates its pods).
 func SetDNSPlacement(ctx context.Context, c kubernetes.Interface, placement string) error {
+	return updateDNSPods(ctx, c, func(spec *corev1.PodSpec) { dnsPlacement(spec, placement) })
+}
+
+// updateDNSPods changes the running DNS Deployment's pod template with change and waits until every replica
+// of the new template is Ready and published (the Deployment recreates its pods).
+func updateDNSPods(ctx context.Context, c kubernetes.Interface, change func(*corev1.PodSpec)) error {
 	dep, err := c.AppsV1().Deployments("kube-system").Get(ctx, CoreDNSDeployment, metav1.GetOptions{})
 	if err != nil {
 		return fmt.Errorf("the lab's DNS Deployment (lab up --dns-replicas): %w", err)
 	}
-	dnsPlacement(&dep.Spec.Template.Spec, placement)
+	change(&dep.Spec.Template.Spec)
 	if _, err := c.AppsV1().Deployments("kube-system").Update(ctx, dep, metav1.UpdateOptions{}); err != nil {
 		return err
 	}
@@ -265,13 +271,5 @@ func dnsCPULimit(spec *corev1.PodSpec, q resource.Quantity) {
 // SetDNSCPULimit gives the running DNS Deployment's CoreDNS containers a CPU limit (zero: none), replacing its
 // pods (Recreate), and waits until every replica is Ready and published.
 func SetDNSCPULimit(ctx context.Context, c kubernetes.Interface, limit resource.Quantity) error {
-	dep, err := c.AppsV1().Deployments("kube-system").Get(ctx, CoreDNSDeployment, metav1.GetOptions{})
-	if err != nil {
-		return fmt.Errorf("the lab's DNS Deployment (lab up --dns-replicas): %w", err)
-	}
-	dnsCPULimit(&dep.Spec.Template.Spec, limit)
-	if _, err := c.AppsV1().Deployments("kube-system").Update(ctx, dep, metav1.UpdateOptions{}); err != nil {
-		return err
-	}
-	return waitDNSReplicas(ctx, c, int(ptr.Deref(dep.Spec.Replicas, 1)))
+	return updateDNSPods(ctx, c, func(spec *corev1.PodSpec) { dnsCPULimit(spec, limit) })
 }

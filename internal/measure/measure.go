@@ -285,6 +285,22 @@ func (e *Env) WaitRunning(ctx context.Context, names ...string) (map[string]*cor
 	return got, nil
 }
 
+// KubeletNodes lists (paginated) the nodes that run a kubelet: every node but the simulated ones, Ready or
+// not (a NotReady node's kubelet may still answer, and is worth reading).
+func (e *Env) KubeletNodes(ctx context.Context) ([]corev1.Node, error) {
+	all, err := e.ListNodes(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var nodes []corev1.Node
+	for i := range all {
+		if !kube.IsSimulated(&all[i]) {
+			nodes = append(nodes, all[i])
+		}
+	}
+	return nodes, nil
+}
+
 // ListNodes lists every node in pages of 500 (one paginated LIST, however large the cluster); no permission
 // is a SkipError.
 func (e *Env) ListNodes(ctx context.Context) ([]corev1.Node, error) {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -21,6 +22,16 @@ import (
 type Snapshot struct {
 	At       time.Time
 	Families map[string]*dto.MetricFamily
+}
+
+// Keep drops every family but families (a node's /metrics or /metrics/cadvisor is thousands of series; an
+// analysis keeps what it reads).
+func (s *Snapshot) Keep(families ...string) {
+	for name := range s.Families {
+		if !slices.Contains(families, name) {
+			delete(s.Families, name)
+		}
+	}
 }
 
 // Parse reads the text exposition format. Anything else (garbage, protobuf, truncated input) is a clear

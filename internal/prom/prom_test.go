@@ -180,3 +180,15 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// TestKeep: only the named families stay; a name the scrape lacks is no error.
+func TestKeep(t *testing.T) {
+	s, err := Parse(strings.NewReader("# TYPE a counter\na 1\n# TYPE b counter\nb 2\n# TYPE c gauge\nc 3\n"), time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Keep("a", "c", "absent")
+	if len(s.Families) != 2 || s.Families["a"] == nil || s.Families["c"] == nil {
+		t.Fatalf("kept %v", s.Families)
+	}
+}

@@ -93,15 +93,9 @@ type Node struct {
 // Run lists the nodes (paginated) and reads each real node's /configz and /metrics, Concurrency at a time.
 func (*Measurement) Run(ctx context.Context, env *measure.Env) (result.Result, error) {
 	res := result.Result{Name: Name}
-	all, err := env.ListNodes(ctx)
+	nodes, err := env.KubeletNodes(ctx)
 	if err != nil {
 		return res, err
-	}
-	var nodes []corev1.Node
-	for i := range all {
-		if !kube.IsSimulated(&all[i]) {
-			nodes = append(nodes, all[i])
-		}
 	}
 	if len(nodes) == 0 {
 		return res, measure.Skipf("no real node (simulated nodes have no kubelet)")
@@ -128,19 +122,14 @@ func ReadKubelets(ctx context.Context, c kubernetes.Interface, nodes []corev1.No
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			get := func(path string) ([]byte, error) {
-				cctx, cancel := context.WithTimeout(ctx, 20*time.Second)
-				defer cancel()
-				return c.CoreV1().RESTClient().Get().AbsPath("/api/v1/nodes", n.Name, "proxy", path).DoRaw(cctx)
-			}
-			b, err := get("configz")
+			b, err := kube.NodeProxyGet(ctx, c, n.Name, "configz")
 			if err == nil {
 				out[i].Config, err = ParseConfigz(b)
 			}
 			if err == nil {
-				if b, err = get("metrics"); err == nil {
+				if b, err = kube.NodeProxyGet(ctx, c, n.Name, "metrics"); err == nil {
 					if out[i].Metrics, err = prom.Parse(bytes.NewReader(b), time.Now()); err == nil {
-						keepFamilies(out[i].Metrics) // a kubelet's /metrics is thousands of series: keep what Analyze reads
+						out[i].Metrics.Keep(families...)
 					}
 				}
 			}
@@ -161,14 +150,6 @@ func ReadKubelets(ctx context.Context, c kubernetes.Interface, nodes []corev1.No
 // families are the /metrics families Analyze reads.
 var families = []string{"kubelet_pod_start_sli_duration_seconds", "kubelet_runtime_operations_duration_seconds",
 	"kubelet_pleg_relist_duration_seconds", "kubelet_image_pull_duration_seconds", "kubelet_runtime_operations_errors_total"}
-
-func keepFamilies(s *prom.Snapshot) {
-	for f := range s.Families {
-		if !slices.Contains(families, f) {
-			delete(s.Families, f)
-		}
-	}
-}
 
 func nodeFacts(n *corev1.Node) Node {
 	out := Node{Name: n.Name, CPUs: float64(n.Status.Capacity.Cpu().MilliValue()) / 1000}

@@ -202,19 +202,6 @@ func Analyze(first, last map[string]*prom.Snapshot) result.Result {
 	return Build(cs, window, from, to)
 }
 
-// Keep drops every family but Families from a scrape (a node's /metrics/cadvisor is thousands of series).
-func Keep(s *prom.Snapshot) {
-	keep := map[string]bool{}
-	for _, f := range Families {
-		keep[f] = true
-	}
-	for name := range s.Families {
-		if !keep[name] {
-			delete(s.Families, name)
-		}
-	}
-}
-
 // Concurrency bounds the node-proxy reads in flight.
 const Concurrency = 8
 
@@ -230,9 +217,7 @@ func ReadCadvisor(ctx context.Context, c kubernetes.Interface, nodes []string) (
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			cctx, cancel := context.WithTimeout(ctx, 20*time.Second)
-			defer cancel()
-			b, err := c.CoreV1().RESTClient().Get().AbsPath("/api/v1/nodes", n, "proxy", "metrics", "cadvisor").DoRaw(cctx)
+			b, err := kube.NodeProxyGet(ctx, c, n, "metrics", "cadvisor")
 			var s *prom.Snapshot
 			if err == nil {
 				s, err = prom.Parse(bytes.NewReader(b), time.Now())
@@ -246,7 +231,7 @@ func ReadCadvisor(ctx context.Context, c kubernetes.Interface, nodes []string) (
 				}
 				return
 			}
-			Keep(s)
+			s.Keep(Families...)
 			snaps[n] = s
 		}()
 	}
@@ -292,15 +277,13 @@ type observation struct {
 
 // Start implements measure.Observer: the first read of every real node's cAdvisor.
 func (m *Measurement) Start(ctx context.Context, env *measure.Env) (measure.Observation, error) {
-	all, err := env.ListNodes(ctx)
+	kubelets, err := env.KubeletNodes(ctx)
 	if err != nil {
 		return nil, err
 	}
 	var nodes []string
-	for i := range all {
-		if !kube.IsSimulated(&all[i]) {
-			nodes = append(nodes, all[i].Name)
-		}
+	for _, n := range kubelets {
+		nodes = append(nodes, n.Name)
 	}
 	if len(nodes) == 0 {
 		return nil, measure.Skipf("no real node (simulated nodes have no kubelet, hence no cAdvisor)")

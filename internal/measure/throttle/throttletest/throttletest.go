@@ -61,7 +61,7 @@ func Result(t *testing.T, name string) result.Result {
 		if err != nil {
 			t.Fatalf("%s at %s: %v", s.Node, s.At, err)
 		}
-		throttle.Keep(snap)
+		snap.Keep(throttle.Families...)
 		if first[s.Node] == nil {
 			first[s.Node] = snap
 		}

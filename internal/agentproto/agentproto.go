@@ -224,9 +224,16 @@ type exists struct{ path string }
 
 func (e exists) Args() []string { return []string{"agent", "exists", e.path} }
 
-// Decode reads the report (the first JSON line of the agent's output or log).
+// Decode reads the report: the first line of the agent's output or log that opens a JSON object (the
+// agent's stderr shares its log).
 func (NodeHost) Decode(out []byte) (*agent.NodeHost, error) {
-	line, _, _ := bytes.Cut(bytes.TrimSpace(out), []byte("\n"))
+	var line []byte
+	for l := range bytes.Lines(out) {
+		if l = bytes.TrimSpace(l); len(l) > 0 && l[0] == '{' {
+			line = l
+			break
+		}
+	}
 	var h agent.NodeHost
 	if err := json.Unmarshal(line, &h); err != nil {
 		return nil, fmt.Errorf("node agent report: %w", err)
@@ -334,18 +341,30 @@ func (b BenchDisk) Args() []string {
 		"--" + FlagBlockSize, strconv.Itoa(b.BlockSize), "--" + FlagOutput, "json"}
 }
 
-// Decode reads the benchmark's one result from its pod's log, where the command's progress lines on stderr
-// come before the report: the report starts at the first line that opens a JSON object.
-func (BenchDisk) Decode(out []byte) (*result.Result, error) {
-	for len(out) > 0 && out[0] != '{' {
-		i := bytes.IndexByte(out, '\n')
-		if i < 0 {
-			out = nil
-			break
+// Decode reads the benchmark's one result from its pod's log, where the command's stderr shares the log
+// with the report (see reportLines).
+func (BenchDisk) Decode(out []byte) (*result.Result, error) { return decodeOne(reportLines(out)) }
+
+// reportLines keeps, of a container's log, the lines of the indented JSON report its command wrote on
+// stdout. The runtime logs stdout and stderr line by line as each stream is read, so the command's
+// progress and summary lines on stderr come before the report, after it, or between two of its lines
+// (the summary is written as the report is still being read). The report starts at the first line that
+// opens a JSON object, and its lines are those that open or close the object or are indented; a stderr
+// line is neither. Output captured from stdout alone comes back unchanged.
+func reportLines(out []byte) []byte {
+	var keep []byte
+	started := false
+	for line := range bytes.Lines(out) {
+		switch {
+		case len(line) == 0:
+		case line[0] == '{':
+			started = true
+			keep = append(keep, line...)
+		case started && (line[0] == '}' || line[0] == ' ' || line[0] == '\t'):
+			keep = append(keep, line...)
 		}
-		out = out[i+1:]
 	}
-	return decodeOne(out)
+	return keep
 }
 
 // Raw is an argv as a Request (Args drops the binary): for tests that check a probe's command line.

@@ -1,6 +1,7 @@
 package agentproto
 
 import (
+	"bytes"
 	"encoding/json"
 	"math"
 	"strings"
@@ -107,6 +108,35 @@ func TestBenchDiskDecode(t *testing.T) {
 		}
 	}
 	if _, err := (BenchDisk{}).Decode([]byte("writing\nno report\n")); err == nil {
+		t.Error("no report decoded")
+	}
+	// As the command writes it (indented), with its stderr summary line logged between any two of the
+	// report's lines: the runtime logs each stream's lines as it reads them.
+	var ind bytes.Buffer
+	if err := json.Indent(&ind, []byte(rep), "", "  "); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.SplitAfter(ind.String(), "\n")
+	for i := range len(lines) + 1 {
+		out := "writing 1048576 bytes\n" + strings.Join(lines[:i], "") + "\n1 measurements ran, 0 skipped, 0 errored, 0 findings\n" + strings.Join(lines[i:], "")
+		r, err := (BenchDisk{}).Decode([]byte(out))
+		if err != nil {
+			t.Fatalf("summary after line %d: %v\n%s", i, err, out)
+		}
+		if m := r.Metric("fdatasync_p99", nil); m == nil || m.Value != 0.002 {
+			t.Errorf("summary after line %d: decoded %+v", i, r)
+		}
+	}
+}
+
+// TestNodeHostDecodeSkipsStderr: the node agent's report is its first JSON line, whatever its stderr logged
+// before it.
+func TestNodeHostDecodeSkipsStderr(t *testing.T) {
+	h, err := (NodeHost{}).Decode([]byte("time=x level=INFO msg=probing\n{\"node\":\"n1\",\"net\":{}}\nlater\n"))
+	if err != nil || h.Net == nil {
+		t.Fatalf("decode: %+v %v", h, err)
+	}
+	if _, err := (NodeHost{}).Decode([]byte("no report\n")); err == nil {
 		t.Error("no report decoded")
 	}
 }

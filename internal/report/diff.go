@@ -3,7 +3,9 @@ package report
 import (
 	"fmt"
 	"io"
+	"maps"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -136,12 +138,12 @@ func compareFindings(d *Diff, a, b []result.Finding) {
 			continue
 		}
 		unit := rb.first.Threshold.Unit
-		for _, k := range sortedKeys(rb.items) {
+		for _, k := range slices.Sorted(maps.Keys(rb.items)) {
 			if _, ok := ra.items[k]; !ok && ra.complete {
 				d.Items = append(d.Items, ItemChange{ID: id, Key: k, Unit: unit, Value: rb.items[k].Value, New: true})
 			}
 		}
-		for _, k := range sortedKeys(ra.items) {
+		for _, k := range slices.Sorted(maps.Keys(ra.items)) {
 			if _, ok := rb.items[k]; !ok && rb.complete {
 				d.Items = append(d.Items, ItemChange{ID: id, Key: k, Unit: unit, Value: ra.items[k].Value})
 			}
@@ -153,15 +155,6 @@ func compareFindings(d *Diff, a, b []result.Finding) {
 		}
 	}
 	sort.Slice(d.FixedFindings, func(i, j int) bool { return d.FixedFindings[i].ID < d.FixedFindings[j].ID })
-}
-
-func sortedKeys(m map[string]result.Item) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 var statusRank = map[result.Status]int{result.StatusPass: 0, result.StatusSkip: 0, result.StatusWarn: 1, result.StatusFail: 2, result.StatusError: 2}

@@ -2,6 +2,8 @@ package dnsfacts
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -214,10 +216,10 @@ func Analyze(f Facts) result.Result {
 		}
 	}
 	add(MetricNodesWithReplicas, "count", float64(len(perNode)))
-	for _, n := range sortedKeys(perNode) {
+	for _, n := range slices.Sorted(maps.Keys(perNode)) {
 		add(MetricReplicasOnNode, "count", float64(perNode[n]), "node", n)
 	}
-	for _, z := range sortedKeys(perZone) {
+	for _, z := range slices.Sorted(maps.Keys(perZone)) {
 		add(MetricReplicasInZone, "count", float64(perZone[z]), "zone", z)
 	}
 
@@ -272,7 +274,7 @@ func Analyze(f Facts) result.Result {
 		add(MetricReplicasUnreadable, "count", float64(unreadable))
 	}
 	if total > 0 {
-		for _, n := range sortedKeys(nodeReqs) {
+		for _, n := range slices.Sorted(maps.Keys(nodeReqs)) {
 			add(MetricNodeQueryShare, "ratio", nodeReqs[n]/total, "node", n)
 			if secs > 0 {
 				add(MetricNodeQueriesPerSecond, "requests_per_second", nodeReqs[n]/secs, "node", n)
@@ -327,15 +329,6 @@ func median(v []float64) float64 {
 		return s[len(s)/2]
 	}
 	return (s[len(s)/2-1] + s[len(s)/2]) / 2
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
 
 func orNone(s string) string {

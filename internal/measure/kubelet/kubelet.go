@@ -8,6 +8,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"sync"
@@ -299,7 +300,7 @@ func Analyze(nodes []Node, pulls []Pull, pullsErr error) result.Result {
 		if len(o.v) < 3 || med <= 0 {
 			continue
 		}
-		for _, n := range sortedKeys(o.v) {
+		for _, n := range slices.Sorted(maps.Keys(o.v)) {
 			add(o.name, "ratio", o.v[n]/med, n)
 		}
 	}
@@ -331,15 +332,6 @@ func median(m map[string]float64) float64 {
 		return (v[len(v)/2-1] + v[len(v)/2]) / 2
 	}
 	return v[len(v)/2]
-}
-
-func sortedKeys(m map[string]float64) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
 
 func b2f(b bool) float64 {

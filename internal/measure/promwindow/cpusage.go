@@ -3,9 +3,10 @@ package promwindow
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math"
 	"net"
-	"sort"
+	"slices"
 	"strings"
 
 	"github.com/prometheus/common/model"
@@ -121,7 +122,7 @@ func (c *ControlPlane) Run(ctx context.Context, _ *measure.Env) (result.Result, 
 	if cores > 0 {
 		add(cpusage.MetricCoresAvailable, "cores", cores, map[string]string{"source": source})
 	} else {
-		series := fmt.Sprintf("container_spec_cpu_quota%s, node_cpu_seconds_total of %s", cgroupsText(), strings.Join(sortedKeys(hosts), ", "))
+		series := fmt.Sprintf("container_spec_cpu_quota%s, node_cpu_seconds_total of %s", cgroupsText(), strings.Join(slices.Sorted(maps.Keys(hosts)), ", "))
 		reason := "neither cAdvisor's CPU quota of the kube-apiserver and etcd containers nor a node_exporter on their hosts is scraped " +
 			"(a managed control plane); state the cores with --prometheus-control-plane-cores"
 		res.Absent = append(res.Absent, result.Absence{Metric: cpusage.MetricCoresAvailable, Series: series, Reason: reason},
@@ -212,7 +213,7 @@ func (c *ControlPlane) cores(ctx context.Context, hosts map[string]bool) (float6
 			}
 			sum += cpus[h]
 		}
-		return sum, CoresNodeCPUs + " " + strings.Join(sortedKeys(hosts), ", "), nil
+		return sum, CoresNodeCPUs + " " + strings.Join(slices.Sorted(maps.Keys(hosts)), ", "), nil
 	}
 	return 0, "", nil
 }
@@ -255,13 +256,4 @@ func host(instance string) string {
 		return h
 	}
 	return instance
-}
-
-func sortedKeys(m map[string]bool) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }

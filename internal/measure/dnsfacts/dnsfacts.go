@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -143,15 +144,12 @@ func (o *observation) scrapeAll(ctx context.Context) []scraped {
 	if o.skipped != "" {
 		return out
 	}
-	var wg sync.WaitGroup
+	var g errgroup.Group
+	g.SetLimit(Concurrency)
 	var mu sync.Mutex
-	sem := make(chan struct{}, Concurrency)
 	for i := range o.pods {
 		p := &o.pods[i]
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem; wg.Done() }()
+		g.Go(func() error {
 			cctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 			defer cancel()
 			b, err := o.proxy(cctx, o.env, p.Namespace, p.Name, o.port[p.Name])
@@ -166,9 +164,10 @@ func (o *observation) scrapeAll(ctx context.Context) []scraped {
 					mu.Unlock()
 				}
 			}
-		}()
+			return nil
+		})
 	}
-	wg.Wait()
+	_ = g.Wait()
 	return out
 }
 

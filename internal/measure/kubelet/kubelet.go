@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/kubernetes"
@@ -113,16 +114,13 @@ func (*Measurement) Run(ctx context.Context, env *measure.Env) (result.Result, e
 // forbidden is the last Forbidden answer (RBAC refuses nodes/proxy), nil when none.
 func ReadKubelets(ctx context.Context, c kubernetes.Interface, nodes []corev1.Node) (out []Node, forbidden error) {
 	out = make([]Node, len(nodes))
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, Concurrency)
+	var g errgroup.Group
+	g.SetLimit(Concurrency)
 	var mu sync.Mutex
 	for i := range nodes {
 		n := &nodes[i]
 		out[i] = nodeFacts(n)
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem; wg.Done() }()
+		g.Go(func() error {
 			b, err := kube.NodeProxyGet(ctx, c, n.Name, "configz")
 			if err == nil {
 				out[i].Config, err = ParseConfigz(b)
@@ -142,9 +140,10 @@ func ReadKubelets(ctx context.Context, c kubernetes.Interface, nodes []corev1.No
 					mu.Unlock()
 				}
 			}
-		}()
+			return nil
+		})
 	}
-	wg.Wait()
+	_ = g.Wait()
 	return out, forbidden
 }
 

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -200,21 +201,20 @@ func (m *Measurement) collect(ctx context.Context, env *measure.Env, ds *appsv1.
 		mu       sync.Mutex
 		hosts    []agent.NodeHost
 		failures = map[string]string{}
-		wg       sync.WaitGroup
-		sem      = make(chan struct{}, max(1, m.Opts.Concurrency))
+		g        errgroup.Group
 	)
+	g.SetLimit(max(1, m.Opts.Concurrency))
 	limit := int64(1 << 20)
 	for i := range pods.Items {
 		p := &pods.Items[i]
 		node := p.Spec.NodeName
 		if !kube.PodReady(p) {
+			mu.Lock() // the reports of earlier pods are being read
 			failures[node] = fmt.Sprintf("agent %s not Ready (%s)", p.Name, podWhy(p))
+			mu.Unlock()
 			continue
 		}
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem; wg.Done() }()
+		g.Go(func() error {
 			lctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 			defer cancel()
 			b, err := env.Client.CoreV1().Pods(env.Namespace).GetLogs(p.Name, &corev1.PodLogOptions{LimitBytes: &limit}).DoRaw(lctx)
@@ -226,15 +226,16 @@ func (m *Measurement) collect(ctx context.Context, env *measure.Env, ds *appsv1.
 			defer mu.Unlock()
 			if err != nil {
 				failures[node] = fmt.Sprintf("report of %s: %v", p.Name, err)
-				return
+				return nil
 			}
 			if h.Node == "" {
 				h.Node = node
 			}
 			hosts = append(hosts, *h)
-		}()
+			return nil
+		})
 	}
-	wg.Wait()
+	_ = g.Wait()
 	sort.Slice(hosts, func(i, j int) bool { return hosts[i].Node < hosts[j].Node })
 	return hosts, failures, nil
 }

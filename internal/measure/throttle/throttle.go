@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/kubernetes"
 
@@ -210,13 +211,10 @@ const Concurrency = 8
 func ReadCadvisor(ctx context.Context, c kubernetes.Interface, nodes []string) (snaps map[string]*prom.Snapshot, errs map[string]error, forbidden error) {
 	snaps, errs = map[string]*prom.Snapshot{}, map[string]error{}
 	var mu sync.Mutex
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, Concurrency)
+	var g errgroup.Group
+	g.SetLimit(Concurrency)
 	for _, n := range nodes {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem; wg.Done() }()
+		g.Go(func() error {
 			b, err := kube.NodeProxyGet(ctx, c, n, "metrics", "cadvisor")
 			var s *prom.Snapshot
 			if err == nil {
@@ -229,13 +227,14 @@ func ReadCadvisor(ctx context.Context, c kubernetes.Interface, nodes []string) (
 				if apierrors.IsForbidden(err) {
 					forbidden = err
 				}
-				return
+				return nil
 			}
 			s.Keep(Families...)
 			snaps[n] = s
-		}()
+			return nil
+		})
 	}
-	wg.Wait()
+	_ = g.Wait()
 	return snaps, errs, forbidden
 }
 

@@ -89,7 +89,15 @@ type eloop struct {
 	schedLate                  *hdrhistogram.Histogram
 	endNs, hardNs, sweepEvery  int64
 	lastSweep, timeoutNs, nInF int64
+	// spinOn: the closed loop polls before it blocks (see wait), for up to spin ns.
+	spinOn bool
+	spin   int64
+	// linger holds the connections whose response said the server closes them, until its end of stream
+	// arrives (see lingerFD).
+	linger []lingering
 }
+
+type lingering struct{ fd, since int64 }
 
 func (l *eloop) now() int64 { return int64(time.Since(l.base)) }
 
@@ -161,7 +169,11 @@ func runEpoll(ctx context.Context, cfg *Config, req []byte, res *Result) error {
 		l := &eloop{cfg: cfg, req: req, rsa: rsa, rsaLen: rsaLen, family: family, ep: -1, tfd: -1, conns: make([]econn, n),
 			events: make([]unix.EpollEvent, n+1), base: start, issued: &issued, schedLate: newHist(),
 			w:    &worker{cfg: cfg, lat: newHist(), late: newHist(), codes: map[int]int64{}, errs: map[string]int64{}},
-			open: cfg.Mode == Open, seq: int64(t), stride: int64(threads), endNs: int64(cfg.Duration), timeoutNs: int64(cfg.Timeout)}
+			open: cfg.Mode == Open, seq: int64(t), stride: int64(threads), endNs: int64(cfg.Duration), timeoutNs: int64(cfg.Timeout),
+			linger: make([]lingering, 0, 4*n+4),
+			// Polling takes a core: only when the generator's threads take at most half of them, so that it
+			// never takes the one a server on this host needs.
+			spinOn: cfg.Mode != Open && 2*threads <= runtime.NumCPU()}
 		l.hardNs = l.endNs + l.timeoutNs
 		l.sweepEvery = min(max(l.timeoutNs/20, int64(time.Millisecond)), int64(250*time.Millisecond))
 		if l.open {
@@ -222,6 +234,10 @@ func (l *eloop) teardown() {
 	for i := range l.conns {
 		l.closeFD(&l.conns[i])
 	}
+	for _, g := range l.linger {
+		rawsock.Close(int(g.fd))
+	}
+	l.linger = l.linger[:0]
 	for _, fd := range []int{l.tfd, l.ep} {
 		if fd >= 0 {
 			unix.Close(fd)
@@ -271,7 +287,7 @@ func (l *eloop) run(ctx context.Context) {
 			l.unsent += int64(len(l.backlog) - l.bhead)
 			return
 		}
-		n, e := l.waiter.Wait(l.ep, l.events, l.waitMs(now))
+		n, e := l.wait(now)
 		if e != 0 && e != unix.EINTR {
 			return
 		}
@@ -282,10 +298,62 @@ func (l *eloop) run(ctx context.Context) {
 				l.armed = 0
 				continue
 			}
+			if int(ev.Pad) != l.conns[ev.Fd].fd {
+				l.lingerEvent(int(ev.Pad))
+				continue
+			}
 			l.handle(int(ev.Fd), ev.Events)
 		}
 	}
 }
+
+// wait waits for events. The closed loop with requests in flight first polls for up to its spin window
+// (spinOn): a thread that blocks is woken by the server's response, and through loopback that wake-up (an
+// inter-processor interrupt; on a virtual machine an exit to the hypervisor) is paid on the server's core, in
+// the server's system call — measured against nginx at one thread, the server then slept and woke more per
+// request under kubeslow than under wrk, whose slower loop seldom blocks. The window adapts as a guest's halt
+// polling does: it doubles (from spinGrow, up to spinMax) when a blocked wait ended within spinMax, and halves
+// when one lasted longer (to none under spinGrow), so a server that answers slowly (a remote one) gets no polling.
+func (l *eloop) wait(now int64) (int, unix.Errno) {
+	ms := l.waitMs(now)
+	if ms == 0 || !l.spinOn || l.nInF == 0 {
+		return l.waiter.Wait(l.ep, l.events, ms)
+	}
+	for deadline := now + l.spin; l.spin > 0; {
+		if n, e := l.waiter.Wait(l.ep, l.events, 0); n > 0 || e != 0 {
+			return n, e
+		}
+		if l.now() >= deadline {
+			break
+		}
+	}
+	before := l.now()
+	n, e := l.waiter.Wait(l.ep, l.events, ms)
+	if n > 0 {
+		l.spin = nextSpin(l.spin, l.now()-before)
+	}
+	return n, e
+}
+
+// nextSpin is the polling window after a wait that blocked for blocked ns before events came.
+func nextSpin(spin, blocked int64) int64 {
+	switch {
+	case blocked > spinMax:
+		if spin/2 < spinGrow {
+			return 0
+		}
+		return spin / 2
+	case blocked > spin:
+		return min(spinMax, max(spinGrow, 2*spin))
+	}
+	return spin
+}
+
+// The closed loop's polling window before a blocking wait (see wait).
+const (
+	spinMax  = int64(50 * time.Microsecond)
+	spinGrow = int64(10 * time.Microsecond)
+)
 
 // waitMs is how long epoll_wait may sleep: until the sweep, and in the open loop until shortly before the
 // next due time (on the timerfd, which has sub-millisecond precision; epoll_wait's own is 1 ms).
@@ -404,7 +472,7 @@ func (l *eloop) send(i int, start, now int64) {
 	// Registered after connect: an unconnected socket polls as hung up. Adding reports the current state:
 	// a connection still opening is an output edge when it completes; a response already there an input
 	// edge at once.
-	ev := unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLOUT | unix.EPOLLRDHUP | unix.EPOLLET, Fd: int32(i)}
+	ev := unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLOUT | unix.EPOLLRDHUP | unix.EPOLLET, Fd: int32(i), Pad: int32(fd)}
 	if _, _, e := unix.RawSyscall6(unix.SYS_EPOLL_CTL, uintptr(l.ep), unix.EPOLL_CTL_ADD, fd, uintptr(unsafe.Pointer(&ev)), 0, 0); e != 0 {
 		l.fail(i, "connect")
 	}
@@ -485,7 +553,7 @@ func (l *eloop) read(i int, hup bool) {
 			return
 		case n == 0:
 			if c.hasHead && c.h.toClose() {
-				l.complete(i, false)
+				l.complete(i, false, true)
 			} else {
 				l.fail(i, "read")
 			}
@@ -514,7 +582,7 @@ func (l *eloop) read(i int, hup bool) {
 			}
 		}
 		if c.hasHead && !c.h.toClose() && c.bodyLeft == 0 {
-			l.complete(i, c.h.keep)
+			l.complete(i, c.h.keep, hup)
 			return
 		}
 		if n < len(p) && !hup && !(c.hasHead && c.h.toClose()) {
@@ -523,11 +591,16 @@ func (l *eloop) read(i int, hup bool) {
 	}
 }
 
-func (l *eloop) complete(i int, keep bool) {
+// complete ends connection i's request with its response. hup is whether the server's end of the stream
+// has arrived.
+func (l *eloop) complete(i int, keep, hup bool) {
 	c := &l.conns[i]
 	now := l.now()
 	l.w.record(c.h.code, "", time.Duration(now-c.start))
-	if !keep || l.cfg.NewConn {
+	switch {
+	case !keep && !hup && len(l.linger) < cap(l.linger):
+		l.lingerFD(c, now)
+	case !keep || l.cfg.NewConn:
 		l.closeFD(c)
 	}
 	if l.open {
@@ -565,8 +638,51 @@ func (l *eloop) closeFD(c *econn) {
 	}
 }
 
+// lingerFD leaves the server to close the connection its response said it closes, rather than closing it
+// first: the side that closes first keeps the connection in TIME_WAIT for a minute, and on this side that
+// holds one of the ~28,000 ephemeral ports to the server's address each — at thousands of new connections a
+// second, connect soon fails with EADDRNOTAVAIL wherever the kernel does not reuse them (only loopback, by
+// default). The slot opens its next connection at once; the kept one stays in the epoll set, known by its
+// descriptor in the event's data, and is closed when the server's end of stream arrives (lingerEvent), when it
+// has waited longer than the time-out (sweep) or at the end of the run.
+func (l *eloop) lingerFD(c *econn, now int64) {
+	l.linger = append(l.linger, lingering{int64(c.fd), now})
+	c.fd = -1
+}
+
+// lingerEvent reads a kept connection: once the server's end of stream (or an error) arrives it is closed.
+func (l *eloop) lingerEvent(fd int) {
+	var b [256]byte
+	for {
+		n, e := rawsock.Read(fd, b[:])
+		if e == unix.EAGAIN {
+			return
+		}
+		if e != 0 || n == 0 {
+			break
+		}
+	}
+	for k, g := range l.linger {
+		if g.fd == int64(fd) {
+			rawsock.Close(fd)
+			l.linger[k] = l.linger[len(l.linger)-1]
+			l.linger = l.linger[:len(l.linger)-1]
+			return
+		}
+	}
+}
+
 // sweep fails the requests that have waited longer than the time-out.
 func (l *eloop) sweep(now int64) {
+	kept := l.linger[:0]
+	for _, g := range l.linger {
+		if now-g.since > l.timeoutNs {
+			rawsock.Close(int(g.fd))
+		} else {
+			kept = append(kept, g)
+		}
+	}
+	l.linger = kept
 	for i := range l.conns {
 		if c := &l.conns[i]; c.state != stIdle && now-c.sent > l.timeoutNs {
 			l.fail(i, "timeout")

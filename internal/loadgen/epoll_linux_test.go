@@ -3,8 +3,10 @@ package loadgen
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"net"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -83,4 +85,100 @@ func TestWriteBeforeConnected(t *testing.T) {
 	if lat := time.Duration(res.Latency.Max()) * time.Microsecond; lat < 500*time.Millisecond {
 		t.Errorf("latency %s: the first SYN was not dropped, the test did not reach the opening connection", lat)
 	}
+}
+
+// TestNextSpin: the polling window grows (from spinGrow, doubling, up to spinMax) while blocked waits end
+// within spinMax, and halves when one lasts longer, to no polling once under spinGrow.
+func TestNextSpin(t *testing.T) {
+	us := int64(time.Microsecond)
+	spin := int64(0)
+	for _, want := range []int64{spinGrow, 2 * spinGrow, 4 * spinGrow, spinMax, spinMax} {
+		if spin = nextSpin(spin, min(spin+5*us, spinMax)); spin != want { // each wait blocked just past the window
+			t.Fatalf("grow: %d, want %d", spin, want)
+		}
+	}
+	if got := nextSpin(spinMax, 3*us); got != spinMax {
+		t.Errorf("a wait inside the window changed it: %d", got)
+	}
+	for range 3 {
+		spin = nextSpin(spin, 2*spinMax)
+	}
+	if spin != 0 {
+		t.Errorf("after three long waits the window is %d, want 0", spin)
+	}
+}
+
+// TestNewConnServerClosesFirst: with a new connection per request and a server that says it closes each one,
+// the generator leaves the closing to the server (the side that closes first holds the connection in
+// TIME_WAIT, and on the generator's side that is an ephemeral port each) while its next request goes out on a
+// new connection; no connection of the generator's is left open after the run. The server here answers 2 ms
+// after each request and closes 1 ms after its response: a generator that closed first would leave every one
+// of its connections in TIME_WAIT.
+func TestNewConnServerClosesFirst(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	port := ln.Addr().(*net.TCPAddr).Port
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				if readRequest(bufio.NewReader(c)) != nil {
+					return
+				}
+				time.Sleep(2 * time.Millisecond)
+				if _, err := c.Write([]byte("HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")); err != nil {
+					return
+				}
+				time.Sleep(time.Millisecond)
+			}()
+		}
+	}()
+	const n = 20
+	res, err := Run(context.Background(), Config{Addr: ln.Addr().String(), Method: "POST", BodyBytes: 3072, Mode: Closed, Concurrency: 1,
+		Duration: 10 * time.Second, MaxRequests: n, NewConn: true, Engine: EngineEpoll})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Requests != n || res.Codes[200] != n || res.Errors != 0 {
+		t.Fatalf("requests %d codes %v errors %v", res.Requests, res.Codes, res.ErrorKinds)
+	}
+	// The generator's sockets are those whose remote port is the server's. Only the last connection may be
+	// closed by the generator first (the run ends before the server's close arrives).
+	states := generatorSockets(t, port)
+	if tw := states["06"]; tw > n/4 {
+		t.Errorf("%d of the generator's %d connections in TIME_WAIT: it closed them first (states %v)", tw, n, states)
+	}
+	for st, k := range states {
+		if st == "01" || st == "08" { // ESTABLISHED, CLOSE_WAIT: a descriptor still open
+			t.Errorf("%d of the generator's connections left open (state %s)", k, st)
+		}
+	}
+}
+
+// generatorSockets counts, by state (the kernel's hexadecimal code), the IPv4 TCP sockets whose remote port
+// is port.
+func generatorSockets(t *testing.T, port int) map[string]int {
+	f, err := os.Open("/proc/net/tcp")
+	if err != nil {
+		t.Skip(err)
+	}
+	defer f.Close()
+	out := map[string]int{}
+	sc := bufio.NewScanner(f)
+	sc.Scan() // header
+	suffix := fmt.Sprintf(":%04X", port)
+	for sc.Scan() {
+		fs := strings.Fields(sc.Text())
+		if len(fs) > 3 && strings.HasSuffix(fs[2], suffix) {
+			out[fs[3]]++
+		}
+	}
+	return out
 }

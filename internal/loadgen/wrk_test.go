@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -31,7 +32,9 @@ import (
 // once, the order alternating between rounds (so a drift of the machine favours neither). It prints a table
 // row per cell: median requests/s and CPU (user + system) per request of each, and the median of the rounds'
 // ratios with their min–max. Set KUBESLOW_BENCH_WRK=1 to run it (a benchmark, not a pass/fail test);
-// KUBESLOW_BENCH_WRK_ROUNDS (default 5) and KUBESLOW_BENCH_WRK_DURATION (default 4s) change its length.
+// KUBESLOW_BENCH_WRK_ROUNDS (default 5) and KUBESLOW_BENCH_WRK_DURATION (default 4s) change its length, and
+// KUBESLOW_BENCH_WRK_CELLS (a regular expression on server/threads/conns/mode, e.g. nginx/1/8/keep-alive)
+// keeps only the cells it matches.
 func TestCompareWrk(t *testing.T) {
 	if os.Getenv("KUBESLOW_BENCH_WRK") == "" {
 		t.Skip("benchmark: set KUBESLOW_BENCH_WRK=1")
@@ -73,15 +76,8 @@ func TestCompareWrk(t *testing.T) {
 		return p
 	}
 	rpsRe := regexp.MustCompile(`Requests/sec:\s+([0-9.]+)`)
-	type cell struct {
-		server, url      string
-		threads, conns   int
-		newConn          bool
-		ks, wrk          []sample
-		rpsRatio, cpuRat []float64
-	}
 	// run runs one generator for dur: its requests/s and CPU (user + system) per request.
-	run := func(c *cell, gen string) sample {
+	run := func(c *wrkCell, gen string) sample {
 		args := []string{bin, "bench", "http", c.url, "-c", strconv.Itoa(c.conns), "-d", dur.String(), "-o", "json", "--threads", strconv.Itoa(c.threads)}
 		if c.newConn {
 			args = append(args, "--new-conn")
@@ -118,13 +114,23 @@ func TestCompareWrk(t *testing.T) {
 		}
 		return sample{rps, cpu / (rps * dur.Seconds())}
 	}
-	var cells []*cell
+	var cells []*wrkCell
 	for _, s := range servers {
 		for _, th := range []int{2, 1} {
 			for _, c := range []int{8, 32} {
-				cells = append(cells, &cell{server: s.name, url: s.url, threads: th, conns: c})
+				cells = append(cells, &wrkCell{server: s.name, url: s.url, threads: th, conns: c})
 			}
-			cells = append(cells, &cell{server: s.name, url: s.url, threads: th, conns: 8, newConn: true})
+			cells = append(cells, &wrkCell{server: s.name, url: s.url, threads: th, conns: 8, newConn: true})
+		}
+	}
+	if v := os.Getenv("KUBESLOW_BENCH_WRK_CELLS"); v != "" {
+		re, err := regexp.Compile(v)
+		if err != nil {
+			t.Fatalf("KUBESLOW_BENCH_WRK_CELLS=%q: %v", v, err)
+		}
+		cells = slices.DeleteFunc(cells, func(c *wrkCell) bool { return !re.MatchString(c.name()) })
+		if len(cells) == 0 {
+			t.Fatalf("KUBESLOW_BENCH_WRK_CELLS=%q matches no cell", v)
 		}
 	}
 	// The machine's load before and after: the ratios are only as good as the machine was quiet.
@@ -155,19 +161,37 @@ func TestCompareWrk(t *testing.T) {
 	t.Logf("|---|---|---|---|---|---|---|---|---|---|")
 	below := 0
 	for _, c := range cells {
-		mode := "keep-alive"
-		if c.newConn {
-			mode = "new conn"
-		}
 		rr, cr := spread(c.rpsRatio), spread(c.cpuRat)
 		if rr[1] < 1 || cr[1] > 1 {
 			below++
 		}
 		t.Logf("| %s | %d | %d | %s | %s | %s | **%.2f** (%.2f–%.2f) | %.1f µs | %.1f µs | **%.2f** (%.2f–%.2f) |",
-			c.server, c.threads, c.conns, mode, thousands(median(rps(c.ks))), thousands(median(rps(c.wrk))), rr[1], rr[0], rr[2],
+			c.server, c.threads, c.conns, c.mode(), thousands(median(rps(c.ks))), thousands(median(rps(c.wrk))), rr[1], rr[0], rr[2],
 			median(cpuUs(c.ks)), median(cpuUs(c.wrk)), cr[1], cr[0], cr[2])
 	}
 	t.Logf("cells whose median misses the goal (req/s ratio >= 1, CPU ratio <= 1): %d of %d", below, len(cells))
+}
+
+// wrkCell is one cell of TestCompareWrk: a server, both generators' thread and connection counts, the mode,
+// and each round's samples and ratios.
+type wrkCell struct {
+	server, url      string
+	threads, conns   int
+	newConn          bool
+	ks, wrk          []sample
+	rpsRatio, cpuRat []float64
+}
+
+func (c *wrkCell) mode() string {
+	if c.newConn {
+		return "new-conn"
+	}
+	return "keep-alive"
+}
+
+// name is what KUBESLOW_BENCH_WRK_CELLS matches: server/threads/conns/mode, e.g. nginx/1/8/keep-alive.
+func (c *wrkCell) name() string {
+	return fmt.Sprintf("%s/%d/%d/%s", c.server, c.threads, c.conns, c.mode())
 }
 
 type sample struct{ rps, cpuPerReq float64 }

@@ -278,9 +278,10 @@ func (b BenchTCP) Args() []string {
 // Decode reads the benchmark's one result.
 func (BenchTCP) Decode(out []byte) (*result.Result, error) { return decodeOne(out) }
 
-// decodeOne reads a report holding one result; a result with status Error is returned as an error.
+// decodeOne reads a report holding one result, from the command's stdout or from its pod's log (see
+// reportLines); a result with status Error is returned as an error.
 func decodeOne(out []byte) (*result.Result, error) {
-	rep, err := result.Decode(bytes.NewReader(out))
+	rep, err := result.Decode(bytes.NewReader(reportLines(out)))
 	if err != nil {
 		return nil, fmt.Errorf("agent report: %w", err)
 	}
@@ -342,8 +343,8 @@ func (b BenchDisk) Args() []string {
 }
 
 // Decode reads the benchmark's one result from its pod's log, where the command's stderr shares the log
-// with the report (see reportLines).
-func (BenchDisk) Decode(out []byte) (*result.Result, error) { return decodeOne(reportLines(out)) }
+// with the report (decodeOne keeps the report's lines).
+func (BenchDisk) Decode(out []byte) (*result.Result, error) { return decodeOne(out) }
 
 // reportLines keeps, of a container's log, the lines of the indented JSON report its command wrote on
 // stdout. The runtime logs stdout and stderr line by line as each stream is read, so the command's

@@ -97,7 +97,10 @@ type eloop struct {
 	linger []lingering
 }
 
-type lingering struct{ fd, since int64 }
+type lingering struct {
+	fd    int
+	since int64
+}
 
 func (l *eloop) now() int64 { return int64(time.Since(l.base)) }
 
@@ -235,7 +238,7 @@ func (l *eloop) teardown() {
 		l.closeFD(&l.conns[i])
 	}
 	for _, g := range l.linger {
-		rawsock.Close(int(g.fd))
+		rawsock.Close(g.fd)
 	}
 	l.linger = l.linger[:0]
 	for _, fd := range []int{l.tfd, l.ep} {
@@ -646,7 +649,7 @@ func (l *eloop) closeFD(c *econn) {
 // descriptor in the event's data, and is closed when the server's end of stream arrives (lingerEvent), when it
 // has waited longer than the time-out (sweep) or at the end of the run.
 func (l *eloop) lingerFD(c *econn, now int64) {
-	l.linger = append(l.linger, lingering{int64(c.fd), now})
+	l.linger = append(l.linger, lingering{c.fd, now})
 	c.fd = -1
 }
 
@@ -663,7 +666,7 @@ func (l *eloop) lingerEvent(fd int) {
 		}
 	}
 	for k, g := range l.linger {
-		if g.fd == int64(fd) {
+		if g.fd == fd {
 			rawsock.Close(fd)
 			l.linger[k] = l.linger[len(l.linger)-1]
 			l.linger = l.linger[:len(l.linger)-1]
@@ -677,7 +680,7 @@ func (l *eloop) sweep(now int64) {
 	kept := l.linger[:0]
 	for _, g := range l.linger {
 		if now-g.since > l.timeoutNs {
-			rawsock.Close(int(g.fd))
+			rawsock.Close(g.fd)
 		} else {
 			kept = append(kept, g)
 		}

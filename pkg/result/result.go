@@ -165,6 +165,15 @@ type Metric struct {
 	Unit   string            `json:"unit"`
 	Value  float64           `json:"value"`
 	Labels map[string]string `json:"labels,omitempty"`
+	// Bounds, when set, says Value is an estimate: a quantile interpolated within one bucket of a histogram,
+	// so the true value lies between Bounds.Lower and Bounds.Upper (the bucket's edges).
+	Bounds *Bounds `json:"bounds,omitempty"`
+}
+
+// Bounds are the edges of the histogram bucket an estimated quantile was interpolated in.
+type Bounds struct {
+	Lower float64 `json:"lower"`
+	Upper float64 `json:"upper"`
 }
 
 // Record is one item's details: a pod's timeline, a client's request counts.

@@ -54,10 +54,16 @@ func CombinedRules() []rule.Rule {
 
 // The metrics the control-plane saturation rule reads.
 var (
-	cpSaturation  = rule.Metric{Result: cpusage.Name, Name: cpusage.MetricCPUSaturation}
-	cpBusiest     = rule.Metric{Result: cpusage.Name, Name: cpusage.MetricCPUCoresBusiest}
-	cpCores       = rule.Metric{Result: cpusage.Name, Name: cpusage.MetricCoresAvailable}
-	cpThrottled   = rule.Metric{Result: cpusage.Name, Name: cpusage.MetricCgroupThrottledRatio}
+	cpSaturation = rule.Metric{Result: cpusage.Name, Name: cpusage.MetricCPUSaturation}
+	cpBusiest    = rule.Metric{Result: cpusage.Name, Name: cpusage.MetricCPUCoresBusiest}
+	cpCores      = rule.Metric{Result: cpusage.Name, Name: cpusage.MetricCoresAvailable}
+	cpThrottled  = rule.Metric{Result: cpusage.Name, Name: cpusage.MetricCgroupThrottledRatio}
+	cpThrottledW = rule.Metric{Result: cpusage.Name, Name: cpusage.MetricCgroupThrottledWindowShare}
+	cpScrapes    = rule.Metric{Result: cpusage.Name, Name: cpusage.MetricScrapesAttempted}
+	cpMissed     = rule.Metric{Result: cpusage.Name, Name: cpusage.MetricScrapesMissed}
+	// cpPressure is node_exporter's PSI of the control-plane hosts, read from a Prometheus only: it adds to
+	// the evidence where present and is not a rule input (a live run has no node_exporter to ask).
+	cpPressure    = rule.Metric{Result: cpusage.Name, Name: cpusage.MetricCPUPressure}
 	apiRequests   = rule.Metric{Result: apislo.Name, Name: apislo.MetricRequestsPerSecond}
 	retryFeedback = 0.1 // 409 retries at least this share of the API requests make the feedback loop worth naming
 	// cpPodsSLO is KS-CP-SATURATED's alternative condition, read only when pod start-up was measured (a
@@ -70,15 +76,17 @@ var (
 func controlPlaneSaturatedRule() rule.Rule {
 	return rule.Rule{
 		ID: "KS-CP-SATURATED", Title: "The control plane is out of CPU", Severity: result.SeverityError, Cases: []string{"E"},
-		When: rule.Condition{Metric: cpSaturation, Op: ">=", Value: 0.9, Unit: "ratio"},
+		When: rule.Condition{Metric: cpSaturation, Op: ">=", Value: cpusage.SaturationThreshold, Unit: "ratio"},
 		// The API SLO, or the pod start-up SLO when the run had that benchmark (cpPodsSLO: the rule is
 		// evaluated without it), breached makes the saturation a cause.
 		Also:  []rule.Condition{{Metric: apiLatencySingle, Op: ">", Value: apislo.SLOSingle, Unit: "seconds"}},
-		Reads: []rule.Metric{cpBusiest, cpCores, cpThrottled, apiConflicts, apiRequests},
+		Reads: []rule.Metric{cpBusiest, cpCores, cpThrottled, cpThrottledW, cpScrapes, cpMissed, apiConflicts, apiRequests},
 		Needs: []string{apislo.Name},
 		Source: "case E: a 2-core control plane at 100% CPU left API p99 far over 5 s (4 cores mostly fixed it, 16 fully); " +
-			"90% of the cores in the busiest 6 s while the API call latency SLO (p99 <= 1 s) or the pod start-up SLO (p99 <= 5 s) is breached",
-		Summary: "kube-apiserver and etcd used {{.used}} of {{.cores}} cores{{.throttled}} while API p99 was {{.api}} and pod start-up p99 {{.pods}}{{.retries}}",
+			"90% of the cores in the busiest 6 s — by the processes' own CPU count or the kernel's count of their cgroup, whichever is higher " +
+			"(a starved process under-reports), or throttled in 90% of the window's CFS periods — while the API call latency SLO " +
+			"(p99 <= 1 s) or the pod start-up SLO (p99 <= 5 s) is breached",
+		Summary: "kube-apiserver and etcd used {{.used}} of {{.cores}} cores{{.throttled}} while API p99 was {{.api}} and pod start-up p99 {{.pods}}{{.gaps}}{{.pressure}}{{.retries}}",
 		Remediation: "Give kube-apiserver and etcd more CPU (a larger control plane: case E went from 2 cores, p99 far over 5 s, to 4 mostly and 16 fully fixed) " +
 			"or fewer writers (`kubeslow audit` names the heaviest clients); when 409 retries are a large share of the requests, fix the conflicting " +
 			"writers first (KS-API-409, KS-CNI-IPAM): every retry is another request to the saturated apiserver, a feedback loop.",
@@ -118,6 +126,9 @@ func cpSaturatedMatch(r *result.Report, rl rule.Rule) []rule.Hit {
 		h.Vars["used"], h.Vars["cores"] = "?", "?"
 		if b := cpBusiest.In(r, nil); b != nil {
 			h.Vars["used"] = fmt.Sprintf("%.1f", b.Value)
+			if src := b.Labels["source"]; src != "" && src != cpusage.BasisProcessCPU {
+				h.Vars["used"] += " (by the kernel's " + src + ")"
+			}
 			h.Evidence = append(h.Evidence, cpBusiest.Evidence(*b))
 		}
 		if c := cpCores.In(r, nil); c != nil {
@@ -129,6 +140,26 @@ func cpSaturatedMatch(r *result.Report, rl rule.Rule) []rule.Hit {
 		if th := cpThrottled.In(r, nil); th != nil {
 			h.Vars["throttled"] = fmt.Sprintf(" (their cgroup throttled in %.0f%% of its CFS periods)", th.Value*100)
 			h.Evidence = append(h.Evidence, cpThrottled.Evidence(*th))
+		}
+		if tw := cpThrottledW.In(r, nil); tw != nil {
+			h.Evidence = append(h.Evidence, cpThrottledW.Evidence(*tw))
+		}
+		// A starved component misses its own scrapes: said, since its own CPU count then under-reads.
+		h.Vars["gaps"] = ""
+		for _, a := range cpScrapes.Samples(r) {
+			m := cpMissed.In(r, a.Labels)
+			if m == nil || m.Value <= 0 || a.Value <= 0 {
+				continue
+			}
+			h.Vars["gaps"] += fmt.Sprintf("; %s did not answer %.0f of its %.0f scrapes in the window", a.Labels["component"], m.Value, a.Value)
+			h.Evidence = append(h.Evidence, cpScrapes.Evidence(a), cpMissed.Evidence(*m))
+		}
+		h.Vars["pressure"] = ""
+		for _, p := range cpPressure.Samples(r) {
+			if p.Value >= 0.01 {
+				h.Vars["pressure"] += fmt.Sprintf("; tasks on %s waited for a CPU %.0f%% of the time (PSI)", p.Labels["instance"], p.Value*100)
+				h.Evidence = append(h.Evidence, cpPressure.Evidence(p))
+			}
 		}
 		h.Vars["retries"] = ""
 		if share := conflictShare(r); share >= retryFeedback {

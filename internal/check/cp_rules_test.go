@@ -49,6 +49,7 @@ func (c controlPlane) result(t *testing.T) result.Result {
 		if c.throttled > 0 {
 			periods := int64(secs * 10) // 100 ms CFS periods
 			writeFile(t, filepath.Join(cg, "cpuacct.usage"), fmt.Sprint(int64((c.apiCores+c.etcdCores)*secs*1e9)))
+			writeFile(t, filepath.Join(cg, "cpu.cfs_period_us"), "100000\n")
 			writeFile(t, filepath.Join(cg, "cpu.stat"), fmt.Sprintf("nr_periods %d\nnr_throttled %d\nthrottled_time %d\nnr_bursts 0\nburst_time 0\n",
 				periods, int64(float64(periods)*c.throttled), int64(secs*c.throttled*0.05*1e9)))
 			cpusage.AddCgroup(s, cg, cg)
@@ -70,6 +71,7 @@ func (c controlPlane) result(t *testing.T) result.Result {
 	if err != nil {
 		t.Fatal(err)
 	}
+	cpusage.AddScrapeGaps(&res, cpusage.APIServer)(obs.Gaps())
 	cpusage.FromSteps(&res)
 	return res
 }

@@ -96,7 +96,12 @@ type Scrapes struct {
 	first, prev *prom.Snapshot
 	series      []result.Series
 	index       map[string]int
+	// attempted and missed count the scrapes taken and those that failed (gaps in the series).
+	attempted, missed int
 }
+
+// Gaps returns how many scrapes the observation attempted and how many of them failed.
+func (s *Scrapes) Gaps() (attempted, missed int) { return s.attempted, s.missed }
 
 // Start takes the first scrape; its error is the observation's.
 func (s *Scrapes) Start(ctx context.Context) (*Scrapes, error) {
@@ -105,13 +110,16 @@ func (s *Scrapes) Start(ctx context.Context) (*Scrapes, error) {
 		return nil, err
 	}
 	s.first, s.prev, s.index = snap, snap, map[string]int{}
+	s.attempted = 1
 	return s, nil
 }
 
 // Sample implements Observation.
 func (s *Scrapes) Sample(ctx context.Context) {
 	snap, err := s.Scrape(ctx)
+	s.attempted++
 	if err != nil {
+		s.missed++
 		if s.Log != nil {
 			s.Log("sample failed (a gap in the series)", "err", err)
 		}
@@ -139,6 +147,7 @@ func (s *Scrapes) step(snap *prom.Snapshot) {
 // Gather implements Observation.
 func (s *Scrapes) Gather(ctx context.Context) (result.Result, error) {
 	snap, err := s.Scrape(ctx)
+	s.attempted++
 	if err != nil {
 		return result.Result{}, err
 	}

@@ -18,11 +18,12 @@ import (
 // each snapshot as counter families with this prefix, so that the window's deltas and the steps treat them
 // as any other counter.
 const (
-	cgroupPrefix          = "cgroup:"
-	famCgroupUsage        = cgroupPrefix + "usage_seconds_total"     // cpuacct.usage
-	famCgroupPeriods      = cgroupPrefix + "periods_total"           // cpu.stat nr_periods
-	famCgroupThrottled    = cgroupPrefix + "throttled_periods_total" // cpu.stat nr_throttled
-	famCgroupThrottledSec = cgroupPrefix + "throttled_seconds_total" // cpu.stat throttled_time
+	cgroupPrefix           = "cgroup:"
+	famCgroupUsage         = cgroupPrefix + "usage_seconds_total"     // cpuacct.usage
+	famCgroupPeriods       = cgroupPrefix + "periods_total"           // cpu.stat nr_periods
+	famCgroupThrottled     = cgroupPrefix + "throttled_periods_total" // cpu.stat nr_throttled
+	famCgroupThrottledSec  = cgroupPrefix + "throttled_seconds_total" // cpu.stat throttled_time
+	famCgroupPeriodSeconds = cgroupPrefix + "cfs_period_seconds"      // cpu.cfs_period_us (a gauge)
 )
 
 // CPUStat is what cgroup v1's cpu.stat counts: CFS periods with runnable tasks, those in which the quota ran
@@ -89,7 +90,16 @@ func AddCgroup(snap *prom.Snapshot, cpuDir, acctDir string) {
 				snap.Families[famCgroupThrottledSec] = counterFamily(famCgroupThrottledSec, float64(s.ThrottledNanos)/1e9)
 			}
 		}
+		if b, err := os.ReadFile(filepath.Join(cpuDir, "cpu.cfs_period_us")); err == nil {
+			if us, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64); err == nil && us > 0 {
+				snap.Families[famCgroupPeriodSeconds] = gaugeFamily(famCgroupPeriodSeconds, float64(us)/1e6)
+			}
+		}
 	}
+}
+
+func gaugeFamily(name string, v float64) *dto.MetricFamily {
+	return &dto.MetricFamily{Name: &name, Type: dto.MetricType_GAUGE.Enum(), Metric: []*dto.Metric{{Gauge: &dto.Gauge{Value: &v}}}}
 }
 
 func counterFamily(name string, v float64) *dto.MetricFamily {

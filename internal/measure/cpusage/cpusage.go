@@ -62,6 +62,33 @@ const (
 	MetricCgroupThrottledRatio = "cgroup_throttled_ratio"
 	// MetricCgroupThrottledSeconds is the time the control plane's cgroup spent throttled in the window.
 	MetricCgroupThrottledSeconds = "cgroup_throttled_seconds"
+	// MetricCgroupThrottledWindowShare is the share of the window's CFS periods in which the control plane's
+	// cgroup (the most throttled of them, where each component has its own) ran out of its quota: throttled
+	// periods × the CFS period ÷ the window. In each such period the cgroup used all of its quota, so this is a
+	// lower bound of its saturation that the kernel counts, however starved the process is.
+	MetricCgroupThrottledWindowShare = "cgroup_throttled_window_share"
+	// MetricScrapesAttempted and MetricScrapesMissed count the scrapes of a component's own /metrics in the
+	// window and those it did not answer (label component): a starved process answers late or not at all, so
+	// its own counters under-read exactly when it is saturated.
+	MetricScrapesAttempted = "scrapes_attempted"
+	MetricScrapesMissed    = "scrapes_missed"
+	// MetricCPUPressure is the share of the window in which some task on a control-plane host waited for a CPU
+	// (PSI's cpu "some", node_exporter's node_pressure_cpu_waiting_seconds_total; label instance).
+	MetricCPUPressure = "cpu_pressure_waiting_ratio"
+)
+
+// SaturationThreshold is the share of the cores available that kube-apiserver and etcd use in their busiest
+// stretch for KS-CP-SATURATED (case E: the control plane "fully using the available CPU"); the rule and the
+// profiles of a past window read this one value.
+const SaturationThreshold = 0.9
+
+// The bases of MetricCPUSaturation (its label "basis"): which evidence gave the figure. The kernel's counts
+// (the cgroup's CPU time, its throttled periods) are read by the kubelet's cAdvisor or the node, not by the
+// starved process, so they stay right when the process's own /metrics under-read.
+const (
+	BasisProcessCPU = "process_cpu_seconds_total"
+	BasisCgroupCPU  = "cgroup CPU time"
+	BasisThrottled  = "CFS periods throttled"
 )
 
 // BusiestSteps is how many consecutive steps (of measure.ObserveStep) make the busiest interval.
@@ -199,8 +226,18 @@ func (o *observation) Gather(ctx context.Context) (result.Result, error) {
 	if err != nil {
 		return res, err
 	}
+	AddScrapeGaps(&res, APIServer)(o.Gaps())
 	FromSteps(&res)
 	return res, nil
+}
+
+// AddScrapeGaps returns a function adding the scrapes of component's /metrics attempted and missed to res.
+func AddScrapeGaps(res *result.Result, component string) func(attempted, missed int) {
+	return func(attempted, missed int) {
+		comp := map[string]string{"component": component}
+		res.Metrics = append(res.Metrics, result.Metric{Name: MetricScrapesAttempted, Unit: "count", Value: float64(attempted), Labels: comp},
+			result.Metric{Name: MetricScrapesMissed, Unit: "count", Value: float64(missed), Labels: comp})
+	}
 }
 
 // coresAvailable is how many cores kube-apiserver and etcd may use, and how that is known: on the lab the
@@ -351,6 +388,9 @@ func Analyze(first, last *prom.Snapshot, cores float64, source string) result.Re
 		if periods > 0 {
 			add(MetricCgroupThrottledRatio, "ratio", throttled/periods, nil)
 		}
+		if period, ok := last.Gauge(famCgroupPeriodSeconds, nil); ok && period > 0 && secs > 0 {
+			add(MetricCgroupThrottledWindowShare, "ratio", min(1, throttled*period/secs), nil)
+		}
 	}
 	res.Reason = strings.Join(notes, "; ")
 	return res
@@ -358,26 +398,31 @@ func Analyze(first, last *prom.Snapshot, cores float64, source string) result.Re
 
 // FromSteps adds the figures only the steps show: the busiest BusiestSteps-step interval's cores and its
 // ratio to the cores available, and the peak APF seat ratio and requests in flight.
+//
+// The busiest interval is read from two counts of the same CPU time: the processes' own
+// (process_cpu_seconds_total, series cpu_cores{component=all}) and the kernel's count of their cgroup
+// (cgroup_cpu_cores, where a source has it). A starved apiserver answers its scrapes late or not at all, so its
+// own count under-reads exactly when it is saturated; the larger of the two is the figure, named by its label
+// "source". The saturation is the larger of that over the cores available and the share of the window's CFS
+// periods in which the cgroup's quota ran out (each such period used the whole quota), named by its "basis".
 func FromSteps(res *result.Result) {
 	add := func(name, unit string, v float64, labels map[string]string) {
 		res.Metrics = append(res.Metrics, result.Metric{Name: name, Unit: unit, Value: v, Labels: labels})
 	}
+	busiest, source, found := 0.0, "", false
 	for _, s := range res.Series {
 		switch {
-		case s.Name == MetricCPUCores && s.Labels["component"] == All && len(s.Points) > 0:
-			n := min(BusiestSteps, len(s.Points))
-			best := 0.0
-			for i := 0; i+n <= len(s.Points); i++ {
-				sum := 0.0
-				for _, p := range s.Points[i : i+n] {
-					sum += p.V
-				}
-				best = max(best, sum/float64(n))
+		case len(s.Points) > 0 && (s.Name == MetricCPUCores && s.Labels["component"] == All || s.Name == MetricCgroupCPUCores):
+			b, src := busiestMean(s.Points), BasisProcessCPU
+			if s.Name == MetricCgroupCPUCores {
+				src = BasisCgroupCPU
 			}
-			add(MetricCPUCoresBusiest, "cores", best, map[string]string{"component": All})
-			if c := res.Metric(MetricCoresAvailable, nil); c != nil && c.Value > 0 {
-				add(MetricCPUSaturation, "ratio", best/c.Value, nil)
+			// The kernel's count is taken when it reads more than kernelMargin above the processes' own: the
+			// two count the same CPU time, and their samples are taken at slightly different instants.
+			if !found || (src == BasisCgroupCPU && b > busiest*(1+kernelMargin)) || (src == BasisProcessCPU && busiest <= b*(1+kernelMargin)) {
+				busiest, source = b, src
 			}
+			found = true
 		case s.Name == MetricAPFSeatsRatio || s.Name == MetricInflight:
 			peak := 0.0
 			for _, p := range s.Points {
@@ -386,4 +431,35 @@ func FromSteps(res *result.Result) {
 			add(s.Name, s.Unit, peak, s.Labels)
 		}
 	}
+	if !found {
+		return
+	}
+	add(MetricCPUCoresBusiest, "cores", busiest, map[string]string{"component": All, "source": source})
+	c := res.Metric(MetricCoresAvailable, nil)
+	if c == nil || c.Value <= 0 {
+		return
+	}
+	sat, basis := busiest/c.Value, source
+	if th := res.Metric(MetricCgroupThrottledWindowShare, nil); th != nil && th.Value > sat {
+		sat, basis = th.Value, BasisThrottled
+	}
+	add(MetricCPUSaturation, "ratio", sat, map[string]string{"basis": basis})
+}
+
+// kernelMargin is how much more than the processes' own count the kernel's count of their cgroup must read to
+// be the busiest figure (equal counts keep the processes' figure, and no note of a starved process).
+const kernelMargin = 0.02
+
+// busiestMean is the highest mean of BusiestSteps consecutive points (of all of them when fewer).
+func busiestMean(points []result.Point) float64 {
+	n := min(BusiestSteps, len(points))
+	best := 0.0
+	for i := 0; i+n <= len(points); i++ {
+		sum := 0.0
+		for _, p := range points[i : i+n] {
+			sum += p.V
+		}
+		best = max(best, sum/float64(n))
+	}
+	return best
 }

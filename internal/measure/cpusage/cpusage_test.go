@@ -105,3 +105,59 @@ func TestAnalyzeGCAndCgroup(t *testing.T) {
 func ftoa(v float64) string { return strings.TrimRight(strings.TrimRight(fmtF(v), "0"), ".") }
 
 func fmtF(v float64) string { return strconv.FormatFloat(v, 'f', 6, 64) }
+
+// TestSaturationBases: the busiest stretch is the larger of the processes' own CPU count and the kernel's count
+// of their cgroup, named by its source; the saturation is that over the cores, or the share of the window's CFS
+// periods throttled when that is higher (each throttled period used the whole quota), named by its basis.
+// Without the cores, there is no saturation.
+func TestSaturationBases(t *testing.T) {
+	t0 := time.Unix(1_700_000_000, 0)
+	series := func(name string, labels map[string]string, vs ...float64) result.Series {
+		s := result.Series{Name: name, Unit: "cores", Labels: labels}
+		for i, v := range vs {
+			s.Points = append(s.Points, result.Point{T: t0.Add(time.Duration(i) * 2 * time.Second), V: v})
+		}
+		return s
+	}
+	all := map[string]string{"component": All}
+	for _, c := range []struct {
+		name                 string
+		process, cgroup      []float64
+		cores, throttledWin  float64
+		wantBusiest, wantSat float64
+		wantSource, wantBase string
+	}{
+		{"process count", []float64{0.5, 1.8, 1.9, 1.9, 0.4}, nil, 2, 0, 1.8666, 0.9333, BasisProcessCPU, BasisProcessCPU},
+		{"starved: the kernel's count is higher", []float64{0.05, 0.06, 0.07}, []float64{0.1, 0.1, 0.1}, 0.1, 0, 0.1, 1, BasisCgroupCPU, BasisCgroupCPU},
+		{"throttled periods bound it", []float64{0.05, 0.06, 0.07}, nil, 0.1, 0.97, 0.06, 0.97, BasisProcessCPU, BasisThrottled},
+		{"no cores", []float64{1, 1, 1}, nil, 0, 0, 1, -1, BasisProcessCPU, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			res := result.Result{Series: []result.Series{series(MetricCPUCores, all, c.process...)}}
+			if c.cgroup != nil {
+				res.Series = append(res.Series, series(MetricCgroupCPUCores, nil, c.cgroup...))
+			}
+			if c.cores > 0 {
+				res.Metrics = append(res.Metrics, result.Metric{Name: MetricCoresAvailable, Unit: "cores", Value: c.cores})
+			}
+			if c.throttledWin > 0 {
+				res.Metrics = append(res.Metrics, result.Metric{Name: MetricCgroupThrottledWindowShare, Unit: "ratio", Value: c.throttledWin})
+			}
+			FromSteps(&res)
+			b := res.Metric(MetricCPUCoresBusiest, nil)
+			if b == nil || math.Abs(b.Value-c.wantBusiest) > 0.001 || b.Labels["source"] != c.wantSource {
+				t.Errorf("busiest %+v, want %g by %s", b, c.wantBusiest, c.wantSource)
+			}
+			s := res.Metric(MetricCPUSaturation, nil)
+			if c.wantSat < 0 {
+				if s != nil {
+					t.Errorf("saturation %+v without the cores", s)
+				}
+				return
+			}
+			if s == nil || math.Abs(s.Value-c.wantSat) > 0.001 || s.Labels["basis"] != c.wantBase {
+				t.Errorf("saturation %+v, want %g by %s", s, c.wantSat, c.wantBase)
+			}
+		})
+	}
+}

@@ -132,24 +132,46 @@ func (c *ControlPlane) Run(ctx context.Context, _ *measure.Env) (result.Result, 
 	if err != nil {
 		return res, err
 	}
-	// The busiest stretch: the profile of their summed CPU, whose busiest BusiestSteps points FromSteps reads
-	// as the live measurement reads its steps.
+	gaps, err := c.scrapeGaps(ctx, jobs)
+	if err != nil {
+		return res, err
+	}
+	pressure, err := c.pressure(ctx, hosts)
+	if err != nil {
+		return res, err
+	}
+	// The busiest stretch: the profiles of their summed CPU by their own count and by the kernel's count of
+	// their cgroups (cAdvisor's, scraped from the kubelet: it stays right when the starved processes miss
+	// their scrapes), whose busiest BusiestSteps points FromSteps reads as the live measurement reads its steps.
 	thr := math.Inf(1)
 	if cores > 0 {
-		thr = 0.9 * cores
+		thr = cpusage.SaturationThreshold * cores
 	}
 	if err := s.addProfile(ctx, &res, profile{Result: cpusage.Name, Metric: cpusage.MetricCPUCores, Unit: "cores", Op: ">=", Threshold: thr,
 		What:  "kube-apiserver and etcd CPU",
 		Query: fmt.Sprintf(`label_replace(sum(%s), "component", %q, "", "")`, strings.Join(prof, " or "), cpusage.All)}); err != nil {
 		return res, err
 	}
+	if err := s.addProfile(ctx, &res, profile{Result: cpusage.Name, Metric: cpusage.MetricCgroupCPUCores, Unit: "cores", Op: ">=", Threshold: thr,
+		What: "the control plane's cgroup CPU",
+		Query: "sum(" + cgroupsQuery("container_cpu_usage_seconds_total", func(sel string) string {
+			return fmt.Sprintf("rate(%s[%s])", sel, s.rate())
+		}) + ")"}); err != nil {
+		return res, err
+	}
+	res.Metrics = append(res.Metrics, throttled...)
+	res.Metrics = append(res.Metrics, gaps...)
+	res.Metrics = append(res.Metrics, pressure...)
 	cpusage.FromSteps(&res)
 	job := "job " + jobValue(apiJob)
 	if etcdOK {
 		job += ", " + jobValue(etcdJob)
 	}
-	s.label(&res, job, map[string]string{cpusage.MetricCPUCores: "process_cpu_seconds_total", cpusage.MetricCPUCoresBusiest: "process_cpu_seconds_total"})
-	res.Metrics = append(res.Metrics, throttled...)
+	busiest := "process_cpu_seconds_total"
+	if b := res.Metric(cpusage.MetricCPUCoresBusiest, nil); b != nil && b.Labels["source"] == cpusage.BasisCgroupCPU {
+		busiest = "container_cpu_usage_seconds_total" + cgroupsText()
+	}
+	s.label(&res, job, map[string]string{cpusage.MetricCPUCores: "process_cpu_seconds_total", cpusage.MetricCPUCoresBusiest: busiest})
 	res.Reason = strings.Join(notes, "; ")
 	return res, nil
 }
@@ -246,6 +268,81 @@ func (c *ControlPlane) throttling(ctx context.Context, notes *[]string) ([]resul
 	}
 	if len(out) == 0 {
 		*notes = append(*notes, fmt.Sprintf("no CFS throttling series of the control plane (cAdvisor's container_cpu_cfs_periods_total%s): not scraped, or no CPU limit", cgroupsText()))
+		return out, nil
+	}
+	share, err := c.throttledShare(ctx)
+	return append(out, share...), err
+}
+
+// throttledShare is the share of the window's CFS periods in which a control-plane cgroup's quota ran out, for
+// the most throttled of them: its throttled periods × its CFS period ÷ the window (cpusage's
+// MetricCgroupThrottledWindowShare).
+func (c *ControlPlane) throttledShare(ctx context.Context) ([]result.Metric, error) {
+	s := c.src
+	w := s.window()
+	thr := cgroupsQuery("container_cpu_cfs_throttled_periods_total", func(sel string) string { return fmt.Sprintf("increase(%s[%s])", sel, w) })
+	period := cgroupsQuery("container_spec_cpu_period", func(sel string) string { return fmt.Sprintf("max_over_time(%s[%s])", sel, w) })
+	q := fmt.Sprintf("clamp_max(max((%s) * (%s)) / 1e6 / %g, 1)", thr, period, s.Window.Duration().Seconds())
+	v, err := s.Client.Instant(ctx, q, s.Window.To)
+	if err != nil {
+		return nil, err
+	}
+	var out []result.Metric
+	for _, smp := range v {
+		if f := float64(smp.Value); !math.IsNaN(f) && !math.IsInf(f, 0) {
+			out = append(out, result.Metric{Name: cpusage.MetricCgroupThrottledWindowShare, Unit: "ratio", Value: f,
+				Labels: map[string]string{"prometheus": fmt.Sprintf("container_cpu_cfs_throttled_periods_total × container_spec_cpu_period%s %s", cgroupsText(), s.Window)}})
+		}
+	}
+	return out, nil
+}
+
+// scrapeGaps counts the scrapes Prometheus attempted of each component's own /metrics in the window and those
+// that failed (up == 0): a starved apiserver answers late or not at all, and its own CPU counter then under-reads.
+func (c *ControlPlane) scrapeGaps(ctx context.Context, jobs []struct{ comp, sel string }) ([]result.Metric, error) {
+	s := c.src
+	var parts []string
+	for _, j := range jobs {
+		up := selector("up", j.sel)
+		parts = append(parts,
+			fmt.Sprintf(`label_replace(label_replace(sum(count_over_time(%s[%s])), "component", %q, "", ""), "what", "attempted", "", "")`, up, s.window(), j.comp),
+			// up is 1 for a scrape answered and 0 for one that failed: the attempts less the sum are the misses.
+			fmt.Sprintf(`label_replace(label_replace(sum(count_over_time(%s[%s])) - sum(sum_over_time(%s[%s])), "component", %q, "", ""), "what", "missed", "", "")`, up, s.window(), up, s.window(), j.comp))
+	}
+	v, err := s.Client.Instant(ctx, strings.Join(parts, " or "), s.Window.To)
+	if err != nil {
+		return nil, err
+	}
+	var out []result.Metric
+	for _, smp := range v {
+		name := cpusage.MetricScrapesAttempted
+		if smp.Metric["what"] == "missed" {
+			name = cpusage.MetricScrapesMissed
+		}
+		out = append(out, result.Metric{Name: name, Unit: "count", Value: float64(smp.Value), Labels: map[string]string{"component": string(smp.Metric["component"])}})
+	}
+	return out, nil
+}
+
+// pressure is PSI's CPU "some" on the control-plane hosts over the window (node_exporter's
+// node_pressure_cpu_waiting_seconds_total), where node_exporter runs there: the share of time some task waited
+// for a CPU, which a component starved by its neighbours rather than its own limit shows.
+func (c *ControlPlane) pressure(ctx context.Context, hosts map[string]bool) ([]result.Metric, error) {
+	s := c.src
+	job, ok := s.Selector("node-exporter")
+	if !ok || len(hosts) == 0 {
+		return nil, nil
+	}
+	v, err := s.Client.Instant(ctx, fmt.Sprintf("rate(%s[%s])", selector("node_pressure_cpu_waiting_seconds_total", job), s.window()), s.Window.To)
+	if err != nil {
+		return nil, err
+	}
+	var out []result.Metric
+	for _, smp := range v {
+		h := host(string(smp.Metric["instance"]))
+		if f := float64(smp.Value); hosts[h] && !math.IsNaN(f) {
+			out = append(out, result.Metric{Name: cpusage.MetricCPUPressure, Unit: "ratio", Value: f, Labels: map[string]string{"instance": h}})
+		}
 	}
 	return out, nil
 }

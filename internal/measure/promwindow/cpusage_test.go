@@ -28,17 +28,28 @@ import (
 // static pods' containers (with a CPU quota and CFS throttling when quota > 0), and node_exporter on their host
 // with two CPUs.
 func controlPlaneScrapes(t *testing.T, t0 time.Time, apiCores, etcdCores, quota, throttled float64, cadvisor, nodeExporter, labCgroup bool) []promtest.Scrape {
+	return starvedControlPlaneScrapes(t, t0, apiCores, apiCores, etcdCores, quota, throttled, 0, cadvisor, nodeExporter, labCgroup)
+}
+
+// starvedControlPlaneScrapes are controlPlaneScrapes of an apiserver that its own /metrics under-reports: it
+// counts apiSeen cores of the apiCores its cgroup used, and every missEvery-th scrape of it fails (up 0, no
+// series; 0: none fails), as a starved process answers late or not at all. Prometheus's own up and
+// scrape_duration_seconds are written with each scrape, and node_exporter's PSI with a third of the time waiting.
+func starvedControlPlaneScrapes(t *testing.T, t0 time.Time, apiCores, apiSeen, etcdCores, quota, throttled float64, missEvery int, cadvisor, nodeExporter, labCgroup bool) []promtest.Scrape {
 	const host = "198.19.255.1"
 	var out []promtest.Scrape
 	for i := 0; i <= 36; i++ {
 		at := t0.Add(time.Duration(i) * 5 * time.Second)
 		secs := float64(i) * 5
 		text := func(cores float64, extra string) []byte {
-			return []byte(fmt.Sprintf("# TYPE process_cpu_seconds_total counter\nprocess_cpu_seconds_total %g\n%s", 100+cores*secs, extra))
+			return []byte(fmt.Sprintf("# TYPE process_cpu_seconds_total counter\nprocess_cpu_seconds_total %g\n# TYPE up gauge\nup 1\n%s", 100+cores*secs, extra))
+		}
+		api := text(apiSeen, "# TYPE apiserver_request_total counter\napiserver_request_total{code=\"200\",verb=\"GET\",resource=\"pods\"} 1\n")
+		if missEvery > 0 && i%missEvery == 1 {
+			api = []byte("# TYPE up gauge\nup 0\n")
 		}
 		out = append(out,
-			promtest.Scrape{At: at, Text: text(apiCores, "# TYPE apiserver_request_total counter\napiserver_request_total{code=\"200\",verb=\"GET\",resource=\"pods\"} 1\n"),
-				Labels: map[string]string{"job": "apiserver", "instance": host + ":6443"}},
+			promtest.Scrape{At: at, Text: api, Labels: map[string]string{"job": "apiserver", "instance": host + ":6443"}},
 			promtest.Scrape{At: at, Text: text(etcdCores, "# TYPE etcd_server_has_leader gauge\netcd_server_has_leader 1\n"),
 				Labels: map[string]string{"job": "etcd", "instance": host + ":2379"}})
 		if cadvisor {
@@ -98,6 +109,7 @@ func controlPlaneScrapes(t *testing.T, t0 time.Time, apiCores, etcdCores, quota,
 		}
 		if nodeExporter {
 			var b strings.Builder
+			fmt.Fprintf(&b, "# TYPE node_pressure_cpu_waiting_seconds_total counter\nnode_pressure_cpu_waiting_seconds_total %g\n", secs/3)
 			b.WriteString("# TYPE node_uname_info gauge\nnode_uname_info{nodename=\"cp\"} 1\n# TYPE node_cpu_seconds_total counter\n")
 			for cpu := range 2 {
 				fmt.Fprintf(&b, "node_cpu_seconds_total{cpu=\"%d\",mode=\"idle\"} %g\nnode_cpu_seconds_total{cpu=\"%d\",mode=\"user\"} %g\n", cpu, 1000+secs/2, cpu, 500+secs/2)
@@ -186,6 +198,67 @@ func TestControlPlaneFromHistory(t *testing.T) {
 							t.Errorf("summary does not name the cores' source or the throttling: %s", f.Summary)
 						}
 					}
+				}
+			}
+		})
+	}
+}
+
+// TestControlPlaneStarvedFromHistory is the past window of TestIntegrationControlPlaneSaturation: kube-apiserver
+// starved under a 0.1-core quota misses every other scrape and its own process_cpu_seconds_total reads 0.06
+// cores, while cAdvisor's count of its cgroup (scraped from the kubelet) says the quota was used to the full and
+// throttled in every period. KS-CP-SATURATED fires on the kernel's count, says so, and names the scrapes the
+// apiserver missed and the host's CPU pressure; the processes' count alone would have read 0.65 of the cores.
+func TestControlPlaneStarvedFromHistory(t *testing.T) {
+	t0 := time.Now().Add(-3 * time.Hour).Truncate(time.Minute)
+	slowAPI := apislotest.Healthy
+	slowAPI.GetLatency = 2.75
+	api := slowAPI.Result(t)
+	for _, labCgroup := range []bool{false, true} {
+		t.Run(fmt.Sprintf("lab cgroup %v", labCgroup), func(t *testing.T) {
+			url := promtest.Start(t, starvedControlPlaneScrapes(t, t0, 0.09, 0.055, 0.01, 0.1, 1, 2, !labCgroup, true, labCgroup))
+			src := source(t, url, t0, t0.Add(3*time.Minute), nil)
+			res := measure.RunOne(context.Background(), &measure.Env{Clock: clock.RealClock{}}, NewControlPlane(src))
+			if !res.Status.Measured() {
+				t.Fatalf("%s %s", res.Status, res.Reason)
+			}
+			if m := res.Metric(cpusage.MetricCPUCores, map[string]string{"component": cpusage.All}); m == nil || m.Value > 0.07 {
+				t.Errorf("the processes' own count: %+v, want the under-read ~0.065", m)
+			}
+			if m := res.Metric(cpusage.MetricCPUCoresBusiest, nil); m == nil || m.Labels["source"] != cpusage.BasisCgroupCPU || math.Abs(m.Value-0.1) > 0.005 {
+				t.Errorf("busiest %+v, want 0.1 cores by the cgroup's count", m)
+			}
+			if m := res.Metric(cpusage.MetricCPUSaturation, nil); m == nil || m.Value < cpusage.SaturationThreshold {
+				t.Errorf("saturation %+v, want >= %g", m, cpusage.SaturationThreshold)
+			}
+			if m := res.Metric(cpusage.MetricCgroupThrottledWindowShare, nil); m == nil || math.Abs(m.Value-1) > 0.05 {
+				t.Errorf("throttled share of the window %+v, want ~1", m)
+			}
+			att, miss := res.Metric(cpusage.MetricScrapesAttempted, map[string]string{"component": cpusage.APIServer}), res.Metric(cpusage.MetricScrapesMissed, map[string]string{"component": cpusage.APIServer})
+			if att == nil || miss == nil || att.Value < 30 || miss.Value < att.Value/2-2 || miss.Value > att.Value/2+2 {
+				t.Errorf("apiserver scrapes attempted %+v, missed %+v: want half missed", att, miss)
+			}
+			if m := res.Metric(cpusage.MetricCPUPressure, nil); m == nil || math.Abs(m.Value-1.0/3) > 0.02 {
+				t.Errorf("PSI %+v, want 1/3", m)
+			}
+			fs, evals := rule.Evaluate(&result.Report{Results: []result.Result{res, api}}, check.Rules())
+			var f *result.Finding
+			for i := range fs {
+				if fs[i].ID == "KS-CP-SATURATED" {
+					f = &fs[i]
+				}
+			}
+			if f == nil {
+				for _, e := range evals {
+					if e.ID == "KS-CP-SATURATED" {
+						t.Fatalf("KS-CP-SATURATED %s: %s", e.Status, e.Reason)
+					}
+				}
+			}
+			t.Log(f.Summary)
+			for _, w := range []string{"used 0.1 (by the kernel's cgroup CPU time) of 0.1", "throttled in 100%", "kube-apiserver did not answer", "waited for a CPU 33%"} {
+				if !strings.Contains(f.Summary, w) {
+					t.Errorf("summary lacks %q: %s", w, f.Summary)
 				}
 			}
 		})

@@ -282,9 +282,6 @@ func CreditLog(d Dirs) string { return filepath.Join(d.LogDir(), CreditProcess+"
 // StepThrottleProcess is the lab process of the disk-throttle scenario; its log holds its events.
 const StepThrottleProcess = "disk-throttle"
 
-// StepThrottleLog is the step throttle's log: its JSON-lines events (CreditEvent, without credits).
-func StepThrottleLog(d Dirs) string { return filepath.Join(d.LogDir(), StepThrottleProcess+".log") }
-
 // RunStepThrottle is a second way for a node's disk to slow down, unlike the credit bucket independent of
 // the I/O done: after the delay it holds dev to iops reads and iops writes a second (blk-throttle, the limit
 // cgroup v2's io.max sets, here through the v1 blkio cgroups as the credit controller does) until ctx ends,

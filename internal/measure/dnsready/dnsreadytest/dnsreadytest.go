@@ -2,7 +2,6 @@
 package dnsreadytest
 
 import (
-	"fmt"
 	"path/filepath"
 	"runtime"
 	"testing"
@@ -12,25 +11,6 @@ import (
 	"github.com/kubeslow/kubeslow/internal/rule/ruletest"
 	"github.com/kubeslow/kubeslow/pkg/result"
 )
-
-// Run is five peers whose pods were Ready, in an EndpointSlice and resolved at these seconds (each peer 0.2 s
-// after the one before).
-type Run struct{ Ready, Endpoint, Resolved float64 }
-
-// Result is the measurement's report of the run.
-func (d Run) Result() result.Result {
-	at := func(s float64) time.Time { return ruletest.T0.Add(time.Duration(s * float64(time.Second))) }
-	m := dnsready.New(dnsready.Options{Wait: 2 * time.Minute, Backoff: dnsready.DefaultBackoff})
-	res := result.Result{Name: dnsready.Name, Status: result.StatusPass}
-	var ts []dnsready.Target
-	for i := range 5 {
-		off := float64(i) * 0.2
-		ts = append(ts, dnsready.Target{Pod: fmt.Sprintf("peer-%d", i), Name: fmt.Sprintf("peer-%d.peers", i), Asked: at(0),
-			Ready: at(d.Ready + off), Endpoint: at(d.Endpoint + off), Resolved: at(d.Resolved + off), Attempts: 5})
-	}
-	m.Report(&res, ts, at(0.1), at(0))
-	return res
-}
 
 // RuleFixtures are dnsready.Rules' firing and clear fixtures: the job benchmark's runs recorded on the lab
 // (the healthy lab: its 5 s negative cache and a 1 s x2 back-off, 8.3 s start-up and no finding;

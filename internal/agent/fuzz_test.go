@@ -3,6 +3,7 @@ package agent
 import (
 	"bytes"
 	"testing"
+	"time"
 )
 
 // The parsers of kernel files and log lines must never panic, and what they accept must be consistent.
@@ -23,7 +24,7 @@ func FuzzParseKmsgRecord(f *testing.F) {
 func FuzzScanKernelLogFile(f *testing.F) {
 	f.Add([]byte("Nov 23 kernel: INFO: task a:1 blocked for more than 120 seconds.\nneighbor table overflow\n"))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		k, err := ScanKernelLogFile(bytes.NewReader(b), "f")
+		k, err := ScanKernelLogFile(bytes.NewReader(b), "f", time.Hour)
 		total := 0
 		for _, n := range k.Counts {
 			total += n

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -138,15 +139,41 @@ func ScanKmsg(r io.Reader, uptime time.Duration) (KernelLog, error) {
 	}
 }
 
-// ScanKernelLogFile reads a syslog-style kernel log (one line per message, e.g. /var/log/kern.log).
-func ScanKernelLogFile(r io.Reader, source string) (KernelLog, error) {
+// ScanKernelLogFile reads a syslog-style kernel log (one line per message, e.g. /var/log/kern.log). A line
+// that carries the kernel's own timestamp ("kernel: [ 5130.000001] ...", seconds since boot) is aged against
+// uptime, the time since boot at the read, when that is known and the stamp is not past it (a line of an
+// earlier boot has an unknown age).
+func ScanKernelLogFile(r io.Reader, source string, uptime time.Duration) (KernelLog, error) {
 	k := KernelLog{Source: source}
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for sc.Scan() {
-		k.add(sc.Text(), -1)
+		line := sc.Text()
+		ago := time.Duration(-1)
+		if since, ok := kernelStamp(line); ok && uptime > 0 && since <= uptime {
+			ago = uptime - since
+		}
+		k.add(line, ago)
 	}
 	return k, sc.Err()
+}
+
+// kernelStamp is the "[ seconds.micros]" stamp of a kernel log line (seconds since boot).
+func kernelStamp(line string) (time.Duration, bool) {
+	i := strings.Index(line, "kernel: [")
+	if i < 0 {
+		return 0, false
+	}
+	rest := line[i+len("kernel: ["):]
+	j := strings.IndexByte(rest, ']')
+	if j < 0 {
+		return 0, false
+	}
+	secs, err := strconv.ParseFloat(strings.TrimSpace(rest[:j]), 64)
+	if err != nil || secs < 0 || secs > 1e9 {
+		return 0, false
+	}
+	return time.Duration(secs * float64(time.Second)), true
 }
 
 // readKernelLog reads the kernel's ring buffer from root/dev/kmsg (needs CAP_SYSLOG when
@@ -169,7 +196,7 @@ func readKernelLog(root, proc string) (KernelLog, error) {
 		if st, err := lf.Stat(); err == nil && st.Size() > 16<<20 {
 			_, _ = lf.Seek(st.Size()-16<<20, io.SeekStart)
 		}
-		return ScanKernelLogFile(lf, "/"+p)
+		return ScanKernelLogFile(lf, "/"+p, uptime(proc))
 	}
 	return KernelLog{}, fmt.Errorf("/dev/kmsg: %v (and no /var/log/kern.log or /var/log/messages)", kerr)
 }

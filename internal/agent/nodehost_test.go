@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"io"
+	"math"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -156,6 +157,21 @@ func TestParsers(t *testing.T) {
 	k, err := ScanKmsg(&records{recs: []string{"6,1,1000000,-;hello", "3,2,2000000,-;INFO: task dd:99 blocked for more than 122 seconds.", "garbage"}}, 3*time.Second)
 	if err != nil || k.Lines != 2 || k.Counts[KernHungTask] != 1 || k.NewestAgoSeconds[KernHungTask] != 1 {
 		t.Errorf("ScanKmsg %+v %v", k, err)
+	}
+	// A log file's lines are aged by the kernel's own stamp against the uptime; a stamp past the uptime (an
+	// earlier boot) or no stamp leaves the age unknown.
+	log := "Nov 23 17:03:11 node-1 kernel: [ 5130.000001] neighbour: arp_cache: neighbor table overflow!\n" +
+		"Nov 23 17:05:40 node-1 kernel: [ 9279.5] INFO: task kworker/u4:2:98 blocked for more than 120 seconds.\n" +
+		"Nov 23 17:06:00 node-1 kernel: nf_conntrack: table full, dropping packet\n"
+	k, err = ScanKernelLogFile(strings.NewReader(log), "/var/log/kern.log", 8130*time.Second)
+	if err != nil || k.Lines != 3 || math.Abs(k.NewestAgoSeconds[KernNeighOverflow]-3000) > 0.01 {
+		t.Errorf("kern.log %+v %v", k, err)
+	}
+	if _, ok := k.NewestAgoSeconds[KernHungTask]; ok {
+		t.Errorf("a stamp past the uptime aged: %+v", k.NewestAgoSeconds)
+	}
+	if _, ok := k.NewestAgoSeconds[KernConntrackFull]; ok || k.Counts[KernConntrackFull] != 1 {
+		t.Errorf("a line without a stamp aged: %+v", k)
 	}
 }
 

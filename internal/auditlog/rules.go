@@ -39,6 +39,8 @@ func Rules() []rule.Rule {
 			Summary: "{{.value}} 409 Conflicts from {{.user_agent}} ({{.user}}) on {{.resource}}, hottest object {{.hot_object}}: concurrent updates to the same objects, and the retries add load",
 			Remediation: "Serialise that client's writers per object (e.g. Calico's per-node IPAM lock), spread them over more objects, " +
 				"or make it back off on conflict.",
+			// The apiserver's own 409 counters see the same storm: one cause, one finding.
+			SameCause: []string{"KS-API-409"},
 		},
 	}
 }

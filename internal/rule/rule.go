@@ -107,6 +107,11 @@ type Rule struct {
 	// (a starved control plane delays every phase of a pod's start-up). The finding is kept, as evidence,
 	// but lowered to info and says which finding to fix first, so that one cause is not reported as two.
 	ExplainedBy []string
+	// SameCause names rules that read this rule's cause from another source (the apiserver's 409 counters
+	// and the audit log's 409s of one client). When this rule and one of them fire in the same report, this
+	// finding is folded into that one's (Finding.SeenAlso keeps its summary and evidence), so that one cause is
+	// one finding whatever the number of sources that see it.
+	SameCause []string
 }
 
 // Hit is one item a rule fired on: its key, the number compared with the threshold, the numbers it rests on
@@ -118,6 +123,17 @@ type Hit struct {
 	Value    float64
 	Evidence []result.Evidence
 	Vars     map[string]string
+	// Severity lowers this item below the rule's (e.g. evidence older than the run); "" is the rule's. The
+	// finding takes the highest of its items' severities, and lowered items follow the others.
+	Severity result.Severity
+}
+
+// severity is h's severity under rule.
+func (rule Rule) severity(h Hit) result.Severity {
+	if h.Severity != "" && h.Severity.Rank() < rule.Severity.Rank() {
+		return h.Severity
+	}
+	return rule.Severity
 }
 
 // Threshold is the rule's threshold as reports carry it.
@@ -242,7 +258,54 @@ func Evaluate(r *result.Report, rules []Rule) ([]result.Finding, []result.RuleEv
 		findings = append(findings, rule.finding(hits))
 	}
 	explain(findings, rules)
+	findings = fold(findings, evals, rules)
 	return findings, evals
+}
+
+// fold folds each finding of a rule whose SameCause rule fired too into that rule's finding, and says so in
+// its evaluation.
+func fold(findings []result.Finding, evals []result.RuleEvaluation, rules []Rule) []result.Finding {
+	at := map[string]int{}
+	for i, f := range findings {
+		at[f.ID] = i
+	}
+	folded := map[string]bool{}
+	for _, rl := range rules {
+		i, ok := at[rl.ID]
+		if !ok {
+			continue
+		}
+		for _, id := range rl.SameCause {
+			j, ok := at[id]
+			if !ok || id == rl.ID || folded[id] {
+				continue
+			}
+			f, into := findings[i], &findings[j]
+			into.SeenAlso = append(into.SeenAlso, result.SeenAlso{ID: f.ID, Title: f.Title, Summary: f.Summary, Evidence: f.Evidence, Results: f.Results})
+			for _, r := range f.Results {
+				if !contains(into.Results, r) {
+					into.Results = append(into.Results, r)
+				}
+			}
+			folded[rl.ID] = true
+			for k := range evals {
+				if evals[k].ID == rl.ID {
+					evals[k].Reason = fmt.Sprintf("the same cause as %s, seen from another source: folded into that finding", id)
+				}
+			}
+			break
+		}
+	}
+	if len(folded) == 0 {
+		return findings
+	}
+	out := findings[:0]
+	for _, f := range findings {
+		if !folded[f.ID] {
+			out = append(out, f)
+		}
+	}
+	return out
 }
 
 // explain lowers each finding a fired rule explains (Rule.ExplainedBy) to info, naming the explaining one.
@@ -279,6 +342,9 @@ func (rule Rule) hits(r *result.Report) []Hit {
 	}
 	lower := rule.When.Op == "<" || rule.When.Op == "<="
 	sort.SliceStable(hits, func(i, j int) bool {
+		if si, sj := rule.severity(hits[i]).Rank(), rule.severity(hits[j]).Rank(); si != sj {
+			return si > sj
+		}
 		if lower {
 			return hits[i].Value < hits[j].Value
 		}
@@ -326,7 +392,7 @@ func (rule Rule) finding(hits []Hit) result.Finding {
 			results = append(results, e.Result)
 		}
 	}
-	f := result.Finding{ID: rule.ID, Severity: rule.Severity, Title: rule.Title, Summary: rule.summary(worst), Evidence: worst.Evidence,
+	f := result.Finding{ID: rule.ID, Severity: rule.severity(worst), Title: rule.Title, Summary: rule.summary(worst), Evidence: worst.Evidence,
 		Threshold: rule.Threshold(), Remediation: rule.Remediation, Cases: rule.Cases, Results: results, ItemCount: len(hits)}
 	for i, h := range hits[:min(len(hits), result.MaxItems)] {
 		s := f.Summary
@@ -404,6 +470,9 @@ func Reference(rules []Rule) string {
 		fmt.Fprintf(&b, " — source: %s\n", r.Source)
 		if len(r.ExplainedBy) > 0 {
 			fmt.Fprintf(&b, "- explained by: %s (when it fires too, this finding is lowered to info and names it)\n", strings.Join(r.ExplainedBy, ", "))
+		}
+		if len(r.SameCause) > 0 {
+			fmt.Fprintf(&b, "- same cause as: %s (when it fires too, this finding is folded into it as another source's view)\n", strings.Join(r.SameCause, ", "))
 		}
 		fmt.Fprintf(&b, "- finding: %s\n- remediation: %s\n\n", strings.TrimSpace(r.Summary), r.Remediation)
 	}

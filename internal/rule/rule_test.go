@@ -144,3 +144,81 @@ func TestExplainedBy(t *testing.T) {
 		})
 	}
 }
+
+// A rule that sees the same cause as another from a second source is folded into that one's finding when both
+// fire (its summary and evidence kept under SeenAlso, its evaluation saying so), and stands alone otherwise.
+func TestSameCause(t *testing.T) {
+	api := testRule()
+	api.ID = "KS-T-API"
+	audit := testRule()
+	audit.ID, audit.When.Value = "KS-T-AUDIT", 20
+	audit.SameCause = []string{"KS-T-API"}
+	for _, c := range []struct {
+		name   string
+		values []float64
+		ids    []string
+		seen   int
+	}{
+		{"both fire: one finding", []float64{12, 31}, []string{"KS-T-API"}, 1},
+		{"the second source alone", []float64{12, 31}, []string{"KS-T-AUDIT"}, 0},
+		{"the first source alone", []float64{12, 15}, []string{"KS-T-API"}, 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			rules := []Rule{audit, api}
+			if c.ids[0] == "KS-T-AUDIT" {
+				rules = []Rule{audit}
+			}
+			r := rep(result.StatusPass, c.values...)
+			fs, evals := Evaluate(r, rules)
+			var ids []string
+			for _, f := range fs {
+				ids = append(ids, f.ID)
+			}
+			if strings.Join(ids, ",") != strings.Join(c.ids, ",") {
+				t.Fatalf("findings %v, want %v", ids, c.ids)
+			}
+			if len(fs[0].SeenAlso) != c.seen {
+				t.Fatalf("seen also %+v", fs[0].SeenAlso)
+			}
+			if c.seen > 0 {
+				s := fs[0].SeenAlso[0]
+				if s.ID != "KS-T-AUDIT" || s.Summary != "p99 31 s on LIST > 20 s" || len(s.Evidence) == 0 {
+					t.Fatalf("seen also %+v", s)
+				}
+				for _, e := range evals {
+					if e.ID == "KS-T-AUDIT" && (e.Status != result.RuleFired || !strings.Contains(e.Reason, "folded into")) {
+						t.Fatalf("evaluation %+v", e)
+					}
+				}
+			}
+			r.Findings = fs
+			if err := r.Validate(); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// An item lowered below the rule's severity (evidence older than the run) follows the current ones, and a
+// finding whose items are all lowered takes their severity.
+func TestHitSeverity(t *testing.T) {
+	rl := testRule()
+	rl.Severity = result.SeverityError
+	rl.Match = func(r *result.Report, rl Rule) []Hit {
+		hits := rl.Crossing(r)
+		for i := range hits {
+			if hits[i].Value > 30 { // "old"
+				hits[i].Severity = result.SeverityInfo
+			}
+		}
+		return hits
+	}
+	fs, _ := Evaluate(rep(result.StatusPass, 12, 31), []Rule{rl})
+	if fs[0].Severity != result.SeverityError || fs[0].Items[0].Value != 12 || fs[0].Items[1].Value != 31 {
+		t.Fatalf("finding %s, items %+v", fs[0].Severity, fs[0].Items)
+	}
+	fs, _ = Evaluate(rep(result.StatusPass, 40, 31), []Rule{rl})
+	if fs[0].Severity != result.SeverityInfo {
+		t.Fatalf("all items lowered: finding %s", fs[0].Severity)
+	}
+}

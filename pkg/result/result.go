@@ -266,6 +266,18 @@ type Finding struct {
 	// ExplainedBy is the ID of a finding of the same report whose cause explains this one (its severity is
 	// then info): e.g. a pod start-up phase that is slow because the control plane is out of CPU.
 	ExplainedBy string `json:"explainedBy,omitempty"`
+	// SeenAlso are the findings of other rules that saw this finding's cause from another source (the audit
+	// log's 409s of one client beside the apiserver's 409 counters): one cause, one finding, each source listed.
+	SeenAlso []SeenAlso `json:"seenAlso,omitempty"`
+}
+
+// SeenAlso is another source's view of a finding's cause: the rule that saw it, its summary and evidence.
+type SeenAlso struct {
+	ID       string     `json:"id"`
+	Title    string     `json:"title"`
+	Summary  string     `json:"summary"`
+	Evidence []Evidence `json:"evidence,omitempty"`
+	Results  []string   `json:"results,omitempty"`
 }
 
 // MaxItems is how many items a finding lists; the rest are counted in ItemCount.

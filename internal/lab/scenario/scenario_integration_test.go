@@ -53,6 +53,18 @@ func TestIntegrationControlPlaneScenarios(t *testing.T) {
 			for _, f := range rep.Findings {
 				got[f.ID] = true
 				t.Logf("finding %s: %s", f.ID, f.Summary)
+				// One cause seen by two sources is one finding: the other source's view sits under it.
+				for _, s := range f.SeenAlso {
+					got[s.ID] = true
+					t.Logf("  seen also by %s: %s", s.ID, s.Summary)
+				}
+			}
+			if got["KS-AUDIT-409"] && got["KS-API-409"] {
+				for _, f := range rep.Findings {
+					if f.ID == "KS-AUDIT-409" {
+						t.Errorf("the 409 storm is reported twice (KS-API-409 and KS-AUDIT-409 as findings of their own)")
+					}
+				}
 			}
 			for _, r := range rep.Results {
 				if !r.Status.Measured() {

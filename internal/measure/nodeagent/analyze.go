@@ -23,6 +23,9 @@ const (
 	MetricConntrackUsage     = "conntrack_usage"
 	// MetricKernelLines counts the kernel log lines of a class (label class: agent.Kern*).
 	MetricKernelLines = "kernel_lines"
+	// MetricKernelNewestAge is how long before the agent's read the newest line of a class was logged (from
+	// /dev/kmsg's stamps, or a log file's kernel stamps against the uptime; absent when unknown).
+	MetricKernelNewestAge = "kernel_newest_age_seconds"
 	// MetricDStatePersistent counts the processes in D state in every sample of the agent's window.
 	MetricDStatePersistent = "d_state_persistent"
 	MetricDStateMax        = "d_state_max"
@@ -89,6 +92,9 @@ func Analyze(hosts []agent.NodeHost, failures map[string]string) result.Result {
 				add(MetricKernelLines, "count", float64(k.Counts[c]), "node", n, "class", c)
 				if k.Counts[c] > 0 {
 					rec.Labels["newest "+c] = k.Newest[c]
+					if ago, ok := k.NewestAgoSeconds[c]; ok {
+						add(MetricKernelNewestAge, "seconds", ago, "node", n, "class", c)
+					}
 				}
 			}
 		}

@@ -1,6 +1,9 @@
 package nodeagent
 
 import (
+	"fmt"
+	"time"
+
 	"github.com/kubeslow/kubeslow/internal/agent"
 	"github.com/kubeslow/kubeslow/internal/measure/netpath"
 	"github.com/kubeslow/kubeslow/internal/rule"
@@ -12,6 +15,7 @@ var (
 	sweepNeighbour = rule.Metric{Result: Name, Name: MetricNeighbourUsage}
 	sweepConntrack = rule.Metric{Result: Name, Name: MetricConntrackUsage}
 	sweepKernel    = rule.Metric{Result: Name, Name: MetricKernelLines}
+	sweepKernelAge = rule.Metric{Result: Name, Name: MetricKernelNewestAge}
 	sweepDState    = rule.Metric{Result: Name, Name: MetricDStatePersistent}
 	sweepIOFull    = rule.Metric{Result: Name, Name: MetricIOPressureFullWindow}
 	sweepNoSandbox = rule.Metric{Result: Name, Name: MetricSandboxMissing}
@@ -29,19 +33,55 @@ func sweepOf(r rule.Rule, m rule.Metric, summary string) rule.Rule {
 	return r
 }
 
-// kernelClass fires once per node whose kernel log holds lines of class.
+// kernelClass fires once per node whose kernel log holds lines of class. A node whose newest line of the
+// class was logged before the run began (KernelGrace allowed for the agent's read) is past evidence, not a
+// current fault: its item is lowered to info and says how old the line is. Where the line's age is unknown
+// (a log file without kernel stamps) or the run's start is, the item stands.
 func kernelClass(class string) func(r *result.Report, rl rule.Rule) []rule.Hit {
 	return func(r *result.Report, rl rule.Rule) []rule.Hit {
+		horizon, known := runHorizon(r)
 		var out []rule.Hit
 		for _, h := range rl.Crossing(r) {
-			if h.Vars["class"] == class {
-				h.Key = "node=" + h.Vars["node"]
-				h.Vars["newest"] = newestLine(r, h.Vars["node"], class)
-				out = append(out, h)
+			if h.Vars["class"] != class {
+				continue
 			}
+			h.Key = "node=" + h.Vars["node"]
+			h.Vars["newest"] = newestLine(r, h.Vars["node"], class)
+			h.Vars["age"] = ""
+			if age := sweepKernelAge.In(r, map[string]string{"node": h.Vars["node"], "class": class}); age != nil {
+				h.Evidence = append(h.Evidence, sweepKernelAge.Evidence(*age))
+				a := time.Duration(age.Value * float64(time.Second)).Round(time.Second)
+				h.Vars["age"] = fmt.Sprintf(", the newest %s before the sweep read it", a)
+				if known && a > horizon {
+					h.Severity = result.SeverityInfo
+					h.Vars["age"] = fmt.Sprintf(", the newest %s before the sweep read it — before this run began: past evidence, not a current fault", a)
+				}
+			}
+			out = append(out, h)
 		}
 		return out
 	}
+}
+
+// KernelGrace is how much older than the run a kernel log line may be and still count as the run's: the
+// agents read the log some time after the run began.
+const KernelGrace = 2 * time.Minute
+
+// runHorizon is how long before the node sweep's end the run began, plus KernelGrace: kernel lines older than
+// that at the sweep's read are older than the run. known is false when the times are not in the report.
+func runHorizon(r *result.Report) (time.Duration, bool) {
+	res := r.Result(Name)
+	if res == nil || res.End.IsZero() {
+		return 0, false
+	}
+	start := res.Start
+	if !r.Start.IsZero() && r.Start.Before(res.End) {
+		start = r.Start
+	}
+	if start.IsZero() || !start.Before(res.End) {
+		return 0, false
+	}
+	return res.End.Sub(start) + KernelGrace, true
 }
 
 // newestLine is the newest kernel log line of class on node, from the sweep's per-node record.
@@ -74,7 +114,7 @@ func Rules() []rule.Rule {
 			ID: "KS-NODE-NEIGH-OVERFLOW", Title: "The kernel logged \"neighbor table overflow\"", Severity: result.SeverityError, Cases: []string{"B"},
 			When:   rule.Condition{Metric: sweepKernel, Op: ">", Value: 0, Unit: "count"},
 			Source: "Linux neighbour table: past gc_thresh3 the kernel refuses new entries and logs this line; case B's connects took 30 s and DNS failed",
-			Summary: "{{.node}}'s kernel logged {{.value}} \"neighbor table overflow\" lines (newest: {{.newest}}): connections to new peers stall " +
+			Summary: "{{.node}}'s kernel logged {{.value}} \"neighbor table overflow\" lines (newest: {{.newest}}{{.age}}): connections to new peers stall " +
 				"until an entry frees",
 			Remediation: neigh.Remediation,
 			Match:       kernelClass(agent.KernNeighOverflow),
@@ -83,7 +123,7 @@ func Rules() []rule.Rule {
 			ID: "KS-NODE-CONNTRACK-DROP", Title: "The kernel dropped packets: conntrack table full", Severity: result.SeverityError, Cases: []string{"B", "D"},
 			When:        rule.Condition{Metric: sweepKernel, Op: ">", Value: 0, Unit: "count"},
 			Source:      "Linux netfilter logs \"nf_conntrack: table full, dropping packet\" for each new flow refused at nf_conntrack_max",
-			Summary:     "{{.node}}'s kernel logged {{.value}} \"nf_conntrack: table full\" lines (newest: {{.newest}}): new connections were dropped",
+			Summary:     "{{.node}}'s kernel logged {{.value}} \"nf_conntrack: table full\" lines (newest: {{.newest}}{{.age}}): new connections were dropped",
 			Remediation: conntrack.Remediation,
 			Match:       kernelClass(agent.KernConntrackFull),
 		},
@@ -91,7 +131,7 @@ func Rules() []rule.Rule {
 			ID: "KS-NODE-HUNG", Title: "Tasks hung on a node (blocked for more than the hung-task timeout)", Severity: result.SeverityError, Cases: []string{"C"},
 			When:   rule.Condition{Metric: sweepKernel, Op: ">", Value: 0, Unit: "count"},
 			Source: "Linux hung-task detector: a task in D state past kernel.hung_task_timeout_secs (120 s by default) is logged; case C's udevd and kworkers",
-			Summary: "{{.node}}'s kernel logged {{.value}} hung tasks (newest: {{.newest}}): I/O on that node does not complete, so container " +
+			Summary: "{{.node}}'s kernel logged {{.value}} hung tasks (newest: {{.newest}}{{.age}}): I/O on that node does not complete, so container " +
 				"starts and volume operations wait with it",
 			Remediation: "Find the device the tasks wait on (the sweep's disks and I/O pressure, iostat -x): a throttled or out-of-credit cloud volume " +
 				"(case C: gp2 burst credits -> provisioned IOPS), a failing disk, or a hung network filesystem.",

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -61,5 +62,53 @@ func BenchmarkSweep5000(b *testing.B) {
 		if len(fs) == 0 {
 			b.Fatal("no finding from the faulty hosts")
 		}
+	}
+}
+
+// TestKernelLinesAge: a kernel line logged during the run is a current error, with its age; the same line
+// logged an hour before the run began is lowered to info and says it is past evidence; where the run's times
+// are unknown the finding stands.
+func TestKernelLinesAge(t *testing.T) {
+	s := nodeagenttest.WithHost("n2", "neigh-overflow")
+	runStart := ruletest.T0
+	for _, c := range []struct {
+		name      string
+		age       float64 // seconds before the sweep's read; <0: the fixture's own (100 s)
+		times     bool
+		severity  result.Severity
+		wantInSum string
+	}{
+		{"during the run", -1, true, result.SeverityError, "the newest 1m40s before the sweep read it)"},
+		{"an hour before the run", 3700, true, result.SeverityInfo, "before this run began: past evidence"},
+		{"run times unknown", 3700, false, result.SeverityError, "the newest 1h1m40s before the sweep read it)"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			res := s.Result(t)
+			if c.times {
+				res.Start, res.End = runStart.Add(30*time.Second), runStart.Add(50*time.Second)
+			}
+			for i, m := range res.Metrics {
+				if m.Name == nodeagent.MetricKernelNewestAge && m.Labels["class"] == agent.KernNeighOverflow && c.age >= 0 {
+					res.Metrics[i].Value = c.age
+				}
+			}
+			rep := ruletest.Report(nil, res)
+			if c.times {
+				rep.Start = runStart
+			}
+			fs, _ := rule.Evaluate(rep, nodeagent.Rules())
+			var f *result.Finding
+			for i := range fs {
+				if fs[i].ID == "KS-NODE-NEIGH-OVERFLOW" {
+					f = &fs[i]
+				}
+			}
+			if f == nil {
+				t.Fatal("KS-NODE-NEIGH-OVERFLOW did not fire")
+			}
+			if f.Severity != c.severity || !strings.Contains(f.Summary, c.wantInSum) {
+				t.Fatalf("%s %q, want %s with %q", f.Severity, f.Summary, c.severity, c.wantInSum)
+			}
+		})
 	}
 }

@@ -158,6 +158,13 @@ func ReadNodeHost(ctx context.Context, o NodeHostOptions) *NodeHost {
 		after = o.Proc
 	}
 	elapsed := time.Since(psiStart)
+	if h.Net.ConntrackStat != nil {
+		if st, err := readConntrackStat(after); err != nil {
+			unread("conntrack statistics at the watch's end", err)
+		} else {
+			h.Net.ConntrackStatWindow = growth(h.Net.ConntrackStat, st)
+		}
+	}
 	for res, p := range h.PSI {
 		some, full, err := readPSI(after, res)
 		if err != nil {

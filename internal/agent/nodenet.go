@@ -26,6 +26,11 @@ type NodeNet struct {
 	// Conntrack entries and the table's limit (-1: not readable here).
 	ConntrackEntries int64 `json:"conntrack_entries"`
 	ConntrackMax     int64 `json:"conntrack_max"`
+	// ConntrackStat is /proc/net/stat/nf_conntrack's counters summed over the CPUs, by column name
+	// (ParseConntrackStat); ConntrackStatWindow is their growth over the node agent's watch (insert_failed
+	// rising with DNS lookups: the UDP DNAT race).
+	ConntrackStat       map[string]uint64 `json:"conntrack_stat,omitempty"`
+	ConntrackStatWindow map[string]uint64 `json:"conntrack_stat_window,omitempty"`
 	// Neighbours in the IPv4 ARP table and its gc_thresh3 (the hard limit: beyond it the kernel drops
 	// entries and logs "neighbor table overflow"), -1 when not readable.
 	Neighbours   int64 `json:"neighbours"`
@@ -117,6 +122,11 @@ func ReadNodeNet(ctx context.Context, r NodeNetRoots) *NodeNet {
 		*dst = v
 	}
 	readInt("conntrack entries", "sys/net/netfilter/nf_conntrack_count", &n.ConntrackEntries)
+	if st, err := readConntrackStat(r.Proc); err != nil {
+		unread("conntrack statistics", err)
+	} else {
+		n.ConntrackStat = st
+	}
 	readInt("conntrack limit", "sys/net/netfilter/nf_conntrack_max", &n.ConntrackMax)
 	readInt("neighbour limit", "sys/net/ipv4/neigh/default/gc_thresh3", &n.NeighThresh3)
 	readInt("neighbour gc_thresh1", "sys/net/ipv4/neigh/default/gc_thresh1", &n.NeighThresh1)
@@ -215,4 +225,29 @@ func (n *NodeNet) kubeProxyMetrics(body []byte) error {
 		}
 	}
 	return nil
+}
+
+// readConntrackStat reads proc/net/stat/nf_conntrack.
+func readConntrackStat(proc string) (map[string]uint64, error) {
+	b, err := os.ReadFile(filepath.Join(proc, "net/stat/nf_conntrack"))
+	if err != nil {
+		return nil, err
+	}
+	return ParseConntrackStat(b)
+}
+
+// growth is each counter's increase from a to b (a counter that went backwards grew by 0).
+func growth(a, b map[string]uint64) map[string]uint64 {
+	out := make(map[string]uint64, len(b))
+	for k, v := range b {
+		if k == "entries" {
+			continue
+		}
+		if v >= a[k] {
+			out[k] = v - a[k]
+		} else {
+			out[k] = 0
+		}
+	}
+	return out
 }

@@ -57,6 +57,9 @@ func TestReadNodeNet(t *testing.T) {
 	if n.ConntrackEntries != 117000 || n.ConntrackMax != 131072 || n.Neighbours != 900 || n.NeighThresh3 != 1024 {
 		t.Errorf("conntrack %d/%d neighbours %d/%d", n.ConntrackEntries, n.ConntrackMax, n.Neighbours, n.NeighThresh3)
 	}
+	if n.ConntrackStat[ConntrackInsertFailed] != 0x1c || n.ConntrackStat[ConntrackDrop] != 3 {
+		t.Errorf("conntrack statistics %v", n.ConntrackStat)
+	}
 	if n.KubeProxyMode != "iptables" || n.KubeProxyRules["nat/IPv4"] != 40123 || n.KubeProxyRules["filter/IPv4"] != 12 || n.KubeProxyRules["nat/IPv6"] != 5 {
 		t.Errorf("kube-proxy %q %v", n.KubeProxyMode, n.KubeProxyRules)
 	}

@@ -21,6 +21,12 @@ const (
 	MetricNeighbourUsage     = "neighbour_usage"
 	MetricNeighbourSoftUsage = "neighbour_soft_usage"
 	MetricConntrackUsage     = "conntrack_usage"
+	// MetricConntrackInsertFailed and MetricConntrackDrop are conntrack's insert_failed and drop counters
+	// (summed over the CPUs) since boot; the _window metrics their growth over the agent's watch (label node).
+	MetricConntrackInsertFailed       = "conntrack_insert_failed"
+	MetricConntrackDrop               = "conntrack_drop"
+	MetricConntrackInsertFailedWindow = "conntrack_insert_failed_window"
+	MetricConntrackDropWindow         = "conntrack_drop_window"
 	// MetricKernelLines counts the kernel log lines of a class (label class: agent.Kern*).
 	MetricKernelLines = "kernel_lines"
 	// MetricKernelNewestAge is how long before the agent's read the newest line of a class was logged (from
@@ -80,6 +86,14 @@ func Analyze(hosts []agent.NodeHost, failures map[string]string) result.Result {
 			}
 			if nn.Neighbours >= 0 && nn.NeighThresh2 > 0 {
 				add(MetricNeighbourSoftUsage, "ratio", float64(nn.Neighbours)/float64(nn.NeighThresh2), "node", n)
+			}
+			if st := nn.ConntrackStat; st != nil {
+				add(MetricConntrackInsertFailed, "count", float64(st[agent.ConntrackInsertFailed]), "node", n)
+				add(MetricConntrackDrop, "count", float64(st[agent.ConntrackDrop]), "node", n)
+			}
+			if w := nn.ConntrackStatWindow; w != nil {
+				add(MetricConntrackInsertFailedWindow, "count", float64(w[agent.ConntrackInsertFailed]), "node", n)
+				add(MetricConntrackDropWindow, "count", float64(w[agent.ConntrackDrop]), "node", n)
 			}
 			if nn.ConntrackEntries >= 0 && nn.ConntrackMax > 0 {
 				add(MetricConntrackUsage, "ratio", float64(nn.ConntrackEntries)/float64(nn.ConntrackMax), "node", n)

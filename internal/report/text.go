@@ -47,6 +47,9 @@ func WriteText(w io.Writer, r *result.Report) error {
 					ew.printf("        ... and %d more (-o json lists %d)\n", more, len(f.Items))
 				}
 			}
+			for _, sa := range f.SeenAlso {
+				ew.printf("      seen also by %s (%s): %s\n", sa.ID, strings.Join(sa.Results, ", "), sa.Summary)
+			}
 			ew.printf("      threshold: %s %s %s (%s)\n", f.Threshold.Op, result.FormatValue(f.Threshold.Value), f.Threshold.Unit, f.Threshold.Source)
 			ew.printf("      fix: %s\n", f.Remediation)
 		}

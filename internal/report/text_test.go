@@ -27,6 +27,7 @@ func TestWriteText(t *testing.T) {
 		r.Findings[2].Items = append(r.Findings[2].Items, result.Item{Key: fmt.Sprintf("node=n%d", i), Value: float64(100 - i)})
 	}
 	r.Findings[2].ItemCount = 1200
+	r.Findings[0].SeenAlso = []result.SeenAlso{{ID: "KS-B-AUDIT", Title: "t", Summary: "800 409s from calico-node", Results: []string{"api.audit"}}}
 	var b bytes.Buffer
 	if err := WriteText(&b, r); err != nil {
 		t.Fatal(err)
@@ -36,7 +37,7 @@ func TestWriteText(t *testing.T) {
 	if ia < 0 || !(ia < ib && ib < ic) {
 		t.Fatalf("findings not worst first then by id:\n%s", out)
 	}
-	for _, want := range []string{"FINDINGS (3)", "[CRITICAL] KS-A", "threshold: > 0.5 seconds (src)", "fix: fix KS-A",
+	for _, want := range []string{"FINDINGS (3)", "[CRITICAL] KS-A", "seen also by KS-B-AUDIT (api.audit): 800 409s from calico-node", "threshold: > 0.5 seconds (src)", "fix: fix KS-A",
 		"RULES: 1 fired, 0 clear, 1 not evaluated",
 		"1200 items, worst first (the first 50 listed):", "node=n0  100 s", "node=n9  91 s", "... and 1190 more (-o json lists 50)", "not evaluated: KS-X (a.b was not measured)", "a.b", "Skip", "no permission", "0.123", "a=1 verb=GET"} {
 		if !strings.Contains(out, want) {

@@ -126,6 +126,10 @@ func TestControlPlaneSaturated(t *testing.T) {
 			if got := len(fs) == 1; got != c.fires {
 				t.Fatalf("fired %v, want %v (%+v)", got, c.fires, evals)
 			}
+			// Cores unknown is not healthy: the rule is not evaluated, naming why.
+			if c.name == "cores unknown" && (evals[0].Status != result.RuleNotEvaluated || !strings.Contains(evals[0].Reason, "control-plane")) {
+				t.Errorf("cores unknown: %+v, want not evaluated", evals[0])
+			}
 			for _, w := range c.want {
 				if !strings.Contains(fs[0].Summary, w) {
 					t.Errorf("summary %q lacks %q", fs[0].Summary, w)

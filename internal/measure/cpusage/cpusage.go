@@ -352,7 +352,12 @@ func Analyze(first, last *prom.Snapshot, cores float64, source string) result.Re
 	if cores > 0 {
 		add(MetricCoresAvailable, "cores", cores, map[string]string{"source": source})
 	} else {
-		notes = append(notes, "the cores kube-apiserver and etcd may use are unknown (no control-plane node is visible): no saturation ratio")
+		// Unknown is not healthy: the saturation is absent, so KS-CP-SATURATED is not evaluated (never clear).
+		reason := "the cores kube-apiserver and etcd may use are unknown (no node labelled node-role.kubernetes.io/control-plane: a managed control plane); no saturation ratio"
+		notes = append(notes, reason)
+		series := "capacity of the control-plane nodes"
+		res.Absent = append(res.Absent, result.Absence{Metric: MetricCoresAvailable, Series: series, Reason: reason},
+			result.Absence{Metric: MetricCPUSaturation, Series: series, Reason: reason})
 	}
 	for comp, fam := range map[string]string{APIServer: "go_sched_latencies_seconds", Etcd: etcdPrefix + "go_sched_latencies_seconds"} {
 		var h prom.Histogram

@@ -78,8 +78,9 @@ func Expand(paths []string) ([]string, error) {
 	return out, nil
 }
 
-// Read streams every event of the files to fn, in order. Garbage and truncated lines are counted and
-// skipped, never fatal; an unreadable file is an error.
+// Read streams every event of the files to fn, in order (the *Event is valid during the call only: fn copies
+// what it keeps). Garbage and truncated lines are counted and skipped, never fatal; an unreadable file is an
+// error.
 func Read(ctx context.Context, files []string, fn func(*Event), progress func(Stats)) (Stats, error) {
 	var st Stats
 	for _, path := range files {
@@ -111,14 +112,15 @@ func readFile(ctx context.Context, path string, st *Stats, fn func(*Event), prog
 	}
 	lr := bufio.NewReaderSize(r, 1<<20)
 	lineNo := 0
+	p := parser{intern: map[string]string{}}
+	var ev Event
 	for {
 		line, err := readLine(lr)
 		if len(line) > 0 {
 			lineNo++
 			st.Lines++
 			if t := bytes.TrimSpace(line); len(t) > 0 {
-				ev, perr := ParseLine(t)
-				if perr != nil {
+				if perr := p.parse(t, &ev); perr != nil {
 					st.BadLines++
 					if len(st.FirstBad) < keepBad {
 						st.FirstBad = append(st.FirstBad, BadLine{File: path, Line: lineNo, Err: perr.Error()})

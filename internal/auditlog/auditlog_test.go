@@ -5,8 +5,10 @@ import (
 	"compress/gzip"
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -292,4 +294,75 @@ func FuzzParseLine(f *testing.F) {
 		a.Add(&ev)
 		a.Result(3)
 	})
+}
+
+// TestReadBlocksMatchSequential: the parallel read (blocks of whole lines across workers) gives the events,
+// counts and first bad lines of a line-by-line read, in file order, with one worker or several, plain or
+// gzip, with a line longer than a block and a last line without its newline.
+func TestReadBlocksMatchSequential(t *testing.T) {
+	var data []byte
+	chunk := genLog(3000, true, true)
+	for i := 0; len(data) < 3*blockSize; i++ {
+		data = append(data, chunk...)
+		switch i {
+		case 0:
+			data = append(data, "garbage\n\n   \n{\"verb\":\"get\"}\n"...)
+		case 1:
+			// One line longer than a block.
+			long := bytes.Replace(genLog(1, false, false), []byte(`"annotations":{`), []byte(`"annotations":{"x":"`+strings.Repeat("y", 2*blockSize)+`",`), 1)
+			data = append(data, long...)
+		}
+	}
+	data = append(data, bytes.TrimSpace(genLog(1, false, true))...) // no final newline
+	// The reference: line by line.
+	var want []Event
+	var wantBad []int
+	lines := bytes.Split(data, []byte("\n"))
+	for i, l := range lines {
+		if len(bytes.TrimSpace(l)) == 0 {
+			continue
+		}
+		ev, err := ParseLine(bytes.TrimSpace(l))
+		if err != nil {
+			wantBad = append(wantBad, i+1)
+			continue
+		}
+		want = append(want, ev)
+	}
+	if len(wantBad) != 2 || len(want) < 6000 {
+		t.Fatalf("fixture: %d events, bad lines %v", len(want), wantBad)
+	}
+	dir := t.TempDir()
+	plain := writeFile(t, dir, "audit.log", data, false, time.Now())
+	gz := writeFile(t, dir, "audit.log.gz", data, true, time.Now())
+	for _, procs := range []int{1, 2, 4} {
+		for _, path := range []string{plain, gz} {
+			prev := runtime.GOMAXPROCS(procs)
+			var got []Event
+			st, err := Read(context.Background(), []string{path}, func(ev *Event) { got = append(got, *ev) }, nil)
+			runtime.GOMAXPROCS(prev)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != len(want) || st.Events != int64(len(want)) || st.Lines != int64(len(lines)) || st.BadLines != 2 || len(st.FirstBad) != 2 {
+				t.Fatalf("procs %d %s: %d events (want %d), stats %+v", procs, path, len(got), len(want), st)
+			}
+			for i := range want {
+				if got[i] != want[i] {
+					t.Fatalf("procs %d %s: event %d\n got %+v\nwant %+v", procs, path, i, got[i], want[i])
+				}
+			}
+			for i, b := range st.FirstBad {
+				if b.Line != wantBad[i] || b.File != path {
+					t.Fatalf("procs %d: bad line %+v, want line %d", procs, b, wantBad[i])
+				}
+			}
+		}
+	}
+	// A cancelled read stops with the context's error.
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := Read(ctx, []string{plain}, func(*Event) {}, nil); !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled read: %v", err)
+	}
 }

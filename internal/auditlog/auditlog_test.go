@@ -366,3 +366,32 @@ func TestReadBlocksMatchSequential(t *testing.T) {
 		t.Fatalf("cancelled read: %v", err)
 	}
 }
+
+// FuzzStringEsc: the eight-bytes-at-a-time string scanner ends a string where a byte-by-byte one does.
+func FuzzStringEsc(f *testing.F) {
+	for _, s := range []string{`"abc"`, `"a\"b"x`, `"0123456789abcdef\\"`, `"01234567\\\"89"`, `"unterminated`, `"\`, `"abcdefg\`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, in []byte) {
+		// Reference.
+		want, wantEsc, wantOK := -1, false, false
+		if len(in) > 0 && in[0] == '"' {
+			for j := 1; j < len(in); j++ {
+				if in[j] == '\\' {
+					wantEsc = true
+					j++
+					continue
+				}
+				if in[j] == '"' {
+					want, wantOK = j, true
+					break
+				}
+			}
+		}
+		s := scanner{b: in}
+		raw, esc, err := s.stringEsc()
+		if (err == nil) != wantOK || (wantOK && (len(raw) != want-1 || s.i != want+1 || esc != wantEsc)) {
+			t.Fatalf("%q: got %q esc %v at %d (%v), want end %d esc %v ok %v", in, raw, esc, s.i, err, want, wantEsc, wantOK)
+		}
+	})
+}

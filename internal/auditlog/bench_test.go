@@ -3,6 +3,7 @@ package auditlog
 import (
 	"bytes"
 	"context"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"syscall"
@@ -77,4 +78,60 @@ func BenchmarkCompareJQ(b *testing.B) {
 	b.ReportMetric(mb*float64(b.N)/ours.Seconds(), "kubeslow-MB/s")
 	b.ReportMetric(mb*float64(b.N)/theirs.Seconds(), "jq-MB/s")
 	b.ReportMetric(theirs.Seconds()/ours.Seconds(), "x-jq")
+}
+
+// BenchmarkParseAndAnalyzeLab is the same on the real lab log's lines (testdata), one goroutine.
+func BenchmarkParseAndAnalyzeLab(b *testing.B) {
+	lines := labLines(b, 1<<20)
+	var size int64
+	for _, l := range lines {
+		size += int64(len(l)) + 1
+	}
+	b.SetBytes(size)
+	b.ReportAllocs()
+	c0 := cpuTime()
+	for b.Loop() {
+		a := NewAnalyzer()
+		p := parser{intern: map[string]string{}}
+		var ev Event
+		for _, l := range lines {
+			if err := p.parse(l, &ev); err != nil {
+				b.Fatal(err)
+			}
+			a.Add(&ev)
+		}
+		a.Result(10)
+	}
+	b.ReportMetric(float64(size)*float64(b.N)/1e6/(cpuTime()-c0).Seconds(), "cpu-MB/s")
+}
+
+// BenchmarkRead is Read (file, blocks, workers) and the analysis over ~50 MB of the lab log repeated, on
+// GOMAXPROCS cores (-cpu 1,2).
+func BenchmarkRead(b *testing.B) {
+	lines := labLines(b, 1<<20)
+	one := append(bytes.Join(lines, []byte("\n")), '\n')
+	path := filepath.Join(b.TempDir(), "audit.log")
+	f, err := os.Create(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var size int64
+	for size < 50<<20 {
+		n, _ := f.Write(one)
+		size += int64(n)
+	}
+	if err := f.Close(); err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(size)
+	b.ReportAllocs()
+	c0 := cpuTime()
+	for b.Loop() {
+		a := NewAnalyzer()
+		if _, err := Read(context.Background(), []string{path}, a.Add, nil); err != nil {
+			b.Fatal(err)
+		}
+		a.Result(10)
+	}
+	b.ReportMetric(float64(size)*float64(b.N)/1e6/(cpuTime()-c0).Seconds(), "cpu-MB/s")
 }

@@ -4,9 +4,10 @@
 package auditlog
 
 import (
-	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"math/bits"
 	"strconv"
 	"time"
 )
@@ -294,33 +295,55 @@ func (s *scanner) key() ([]byte, error) {
 
 // rawString returns a string's bytes without unescaping, the scanner at its opening quote.
 func (s *scanner) rawString() ([]byte, error) {
-	b := s.b
-	if s.i >= len(b) || b[s.i] != '"' {
-		return nil, errSyntax
-	}
-	return s.longString(s.i + 1)
+	raw, _, err := s.stringEsc()
+	return raw, err
 }
 
-// longString finds the end of a string that starts at b[start] (after its quote).
-func (s *scanner) longString(start int) ([]byte, error) {
-	j := start
-	for {
-		k := bytes.IndexByte(s.b[j:], '"')
-		if k < 0 {
-			return nil, errSyntax
-		}
-		q := j + k
-		// The quote ends the string unless an odd run of backslashes escapes it.
-		n := 0
-		for q-1-n >= start && s.b[q-1-n] == '\\' {
-			n++
-		}
-		if n%2 == 0 {
-			s.i = q + 1
-			return s.b[start:q], nil
-		}
-		j = q + 1
+const (
+	ones   = 0x0101010101010101
+	highs  = 0x8080808080808080
+	quotes = ones * '"'
+	bslash = ones * '\\'
+)
+
+// stringEsc returns a string's bytes without unescaping, and whether it holds an escape, the scanner at its
+// opening quote. It looks for the closing quote or a backslash eight bytes at a time.
+func (s *scanner) stringEsc() (raw []byte, esc bool, err error) {
+	b := s.b
+	if s.i >= len(b) || b[s.i] != '"' {
+		return nil, false, errSyntax
 	}
+	start := s.i + 1
+	j := start
+	for j+8 <= len(b) {
+		w := binary.LittleEndian.Uint64(b[j:])
+		q, e := w^quotes, w^bslash
+		// A byte of q or e is zero where w has a quote or a backslash; the lowest flagged byte is exact.
+		if m := ((q-ones)&^q | (e-ones)&^e) & highs; m != 0 {
+			j += bits.TrailingZeros64(m) >> 3
+			if b[j] == '"' {
+				s.i = j + 1
+				return b[start:j], esc, nil
+			}
+			esc = true
+			j += 2 // the backslash and the byte it escapes
+			continue
+		}
+		j += 8
+	}
+	for j < len(b) {
+		switch b[j] {
+		case '"':
+			s.i = j + 1
+			return b[start:j], esc, nil
+		case '\\':
+			esc = true
+			j += 2
+			continue
+		}
+		j++
+	}
+	return nil, false, errSyntax
 }
 
 // strValue reads a string value or null: raw bytes, whether they hold escapes, whether it was null.
@@ -328,11 +351,8 @@ func (s *scanner) strValue() (raw []byte, esc, null bool, err error) {
 	if s.i < len(s.b) && s.b[s.i] == 'n' {
 		return nil, false, true, s.literal("null")
 	}
-	raw, err = s.rawString()
-	if err != nil {
-		return nil, false, false, err
-	}
-	return raw, bytes.IndexByte(raw, '\\') >= 0, false, nil
+	raw, esc, err = s.stringEsc()
+	return raw, esc, false, err
 }
 
 func (s *scanner) int(dst *int) error {

@@ -69,7 +69,7 @@ func BenchmarkCompareJQ(b *testing.B) {
 		}
 		t0 = time.Now()
 		// jq extracting the same fields (it does less: no aggregation).
-		cmd := exec.Command(jq, "-c", "[.user.username, .userAgent, .verb, .objectRef.resource, .responseStatus.code, .stage]", path)
+		cmd := exec.Command(jq, "-c", "[.user.username, .userAgent, .verb, .objectRef.resource, .objectRef.subresource, .objectRef.namespace, .objectRef.name, .responseStatus.code, .stage, .requestReceivedTimestamp]", path)
 		if err := cmd.Run(); err != nil {
 			b.Fatal(err)
 		}

@@ -33,10 +33,12 @@ type Analyzer struct {
 	conflicts   map[string]int64 // resource/object -> 409s
 	perMinute   map[int64]*minute
 
-	// lastMinute caches perMinute[lastMinuteKey] (events come in time order); resources interns
+	// lastMinute caches perMinute[lastMinuteKey] (events come in time order), lastClient the last event's
+	// client; resources interns
 	// "resource/subresource"; buf is scratch for map keys.
 	lastMinute    *minute
 	lastMinuteKey int64
+	lastClient    *client
 	resources     map[string]string
 	buf           []byte
 }
@@ -95,11 +97,17 @@ func (a *Analyzer) Add(ev *Event) {
 	// Keys are built in a scratch buffer: a map look-up with string(buf) does not allocate, only a new key
 	// is copied.
 	agent := AgentName(ev.UserAgent)
-	a.buf = append(append(append(a.buf[:0], ev.User...), 0), agent...)
-	c := a.clients[string(a.buf)]
-	if c == nil {
-		c = &client{user: ev.User, agent: agent, listsByResource: map[string]int64{}, conflictsByResource: map[string]int64{}}
-		a.clients[string(a.buf)] = c
+	// Successive events often come from one client (and the parser's strings are shared, so comparing them
+	// is cheap).
+	c := a.lastClient
+	if c == nil || c.user != ev.User || c.agent != agent {
+		a.buf = append(append(append(a.buf[:0], ev.User...), 0), agent...)
+		c = a.clients[string(a.buf)]
+		if c == nil {
+			c = &client{user: ev.User, agent: agent, listsByResource: map[string]int64{}, conflictsByResource: map[string]int64{}}
+			a.clients[string(a.buf)] = c
+		}
+		a.lastClient = c
 	}
 	c.requests++
 	mk := ev.Received.Unix() / 60

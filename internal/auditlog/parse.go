@@ -58,6 +58,29 @@ func (p *parser) str(b []byte) string {
 	if p.intern == nil {
 		return string(b)
 	}
+	// Every line has a stage and a verb: their usual values need no look-up.
+	switch string(b) {
+	case "ResponseComplete":
+		return "ResponseComplete"
+	case "ResponseStarted":
+		return "ResponseStarted"
+	case "RequestReceived":
+		return "RequestReceived"
+	case "get":
+		return "get"
+	case "list":
+		return "list"
+	case "watch":
+		return "watch"
+	case "create":
+		return "create"
+	case "update":
+		return "update"
+	case "patch":
+		return "patch"
+	case "delete":
+		return "delete"
+	}
 	if v, ok := p.intern[string(b)]; ok {
 		return v
 	}

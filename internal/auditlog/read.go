@@ -123,7 +123,8 @@ func readFile(ctx context.Context, path string, st *Stats, fn func(*Event), prog
 	}
 	defer f.Close()
 	counting := &countingReader{r: f}
-	br := bufio.NewReaderSize(counting, 1<<20)
+	// Smaller than a block: a block's reads of a plain file then bypass this buffer (no copy through it).
+	br := bufio.NewReaderSize(counting, 64<<10)
 	var r io.Reader = br
 	// gzip is recognised by its magic bytes, not by the file name.
 	if magic, _ := br.Peek(2); len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {

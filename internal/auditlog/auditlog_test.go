@@ -167,8 +167,14 @@ func TestParseLineRejects(t *testing.T) {
 		"array":     `[1,2,3]`,
 		"bad time":  strings.Replace(good, `"requestReceivedTimestamp":"2026`, `"requestReceivedTimestamp":"yesterday-2026`, 1),
 	} {
-		if _, err := ParseLine([]byte(in)); err == nil {
+		_, err := ParseLine([]byte(in))
+		if err == nil {
 			t.Errorf("%s: accepted %.80q", name, in)
+			continue
+		}
+		// A syntax error says where.
+		if errors.Is(err, errSyntax) && !strings.Contains(err.Error(), "malformed JSON at byte ") {
+			t.Errorf("%s: error %q does not say where", name, err)
 		}
 	}
 }

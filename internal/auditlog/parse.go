@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math/bits"
 	"strconv"
 	"time"
@@ -91,8 +92,16 @@ func (p *parser) str(b []byte) string {
 	return v
 }
 
-// parse decodes line into ev (which it overwrites).
+// parse decodes line into ev (which it overwrites). A syntax error says where the line stopped making sense.
 func (p *parser) parse(line []byte, ev *Event) error {
+	err := p.event(line, ev)
+	if err == errSyntax {
+		return fmt.Errorf("%w at byte %d of %d", errSyntax, min(p.s.i+1, len(line)), len(line))
+	}
+	return err
+}
+
+func (p *parser) event(line []byte, ev *Event) error {
 	*ev = Event{}
 	s := &p.s
 	s.b, s.i = line, 0

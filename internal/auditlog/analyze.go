@@ -32,6 +32,15 @@ type Analyzer struct {
 	clients     map[string]*client
 	conflicts   map[string]int64 // resource/object -> 409s
 	perMinute   map[int64]*minute
+
+	// lastMinute caches perMinute[lastMinuteKey] (events come in time order), lastClient the last event's
+	// client; resources interns
+	// "resource/subresource"; buf is scratch for map keys.
+	lastMinute    *minute
+	lastMinuteKey int64
+	lastClient    *client
+	resources     map[string]string
+	buf           []byte
 }
 
 type client struct {
@@ -46,7 +55,7 @@ type minute struct{ requests, lists, conflicts int64 }
 
 // NewAnalyzer returns an empty analyzer.
 func NewAnalyzer() *Analyzer {
-	return &Analyzer{clients: map[string]*client{}, conflicts: map[string]int64{}, perMinute: map[int64]*minute{}}
+	return &Analyzer{clients: map[string]*client{}, conflicts: map[string]int64{}, perMinute: map[int64]*minute{}, resources: map[string]string{}}
 }
 
 // counted says whether an event is the one record of its request: ResponseComplete (or Panic), and for
@@ -85,22 +94,42 @@ func (a *Analyzer) Add(ev *Event) {
 		a.last = ev.Received
 	}
 	a.total++
-	key := ev.User + "\x00" + AgentName(ev.UserAgent)
-	c := a.clients[key]
-	if c == nil {
-		c = &client{user: ev.User, agent: AgentName(ev.UserAgent), listsByResource: map[string]int64{}, conflictsByResource: map[string]int64{}}
-		a.clients[key] = c
+	// Keys are built in a scratch buffer: a map look-up with string(buf) does not allocate, only a new key
+	// is copied.
+	agent := AgentName(ev.UserAgent)
+	// Successive events often come from one client (and the parser's strings are shared, so comparing them
+	// is cheap).
+	c := a.lastClient
+	if c == nil || c.user != ev.User || c.agent != agent {
+		a.buf = append(append(append(a.buf[:0], ev.User...), 0), agent...)
+		c = a.clients[string(a.buf)]
+		if c == nil {
+			c = &client{user: ev.User, agent: agent, listsByResource: map[string]int64{}, conflictsByResource: map[string]int64{}}
+			a.clients[string(a.buf)] = c
+		}
+		a.lastClient = c
 	}
 	c.requests++
-	m := a.perMinute[ev.Received.Unix()/60]
-	if m == nil {
-		m = &minute{}
-		a.perMinute[ev.Received.Unix()/60] = m
+	mk := ev.Received.Unix() / 60
+	m := a.lastMinute
+	if m == nil || a.lastMinuteKey != mk {
+		m = a.perMinute[mk]
+		if m == nil {
+			m = &minute{}
+			a.perMinute[mk] = m
+		}
+		a.lastMinute, a.lastMinuteKey = m, mk
 	}
 	m.requests++
 	res := ev.Resource
 	if ev.Subresource != "" {
-		res += "/" + ev.Subresource
+		a.buf = append(append(append(a.buf[:0], ev.Resource...), '/'), ev.Subresource...)
+		if r, ok := a.resources[string(a.buf)]; ok {
+			res = r
+		} else {
+			res = string(a.buf)
+			a.resources[res] = res
+		}
 	}
 	if ev.Verb == "list" {
 		c.lists++

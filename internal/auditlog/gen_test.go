@@ -3,6 +3,9 @@ package auditlog
 import (
 	"bytes"
 	"fmt"
+	"os"
+	"strconv"
+	"testing"
 	"time"
 )
 
@@ -32,4 +35,44 @@ func genLog(n int, listStorm, conflicts bool) []byte {
 			i, res, verb, user, ua, ref, code, ts.Format(time.RFC3339Nano), ts.Add(3*time.Millisecond).Format(time.RFC3339Nano))
 	}
 	return b.Bytes()
+}
+
+// writeBenchLog writes copies of genLog(50000, true, true) to path until it holds at least size bytes, and
+// returns its size.
+func writeBenchLog(path string, size int64) (int64, error) {
+	chunk := genLog(50000, true, true)
+	f, err := os.Create(path)
+	if err != nil {
+		return 0, err
+	}
+	var n int64
+	for n < size {
+		w, err := f.Write(chunk)
+		if err != nil {
+			f.Close()
+			return n, err
+		}
+		n += int64(w)
+	}
+	return n, f.Close()
+}
+
+// TestWriteBenchLog writes the synthetic benchmark log for hack/bench-jq.sh: KUBESLOW_AUDIT_BENCH_LOG names
+// the file, KUBESLOW_AUDIT_BENCH_MB its size (default 200). Skipped without them.
+func TestWriteBenchLog(t *testing.T) {
+	path := os.Getenv("KUBESLOW_AUDIT_BENCH_LOG")
+	if path == "" {
+		t.Skip("KUBESLOW_AUDIT_BENCH_LOG not set: writes hack/bench-jq.sh's input")
+	}
+	mb := int64(200)
+	if v := os.Getenv("KUBESLOW_AUDIT_BENCH_MB"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n <= 0 {
+			t.Fatalf("KUBESLOW_AUDIT_BENCH_MB=%q: want a positive number of MB", v)
+		}
+		mb = n
+	}
+	if _, err := writeBenchLog(path, mb<<20); err != nil {
+		t.Fatal(err)
+	}
 }

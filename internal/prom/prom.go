@@ -1,6 +1,6 @@
 // Package prom reads Prometheus text-format metrics with the ecosystem's own parser (expfmt) and analyses
 // them over a window: counter and histogram deltas between two scrapes (not lifetime totals), sums by label,
-// and histogram quantiles as Prometheus's histogram_quantile computes them.
+// and histogram quantiles as Prometheus's histogram_quantile computes them, with the bucket each was estimated in.
 package prom
 
 import (
@@ -16,6 +16,8 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+
+	"github.com/kubeslow/kubeslow/pkg/result"
 )
 
 // Snapshot is one scrape.
@@ -215,30 +217,119 @@ func (h *Histogram) Add(o *Histogram) {
 	h.Count += o.Count
 }
 
-// Quantile is Prometheus's histogram_quantile: linear interpolation inside the bucket where the rank falls;
-// in the +Inf bucket it returns the highest finite bound. ok is false without observations.
+// Quantile is QuantileEstimate's value.
 func (h *Histogram) Quantile(q float64) (v float64, ok bool) {
-	if h == nil || len(h.Counts) == 0 || h.Counts[len(h.Counts)-1] <= 0 || q < 0 || q > 1 {
-		return 0, false
+	e, ok := h.QuantileEstimate(q)
+	return e.Value, ok
+}
+
+// Estimate is a quantile estimated from a histogram's buckets: Value as Prometheus's histogram_quantile
+// computes it, and Bounds the bucket it was interpolated in (the true quantile lies within them).
+type Estimate struct {
+	Value  float64
+	Bounds result.Bounds
+}
+
+// Metric is a metric holding the estimate: its value, and the bucket it lies in as the metric's Bounds.
+func (e Estimate) Metric(name, unit string, labels map[string]string) result.Metric {
+	b := e.Bounds
+	return result.Metric{Name: name, Unit: unit, Value: e.Value, Labels: labels, Bounds: &b}
+}
+
+// precisionTolerance is the relative difference between successive cumulative counts that is taken for a
+// floating-point rounding error and ignored, as histogram_quantile does (Prometheus's smallDeltaTolerance).
+const precisionTolerance = 1e-12
+
+// QuantileEstimate is Prometheus's histogram_quantile over classic buckets (promql/quantile.go's
+// bucketQuantile), with the bucket the value was found in:
+//   - buckets are sorted by upper bound, buckets with the same bound merged, counts differing from the last kept one by a
+//     relative 1e-12 or less made equal to it and any decrease removed (the monotonic envelope);
+//   - rank = q × total; the first bucket whose cumulative count reaches it holds the quantile, and the value
+//     is interpolated linearly inside it: lower + (upper - lower) × (rank - below) / (in bucket);
+//   - the first bucket's lower edge is 0, unless its upper edge is <= 0: then that edge is returned
+//     (Bounds.Unbounded "lower": the true value is at most it);
+//   - in the +Inf bucket the highest finite bound is returned (Bounds.Unbounded "upper": the true value is at
+//     least it).
+//
+// ok is false where histogram_quantile gives NaN or ±Inf: no observations, fewer than two buckets, no +Inf
+// bucket, q outside [0, 1] or NaN, and q = 0 on an empty first bucket (0/0).
+func (h *Histogram) QuantileEstimate(q float64) (Estimate, bool) {
+	if h == nil || len(h.Counts) != len(h.Bounds) || len(h.Counts) == 0 || math.IsNaN(q) || q < 0 || q > 1 {
+		return Estimate{}, false
 	}
-	total := h.Counts[len(h.Counts)-1]
-	rank := q * total
-	i := sort.Search(len(h.Counts), func(i int) bool { return h.Counts[i] >= rank })
-	if i == len(h.Bounds)-1 && math.IsInf(h.Bounds[i], 1) {
-		if i == 0 {
-			return 0, false
+	type bucket struct{ upper, count float64 }
+	bs := make([]bucket, len(h.Bounds))
+	for i := range h.Bounds {
+		bs[i] = bucket{h.Bounds[i], h.Counts[i]}
+	}
+	sort.SliceStable(bs, func(i, j int) bool { return bs[i].upper < bs[j].upper })
+	if !math.IsInf(bs[len(bs)-1].upper, 1) {
+		return Estimate{}, false
+	}
+	// Merge buckets with the same bound.
+	n := 0
+	for _, b := range bs[1:] {
+		if b.upper == bs[n].upper {
+			bs[n].count += b.count
+			continue
 		}
-		return h.Bounds[i-1], true
+		n++
+		bs[n] = b
 	}
-	lower, below := 0.0, 0.0
-	if i > 0 {
-		lower, below = h.Bounds[i-1], h.Counts[i-1]
+	bs = bs[:n+1]
+	// Differences within the tolerance are rounding errors and any decrease is removed: each count is
+	// compared with the last one kept.
+	prev := bs[0].count
+	for i := 1; i < len(bs); i++ {
+		cur := bs[i].count
+		switch {
+		case cur == prev:
+		case almostEqual(prev, cur, precisionTolerance) || cur < prev:
+			bs[i].count = prev
+		default:
+			prev = cur
+		}
 	}
-	inBucket := h.Counts[i] - below
-	if inBucket <= 0 {
-		return h.Bounds[i], true
+	if len(bs) < 2 {
+		return Estimate{}, false
 	}
-	return lower + (h.Bounds[i]-lower)*((rank-below)/inBucket), true
+	total := bs[len(bs)-1].count
+	if total <= 0 || math.IsNaN(total) {
+		return Estimate{}, false
+	}
+	rank := q * total
+	b := sort.Search(len(bs)-1, func(i int) bool { return bs[i].count >= rank })
+	if b == len(bs)-1 {
+		v := bs[len(bs)-2].upper
+		return Estimate{Value: v, Bounds: result.Bounds{Lower: v, Upper: v, Unbounded: "upper"}}, true
+	}
+	if b == 0 && bs[0].upper <= 0 {
+		v := bs[0].upper
+		return Estimate{Value: v, Bounds: result.Bounds{Lower: v, Upper: v, Unbounded: "lower"}}, true
+	}
+	lower, upper, count := 0.0, bs[b].upper, bs[b].count
+	if b > 0 {
+		lower = bs[b-1].upper
+		count -= bs[b-1].count
+		rank -= bs[b-1].count
+	}
+	if count <= 0 {
+		return Estimate{}, false // q = 0 on an empty first bucket: histogram_quantile's 0/0
+	}
+	return Estimate{Value: lower + (upper-lower)*(rank/count), Bounds: result.Bounds{Lower: lower, Upper: upper}}, true
+}
+
+// almostEqual says whether a and b differ by at most a relative epsilon (Prometheus's util/almost.Equal).
+func almostEqual(a, b, epsilon float64) bool {
+	const minNormal = 2.2250738585072014e-308 // the smallest normal float64
+	if a == b {
+		return true
+	}
+	absSum, diff := math.Abs(a)+math.Abs(b), math.Abs(a-b)
+	if a == 0 || b == 0 || absSum < minNormal {
+		return diff < epsilon*minNormal
+	}
+	return diff/math.Min(absSum, math.MaxFloat64) < epsilon
 }
 
 // GroupCounters sums counter deltas by the given labels, keeping series for which keep returns true.

@@ -39,27 +39,85 @@ func hist(bounds, counts []float64) *Histogram {
 
 func TestQuantile(t *testing.T) {
 	inf := math.Inf(1)
+	type bounds struct {
+		lower, upper float64
+		unbounded    string
+	}
+	// Prometheus's own histogram_quantile cases (promql/promqltest/testdata/histograms.test, at 50m: ten
+	// times the per-step counts), recomputed here by hand.
+	positive := hist([]float64{0.1, 0.2, 1, inf}, []float64{50, 70, 110, 120})
+	negative := hist([]float64{-0.2, -0.1, 0.3, inf}, []float64{10, 20, 20, 30})
+	// sum by (le) over four series: 0.1 -> 10, 0.2 -> 19, +Inf -> 25.
+	summed := hist([]float64{0.1, 0.2, inf}, []float64{10, 19, 25})
+	// Non-monotonic counts: the envelope is 20, 20, 50, 50, 90, 90.
+	nonmono := hist([]float64{0.1, 1, 10, 100, 1000, inf}, []float64{20, 10, 50, 40, 90, 80})
 	cases := []struct {
 		name   string
 		h      *Histogram
 		q      float64
 		want   float64
+		b      bounds
 		wantOK bool
 	}{
 		// 100 observations: 50 in (0,0.1], 40 in (0.1,0.5], 10 in (0.5,1].
-		{"median in first bucket", hist([]float64{0.1, 0.5, 1, inf}, []float64{50, 90, 100, 100}), 0.5, 0.1, true},
-		{"p90 at bucket edge", hist([]float64{0.1, 0.5, 1, inf}, []float64{50, 90, 100, 100}), 0.9, 0.5, true},
-		{"p95 interpolated", hist([]float64{0.1, 0.5, 1, inf}, []float64{50, 90, 100, 100}), 0.95, 0.75, true},
-		{"p25 interpolated from 0", hist([]float64{0.1, 0.5, 1, inf}, []float64{50, 90, 100, 100}), 0.25, 0.05, true},
-		{"in +Inf: highest finite bound", hist([]float64{0.1, 0.5, inf}, []float64{1, 2, 10}), 0.99, 0.5, true},
-		{"empty", hist([]float64{0.1, inf}, []float64{0, 0}), 0.99, 0, false},
-		{"bad q", hist([]float64{0.1, inf}, []float64{1, 1}), 1.5, 0, false},
+		{"median in first bucket", hist([]float64{0.1, 0.5, 1, inf}, []float64{50, 90, 100, 100}), 0.5, 0.1, bounds{0, 0.1, ""}, true},
+		{"p90 at bucket edge", hist([]float64{0.1, 0.5, 1, inf}, []float64{50, 90, 100, 100}), 0.9, 0.5, bounds{0.1, 0.5, ""}, true},
+		{"p95 interpolated", hist([]float64{0.1, 0.5, 1, inf}, []float64{50, 90, 100, 100}), 0.95, 0.75, bounds{0.5, 1, ""}, true},
+		{"p25 interpolated from 0", hist([]float64{0.1, 0.5, 1, inf}, []float64{50, 90, 100, 100}), 0.25, 0.05, bounds{0, 0.1, ""}, true},
+		{"in +Inf: highest finite bound", hist([]float64{0.1, 0.5, inf}, []float64{1, 2, 10}), 0.99, 0.5, bounds{0.5, 0.5, "upper"}, true},
+		{"empty", hist([]float64{0.1, inf}, []float64{0, 0}), 0.99, 0, bounds{}, false},
+		{"bad q", hist([]float64{0.1, inf}, []float64{1, 1}), 1.5, 0, bounds{}, false},
+		{"negative q", hist([]float64{0.1, inf}, []float64{1, 1}), -0.1, 0, bounds{}, false},
+		{"NaN q", hist([]float64{0.1, inf}, []float64{1, 1}), math.NaN(), 0, bounds{}, false},
+		{"only +Inf", hist([]float64{inf}, []float64{5}), 0.5, 0, bounds{}, false},
+		{"no +Inf bucket", &Histogram{Bounds: []float64{0.1, 1}, Counts: []float64{1, 2}, Count: 2}, 0.5, 0, bounds{}, false},
+
+		{"prometheus positive q=0", positive, 0, 0, bounds{0, 0.1, ""}, true},
+		{"prometheus positive q=0.2", positive, 0.2, 0.048, bounds{0, 0.1, ""}, true},
+		{"prometheus positive q=0.5", positive, 0.5, 0.15, bounds{0.1, 0.2, ""}, true},
+		{"prometheus positive q=0.8", positive, 0.8, 0.72, bounds{0.2, 1, ""}, true},
+		{"prometheus positive q=1", positive, 1, 1, bounds{1, 1, "upper"}, true},
+		{"prometheus negative q=0: upper edge <= 0", negative, 0, -0.2, bounds{-0.2, -0.2, "lower"}, true},
+		{"prometheus negative q=0.2", negative, 0.2, -0.2, bounds{-0.2, -0.2, "lower"}, true},
+		{"prometheus negative q=0.5", negative, 0.5, -0.15, bounds{-0.2, -0.1, ""}, true},
+		{"prometheus negative q=0.8", negative, 0.8, 0.3, bounds{0.3, 0.3, "upper"}, true},
+		{"prometheus summed q=0.3", summed, 0.3, 0.075, bounds{0, 0.1, ""}, true},
+		{"prometheus summed q=0.5", summed, 0.5, 0.1 + 0.1*2.5/9, bounds{0.1, 0.2, ""}, true},
+		{"prometheus nonmonotonic q=0.01", nonmono, 0.01, 0.0045, bounds{0, 0.1, ""}, true},
+		{"prometheus nonmonotonic q=0.5", nonmono, 0.5, 8.5, bounds{1, 10, ""}, true},
+		{"prometheus nonmonotonic q=0.99", nonmono, 0.99, 979.75, bounds{100, 1000, ""}, true},
+
+		// Unsorted buckets are sorted; buckets with the same bound merged (5 in (0, 0.1]).
+		{"unsorted", &Histogram{Bounds: []float64{1, inf, 0.1}, Counts: []float64{10, 10, 5}, Count: 10}, 0.5, 0.1, bounds{0, 0.1, ""}, true},
+		{"same bound merged", hist([]float64{0.1, 0.1, 1, inf}, []float64{2, 3, 10, 10}), 0.5, 0.1, bounds{0, 0.1, ""}, true},
+		// A rounding-size increase is ignored: without that, q=1 would interpolate to the top of (0.1, 0.2].
+		{"rounding error ignored", hist([]float64{0.1, 0.2, inf}, []float64{100, 100 + 1e-11, 100 + 1e-11}), 1, 0.1, bounds{0, 0.1, ""}, true},
+		// q=0 on an empty first bucket is histogram_quantile's 0/0 (NaN): no estimate.
+		{"q=0, empty first bucket", hist([]float64{0.1, 1, inf}, []float64{0, 5, 5}), 0, 0, bounds{}, false},
+		// apislo's latency_p99_single of 0.0495 s: 95% of the way through (0.04, 0.05].
+		{"apiserver SLI buckets", hist([]float64{0.005, 0.025, 0.04, 0.05, 0.1, inf}, []float64{0, 0, 0, 100, 100, 100}), 0.95, 0.0495, bounds{0.04, 0.05, ""}, true},
 	}
 	for _, c := range cases {
 		got, ok := c.h.Quantile(c.q)
 		if ok != c.wantOK || math.Abs(got-c.want) > 1e-9 {
 			t.Errorf("%s: Quantile(%v) = %v,%v want %v,%v", c.name, c.q, got, ok, c.want, c.wantOK)
 		}
+		e, ok := c.h.QuantileEstimate(c.q)
+		if !ok {
+			continue
+		}
+		if e.Value != got || math.Abs(e.Bounds.Lower-c.b.lower) > 1e-12 || math.Abs(e.Bounds.Upper-c.b.upper) > 1e-12 || e.Bounds.Unbounded != c.b.unbounded {
+			t.Errorf("%s: QuantileEstimate(%v) = %+v, want bounds %+v", c.name, c.q, e, c.b)
+		}
+		if e.Value < e.Bounds.Lower || e.Value > e.Bounds.Upper {
+			t.Errorf("%s: %v outside its bounds %+v", c.name, e.Value, e.Bounds)
+		}
+	}
+	// The input histogram is left as it was (sorting and merging work on a copy).
+	h := &Histogram{Bounds: []float64{1, inf, 0.1}, Counts: []float64{10, 10, 5}, Count: 10}
+	h.Quantile(0.5)
+	if h.Bounds[0] != 1 || h.Counts[2] != 5 {
+		t.Fatalf("Quantile changed its histogram: %+v", h)
 	}
 }
 

@@ -98,6 +98,9 @@ func WriteText(w io.Writer, r *result.Report) error {
 					cells[i] = "-"
 					if v != nil {
 						cells[i] = result.FormatValue(*v)
+						if b := q.Bounds[i]; b != nil {
+							cells[i] += " " + BoundsNote(*b, q.Unit)
+						}
 					}
 				}
 				fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", q.Name, strings.Join(cells, "\t"), q.Unit, result.FormatLabels(q.Labels))
@@ -108,13 +111,30 @@ func WriteText(w io.Writer, r *result.Report) error {
 		}
 		tw := tabwriter.NewWriter(ew, 2, 4, 2, ' ', 0)
 		for _, m := range rest {
-			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", m.Name, result.FormatValue(m.Value), m.Unit, result.FormatLabels(m.Labels))
+			v := result.FormatValue(m.Value)
+			if m.Bounds != nil {
+				v += " " + BoundsNote(*m.Bounds, m.Unit)
+			}
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", m.Name, v, m.Unit, result.FormatLabels(m.Labels))
 		}
 		if err := tw.Flush(); err != nil {
 			return err
 		}
 	}
 	return ew.err
+}
+
+// BoundsNote says that a value is a quantile estimated within a histogram bucket, and which:
+// "(estimate, bucket 0.04–0.05 s)"; for an open bucket, the side the true value lies on.
+func BoundsNote(b result.Bounds, unit string) string {
+	suffix := result.UnitSuffix(unit)
+	switch b.Unbounded {
+	case "upper":
+		return fmt.Sprintf("(estimate: at least %s%s, in the +Inf bucket)", result.FormatValue(b.Lower), suffix)
+	case "lower":
+		return fmt.Sprintf("(estimate: at most %s%s, in the lowest bucket)", result.FormatValue(b.Upper), suffix)
+	}
+	return fmt.Sprintf("(estimate, bucket %s–%s%s)", result.FormatValue(b.Lower), result.FormatValue(b.Upper), suffix)
 }
 
 // quantileCols are the summary columns of a quantile table, in order.
@@ -127,6 +147,8 @@ type QuantileRow struct {
 	Labels map[string]string
 	// Values follow quantileCols; nil where the metric is absent.
 	Values []*float64
+	// Bounds follow quantileCols: the histogram bucket a value was estimated in, nil for an exact value.
+	Bounds []*result.Bounds
 }
 
 // QuantileRows groups a result's percentile metrics into rows (first-seen order) so a distribution reads
@@ -144,11 +166,13 @@ func QuantileRows(ms []result.Metric) (rows []QuantileRow, rest []result.Metric)
 		if !ok {
 			j = len(rows)
 			idx[key] = j
-			rows = append(rows, QuantileRow{Name: base, Unit: m.Unit, Labels: m.Labels, Values: make([]*float64, len(quantileCols))})
+			rows = append(rows, QuantileRow{Name: base, Unit: m.Unit, Labels: m.Labels, Values: make([]*float64, len(quantileCols)),
+				Bounds: make([]*result.Bounds, len(quantileCols))})
 			members = append(members, nil)
 		}
 		v := m.Value
 		rows[j].Values[col] = &v
+		rows[j].Bounds[col] = m.Bounds
 		members[j] = append(members[j], i)
 	}
 	grouped := map[int]bool{}

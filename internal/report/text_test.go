@@ -75,3 +75,30 @@ func TestQuantileRows(t *testing.T) {
 		t.Fatalf("no quantile table:\n%s", out)
 	}
 }
+
+// TestTextBounds: a quantile estimated within a histogram bucket says so, with the bucket, in the metric
+// list and in a quantile table; an exact value says nothing more.
+func TestTextBounds(t *testing.T) {
+	ms := []result.Metric{
+		{Name: "latency_p99_single", Unit: "seconds", Value: 0.0495, Labels: map[string]string{"verb": "PUT"}, Bounds: &result.Bounds{Lower: 0.04, Upper: 0.05}},
+		{Name: "apf_wait_p99", Unit: "seconds", Value: 60, Bounds: &result.Bounds{Lower: 60, Upper: 60, Unbounded: "upper"}},
+		{Name: "offset_p99", Unit: "seconds", Value: -0.2, Bounds: &result.Bounds{Lower: -0.2, Upper: -0.2, Unbounded: "lower"}},
+		{Name: "requests", Unit: "count", Value: 12},
+		{Name: "op_p50", Unit: "seconds", Value: 0.015, Bounds: &result.Bounds{Lower: 0.01, Upper: 0.02}},
+		{Name: "op_max", Unit: "seconds", Value: 0.3},
+	}
+	var b bytes.Buffer
+	if err := WriteText(&b, &result.Report{Results: []result.Result{{Name: "x", Status: result.StatusPass, Metrics: ms}}}); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, want := range []string{"0.0495 (estimate, bucket 0.04–0.05 s)", "60 (estimate: at least 60 s, in the +Inf bucket)",
+		"-0.2 (estimate: at most -0.2 s, in the lowest bucket)", "0.015 (estimate, bucket 0.01–0.02 s)"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("text output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Count(out, "estimate") != 4 {
+		t.Errorf("exact values marked as estimates:\n%s", out)
+	}
+}

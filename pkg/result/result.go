@@ -174,6 +174,11 @@ type Metric struct {
 type Bounds struct {
 	Lower float64 `json:"lower"`
 	Upper float64 `json:"upper"`
+	// Unbounded is set when the bucket has no edge on one side (JSON has no infinity): "upper" for the +Inf
+	// bucket (the true value is at least Lower; Value and Upper repeat it, as histogram_quantile returns the
+	// highest finite bound), "lower" for a first bucket whose upper edge is <= 0 (the true value is at most
+	// Upper).
+	Unbounded string `json:"unbounded,omitempty"`
 }
 
 // Record is one item's details: a pod's timeline, a client's request counts.
@@ -332,6 +337,9 @@ func (r *Report) Validate() error {
 		for _, m := range res.Metrics {
 			if math.IsNaN(m.Value) || math.IsInf(m.Value, 0) {
 				return fmt.Errorf("result %q: metric %q is not finite", res.Name, m.Name)
+			}
+			if b := m.Bounds; b != nil && (math.IsNaN(b.Lower) || math.IsInf(b.Lower, 0) || math.IsNaN(b.Upper) || math.IsInf(b.Upper, 0) || b.Lower > b.Upper) {
+				return fmt.Errorf("result %q: metric %q has bounds %v..%v", res.Name, m.Name, b.Lower, b.Upper)
 			}
 		}
 	}

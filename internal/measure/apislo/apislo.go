@@ -121,8 +121,8 @@ func Step(prev, cur *prom.Snapshot) []result.Metric {
 	})
 	for _, gr := range g {
 		if gr.Hist != nil && gr.Hist.Count > 0 {
-			if p99, ok := gr.Hist.Quantile(0.99); ok {
-				out = append(out, result.Metric{Name: "latency_p99_single", Unit: "seconds", Value: p99})
+			if p99, ok := gr.Hist.QuantileEstimate(0.99); ok {
+				out = append(out, p99.Metric("latency_p99_single", "seconds", nil))
 			}
 		}
 	}
@@ -162,7 +162,7 @@ func Analyze(before, after *prom.Snapshot) result.Result {
 		if g.Hist == nil || g.Hist.Count < MinRequests {
 			continue // too few calls in the window for a percentile to mean anything
 		}
-		p99, ok := g.Hist.Quantile(0.99)
+		p99, ok := g.Hist.QuantileEstimate(0.99)
 		if !ok {
 			continue
 		}
@@ -174,8 +174,8 @@ func Analyze(before, after *prom.Snapshot) result.Result {
 		if g.Labels["verb"] == "LIST" && g.Labels["scope"] != "resource" {
 			name, slo = MetricLatencyP99List, SLOList
 		}
-		add(name, "seconds", p99, l)
-		if p99 > slo {
+		res.Metrics = append(res.Metrics, p99.Metric(name, "seconds", l))
+		if p99.Value > slo {
 			breaches++
 		}
 	}
@@ -208,8 +208,8 @@ func Analyze(before, after *prom.Snapshot) result.Result {
 		if g.Hist == nil || g.Hist.Count < MinRequests {
 			continue
 		}
-		if p99, ok := g.Hist.Quantile(0.99); ok {
-			add("apf_wait_p99", "seconds", p99, map[string]string{"priority_level": g.Labels["priority_level"]})
+		if p99, ok := g.Hist.QuantileEstimate(0.99); ok {
+			res.Metrics = append(res.Metrics, p99.Metric("apf_wait_p99", "seconds", map[string]string{"priority_level": g.Labels["priority_level"]}))
 		}
 	}
 
@@ -243,8 +243,8 @@ func Analyze(before, after *prom.Snapshot) result.Result {
 		if g.Hist == nil || g.Hist.Count < 10 {
 			continue
 		}
-		if p99, ok := g.Hist.Quantile(0.99); ok {
-			add("etcd_request_p99", "seconds", p99, map[string]string{"operation": g.Labels["operation"], "type": g.Labels["type"]})
+		if p99, ok := g.Hist.QuantileEstimate(0.99); ok {
+			res.Metrics = append(res.Metrics, p99.Metric("etcd_request_p99", "seconds", map[string]string{"operation": g.Labels["operation"], "type": g.Labels["type"]}))
 		}
 	}
 	if breaches > 0 {

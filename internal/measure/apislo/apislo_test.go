@@ -64,6 +64,24 @@ func TestAnalyzeConflictStorm(t *testing.T) {
 			t.Fatalf("excluded call reported: %+v", m)
 		}
 	}
+	// Every p99 is an estimate within one bucket of the apiserver's histogram, and says which.
+	edges := map[float64]bool{0: true}
+	for _, b := range b.Series(latencyFamily(b))[0].Hist.Bounds {
+		edges[b] = true
+	}
+	estimates := 0
+	for _, m := range res.Metrics {
+		if m.Name != MetricLatencyP99Single && m.Name != MetricLatencyP99List {
+			continue
+		}
+		estimates++
+		if m.Bounds == nil || m.Value < m.Bounds.Lower || m.Value > m.Bounds.Upper || !edges[m.Bounds.Lower] || !edges[m.Bounds.Upper] {
+			t.Fatalf("%s %v: bounds %+v are not a bucket of %v around it", m.Name, m.Value, m.Bounds, edges)
+		}
+	}
+	if estimates == 0 || put.Bounds == nil || put.Bounds.Upper <= put.Bounds.Lower {
+		t.Fatalf("PUT ipamblocks p99 %+v: no bucket bounds", put)
+	}
 	if w := res.Metric("window", nil); w == nil || w.Value != 10 {
 		t.Fatalf("window %+v", w)
 	}

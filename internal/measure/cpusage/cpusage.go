@@ -367,8 +367,8 @@ func Analyze(first, last *prom.Snapshot, cores float64, source string) result.Re
 			}
 		}
 		if h.Count > 0 {
-			if p99, ok := h.Quantile(0.99); ok {
-				add(MetricGoSchedP99, "seconds", p99, map[string]string{"component": comp})
+			if p99, ok := h.QuantileEstimate(0.99); ok {
+				res.Metrics = append(res.Metrics, p99.Metric(MetricGoSchedP99, "seconds", map[string]string{"component": comp}))
 			}
 		}
 	}

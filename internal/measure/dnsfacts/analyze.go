@@ -99,6 +99,8 @@ type Stats struct {
 	Rcodes                                                                     map[string]float64
 	RequestP99, ForwardP99                                                     float64
 	HasRequestP99, HasForwardP99                                               bool
+	// RequestP99Bounds and ForwardP99Bounds are the histogram buckets the p99s were estimated in.
+	RequestP99Bounds, ForwardP99Bounds result.Bounds
 }
 
 // Families CoreDNS exposes (v1.11+; the forward plugin's older names are read too).
@@ -162,7 +164,8 @@ func ReplicaStats(before, after *prom.Snapshot) Stats {
 		return h
 	}
 	if h := merged(famDuration, nil); h != nil {
-		st.RequestP99, st.HasRequestP99 = h.Quantile(0.99)
+		e, ok := h.QuantileEstimate(0.99)
+		st.RequestP99, st.RequestP99Bounds, st.HasRequestP99 = e.Value, e.Bounds, ok
 	}
 	fwd := func(l prom.Labels) bool { return l["proxy_name"] == "" || l["proxy_name"] == "forward" }
 	h := merged(famProxyDur, fwd)
@@ -170,7 +173,8 @@ func ReplicaStats(before, after *prom.Snapshot) Stats {
 		h = merged(famForwardDur, nil)
 	}
 	if h != nil {
-		st.ForwardP99, st.HasForwardP99 = h.Quantile(0.99)
+		e, ok := h.QuantileEstimate(0.99)
+		st.ForwardP99, st.ForwardP99Bounds, st.HasForwardP99 = e.Value, e.Bounds, ok
 	}
 	for _, fam := range []string{famProxyDur, famForwardDur} {
 		for _, s := range prom.Delta(before, after, fam) {
@@ -192,6 +196,8 @@ func Analyze(f Facts) result.Result {
 		}
 		res.Metrics = append(res.Metrics, result.Metric{Name: name, Unit: unit, Value: v, Labels: l})
 	}
+	// bounded marks the metric just added as estimated within a histogram bucket.
+	bounded := func(b result.Bounds) { res.Metrics[len(res.Metrics)-1].Bounds = &b }
 	facts := result.Record{ID: "cluster-dns", Labels: map[string]string{
 		"service": f.Service, "cluster_ip": f.ClusterIP, "server": f.Server, "workload": f.Workload,
 		"protection": orNone(f.Protection), "nodelocal_dnscache": orNone(f.NodeLocal), "autoscaler": orNone(f.Autoscaler)}}
@@ -255,10 +261,12 @@ func Analyze(f Facts) result.Result {
 				add(MetricErrorShare, "ratio", st.Errors/st.Responses, l...)
 				if st.HasRequestP99 {
 					add(MetricRequestP99, "seconds", st.RequestP99, l...)
+					bounded(st.RequestP99Bounds)
 				}
 			}
 			if st.HasForwardP99 {
 				add(MetricForwardP99, "seconds", st.ForwardP99, l...)
+				bounded(st.ForwardP99Bounds)
 			}
 			for rc, v := range st.Rcodes {
 				rec.Values["rcode_"+rc] = v

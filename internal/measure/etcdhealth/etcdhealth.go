@@ -167,8 +167,8 @@ func Step(prev, cur *prom.Snapshot) []result.Metric {
 		if hist.Count == 0 {
 			continue
 		}
-		if p99, ok := hist.Quantile(0.99); ok {
-			out = append(out, result.Metric{Name: h.p99, Unit: "seconds", Value: p99})
+		if p99, ok := hist.QuantileEstimate(0.99); ok {
+			out = append(out, p99.Metric(h.p99, "seconds", nil))
 		}
 	}
 	return out
@@ -198,8 +198,8 @@ func Analyze(before, after *prom.Snapshot, alarms []string) result.Result {
 			notes = append(notes, fmt.Sprintf("only %v %s samples in the window: no p99", hist.Count, h.metric))
 			continue
 		}
-		if p99, ok := hist.Quantile(0.99); ok {
-			add(h.p99, "seconds", p99, nil)
+		if p99, ok := hist.QuantileEstimate(0.99); ok {
+			res.Metrics = append(res.Metrics, p99.Metric(h.p99, "seconds", nil))
 		}
 		add(h.metric+"_mean", "seconds", hist.Sum/hist.Count, nil)
 	}

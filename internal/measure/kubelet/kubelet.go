@@ -187,8 +187,8 @@ const (
 )
 
 // histP99 merges every series of a histogram family (but those of the operation types left out) and returns
-// its p99.
-func histP99(s *prom.Snapshot, family string, without ...string) (float64, bool) {
+// its p99, estimated within a bucket.
+func histP99(s *prom.Snapshot, family string, without ...string) (prom.Estimate, bool) {
 	var h *prom.Histogram
 	for _, se := range s.Series(family) {
 		if se.Hist == nil || slices.Contains(without, se.Labels["operation_type"]) {
@@ -202,7 +202,7 @@ func histP99(s *prom.Snapshot, family string, without ...string) (float64, bool)
 		}
 		h.Add(se.Hist)
 	}
-	return h.Quantile(0.99)
+	return h.QuantileEstimate(0.99)
 }
 
 // Analyze turns the nodes' kubelet readings and the pulls their events reported (pullsErr: why they could
@@ -215,6 +215,10 @@ func Analyze(nodes []Node, pulls []Pull, pullsErr error) result.Result {
 			l["node"] = node
 		}
 		res.Metrics = append(res.Metrics, result.Metric{Name: name, Unit: unit, Value: v, Labels: l})
+	}
+	addEstimate := func(name string, e prom.Estimate, node string) float64 {
+		res.Metrics = append(res.Metrics, e.Metric(name, "seconds", map[string]string{"node": node}))
+		return e.Value
 	}
 	read, unreadable := 0, 0
 	starts, runtimes := map[string]float64{}, map[string]float64{}
@@ -250,19 +254,17 @@ func Analyze(nodes []Node, pulls []Pull, pullsErr error) result.Result {
 			add(MetricRuntimeTimeout, "seconds", d.Seconds(), n.Name)
 		}
 		if s := n.Metrics; s != nil {
-			if v, ok := histP99(s, "kubelet_pod_start_sli_duration_seconds"); ok {
-				add(MetricPodStartP99, "seconds", v, n.Name)
-				starts[n.Name] = v
+			if e, ok := histP99(s, "kubelet_pod_start_sli_duration_seconds"); ok {
+				starts[n.Name] = addEstimate(MetricPodStartP99, e, n.Name)
 			}
-			if v, ok := histP99(s, "kubelet_runtime_operations_duration_seconds", "pull_image"); ok {
-				add(MetricRuntimeOpP99, "seconds", v, n.Name)
-				runtimes[n.Name] = v
+			if e, ok := histP99(s, "kubelet_runtime_operations_duration_seconds", "pull_image"); ok {
+				runtimes[n.Name] = addEstimate(MetricRuntimeOpP99, e, n.Name)
 			}
-			if v, ok := histP99(s, "kubelet_pleg_relist_duration_seconds"); ok {
-				add(MetricPLEGRelistP99, "seconds", v, n.Name)
+			if e, ok := histP99(s, "kubelet_pleg_relist_duration_seconds"); ok {
+				addEstimate(MetricPLEGRelistP99, e, n.Name)
 			}
-			if v, ok := histP99(s, "kubelet_image_pull_duration_seconds"); ok {
-				add(MetricImagePullP99, "seconds", v, n.Name)
+			if e, ok := histP99(s, "kubelet_image_pull_duration_seconds"); ok {
+				addEstimate(MetricImagePullP99, e, n.Name)
 			}
 			errs := 0.0
 			for _, se := range s.Series("kubelet_runtime_operations_errors_total") {

@@ -109,6 +109,18 @@ func sameMetrics(t *testing.T, live, fromProm result.Result) {
 			t.Errorf("%s: only in the Prometheus result", k)
 		}
 	}
+	// A quantile estimated within a bucket is estimated within the same bucket from Prometheus.
+	bounds := map[string]result.Bounds{}
+	for _, m := range fromProm.Metrics {
+		if m.Bounds != nil {
+			bounds[key(m)] = *m.Bounds
+		}
+	}
+	for _, m := range live.Metrics {
+		if b, ok := bounds[key(m)]; (m.Bounds != nil) != ok || (ok && b != *m.Bounds) {
+			t.Errorf("%s: live bounds %+v, Prometheus %+v (%v)", key(m), m.Bounds, b, ok)
+		}
+	}
 }
 
 func fired(rep *result.Report) []string {

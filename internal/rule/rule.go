@@ -446,7 +446,7 @@ func Compare(v float64, op string, threshold float64) bool {
 
 // EvidenceOf is a metric of result res as a finding's evidence.
 func EvidenceOf(m result.Metric, res string) result.Evidence {
-	return result.Evidence{Name: m.Name, Value: m.Value, Unit: m.Unit, Labels: m.Labels, Result: res}
+	return result.Evidence{Name: m.Name, Value: m.Value, Unit: m.Unit, Labels: m.Labels, Result: res, Bounds: m.Bounds}
 }
 
 // Reference renders the rule reference (Markdown), for docs/rules.md.

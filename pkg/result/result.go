@@ -307,6 +307,8 @@ type Evidence struct {
 	Labels map[string]string `json:"labels,omitempty"`
 	// Result is the name of the Result the number was taken from.
 	Result string `json:"result,omitempty"`
+	// Bounds are the metric's, when its value is a quantile estimated within a histogram bucket.
+	Bounds *Bounds `json:"bounds,omitempty"`
 }
 
 // Threshold is the line that was crossed and where it comes from.

@@ -1,0 +1,261 @@
+// kubeslow report: turns the chart specs the Go renderer wrote (charts.go: data only) into Apache ECharts
+// options and draws them. Each chart's element gets data-drawn: the number of values each of its series
+// holds after ECharts took the option (read back with getOption), which the browser test checks; the body
+// gets data-charts (charts drawn), data-errors and data-render-ms (from navigation start to the last chart
+// drawn, also a performance mark "kubeslow-charts-drawn").
+(function () {
+  "use strict";
+  var body = document.body;
+  body.dataset.errors = "0";
+  window.addEventListener("error", function () {
+    body.dataset.errors = String(Number(body.dataset.errors) + 1);
+  });
+  var palette = ["#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac"];
+  var font = '"DejaVu Sans", "Segoe UI", Helvetica, Arial, sans-serif';
+
+  function sig(v, n) {
+    if (v === 0) return "0";
+    var a = Math.abs(v);
+    if (a >= 1e4) return Math.round(v).toLocaleString("en");
+    return String(Number(v.toPrecision(n || 3)));
+  }
+  // fmt formats a value in its unit, short, for axes and tooltips.
+  function fmt(v, unit) {
+    if (v === null || v === undefined || isNaN(v)) return "–";
+    switch (unit) {
+      case "seconds":
+        var a = Math.abs(v);
+        if (a === 0) return "0";
+        if (a < 1e-3) return sig(v * 1e6) + " µs";
+        if (a < 1) return sig(v * 1e3) + " ms";
+        if (a < 120) return sig(v) + " s";
+        if (a < 7200) return sig(v / 60) + " min";
+        return sig(v / 3600) + " h";
+      case "bytes":
+        var u = ["B", "KiB", "MiB", "GiB", "TiB"], i = 0;
+        while (Math.abs(v) >= 1024 && i < u.length - 1) { v /= 1024; i++; }
+        return sig(v) + " " + u[i];
+      case "ratio":
+        return Number(v.toFixed(2)).toString();
+      case "percent":
+        return sig(v) + " %";
+    }
+    var s = Math.abs(v) >= 1e6 ? sig(v / 1e6) + "M" : Math.abs(v) >= 1e4 ? sig(v / 1e3) + "k" : sig(v);
+    return s;
+  }
+  function unitSuffix(unit) {
+    return unit === "seconds" || unit === "bytes" || unit === "ratio" || unit === "percent" ? "" : " " + unit.replace(/_/g, " ");
+  }
+  function colourOf(names) {
+    var m = {};
+    return function (n) {
+      if (!(n in m)) m[n] = palette[Object.keys(m).length % palette.length];
+      return m[n];
+    };
+  }
+  var base = {
+    animation: false,
+    textStyle: { fontFamily: font },
+    tooltip: { confine: true, textStyle: { fontSize: 12 } }
+  };
+  function extend(o) {
+    for (var k in base) if (!(k in o)) o[k] = base[k];
+    return o;
+  }
+  function lineMark(lines, axis, unit, showLabels, colour) {
+    return {
+      symbol: "none", silent: false,
+      lineStyle: { type: "dashed", color: colour || "#c0392b", width: 1.5 },
+      label: { show: showLabels, formatter: "{b}", fontSize: 11, color: "#333", position: axis === "xAxis" ? "insideEndTop" : "insideEndTop" },
+      emphasis: { label: { show: true } },
+      data: lines.map(function (l) { var d = { name: l.label }; d[axis] = l.v; return d; })
+    };
+  }
+
+  // bars: horizontal bars over the categories, a grid per panel (side by side, panel.cols per row).
+  function barsOption(spec, width) {
+    var n = spec.panels.length, cols = spec.panels[0].cols || n, rows = Math.ceil(n / cols);
+    var longest = spec.cats.reduce(function (m, c) { return Math.max(m, c.length); }, 0);
+    var labelW = Math.min(280, 20 + 6.6 * longest), gap = 56, right = 70;
+    var plotW = (width - labelW - right - (cols - 1) * gap) / cols;
+    var top = 40, panelH = (spec.height - top - 20) / rows - 50;
+    var colour = colourOf();
+    var o = extend({ grid: [], xAxis: [], yAxis: [], series: [], legend: { top: 4, type: "scroll", data: [] } });
+    o.tooltip = { trigger: "axis", axisPointer: { type: "shadow" }, confine: true, textStyle: { fontSize: 12 } };
+    spec.panels.forEach(function (p, i) {
+      var col = i % cols, row = Math.floor(i / cols);
+      o.grid.push({ left: labelW + col * (plotW + gap), width: plotW, top: top + row * (panelH + 50), height: panelH });
+      o.xAxis.push({ type: "value", gridIndex: i, name: p.title, nameLocation: "middle", nameGap: 24, nameTextStyle: { fontSize: 11 },
+        axisLabel: { fontSize: 10, hideOverlap: true, formatter: function (v) { return fmt(v, p.unit); } }, splitLine: { lineStyle: { color: "#eee" } } });
+      o.yAxis.push({ type: "category", gridIndex: i, data: spec.cats, inverse: true, axisTick: { show: false },
+        axisLabel: { show: col === 0, fontSize: 11, width: labelW - 10, overflow: "truncate" } });
+      var k = p.series.length;
+      p.series.forEach(function (s, j) {
+        if (o.legend.data.indexOf(s.name) < 0) o.legend.data.push(s.name);
+        var bar = {
+          type: "bar", name: s.name, xAxisIndex: i, yAxisIndex: i, itemStyle: { color: colour(s.name) },
+          barGap: "0%", barCategoryGap: "24%",
+          data: s.values.map(function (v, c) {
+            if (v === null) return "-";
+            var est = s.whisker && s.lo && s.lo[c] !== null;
+            return { value: v, lo: est ? s.lo[c] : null, hi: est ? s.hi[c] : null };
+          }),
+          label: { show: !p.stack && panelH / spec.cats.length / k >= 10, position: "right", fontSize: 10, color: "#444",
+            formatter: function (d) { var e = d.data && d.data.lo !== null && d.data.lo !== undefined && /bucket/.test(s.whisker); return (e ? "≈" : "") + fmt(d.value, p.unit); } }
+        };
+        if (p.stack) bar.stack = "total" + i;
+        if (j === 0 && p.lines) bar.markLine = lineMark(p.lines, "xAxis", p.unit, true);
+        o.series.push(bar);
+        if (s.lo && !p.stack) {
+          o.series.push({
+            type: "custom", name: s.name, xAxisIndex: i, yAxisIndex: i, z: 10, silent: true, tooltip: { show: false },
+            data: s.lo.map(function (lo, c) { return lo === null ? null : [lo, s.hi[c], c]; }).filter(function (d) { return d !== null; }),
+            renderItem: function (params, api) {
+              var a = api.coord([api.value(0), api.value(2)]), b = api.coord([api.value(1), api.value(2)]);
+              var band = api.size([0, 1])[1], w = band * 0.76 / k, y = a[1] - band * 0.38 + w * (j + 0.5), h = Math.max(3, w * 0.5);
+              var st = { stroke: "#222", lineWidth: 1.3 };
+              return { type: "group", children: [
+                { type: "line", shape: { x1: a[0], y1: y, x2: b[0], y2: y }, style: st },
+                { type: "line", shape: { x1: a[0], y1: y - h / 2, x2: a[0], y2: y + h / 2 }, style: st },
+                { type: "line", shape: { x1: b[0], y1: y - h / 2, x2: b[0], y2: y + h / 2 }, style: st }] };
+            }
+          });
+        }
+      });
+    });
+    o.tooltip.formatter = function (items) {
+      var out = [items[0].name];
+      items.forEach(function (it) {
+        if (it.seriesType !== "bar" || it.value === "-" || it.value === undefined) return;
+        var p = spec.panels[spec.panels.length > 1 ? it.axisIndex || 0 : 0] || spec.panels[0];
+        var unit = spec.panels[o.series[it.seriesIndex].xAxisIndex].unit, s = it.data;
+        var line = it.marker + it.seriesName + ": <b>" + fmt(s.value, unit) + unitSuffix(unit) + "</b>";
+        var ps = spec.panels[o.series[it.seriesIndex].xAxisIndex].series.filter(function (x) { return x.name === it.seriesName; })[0];
+        if (s.lo !== null && s.lo !== undefined && ps) {
+          line += /bucket/.test(ps.whisker) ? " (estimate, within bucket [" + fmt(s.lo, unit) + ", " + fmt(s.hi, unit) + "])"
+            : " (" + ps.whisker + ": " + fmt(s.lo, unit) + " – " + fmt(s.hi, unit) + ")";
+        }
+        out.push(line);
+        void p;
+      });
+      return out.join("<br>");
+    };
+    return o;
+  }
+
+  // cdf: one step line per series, fraction ≤ x, on a log axis when spec.log.
+  function cdfOption(spec) {
+    var p = spec.panels[0], colour = colourOf();
+    var o = extend({
+      legend: { top: 4, type: "scroll" },
+      grid: { left: 70, right: 40, top: 44, bottom: 50 },
+      xAxis: { type: spec.log ? "log" : "value", name: p.title + (spec.log ? " (log scale)" : ""), nameLocation: "middle", nameGap: 28,
+        axisLabel: { fontSize: 10, formatter: function (v) { return fmt(v, p.unit); } }, splitLine: { lineStyle: { color: "#eee" } } },
+      yAxis: { type: "value", min: 0, max: 1, name: "fraction of pods ≤ x", nameLocation: "middle", nameGap: 44,
+        axisLabel: { fontSize: 10 }, splitLine: { lineStyle: { color: "#eee" } } },
+      tooltip: { trigger: "axis", confine: true, textStyle: { fontSize: 12 }, axisPointer: { type: "cross" },
+        formatter: function (items) {
+          return items.map(function (it) { return it.marker + it.seriesName + ": " + fmt(it.value[0], p.unit) + " at " + (it.value[1] * 100).toFixed(1) + " %"; }).join("<br>");
+        } },
+      series: p.series.map(function (s, j) {
+        var ser = { type: "line", name: s.name, step: "end", showSymbol: false, data: s.points, itemStyle: { color: colour(s.name) },
+          lineStyle: { width: s.bold ? 3 : 1.6 } };
+        if (j === 0) {
+          ser.markLine = lineMark(p.lines || [], "xAxis", p.unit, true);
+          ser.markLine.data = ser.markLine.data.concat((p.hlines || []).map(function (l) { return { name: l.label, yAxis: l.v, lineStyle: { color: "#888", type: "dotted" } }; }));
+        }
+        return ser;
+      })
+    });
+    return o;
+  }
+
+  // time: panels stacked on one time axis; marks as dashed vertical lines, load spans shaded.
+  function timeOption(spec) {
+    var n = spec.panels.length, top = 36, gap = 52, panelH = (spec.height - top - 40) / n - gap;
+    var t0 = Infinity, t1 = -Infinity, colour = colourOf(), names = [];
+    spec.panels.forEach(function (p) { p.series.forEach(function (s) {
+      if (s.points.length) { t0 = Math.min(t0, s.points[0][0]); t1 = Math.max(t1, s.points[s.points.length - 1][0]); }
+      if (names.indexOf(s.name) < 0) names.push(s.name);
+    }); });
+    (spec.spans || []).forEach(function (sp) { t0 = Math.min(t0, sp.start); t1 = Math.max(t1, sp.end); });
+    var o = extend({ grid: [], xAxis: [], yAxis: [], series: [], title: [],
+      legend: { top: 4, type: "scroll", data: names, show: spec.panels.some(function (p) { return p.series.length > 1; }) },
+      axisPointer: { link: [{ xAxisIndex: "all" }] },
+      dataZoom: [{ type: "inside", xAxisIndex: spec.panels.map(function (_, i) { return i; }) }],
+      tooltip: { trigger: "axis", confine: true, textStyle: { fontSize: 12 } } });
+    spec.panels.forEach(function (p, i) {
+      var y = top + i * (panelH + gap) + 18;
+      o.grid.push({ left: 70, right: 30, top: y, height: panelH });
+      o.title.push({ text: p.title, top: y - 32, left: 70, textStyle: { fontSize: 12, fontWeight: "bold", color: "#333" } });
+      o.xAxis.push({ type: "time", gridIndex: i, min: t0, max: t1, axisLabel: { fontSize: 10, hideOverlap: true }, splitLine: { show: true, lineStyle: { color: "#f0f0f0" } } });
+      o.yAxis.push({ type: "value", gridIndex: i, scale: false, axisLabel: { fontSize: 10, formatter: function (v) { return fmt(v, p.unit); } }, splitLine: { lineStyle: { color: "#eee" } } });
+      p.series.forEach(function (s, j) {
+        var ser = { type: "line", name: s.name, xAxisIndex: i, yAxisIndex: i, data: s.points, showSymbol: s.points.length <= 60, symbolSize: 4,
+          sampling: "lttb", lineStyle: { width: 1.5 }, itemStyle: { color: colour(s.name) },
+          tooltip: { valueFormatter: function (v) { return fmt(v, p.unit) + unitSuffix(p.unit); } } };
+        if (j === 0) {
+          if (p.lines && p.lines.length) {
+            // Each mark is numbered on its line; the numbers are explained on the panel's title row.
+            ser.markLine = lineMark(p.lines, "xAxis", p.unit, true, "#e15759");
+            ser.markLine.label = { show: true, position: "end", formatter: function (d) { return String(d.dataIndex + 1); }, fontSize: 10, color: "#c0392b", fontWeight: "bold" };
+            ser.markLine.data.forEach(function (d) { d.name = d.name + " (" + hhmmss(d.xAxis) + ")"; });
+            var shown = p.lines.slice(0, 3).map(function (l, k) { return (k + 1) + ": " + l.label + " at " + hhmmss(l.v); }).join("    ");
+            if (p.lines.length > 3) shown += "    +" + (p.lines.length - 3) + " more (hover the lines)";
+            o.title.push({ text: shown, top: y - 31, right: 30, textStyle: { fontSize: 11, fontWeight: "normal", color: "#c0392b" } });
+          }
+          if (spec.spans && spec.spans.length) ser.markArea = { silent: true, itemStyle: { color: "rgba(242,142,43,0.13)" },
+            label: { show: i === 0, position: "insideTopLeft", fontSize: 10, color: "#a0522d" },
+            data: spec.spans.map(function (sp) { return [{ name: sp.name, xAxis: sp.start }, { xAxis: sp.end }]; }) };
+        }
+        o.series.push(ser);
+      });
+    });
+    return o;
+  }
+
+  function hhmmss(t) { return new Date(t).toISOString().substring(11, 19); }
+
+  function drawn(chart) {
+    return chart.getOption().series.filter(function (s) { return s.type !== "custom"; }).map(function (s) {
+      return (s.data || []).filter(function (d) { return d !== "-" && d !== null && d !== undefined; }).length;
+    });
+  }
+
+  var specs = JSON.parse(document.getElementById("kubeslow-charts").textContent || "[]");
+  // "#plot=chart-3": that plot alone on the page (to share it, or take its picture).
+  var solo = /^#plot=([\w-]+)$/.exec(location.hash);
+  if (solo && document.getElementById(solo[1])) {
+    var fig = document.getElementById(solo[1]).parentNode, holder = document.createElement("div");
+    holder.className = "solo";
+    holder.appendChild(fig);
+    document.querySelectorAll("header, main").forEach(function (e) { e.remove(); });
+    body.insertBefore(holder, body.firstChild);
+    specs = specs.filter(function (s) { return s.id === solo[1]; });
+  }
+  var charts = [], count = 0;
+  specs.forEach(function (spec) {
+    var el = document.getElementById(spec.id);
+    if (!el) { console.error("kubeslow: no element for chart " + spec.id); return; }
+    try {
+      el.style.height = spec.height + "px";
+      var chart = echarts.init(el, null, { renderer: "canvas" });
+      var o = spec.kind === "bars" ? barsOption(spec, el.clientWidth) : spec.kind === "cdf" ? cdfOption(spec) : timeOption(spec);
+      chart.setOption(o);
+      el.dataset.drawn = drawn(chart).join(" ");
+      charts.push(chart);
+      count++;
+    } catch (e) {
+      console.error("kubeslow: chart " + spec.id + " (" + spec.title + "): " + e);
+      el.textContent = "this chart failed to draw: " + e;
+    }
+  });
+  window.addEventListener("resize", function () { charts.forEach(function (c) { c.resize(); }); });
+  body.dataset.charts = String(count);
+  // Where the first cause's fix ends on the page (the browser test checks it is on the first screen).
+  var fix = document.querySelector(".cause .fix");
+  if (fix) body.dataset.firstCauseBottom = String(Math.round(fix.getBoundingClientRect().bottom + window.scrollY));
+  body.dataset.viewport = window.innerWidth + "x" + window.innerHeight;
+  performance.mark("kubeslow-charts-drawn");
+  body.dataset.renderMs = String(Math.round(performance.now()));
+})();

@@ -367,7 +367,7 @@ func ratioChart(ms []result.Metric) (chartSpec, bool) {
 	}
 	paths = paths[:min(len(paths), maxRows)]
 	p := chartPanel{Title: "ratio to host->host", Unit: "ratio",
-		Lines: []chartLine{{1, "host"}, {0.9, "0.9: KS-NET-POD threshold"}}}
+		Lines: []chartLine{{1, "host"}, {0.9, "0.9: KS-NET-POD's threshold"}}}
 	for _, c := range conns {
 		s := chartSeries{Name: connName(c), Values: make([]*num, len(paths))}
 		for i, path := range paths {
@@ -378,7 +378,7 @@ func ratioChart(ms []result.Metric) (chartSpec, bool) {
 		p.Series = append(p.Series, s)
 	}
 	return chartSpec{Kind: "bars", Title: "path matrix: each path against host->host (1 = as fast as the host)", Cats: paths,
-		Panels: []chartPanel{p}, Height: barsHeight(len(paths), len(conns), 1)}, true
+		Panels: []chartPanel{p}, Height: barsHeight(len(paths), len(conns), 1) + 16}, true
 }
 
 func contains(s []string, v string) bool {
@@ -532,7 +532,7 @@ func cdfChart(rep *result.Report, res result.Result) (chartSpec, bool) {
 		}
 		p.Series = append(p.Series, s)
 	}
-	return chartSpec{Kind: "cdf", Title: fmt.Sprintf("pod start-up: CDF per phase over %d pods, against the SLO", len(vals["sli_seconds"])),
+	return chartSpec{Kind: "cdf", Title: fmt.Sprintf("pod start-up: CDF per phase over %d pods, against the SLO (start-up SLI: the bold line)", len(vals["sli_seconds"])),
 		Log: hi/lo > 100, Panels: []chartPanel{p}, Height: 360}, true
 }
 

@@ -1,9 +1,9 @@
 package report
 
 import (
-	"os"
 	"fmt"
 	"math"
+	"os"
 	"testing"
 	"time"
 
@@ -157,9 +157,9 @@ func fullSample() *result.Report {
 	rep.Results = append(rep.Results, plotSamples()...)
 	rep.Results = append(rep.Results, moreSamples()...)
 	rep.Findings = append(rep.Findings, result.Finding{ID: "KS-CP-SATURATED", Severity: result.SeverityCritical, Title: "The control plane is out of CPU",
-		Summary:   "the apiserver used 1.9 of its 2 cores (95 %) while pods started; mutating requests waited 0.3 s in APF queues",
-		Evidence:  []result.Evidence{{Name: "cpu_ratio", Value: 0.95, Unit: "ratio", Result: "api.responsiveness"}},
-		Threshold: result.Threshold{Op: ">", Value: 0.9, Unit: "ratio", Source: "kubeslow: a control plane above 90 % of its CPU queues requests"},
+		Summary:     "the apiserver used 1.9 of its 2 cores (95 %) while pods started; mutating requests waited 0.3 s in APF queues",
+		Evidence:    []result.Evidence{{Name: "cpu_ratio", Value: 0.95, Unit: "ratio", Result: "api.responsiveness"}},
+		Threshold:   result.Threshold{Op: ">", Value: 0.9, Unit: "ratio", Source: "kubeslow: a control plane above 90 % of its CPU queues requests"},
 		Remediation: "give the control plane more CPU (or lower the client QPS of the controllers)", Cases: []string{"D"}, Results: []string{"api.responsiveness"}})
 	for i := range rep.Findings {
 		if rep.Findings[i].ID == "KS-POD-SLO" {

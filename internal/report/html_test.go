@@ -133,4 +133,3 @@ func TestWriteHTMLEmpty(t *testing.T) {
 		t.Errorf("empty report: %s", b.String())
 	}
 }
-

@@ -62,13 +62,20 @@
     for (var k in base) if (!(k in o)) o[k] = base[k];
     return o;
   }
-  function lineMark(lines, axis, unit, showLabels, colour) {
+  // lineMark draws reference lines across the value axis, each labelled at its top end: the rightmost's
+  // label runs to its right, the others' to their left, so that two close lines keep readable labels.
+  function lineMark(lines, axis, unit, showLabels, colour, pos) {
+    var right = Math.max.apply(null, lines.map(function (l) { return l.v; }));
     return {
       symbol: "none", silent: false,
       lineStyle: { type: "dashed", color: colour || "#c0392b", width: 1.5 },
-      label: { show: showLabels, formatter: "{b}", fontSize: 11, color: "#333", position: axis === "xAxis" ? "insideEndTop" : "insideEndTop" },
+      label: { show: showLabels, formatter: "{b}", fontSize: 11, color: "#7b241c", position: pos || "end" },
       emphasis: { label: { show: true } },
-      data: lines.map(function (l) { var d = { name: l.label }; d[axis] = l.v; return d; })
+      data: lines.map(function (l) {
+        var d = { name: l.label, label: { align: l.v === right && lines.length > 1 ? "left" : "right", padding: [0, 4, 0, 4] } };
+        d[axis] = l.v;
+        return d;
+      })
     };
   }
 
@@ -78,7 +85,8 @@
     var longest = spec.cats.reduce(function (m, c) { return Math.max(m, c.length); }, 0);
     var labelW = Math.min(280, 20 + 6.6 * longest), gap = 56, right = 70;
     var plotW = (width - labelW - right - (cols - 1) * gap) / cols;
-    var top = 40, panelH = (spec.height - top - 20) / rows - 50;
+    var hasLines = spec.panels.some(function (p) { return p.lines && p.lines.length; });
+    var top = hasLines ? 56 : 40, panelH = (spec.height - top - 20) / rows - 50;
     var colour = colourOf();
     var o = extend({ grid: [], xAxis: [], yAxis: [], series: [], legend: { top: 4, type: "scroll", data: [] } });
     o.tooltip = { trigger: "axis", axisPointer: { type: "shadow" }, confine: true, textStyle: { fontSize: 12 } };
@@ -104,7 +112,7 @@
             formatter: function (d) { var e = d.data && d.data.lo !== null && d.data.lo !== undefined && /bucket/.test(s.whisker); return (e ? "≈" : "") + fmt(d.value, p.unit); } }
         };
         if (p.stack) bar.stack = "total" + i;
-        if (j === 0 && p.lines) bar.markLine = lineMark(p.lines, "xAxis", p.unit, true);
+        if (j === 0 && p.lines) bar.markLine = lineMark(p.lines, "xAxis", p.unit, true, null, "start"); // the category axis runs downwards
         o.series.push(bar);
         if (s.lo && !p.stack) {
           o.series.push({
@@ -148,8 +156,8 @@
     var p = spec.panels[0], colour = colourOf();
     var o = extend({
       legend: { top: 4, type: "scroll" },
-      grid: { left: 70, right: 40, top: 44, bottom: 50 },
-      xAxis: { type: spec.log ? "log" : "value", name: p.title + (spec.log ? " (log scale)" : ""), nameLocation: "middle", nameGap: 28,
+      grid: { left: 70, right: 40, top: 60, bottom: 50 },
+      xAxis: { type: spec.log ? "log" : "value", max: function (v) { var m = Math.max.apply(null, [v.max].concat((p.lines || []).map(function (l) { return l.v * 1.08; }))); return spec.log ? m : Number(m.toPrecision(2)); }, name: p.title + (spec.log ? " (log scale)" : ""), nameLocation: "middle", nameGap: 28,
         axisLabel: { fontSize: 10, formatter: function (v) { return fmt(v, p.unit); } }, splitLine: { lineStyle: { color: "#eee" } } },
       yAxis: { type: "value", min: 0, max: 1, name: "fraction of pods ≤ x", nameLocation: "middle", nameGap: 44,
         axisLabel: { fontSize: 10 }, splitLine: { lineStyle: { color: "#eee" } } },
@@ -238,11 +246,13 @@
     var el = document.getElementById(spec.id);
     if (!el) { console.error("kubeslow: no element for chart " + spec.id); return; }
     try {
+      var began = performance.now();
       el.style.height = spec.height + "px";
       var chart = echarts.init(el, null, { renderer: "canvas" });
       var o = spec.kind === "bars" ? barsOption(spec, el.clientWidth) : spec.kind === "cdf" ? cdfOption(spec) : timeOption(spec);
       chart.setOption(o);
       el.dataset.drawn = drawn(chart).join(" ");
+      el.dataset.ms = String(Math.round(performance.now() - began));
       charts.push(chart);
       count++;
     } catch (e) {

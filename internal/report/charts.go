@@ -28,6 +28,9 @@ import (
 // (step lines of points x = value, y = fraction ≤ x) or "time" (panels stacked on one shared time axis,
 // x = Unix milliseconds).
 type chartSpec struct {
+	// key pairs the charts of two runs (diff); start is a time chart's origin.
+	key    string
+	start  time.Time
 	ID     string       `json:"id"`
 	Kind   string       `json:"kind"`
 	Title  string       `json:"title"`
@@ -38,6 +41,8 @@ type chartSpec struct {
 	Panels []chartPanel `json:"panels"`
 	// Spans are intervals shaded on every panel of a time chart (the load that ran in an observed window).
 	Spans []chartSpan `json:"spans,omitempty"`
+	// Relative: a time chart's x is milliseconds since its start (two runs on one axis).
+	Relative bool `json:"relative,omitempty"`
 }
 
 type chartPanel struct {
@@ -67,6 +72,8 @@ type chartSeries struct {
 	// Points are a cdf or time series' points.
 	Points [][2]num `json:"points,omitempty"`
 	Bold   bool     `json:"bold,omitempty"`
+	// Before marks the first run's series in a diff's plot (drawn faded or dashed, in its run's colour).
+	Before bool `json:"before,omitempty"`
 }
 
 type chartLine struct {
@@ -206,7 +213,7 @@ func quantileCharts(ms []result.Metric) []chartSpec {
 		if estimates > 0 {
 			note += fmt.Sprintf("%d of these values are estimates interpolated within a histogram bucket: the whisker spans the bucket, where the true value lies.", estimates)
 		}
-		out = append(out, chartSpec{Kind: "bars", Title: "percentiles (" + unitTitle(g[0].Unit) + ")", Note: note, Cats: cats,
+		out = append(out, chartSpec{key: "quantiles:" + g[0].Unit, Kind: "bars", Title: "percentiles (" + unitTitle(g[0].Unit) + ")", Note: note, Cats: cats,
 			Panels: []chartPanel{p}, Height: barsHeight(len(g), len(p.Series), 1)})
 	}
 	return out
@@ -338,7 +345,7 @@ func pathMatrixChart(ms []result.Metric) (chartSpec, bool) {
 		panels[i].Cols = cols
 	}
 	rowsOfPanels := (len(panels) + cols - 1) / cols
-	return chartSpec{Kind: "bars", Title: "path matrix: throughput and tail latency per path, side by side (bars: median over the repeats)", Note: note,
+	return chartSpec{key: "paths", Kind: "bars", Title: "path matrix: throughput and tail latency per path, side by side (bars: median over the repeats)", Note: note,
 		Cats: paths, Panels: panels, Height: barsHeight(len(paths), maxConns, rowsOfPanels)}, true
 }
 
@@ -377,7 +384,7 @@ func ratioChart(ms []result.Metric) (chartSpec, bool) {
 		}
 		p.Series = append(p.Series, s)
 	}
-	return chartSpec{Kind: "bars", Title: "path matrix: each path against host->host (1 = as fast as the host)", Cats: paths,
+	return chartSpec{key: "ratio", Kind: "bars", Title: "path matrix: each path against host->host (1 = as fast as the host)", Cats: paths,
 		Panels: []chartPanel{p}, Height: barsHeight(len(paths), len(conns), 1) + 16}, true
 }
 
@@ -439,7 +446,7 @@ func spreadCharts(ms []result.Metric) []chartSpec {
 			}
 			s.Values, s.Lo, s.Hi = append(s.Values, it.v[0]), append(s.Lo, it.v[1]), append(s.Hi, it.v[2])
 		}
-		out = append(out, chartSpec{Kind: "bars", Title: items[0].name + ": median and spread", Cats: cats,
+		out = append(out, chartSpec{key: "spread:" + g, Kind: "bars", Title: items[0].name + ": median and spread", Cats: cats,
 			Panels: []chartPanel{{Title: unitTitle(items[0].unit), Unit: items[0].unit, Series: []chartSeries{s}}}, Height: barsHeight(len(items), 1, 1)})
 	}
 	return out
@@ -532,7 +539,7 @@ func cdfChart(rep *result.Report, res result.Result) (chartSpec, bool) {
 		}
 		p.Series = append(p.Series, s)
 	}
-	return chartSpec{Kind: "cdf", Title: fmt.Sprintf("pod start-up: CDF per phase over %d pods, against the SLO (start-up SLI: the bold line)", len(vals["sli_seconds"])),
+	return chartSpec{key: "cdf", Kind: "cdf", Title: fmt.Sprintf("pod start-up: CDF per phase over %d pods, against the SLO (start-up SLI: the bold line)", len(vals["sli_seconds"])),
 		Log: hi/lo > 100, Panels: []chartPanel{p}, Height: 360}, true
 }
 
@@ -609,7 +616,7 @@ func nodeStackChart(recs []result.Record) (chartSpec, bool) {
 		}
 		p.Series = append(p.Series, s)
 	}
-	return chartSpec{Kind: "bars", Title: title, Cats: cats, Panels: []chartPanel{p}, Height: barsHeight(len(names), 1, 1) + 10}, true
+	return chartSpec{key: "nodes", Kind: "bars", Title: title, Cats: cats, Panels: []chartPanel{p}, Height: barsHeight(len(names), 1, 1) + 10}, true
 }
 
 // recordBarsChart draws per-item durations (records with *_seconds values that are not pod start-up phases:
@@ -670,7 +677,7 @@ func recordBarsChart(recs []result.Record) (chartSpec, bool) {
 			p.Series = append(p.Series, s)
 		}
 	}
-	return chartSpec{Kind: "bars", Title: title, Cats: cats, Panels: []chartPanel{p}, Height: barsHeight(len(items), len(p.Series), 1)}, true
+	return chartSpec{key: "records", Kind: "bars", Title: title, Cats: cats, Panels: []chartPanel{p}, Height: barsHeight(len(items), len(p.Series), 1)}, true
 }
 
 // onsetChart draws the order in which signals crossed their thresholds in an observed window (records
@@ -707,7 +714,7 @@ func onsetChart(res result.Result) (chartSpec, bool) {
 		cats[i] = fmt.Sprintf("%d. %s (%s)", i+1, o.cat, o.at.UTC().Format("15:04:05"))
 		s.Values[i] = numPtr(o.at.Sub(t0).Seconds())
 	}
-	return chartSpec{Kind: "bars", Title: "onset order: when each signal crossed its threshold, from the window's start", Cats: cats,
+	return chartSpec{key: "onsets", Kind: "bars", Title: "onset order: when each signal crossed its threshold, from the window's start", Cats: cats,
 		Panels: []chartPanel{{Title: "seconds after " + t0.UTC().Format("15:04:05") + " UTC", Unit: "seconds", Series: []chartSeries{s}}},
 		Height: barsHeight(len(os), 1, 1)}, true
 }
@@ -764,7 +771,7 @@ func timeCharts(res result.Result) []chartSpec {
 		if len(spans) > 0 {
 			title += " (shaded: the load kubeslow ran)"
 		}
-		out = append(out, chartSpec{Kind: "time", Title: title, Panels: ps, Spans: spans, Height: 60 + 162*len(ps)})
+		out = append(out, chartSpec{key: fmt.Sprintf("time:%d", i), start: t0, Kind: "time", Title: title, Panels: ps, Spans: spans, Height: 60 + 162*len(ps)})
 	}
 	return out
 }

@@ -1,9 +1,11 @@
 package report
 
 import (
+	"bytes"
 	"fmt"
 	"math"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -167,4 +169,188 @@ func fullSample() *result.Report {
 		}
 	}
 	return rep
+}
+
+func chartsOf(t *testing.T, rep *result.Report, name string) []chartSpec {
+	t.Helper()
+	res := rep.Result(name)
+	if res == nil {
+		t.Fatalf("no result %s", name)
+	}
+	return resultCharts(rep, *res)
+}
+
+func TestCausesNestSymptoms(t *testing.T) {
+	cs := causes(fullSample().Findings)
+	var ids []string
+	for _, c := range cs {
+		ids = append(ids, c.ID)
+	}
+	// KS-POD-SLO is explained by KS-CP-SATURATED: a symptom under it, not a cause of its own.
+	if len(cs) != 2 || cs[0].ID != "KS-CP-SATURATED" || cs[1].ID != "KS-POD-NODE" {
+		t.Fatalf("causes %v, want KS-CP-SATURATED, KS-POD-NODE", ids)
+	}
+	if len(cs[0].Symptoms) != 1 || cs[0].Symptoms[0].ID != "KS-POD-SLO" || cs[0].Key != "0.95" || cs[1].Key != "5.4" {
+		t.Errorf("cause 1: symptoms %v, key %q; cause 2 key %q", cs[0].Symptoms, cs[0].Key, cs[1].Key)
+	}
+	// A finding explained by one absent from the report stays a cause.
+	fs := []result.Finding{{ID: "A", Severity: result.SeverityInfo, ExplainedBy: "GONE", Evidence: []result.Evidence{{Value: 1, Unit: "seconds"}}}}
+	if cs := causes(fs); len(cs) != 1 || cs[0].Key != "1 s" {
+		t.Errorf("orphan symptom: %+v", cs)
+	}
+}
+
+// TestEstimates: a quantile interpolated within a histogram bucket reads as an estimate with its bucket, in
+// the tables and in the plot (a whisker over the bucket).
+func TestEstimates(t *testing.T) {
+	rep := fullSample()
+	var b bytes.Buffer
+	if err := WriteHTML(&b, rep); err != nil {
+		t.Fatal(err)
+	}
+	page := b.String()
+	for _, want := range []string{`title="estimate, within bucket [0.025, 0.05]">≈0.0495</span>`, "(estimate, within bucket [0.025, 0.05])"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("page lacks %q", want)
+		}
+	}
+	cs := chartsOf(t, rep, "api.responsiveness")
+	if cs[0].key != "quantiles:seconds" {
+		t.Fatalf("first chart %q", cs[0].key)
+	}
+	p99 := cs[0].Panels[0].Series[2]
+	if p99.Name != "p99" || p99.Whisker != "estimate, within histogram bucket" || *p99.Lo[1] != 1 || *p99.Hi[1] != 2 || *p99.Values[1] != 1.8 {
+		t.Errorf("p99 series %+v", p99)
+	}
+	if mx := cs[0].Panels[0].Series[3]; mx.Lo != nil {
+		t.Error("the max (not an estimate) has a whisker")
+	}
+	if !strings.Contains(cs[0].Note, "6 of these values are estimates") {
+		t.Errorf("note %q", cs[0].Note)
+	}
+}
+
+func TestThinKeepsSpikes(t *testing.T) {
+	t0 := time.Unix(0, 0)
+	var pts []result.Point
+	for i := range 100000 {
+		v := 1.0
+		if i == 31337 {
+			v = 50
+		}
+		pts = append(pts, result.Point{T: t0.Add(time.Duration(i) * 100 * time.Millisecond), V: v})
+	}
+	pts = append(pts, result.Point{T: t0, V: math.NaN()})
+	out := thin(pts)
+	if len(out) > maxPoints || len(out) < maxPoints/2 {
+		t.Fatalf("%d points", len(out))
+	}
+	top := 0.0
+	for i, p := range out {
+		top = math.Max(top, float64(p[1]))
+		if i > 0 && p[0] < out[i-1][0] {
+			t.Fatal("points out of time order")
+		}
+	}
+	if top != 50 {
+		t.Errorf("the spike was lost: max %v", top)
+	}
+	if n := len(thin(pts[:500])); n != 500 {
+		t.Errorf("500 points thinned to %d", n)
+	}
+}
+
+// TestTimeCharts: a result's series share one time axis, a panel per quantity, with their marks; an
+// observed window's load is shaded.
+func TestTimeCharts(t *testing.T) {
+	rep := fullSample()
+	cs := chartsOf(t, rep, "pods.churn")
+	if len(cs) != 1 || cs[0].Kind != "time" || len(cs[0].Panels) != 2 {
+		t.Fatalf("churn: %d charts", len(cs))
+	}
+	start, sync := cs[0].Panels[0], cs[0].Panels[1]
+	if start.Title != "start_latency (seconds)" || sync.Title != "disk_sync_latency (seconds)" || len(start.Lines) != 1 || len(sync.Lines) != 2 ||
+		sync.Lines[1].Label != "start-latency change point" || sync.Lines[1].V != start.Lines[0].V {
+		t.Errorf("churn panels: %+v %+v", start.Lines, sync.Lines)
+	}
+	cp := chartsOf(t, rep, "api.responsiveness")
+	tc := cp[len(cp)-1]
+	if tc.Kind != "time" || len(tc.Panels) != 3 || len(tc.Spans) != 1 || tc.Spans[0].Name != "pods.startup" || tc.Spans[0].End-tc.Spans[0].Start != 300000 {
+		t.Errorf("control plane: %+v", tc.Spans)
+	}
+}
+
+func TestOnsetOrder(t *testing.T) {
+	cs := chartsOf(t, fullSample(), "prometheus.timeline")
+	if len(cs) != 1 || cs[0].key != "onsets" {
+		t.Fatalf("%d charts", len(cs))
+	}
+	c := cs[0]
+	if c.Cats[0] != "1. etcd WAL fsync p99 (03:05:00)" || c.Cats[3] != "4. pod start-up p99 (03:07:15)" || *c.Panels[0].Series[0].Values[3] != 435 {
+		t.Errorf("onsets %v %v", c.Cats, *c.Panels[0].Series[0].Values[3])
+	}
+}
+
+func TestCDFAndNodes(t *testing.T) {
+	var recs []result.Record
+	for i := range 2000 {
+		recs = append(recs, result.Record{ID: fmt.Sprint(i), Labels: map[string]string{"node": fmt.Sprintf("n%d", i%4)}, Values: map[string]float64{"schedule_seconds": 0.002 + float64(i)/1e5,
+			"sandbox_seconds": 0.3 + 2*float64(i%4/3), "start_seconds": 1 + float64(i)/1000, "pull_seconds": 0, "sli_seconds": 1.4 + float64(i)/1000}})
+	}
+	rep := &result.Report{Results: []result.Result{{Name: "pods.startup", Records: recs}}}
+	cs := resultCharts(rep, rep.Results[0])
+	if len(cs) != 2 || cs[0].Kind != "cdf" || cs[1].key != "nodes" {
+		t.Fatalf("%d charts", len(cs))
+	}
+	cdf := cs[0]
+	var names []string
+	for _, s := range cdf.Panels[0].Series {
+		names = append(names, s.Name)
+		if len(s.Points) > cdfPoints+1 || s.Points[len(s.Points)-1][1] != 1 {
+			t.Errorf("%s: %d points, last %v", s.Name, len(s.Points), s.Points[len(s.Points)-1])
+		}
+	}
+	if strings.Join(names, ",") != "schedule,sandbox,start,start-up SLI (total)" || !cdf.Log || cdf.Panels[0].Lines[0].V != 5 {
+		t.Errorf("cdf: %v log %v lines %v", names, cdf.Log, cdf.Panels[0].Lines)
+	}
+	if n := cs[1]; n.Cats[0] != "n3 (500 pods)" || !n.Panels[0].Stack {
+		t.Errorf("the slow node is not first: %v", n.Cats)
+	}
+}
+
+// TestDiffCharts: each plot of the second run carries the first run's series, named "(before)", on the
+// same categories or time axis.
+func TestDiffCharts(t *testing.T) {
+	a, b := fullSample(), fullSample()
+	b.Start = b.Start.Add(time.Hour)
+	for i := range b.Results {
+		r := &b.Results[i]
+		for j := range r.Series {
+			for k := range r.Series[j].Points {
+				r.Series[j].Points[k].T = r.Series[j].Points[k].T.Add(time.Hour)
+				r.Series[j].Points[k].V *= 2
+			}
+		}
+	}
+	cs := diffCharts(a, b, *a.Result("pods.startup"), *b.Result("pods.startup"))
+	if len(cs) != 3 {
+		t.Fatalf("%d diff charts", len(cs))
+	}
+	q := cs[0].Panels[0].Series
+	if q[0].Name != "p50 (before)" || !q[0].Before || q[1].Name != "p50" || len(q) != 8 {
+		t.Errorf("quantile diff series %v", q)
+	}
+	ch := diffCharts(a, b, *a.Result("pods.churn"), *b.Result("pods.churn"))
+	tc := ch[0]
+	s0, s1 := tc.Panels[0].Series[0], tc.Panels[0].Series[1]
+	if !tc.Relative || !s0.Before || s0.Points[0][0] != 0 || s1.Points[0][0] != 0 || s1.Points[0][1] != 2*s0.Points[0][1] {
+		t.Errorf("time diff: relative %v, %v %v", tc.Relative, s0.Points[0], s1.Points[0])
+	}
+	var buf bytes.Buffer
+	if err := WriteDiffHTML(&buf, a, b, Compare(a, b, DefaultTolerance)); err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(buf.String(), `<div class="chart"`); n < 10 || !strings.Contains(buf.String(), "The plots of both runs") {
+		t.Errorf("diff page: %d charts", n)
+	}
 }

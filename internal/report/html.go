@@ -193,7 +193,7 @@ func WriteHTML(w io.Writer, r *result.Report) error {
 		return err
 	}
 	p.ChartJSON = template.JS(js) // #nosec G203 -- JSON from json.Marshal
-	return pageTmpl.Execute(w, p)
+	return pageTmpl.ExecuteTemplate(w, "report", p)
 }
 
 func anchor(name string) string {
@@ -215,10 +215,50 @@ var pageTmpl = template.Must(template.New("report").Funcs(template.FuncMap{
 	"anchor":   anchor,
 	"cols":     func() []string { return quantileCols },
 	"lower":    func(s result.Status) string { return strings.ToLower(string(s)) },
-}).Parse(`<!DOCTYPE html>
+}).Parse(`{{define "report"}}<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>kubeslow report {{.R.RunID}} — {{.R.Cluster.Name}}</title>
-<style>
+{{template "style"}}</head><body>
+<header><div class="in"><b>kubeslow report</b>
+<span>cluster {{.R.Cluster.Name}} ({{.R.Cluster.Server}}){{if .R.Cluster.Version}} {{.R.Cluster.Version}}{{end}} · nodes {{.R.Cluster.Nodes.Total}} ({{.R.Cluster.Nodes.Ready}} ready{{if .R.Cluster.Nodes.Simulated}}, {{.R.Cluster.Nodes.Simulated}} simulated{{end}})</span>
+<span>run {{.R.RunID}} · {{.R.Start.UTC.Format "2006-01-02 15:04:05 UTC"}}, {{.Duration}} · {{.Tally}}</span></div></header>
+<main>
+<h2 id="findings">Why is it slow?</h2>
+{{if not .Causes}}<div class="none">Nothing measured crossed a threshold: no finding. {{if .Unmeasured}}Some things could not be measured (below): that is not a pass.{{end}}</div>
+{{else}}<p class="lead">{{len .Causes}} cause{{if gt (len .Causes) 1}}s{{end}}, worst first; each one's symptoms and evidence are folded under it.</p>{{end}}
+{{range .Causes}}<div class="cause {{.Severity}}" id="{{.ID}}">
+<div class="head"><span class="rank">{{.Rank}}.</span><span class="pill {{.Severity}}">{{upper .Severity}}</span><span class="title">{{.Title}}</span>
+<span class="id">{{.ID}}{{if .Cases}} · case {{range $i, $c := .Cases}}{{if $i}}, {{end}}{{$c}}{{end}}{{end}}</span></div>
+<div class="body"><div class="key"><span class="v">{{.Key}}</span><span class="t">threshold {{.Threshold.Op}} {{quantity .Threshold.Value .Threshold.Unit}}<br>{{.Threshold.Source}}</span></div>
+<div class="sentence">{{.Summary}}</div>
+<div class="fix"><b>Fix:</b> {{.Remediation}}</div></div>
+<details><summary>{{if .Symptoms}}{{len .Symptoms}} symptom{{if gt (len .Symptoms) 1}}s{{end}} it explains · {{end}}evidence{{if gt (len .Items) 1}} · {{items .Finding}}{{end}}</summary>
+{{range .Symptoms}}<div class="sym" id="{{.ID}}"><b>{{.Title}}</b> <span class="id">{{.ID}} · explained by {{.ExplainedBy}}</span><br>{{.Summary}}<br>
+<span class="muted">evidence: {{range $i, $e := .Evidence}}{{if $i}}; {{end}}{{if $e.Result}}<a href="#{{anchor $e.Result}}">{{$e.Name}}</a>{{else}}{{$e.Name}}{{end}} = {{value $e.Value}} {{$e.Unit}} {{labels $e.Labels}}{{end}} · threshold {{.Threshold.Op}} {{quantity .Threshold.Value .Threshold.Unit}} ({{.Threshold.Source}})</span></div>{{end}}
+<div class="muted">evidence: {{range $i, $e := .Evidence}}{{if $i}}; {{end}}{{if $e.Result}}<a href="#{{anchor $e.Result}}">{{$e.Name}}</a>{{else}}{{$e.Name}}{{end}} = {{value $e.Value}} {{$e.Unit}} {{labels $e.Labels}}{{end}}</div>
+{{if gt (len .Items) 1}}{{$u := .Threshold.Unit}}<table><tr><th>{{items .Finding}}</th><th>value</th><th></th></tr>{{range .Items}}<tr><td>{{item .}}</td><td class="n">{{quantity .Value $u}}</td><td>{{.Summary}}</td></tr>{{end}}</table>{{end}}
+</details></div>{{end}}
+{{if .Unmeasured}}<div class="unmeasured" id="unmeasured"><h2>Could not measure ({{len .Unmeasured}})</h2><ul>
+{{range .Unmeasured}}<li>{{if .Anchor}}<a href="#{{.Anchor}}">{{.What}}</a>{{else}}{{.What}}{{end}}: {{.Reason}}</li>{{end}}</ul></div>{{end}}
+<h2 id="rules">Rules</h2>
+<p class="lead">{{.Count.Fired}} fired, {{.Count.Clear}} clear, {{.Count.NotEvaluated}} not evaluated (their inputs were not measured: not a pass).</p>
+<h2 id="results">Measurements</h2>
+<div class="grid">{{range .Results}}<div><a href="#{{.Anchor}}">{{.Name}}</a> <span class="status {{.Status}}">{{.Status}}</span></div>{{end}}</div>
+{{range .Results}}<section class="res" id="{{.Anchor}}"><h3>{{.Name}} <span class="status {{.Status}}">{{.Status}}</span></h3>
+{{if .Reason}}<p class="lead">{{.Reason}}</p>{{end}}{{if .Window}}<p class="muted">{{.Window}}</p>{{end}}
+{{range .Charts}}<figure><figcaption>{{.Title}}{{if .Note}} <span class="muted">— {{.Note}}</span>{{end}}</figcaption><div class="chart" id="{{.ID}}"></div></figure>{{end}}
+{{if .Quantiles}}<table><tr><th>distribution</th>{{range cols}}<th>{{.}}</th>{{end}}<th>unit</th><th>labels</th></tr>
+{{range .Quantiles}}<tr><td>{{.Name}}</td>{{range .Cells}}<td class="n">{{if .Bucket}}<span class="est" title="{{.Bucket}}">{{.Text}}</span>{{else}}{{.Text}}{{end}}</td>{{end}}<td>{{.Unit}}</td><td>{{labels .Labels}}</td></tr>{{end}}</table>{{end}}
+{{if .Rest}}<table><tr><th>metric</th><th>value</th><th>unit</th><th>labels</th></tr>
+{{range .Rest}}<tr><td>{{.Name}}</td><td class="n">{{if .Value.Bucket}}<span class="est" title="{{.Value.Bucket}}">{{.Value.Text}}</span> <span class="muted">({{.Value.Bucket}})</span>{{else}}{{.Value.Text}}{{end}}</td><td>{{.Unit}}</td><td>{{labels .Labels}}</td></tr>{{end}}</table>{{end}}
+{{if .Records}}<p class="muted">{{len .Records}} per-item records in the JSON report.</p>{{end}}
+</section>{{end}}
+<footer>{{.R.Tool.Name}} {{.R.Tool.Version}} · plots drawn by {{.Library}} (Apache-2.0), embedded: this page fetches nothing. Values marked ≈ are estimates within a histogram bucket (hover for the bucket).</footer>
+</main>
+{{template "scripts" .}}
+</body></html>
+{{end}}
+{{define "style"}}<style>
 *{box-sizing:border-box}
 body{font-family:"DejaVu Sans","Segoe UI",Helvetica,Arial,sans-serif;margin:0;color:#1f2328;background:#f6f7f9;font-size:14px;line-height:1.45}
 main{max-width:1200px;margin:0 auto;padding:10px 24px 40px}
@@ -256,45 +296,8 @@ figure{margin:12px 0 4px}figcaption{font-size:13px;font-weight:600;color:#333}fi
 .est{border-bottom:1px dotted #57606a;cursor:help}
 .solo{padding:8px 16px;background:#fff;min-height:100vh}.solo figure{margin:0}
 footer{color:#6e7781;font-size:12px;margin-top:20px}
-</style></head><body>
-<header><div class="in"><b>kubeslow report</b>
-<span>cluster {{.R.Cluster.Name}} ({{.R.Cluster.Server}}){{if .R.Cluster.Version}} {{.R.Cluster.Version}}{{end}} · nodes {{.R.Cluster.Nodes.Total}} ({{.R.Cluster.Nodes.Ready}} ready{{if .R.Cluster.Nodes.Simulated}}, {{.R.Cluster.Nodes.Simulated}} simulated{{end}})</span>
-<span>run {{.R.RunID}} · {{.R.Start.UTC.Format "2006-01-02 15:04:05 UTC"}}, {{.Duration}} · {{.Tally}}</span></div></header>
-<main>
-<h2 id="findings">Why is it slow?</h2>
-{{if not .Causes}}<div class="none">Nothing measured crossed a threshold: no finding. {{if .Unmeasured}}Some things could not be measured (below): that is not a pass.{{end}}</div>
-{{else}}<p class="lead">{{len .Causes}} cause{{if gt (len .Causes) 1}}s{{end}}, worst first; each one's symptoms and evidence are folded under it.</p>{{end}}
-{{range .Causes}}<div class="cause {{.Severity}}" id="{{.ID}}">
-<div class="head"><span class="rank">{{.Rank}}.</span><span class="pill {{.Severity}}">{{upper .Severity}}</span><span class="title">{{.Title}}</span>
-<span class="id">{{.ID}}{{if .Cases}} · case {{range $i, $c := .Cases}}{{if $i}}, {{end}}{{$c}}{{end}}{{end}}</span></div>
-<div class="body"><div class="key"><span class="v">{{.Key}}</span><span class="t">threshold {{.Threshold.Op}} {{quantity .Threshold.Value .Threshold.Unit}}<br>{{.Threshold.Source}}</span></div>
-<div class="sentence">{{.Summary}}</div>
-<div class="fix"><b>Fix:</b> {{.Remediation}}</div></div>
-<details><summary>{{if .Symptoms}}{{len .Symptoms}} symptom{{if gt (len .Symptoms) 1}}s{{end}} it explains · {{end}}evidence{{if gt (len .Items) 1}} · {{items .Finding}}{{end}}</summary>
-{{range .Symptoms}}<div class="sym" id="{{.ID}}"><b>{{.Title}}</b> <span class="id">{{.ID}} · explained by {{.ExplainedBy}}</span><br>{{.Summary}}<br>
-<span class="muted">evidence: {{range $i, $e := .Evidence}}{{if $i}}; {{end}}{{if $e.Result}}<a href="#{{anchor $e.Result}}">{{$e.Name}}</a>{{else}}{{$e.Name}}{{end}} = {{value $e.Value}} {{$e.Unit}} {{labels $e.Labels}}{{end}} · threshold {{.Threshold.Op}} {{quantity .Threshold.Value .Threshold.Unit}} ({{.Threshold.Source}})</span></div>{{end}}
-<div class="muted">evidence: {{range $i, $e := .Evidence}}{{if $i}}; {{end}}{{if $e.Result}}<a href="#{{anchor $e.Result}}">{{$e.Name}}</a>{{else}}{{$e.Name}}{{end}} = {{value $e.Value}} {{$e.Unit}} {{labels $e.Labels}}{{end}}</div>
-{{if gt (len .Items) 1}}{{$u := .Threshold.Unit}}<table><tr><th>{{items .Finding}}</th><th>value</th><th></th></tr>{{range .Items}}<tr><td>{{item .}}</td><td class="n">{{quantity .Value $u}}</td><td>{{.Summary}}</td></tr>{{end}}</table>{{end}}
-</details></div>{{end}}
-{{if .Unmeasured}}<div class="unmeasured" id="unmeasured"><h2>Could not measure ({{len .Unmeasured}})</h2><ul>
-{{range .Unmeasured}}<li>{{if .Anchor}}<a href="#{{.Anchor}}">{{.What}}</a>{{else}}{{.What}}{{end}}: {{.Reason}}</li>{{end}}</ul></div>{{end}}
-<h2 id="rules">Rules</h2>
-<p class="lead">{{.Count.Fired}} fired, {{.Count.Clear}} clear, {{.Count.NotEvaluated}} not evaluated (their inputs were not measured: not a pass).</p>
-<h2 id="results">Measurements</h2>
-<div class="grid">{{range .Results}}<div><a href="#{{.Anchor}}">{{.Name}}</a> <span class="status {{.Status}}">{{.Status}}</span></div>{{end}}</div>
-{{range .Results}}<section class="res" id="{{.Anchor}}"><h3>{{.Name}} <span class="status {{.Status}}">{{.Status}}</span></h3>
-{{if .Reason}}<p class="lead">{{.Reason}}</p>{{end}}{{if .Window}}<p class="muted">{{.Window}}</p>{{end}}
-{{range .Charts}}<figure><figcaption>{{.Title}}{{if .Note}} <span class="muted">— {{.Note}}</span>{{end}}</figcaption><div class="chart" id="{{.ID}}"></div></figure>{{end}}
-{{if .Quantiles}}<table><tr><th>distribution</th>{{range cols}}<th>{{.}}</th>{{end}}<th>unit</th><th>labels</th></tr>
-{{range .Quantiles}}<tr><td>{{.Name}}</td>{{range .Cells}}<td class="n">{{if .Bucket}}<span class="est" title="{{.Bucket}}">{{.Text}}</span>{{else}}{{.Text}}{{end}}</td>{{end}}<td>{{.Unit}}</td><td>{{labels .Labels}}</td></tr>{{end}}</table>{{end}}
-{{if .Rest}}<table><tr><th>metric</th><th>value</th><th>unit</th><th>labels</th></tr>
-{{range .Rest}}<tr><td>{{.Name}}</td><td class="n">{{if .Value.Bucket}}<span class="est" title="{{.Value.Bucket}}">{{.Value.Text}}</span> <span class="muted">({{.Value.Bucket}})</span>{{else}}{{.Value.Text}}{{end}}</td><td>{{.Unit}}</td><td>{{labels .Labels}}</td></tr>{{end}}</table>{{end}}
-{{if .Records}}<p class="muted">{{len .Records}} per-item records in the JSON report.</p>{{end}}
-</section>{{end}}
-<footer>{{.R.Tool.Name}} {{.R.Tool.Version}} · plots drawn by {{.Library}} (Apache-2.0), embedded: this page fetches nothing. Values marked ≈ are estimates within a histogram bucket (hover for the bucket).</footer>
-</main>
-<script>{{.LibJS}}</script>
+</style>{{end}}
+{{define "scripts"}}<script>{{.LibJS}}</script>
 <script type="application/json" id="kubeslow-charts">{{.ChartJSON}}</script>
-<script>{{.PageJS}}</script>
-</body></html>
+<script>{{.PageJS}}</script>{{end}}
 `))

@@ -46,9 +46,10 @@
   function unitSuffix(unit) {
     return unit === "seconds" || unit === "bytes" || unit === "ratio" || unit === "percent" ? "" : " " + unit.replace(/_/g, " ");
   }
-  function colourOf(names) {
+  function colourOf() {
     var m = {};
     return function (n) {
+      n = n.replace(/ \(before\)$/, "");
       if (!(n in m)) m[n] = palette[Object.keys(m).length % palette.length];
       return m[n];
     };
@@ -101,7 +102,7 @@
       p.series.forEach(function (s, j) {
         if (o.legend.data.indexOf(s.name) < 0) o.legend.data.push(s.name);
         var bar = {
-          type: "bar", name: s.name, xAxisIndex: i, yAxisIndex: i, itemStyle: { color: colour(s.name) },
+          type: "bar", name: s.name, xAxisIndex: i, yAxisIndex: i, itemStyle: { color: colour(s.name), opacity: s.before ? 0.4 : 1 },
           barGap: "0%", barCategoryGap: "24%",
           data: s.values.map(function (v, c) {
             if (v === null) return "-";
@@ -111,7 +112,7 @@
           label: { show: !p.stack && panelH / spec.cats.length / k >= 10, position: "right", fontSize: 10, color: "#444",
             formatter: function (d) { var e = d.data && d.data.lo !== null && d.data.lo !== undefined && /bucket/.test(s.whisker); return (e ? "≈" : "") + fmt(d.value, p.unit); } }
         };
-        if (p.stack) bar.stack = "total" + i;
+        if (p.stack) bar.stack = (s.before ? "before" : "after") + i;
         if (j === 0 && p.lines) bar.markLine = lineMark(p.lines, "xAxis", p.unit, true, null, "start"); // the category axis runs downwards
         o.series.push(bar);
         if (s.lo && !p.stack) {
@@ -167,7 +168,7 @@
         } },
       series: p.series.map(function (s, j) {
         var ser = { type: "line", name: s.name, step: "end", showSymbol: false, data: s.points, itemStyle: { color: colour(s.name) },
-          lineStyle: { width: s.bold ? 3 : 1.6 } };
+          lineStyle: { width: s.bold ? 3 : 1.6, type: s.before ? "dashed" : "solid", opacity: s.before ? 0.7 : 1 } };
         if (j === 0) {
           ser.markLine = lineMark(p.lines || [], "xAxis", p.unit, true);
           ser.markLine.data = ser.markLine.data.concat((p.hlines || []).map(function (l) { return { name: l.label, yAxis: l.v, lineStyle: { color: "#888", type: "dotted" } }; }));
@@ -180,6 +181,7 @@
 
   // time: panels stacked on one time axis; marks as dashed vertical lines, load spans shaded.
   function timeOption(spec) {
+    relative = !!spec.relative;
     var n = spec.panels.length, top = 36, gap = 52, panelH = (spec.height - top - 40) / n - gap;
     var t0 = Infinity, t1 = -Infinity, colour = colourOf(), names = [];
     spec.panels.forEach(function (p) { p.series.forEach(function (s) {
@@ -196,11 +198,12 @@
       var y = top + i * (panelH + gap) + 18;
       o.grid.push({ left: 70, right: 30, top: y, height: panelH });
       o.title.push({ text: p.title, top: y - 32, left: 70, textStyle: { fontSize: 12, fontWeight: "bold", color: "#333" } });
-      o.xAxis.push({ type: "time", gridIndex: i, min: t0, max: t1, axisLabel: { fontSize: 10, hideOverlap: true }, splitLine: { show: true, lineStyle: { color: "#f0f0f0" } } });
+      o.xAxis.push(spec.relative ? { type: "value", gridIndex: i, min: 0, max: t1, axisLabel: { fontSize: 10, hideOverlap: true, formatter: function (v) { return fmt(v / 1000, "seconds"); } }, splitLine: { show: true, lineStyle: { color: "#f0f0f0" } } }
+        : { type: "time", gridIndex: i, min: t0, max: t1, axisLabel: { fontSize: 10, hideOverlap: true }, splitLine: { show: true, lineStyle: { color: "#f0f0f0" } } });
       o.yAxis.push({ type: "value", gridIndex: i, scale: false, axisLabel: { fontSize: 10, formatter: function (v) { return fmt(v, p.unit); } }, splitLine: { lineStyle: { color: "#eee" } } });
       p.series.forEach(function (s, j) {
         var ser = { type: "line", name: s.name, xAxisIndex: i, yAxisIndex: i, data: s.points, showSymbol: s.points.length <= 60, symbolSize: 4,
-          sampling: "lttb", lineStyle: { width: 1.5 }, itemStyle: { color: colour(s.name) },
+          sampling: "lttb", lineStyle: { width: 1.5, type: s.before ? "dashed" : "solid", opacity: s.before ? 0.7 : 1 }, itemStyle: { color: colour(s.name) },
           tooltip: { valueFormatter: function (v) { return fmt(v, p.unit) + unitSuffix(p.unit); } } };
         if (j === 0) {
           if (p.lines && p.lines.length) {
@@ -222,7 +225,8 @@
     return o;
   }
 
-  function hhmmss(t) { return new Date(t).toISOString().substring(11, 19); }
+  var relative = false;
+  function hhmmss(t) { return relative ? "+" + fmt(t / 1000, "seconds") : new Date(t).toISOString().substring(11, 19); }
 
   function drawn(chart) {
     return chart.getOption().series.filter(function (s) { return s.type !== "custom"; }).map(function (s) {

@@ -654,9 +654,13 @@ func recordBarsChart(recs []result.Record) (chartSpec, bool) {
 		return w
 	}
 	sort.SliceStable(items, func(i, j int) bool { return worst(items[i]) > worst(items[j]) })
-	title := fmt.Sprintf("per item, slowest first (%d items)", len(items))
+	var what []string
+	for _, k := range ks {
+		what = append(what, strings.ReplaceAll(strings.TrimSuffix(k, "_seconds"), "_", " "))
+	}
+	title := fmt.Sprintf("%s per item, slowest first (%d items)", strings.Join(what, ", "), len(items))
 	if len(items) > maxRows {
-		title = fmt.Sprintf("the %d slowest of %d items", maxRows, len(items))
+		title = fmt.Sprintf("%s: the %d slowest of %d items", strings.Join(what, ", "), maxRows, len(items))
 		items = items[:maxRows]
 	}
 	cats := make([]string, len(items))

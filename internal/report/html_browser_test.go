@@ -238,9 +238,14 @@ func TestIntegrationHTMLInChromium(t *testing.T) {
 		}
 		checkPage(t, c, diff, n, false)
 		screenshot(t, c, "file://"+diff, filepath.Join(artifacts, "diff-sample-full.png"), 1280, 6000, true)
-		for i, s := range specs {
-			name := fmt.Sprintf("plot-%02d-%s.png", i, slug(s.Title))
-			screenshot(t, c, fmt.Sprintf("file://%s#plot=chart-%d", page, i), filepath.Join(artifacts, name), 1000, s.Height+60, true)
+		// One picture per plot, named by its result and kind (docs/img/ holds some of them).
+		i := 0
+		for _, res := range pg.rep.Results {
+			for _, s := range resultCharts(pg.rep, res) {
+				name := "plot-" + slug(res.Name+"-"+s.key) + ".png"
+				screenshot(t, c, fmt.Sprintf("file://%s#plot=chart-%d", page, i), filepath.Join(artifacts, name), 1000, s.Height+50, true)
+				i++
+			}
 		}
 	}
 }

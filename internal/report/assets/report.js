@@ -109,7 +109,8 @@
             var est = s.whisker && s.lo && s.lo[c] !== null;
             return { value: v, lo: est ? s.lo[c] : null, hi: est ? s.hi[c] : null };
           }),
-          label: { show: !p.stack && panelH / spec.cats.length / k >= 10, position: "right", fontSize: 10, color: "#444",
+          // With whiskers, the value is written past the whisker's end (by the whisker series).
+          label: { show: !p.stack && !s.lo && panelH / spec.cats.length / k >= 10, position: "right", fontSize: 10, color: "#444",
             formatter: function (d) { var e = d.data && d.data.lo !== null && d.data.lo !== undefined && /bucket/.test(s.whisker); return (e ? "≈" : "") + fmt(d.value, p.unit); } }
         };
         if (p.stack) bar.stack = (s.before ? "before" : "after") + i;
@@ -118,12 +119,14 @@
         if (s.lo && !p.stack) {
           o.series.push({
             type: "custom", name: s.name, xAxisIndex: i, yAxisIndex: i, z: 10, silent: true, tooltip: { show: false },
-            data: s.lo.map(function (lo, c) { return lo === null ? null : [lo, s.hi[c], c]; }).filter(function (d) { return d !== null; }),
+            data: s.lo.map(function (lo, c) { return lo === null ? null : [lo, s.hi[c], c, s.values[c]]; }).filter(function (d) { return d !== null; }),
             renderItem: function (params, api) {
               var a = api.coord([api.value(0), api.value(2)]), b = api.coord([api.value(1), api.value(2)]);
               var band = api.size([0, 1])[1], w = band * 0.76 / k, y = a[1] - band * 0.38 + w * (j + 0.5), h = Math.max(3, w * 0.5);
               var st = { stroke: "#222", lineWidth: 1.3 };
+              var label = panelH / spec.cats.length / k >= 10 ? (/bucket/.test(s.whisker) ? "≈" : "") + fmt(api.value(3), p.unit) : "";
               return { type: "group", children: [
+                { type: "text", style: { text: label, x: b[0] + 5, y: y, verticalAlign: "middle", fontSize: 10, fill: "#444", fontFamily: font } },
                 { type: "line", shape: { x1: a[0], y1: y, x2: b[0], y2: y }, style: st },
                 { type: "line", shape: { x1: a[0], y1: y - h / 2, x2: a[0], y2: y + h / 2 }, style: st },
                 { type: "line", shape: { x1: b[0], y1: y - h / 2, x2: b[0], y2: y + h / 2 }, style: st }] };

@@ -43,6 +43,11 @@
     var s = Math.abs(v) >= 1e6 ? sig(v / 1e6) + "M" : Math.abs(v) >= 1e4 ? sig(v / 1e3) + "k" : sig(v);
     return s;
   }
+  // fmtAxis is fmt for axis ticks: a tick of minutes that is not a whole minute reads 3m20s, not 3.33 min.
+  function fmtAxis(v, unit) {
+    if (unit === "seconds" && v >= 120 && v < 7200 && Math.round(v) % 60 !== 0) return Math.floor(v / 60) + "m" + Math.round(v % 60) + "s";
+    return fmt(v, unit);
+  }
   function unitSuffix(unit) {
     return unit === "seconds" || unit === "bytes" || unit === "ratio" || unit === "percent" ? "" : " " + unit.replace(/_/g, " ");
   }
@@ -91,11 +96,12 @@
     var colour = colourOf();
     var o = extend({ grid: [], xAxis: [], yAxis: [], series: [], legend: { top: 4, type: "scroll", data: [] } });
     o.tooltip = { trigger: "axis", axisPointer: { type: "shadow" }, confine: true, textStyle: { fontSize: 12 } };
+    o.legend.show = spec.panels.reduce(function (n, p) { return n + p.series.length; }, 0) > 1;
     spec.panels.forEach(function (p, i) {
       var col = i % cols, row = Math.floor(i / cols);
       o.grid.push({ left: labelW + col * (plotW + gap), width: plotW, top: top + row * (panelH + 50), height: panelH });
       o.xAxis.push({ type: "value", gridIndex: i, name: p.title, nameLocation: "middle", nameGap: 24, nameTextStyle: { fontSize: 11 },
-        axisLabel: { fontSize: 10, hideOverlap: true, formatter: function (v) { return fmt(v, p.unit); } }, splitLine: { lineStyle: { color: "#eee" } } });
+        axisLabel: { fontSize: 10, hideOverlap: true, formatter: function (v) { return fmtAxis(v, p.unit); } }, splitLine: { lineStyle: { color: "#eee" } } });
       o.yAxis.push({ type: "category", gridIndex: i, data: spec.cats, inverse: true, axisTick: { show: false },
         axisLabel: { show: col === 0, fontSize: 11, width: labelW - 10, overflow: "truncate" } });
       var k = p.series.length;
@@ -139,16 +145,14 @@
       var out = [items[0].name];
       items.forEach(function (it) {
         if (it.seriesType !== "bar" || it.value === "-" || it.value === undefined) return;
-        var p = spec.panels[spec.panels.length > 1 ? it.axisIndex || 0 : 0] || spec.panels[0];
-        var unit = spec.panels[o.series[it.seriesIndex].xAxisIndex].unit, s = it.data;
-        var line = it.marker + it.seriesName + ": <b>" + fmt(s.value, unit) + unitSuffix(unit) + "</b>";
-        var ps = spec.panels[o.series[it.seriesIndex].xAxisIndex].series.filter(function (x) { return x.name === it.seriesName; })[0];
-        if (s.lo !== null && s.lo !== undefined && ps) {
-          line += /bucket/.test(ps.whisker) ? " (estimate, within bucket [" + fmt(s.lo, unit) + ", " + fmt(s.hi, unit) + "])"
-            : " (" + ps.whisker + ": " + fmt(s.lo, unit) + " – " + fmt(s.hi, unit) + ")";
+        var panel = spec.panels[o.series[it.seriesIndex].xAxisIndex], d = it.data;
+        var s = panel.series.filter(function (x) { return x.name === it.seriesName; })[0];
+        var line = it.marker + it.seriesName + ": <b>" + fmt(d.value, panel.unit) + unitSuffix(panel.unit) + "</b>";
+        if (d.lo !== null && d.lo !== undefined && s) {
+          line += /bucket/.test(s.whisker) ? " (estimate, within bucket [" + fmt(d.lo, panel.unit) + ", " + fmt(d.hi, panel.unit) + "])"
+            : " (" + s.whisker + ": " + fmt(d.lo, panel.unit) + " – " + fmt(d.hi, panel.unit) + ")";
         }
         out.push(line);
-        void p;
       });
       return out.join("<br>");
     };
@@ -260,14 +264,20 @@
       chart.setOption(o);
       el.dataset.drawn = drawn(chart).join(" ");
       el.dataset.ms = String(Math.round(performance.now() - began));
-      charts.push(chart);
+      charts.push({ chart: chart, spec: spec, el: el });
       count++;
     } catch (e) {
       console.error("kubeslow: chart " + spec.id + " (" + spec.title + "): " + e);
       el.textContent = "this chart failed to draw: " + e;
     }
   });
-  window.addEventListener("resize", function () { charts.forEach(function (c) { c.resize(); }); });
+  window.addEventListener("resize", function () {
+    charts.forEach(function (c) {
+      c.chart.resize();
+      // A bars chart's grids are laid out in pixels of its width.
+      if (c.spec.kind === "bars") c.chart.setOption(barsOption(c.spec, c.el.clientWidth), true);
+    });
+  });
   body.dataset.charts = String(count);
   // Where the first cause's fix ends on the page (the browser test checks it is on the first screen).
   var fix = document.querySelector(".cause .fix");

@@ -67,6 +67,24 @@ func TestWriteSamplePage(t *testing.T) {
 	if err := WriteHTML(f, rep); err != nil {
 		t.Fatal(err)
 	}
+	after := fullSample()
+	for i := range after.Results {
+		for j := range after.Results[i].Series {
+			for k := range after.Results[i].Series[j].Points {
+				after.Results[i].Series[j].Points[k].V *= 1.5
+			}
+		}
+		for j := range after.Results[i].Metrics {
+			after.Results[i].Metrics[j].Value *= 1.3
+		}
+	}
+	var b bytes.Buffer
+	if err := WriteDiffHTML(&b, rep, after, Compare(rep, after, DefaultTolerance)); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(strings.TrimSuffix(path, ".html")+"-diff.html", b.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // moreSamples are the results of the other plots: an observed control plane window under a load (series,

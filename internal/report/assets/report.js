@@ -187,9 +187,16 @@
   }
 
   // time: panels stacked on one time axis; marks as dashed vertical lines, load spans shaded.
+  // relStep is a round tick step (ms) for a relative time axis of span ms: at most 8 ticks.
+  function relStep(span) {
+    var steps = [1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 21600, 43200, 86400];
+    for (var i = 0; i < steps.length; i++) if (span / (steps[i] * 1000) <= 8) return steps[i] * 1000;
+    return 86400000;
+  }
   function timeOption(spec) {
     relative = !!spec.relative;
-    var n = spec.panels.length, top = 36, gap = 52, panelH = (spec.height - top - 40) / n - gap;
+    var legend = spec.panels.some(function (p) { return p.series.length > 1; });
+    var n = spec.panels.length, top = legend ? 50 : 36, gap = 52, panelH = (spec.height - top - 40) / n - gap;
     var t0 = Infinity, t1 = -Infinity, colour = colourOf(), names = [];
     spec.panels.forEach(function (p) { p.series.forEach(function (s) {
       if (s.points.length) { t0 = Math.min(t0, s.points[0][0]); t1 = Math.max(t1, s.points[s.points.length - 1][0]); }
@@ -197,7 +204,7 @@
     }); });
     (spec.spans || []).forEach(function (sp) { t0 = Math.min(t0, sp.start); t1 = Math.max(t1, sp.end); });
     var o = extend({ grid: [], xAxis: [], yAxis: [], series: [], title: [],
-      legend: { top: 4, type: "scroll", data: names, show: spec.panels.some(function (p) { return p.series.length > 1; }) },
+      legend: { top: 4, type: "scroll", data: names, show: legend },
       axisPointer: { link: [{ xAxisIndex: "all" }] },
       dataZoom: [{ type: "inside", xAxisIndex: spec.panels.map(function (_, i) { return i; }) }],
       tooltip: { trigger: "axis", confine: true, textStyle: { fontSize: 12 } } });
@@ -205,7 +212,7 @@
       var y = top + i * (panelH + gap) + 18;
       o.grid.push({ left: 70, right: 30, top: y, height: panelH });
       o.title.push({ text: p.title, top: y - 32, left: 70, textStyle: { fontSize: 12, fontWeight: "bold", color: "#333" } });
-      o.xAxis.push(spec.relative ? { type: "value", gridIndex: i, min: 0, max: t1, axisLabel: { fontSize: 10, hideOverlap: true, formatter: function (v) { return fmt(v / 1000, "seconds"); } }, splitLine: { show: true, lineStyle: { color: "#f0f0f0" } } }
+      o.xAxis.push(spec.relative ? { type: "value", gridIndex: i, min: 0, max: t1, interval: relStep(t1), axisLabel: { fontSize: 10, hideOverlap: true, formatter: function (v) { return fmtAxis(v / 1000, "seconds"); } }, splitLine: { show: true, lineStyle: { color: "#f0f0f0" } } }
         : { type: "time", gridIndex: i, min: t0, max: t1, axisLabel: { fontSize: 10, hideOverlap: true }, splitLine: { show: true, lineStyle: { color: "#f0f0f0" } } });
       o.yAxis.push({ type: "value", gridIndex: i, scale: false, axisLabel: { fontSize: 10, formatter: function (v) { return fmt(v, p.unit); } }, splitLine: { lineStyle: { color: "#eee" } } });
       p.series.forEach(function (s, j) {

@@ -247,10 +247,10 @@ var pageTmpl = template.Must(template.New("report").Funcs(template.FuncMap{
 {{range .Results}}<section class="res" id="{{.Anchor}}"><h3>{{.Name}} <span class="status {{.Status}}">{{.Status}}</span></h3>
 {{if .Reason}}<p class="lead">{{.Reason}}</p>{{end}}{{if .Window}}<p class="muted">{{.Window}}</p>{{end}}
 {{range .Charts}}<figure><figcaption>{{.Title}}{{if .Note}} <span class="muted">— {{.Note}}</span>{{end}}</figcaption><div class="chart" id="{{.ID}}"></div></figure>{{end}}
-{{if .Quantiles}}<table><tr><th>distribution</th>{{range cols}}<th>{{.}}</th>{{end}}<th>unit</th><th>labels</th></tr>
-{{range .Quantiles}}<tr><td>{{.Name}}</td>{{range .Cells}}<td class="n">{{if .Bucket}}<span class="est" title="{{.Bucket}}">{{.Text}}</span>{{else}}{{.Text}}{{end}}</td>{{end}}<td>{{.Unit}}</td><td>{{labels .Labels}}</td></tr>{{end}}</table>{{end}}
-{{if .Rest}}<table><tr><th>metric</th><th>value</th><th>unit</th><th>labels</th></tr>
-{{range .Rest}}<tr><td>{{.Name}}</td><td class="n">{{if .Value.Bucket}}<span class="est" title="{{.Value.Bucket}}">{{.Value.Text}}</span> <span class="muted">({{.Value.Bucket}})</span>{{else}}{{.Value.Text}}{{end}}</td><td>{{.Unit}}</td><td>{{labels .Labels}}</td></tr>{{end}}</table>{{end}}
+{{if .Quantiles}}{{if gt (len .Quantiles) 12}}<details><summary>all {{len .Quantiles}} distributions</summary>{{end}}<table><tr><th>distribution</th>{{range cols}}<th>{{.}}</th>{{end}}<th>unit</th><th>labels</th></tr>
+{{range .Quantiles}}<tr><td>{{.Name}}</td>{{range .Cells}}<td class="n">{{if .Bucket}}<span class="est" title="{{.Bucket}}">{{.Text}}</span>{{else}}{{.Text}}{{end}}</td>{{end}}<td>{{.Unit}}</td><td>{{labels .Labels}}</td></tr>{{end}}</table>{{if gt (len .Quantiles) 12}}</details>{{end}}{{end}}
+{{if .Rest}}{{if gt (len .Rest) 12}}<details><summary>all {{len .Rest}} metrics</summary>{{end}}<table><tr><th>metric</th><th>value</th><th>unit</th><th>labels</th></tr>
+{{range .Rest}}<tr><td>{{.Name}}</td><td class="n">{{if .Value.Bucket}}<span class="est" title="{{.Value.Bucket}}">{{.Value.Text}}</span> <span class="muted">({{.Value.Bucket}})</span>{{else}}{{.Value.Text}}{{end}}</td><td>{{.Unit}}</td><td>{{labels .Labels}}</td></tr>{{end}}</table>{{if gt (len .Rest) 12}}</details>{{end}}{{end}}
 {{if .Records}}<p class="muted">{{len .Records}} per-item records in the JSON report.</p>{{end}}
 </section>{{end}}
 <footer>{{.R.Tool.Name}} {{.R.Tool.Version}} · plots drawn by {{.Library}} (Apache-2.0), embedded: this page fetches nothing. Values marked ≈ are estimates within a histogram bucket (hover for the bucket).</footer>
@@ -285,7 +285,7 @@ details{margin-top:6px}summary{cursor:pointer;color:#1f5fa8;font-size:13px}
 .none{background:#fff;border:1px solid #d8dee4;border-radius:6px;padding:10px 14px}
 .unmeasured{background:#fffbe6;border:1px solid #eed888;border-radius:6px;padding:8px 14px;margin:10px 0}
 .unmeasured h2{font-size:15px;margin:0 0 4px}.unmeasured ul{margin:0;padding-left:18px;font-size:13px}
-table{border-collapse:collapse;font-size:12.5px;background:#fff}td,th{padding:3px 10px;text-align:left;border-bottom:1px solid #eaeef2}
+table{border-collapse:collapse;margin:6px 0;font-size:12.5px;background:#fff}td,th{padding:3px 10px;text-align:left;border-bottom:1px solid #eaeef2}
 th{background:#f0f3f6;font-weight:600}td.n{text-align:right;font-variant-numeric:tabular-nums}
 .Pass{color:#1a7f37}.Fail{color:#d1242f}.Warn{color:#bc4c00}.Skip{color:#6e7781}.Error{color:#d1242f}
 .status{font-weight:bold}

@@ -242,9 +242,16 @@
   var relative = false;
   function hhmmss(t) { return relative ? "+" + fmt(t / 1000, "seconds") : new Date(t).toISOString().substring(11, 19); }
 
+  // drawn counts the values each series (but the whiskers) holds in the chart's model, as ECharts took them
+  // from the option (getModel: the instance's model, which getOption would deep-copy, data and all).
   function drawn(chart) {
-    return chart.getOption().series.filter(function (s) { return s.type !== "custom"; }).map(function (s) {
-      return (s.data || []).filter(function (d) { return d !== "-" && d !== null && d !== undefined; }).length;
+    return chart.getModel().getSeries().filter(function (s) { return s.subType !== "custom"; }).map(function (s) {
+      var d = s.getData(), n = 0;
+      for (var i = 0; i < d.count(); i++) {
+        var v = d.get(d.mapDimension(s.subType === "bar" ? "x" : "y"), i);
+        if (v !== null && v !== undefined && !isNaN(v)) n++;
+      }
+      return n;
     });
   }
 

@@ -277,7 +277,7 @@ func pathMatrixChart(ms []result.Metric) (chartSpec, bool) {
 	val := map[key]map[string]*[3]*num{} // [median, lo, hi] per path
 	for _, m := range ms {
 		p := m.Labels["path"]
-		if p == "" || m.Name == ratioMetric {
+		if p == "" || isRatio(m) {
 			continue
 		}
 		base, kind := spreadBase(m.Name)
@@ -349,18 +349,36 @@ func pathMatrixChart(ms []result.Metric) (chartSpec, bool) {
 		Cats: paths, Panels: panels, Height: barsHeight(len(paths), maxConns, rowsOfPanels)}, true
 }
 
-const ratioMetric = "ratio_to_host"
+// ratioOf reads a ratio metric's name: "ratio_to_host" (conn label: keepalive, new) or "stream_ratio_to_loopback"
+// (the connection kind in the name) — the baseline it is against, and the connection kind.
+func ratioOf(m result.Metric) (baseline, conn string, ok bool) {
+	i := strings.Index(m.Name, "ratio_to_")
+	if i < 0 || m.Labels["path"] == "" || (i > 0 && m.Name[i-1] != '_') {
+		return "", "", false
+	}
+	conn = m.Labels["conn"]
+	if i > 0 {
+		conn = m.Name[:i-1]
+	}
+	return m.Name[i+len("ratio_to_"):], conn, true
+}
 
-// ratioChart draws a path matrix's ratios to host->host: a bar per connection kind, a line at 1 (the host)
-// and one at 0.9 (KS-NET-POD's 10 % tolerance).
+// isRatio: the metric is a path's ratio to a baseline path (drawn by ratioChart, not in the path matrix).
+func isRatio(m result.Metric) bool { _, _, ok := ratioOf(m); return ok }
+
+// ratioChart draws a path matrix's ratios to its baseline path (host->host, loopback): a bar per connection
+// kind, a line at 1 (the baseline) and, against the host, one at 0.9 (KS-NET-POD's 10 % tolerance).
 func ratioChart(ms []result.Metric) (chartSpec, bool) {
 	var paths, conns []string
+	base := ""
 	val := map[string]float64{}
 	for _, m := range ms {
-		if m.Name != ratioMetric || m.Labels["path"] == "" {
+		b, c, ok := ratioOf(m)
+		if !ok || (base != "" && b != base) {
 			continue
 		}
-		p, c := m.Labels["path"], m.Labels["conn"]
+		base = b
+		p := m.Labels["path"]
 		if !contains(paths, p) {
 			paths = append(paths, p)
 		}
@@ -373,8 +391,10 @@ func ratioChart(ms []result.Metric) (chartSpec, bool) {
 		return chartSpec{}, false
 	}
 	paths = paths[:min(len(paths), maxRows)]
-	p := chartPanel{Title: "ratio to host->host", Unit: "ratio",
-		Lines: []chartLine{{1, "host"}, {0.9, "0.9: KS-NET-POD's threshold"}}}
+	p := chartPanel{Title: "ratio to " + base, Unit: "ratio", Lines: []chartLine{{1, base}}}
+	if base == "host" {
+		p.Lines = append(p.Lines, chartLine{0.9, "0.9: KS-NET-POD's threshold"})
+	}
 	for _, c := range conns {
 		s := chartSeries{Name: connName(c), Values: make([]*num, len(paths))}
 		for i, path := range paths {
@@ -384,7 +404,7 @@ func ratioChart(ms []result.Metric) (chartSpec, bool) {
 		}
 		p.Series = append(p.Series, s)
 	}
-	return chartSpec{key: "ratio", Kind: "bars", Title: "path matrix: each path against host->host (1 = as fast as the host)", Cats: paths,
+	return chartSpec{key: "ratio", Kind: "bars", Title: "path matrix: each path against " + base + " (1 = as fast as " + base + ")", Cats: paths,
 		Panels: []chartPanel{p}, Height: barsHeight(len(paths), len(conns), 1) + 16}, true
 }
 

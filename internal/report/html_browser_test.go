@@ -163,8 +163,9 @@ func colourPixels(img image.Image) int {
 }
 
 // TestIntegrationHTMLInChromium opens reports in a real headless browser (Debian's chromium, installed by
-// hack/deps.sh): the sample report with every kind of plot, and the report of a real lab run
-// (testdata/lab-run.json.gz, a `kubeslow run --lab` of the demo; KUBESLOW_LAB_REPORT names another). Each
+// hack/deps.sh): the sample report with every kind of plot, and reports of real runs on the lab (testdata/:
+// `lab net`'s path matrix, `bench disk`, and `run --lab` of the demo when recorded; KUBESLOW_LAB_REPORT adds
+// one). Each
 // page must load without console errors, draw every chart with data in each of its series, and show its
 // first cause on the first screen at 1280x800. Screenshots — the first screen, the whole page, and each plot
 // alone — are saved in out/artifacts/ (look at them).
@@ -184,17 +185,31 @@ func TestIntegrationHTMLInChromium(t *testing.T) {
 		name string
 		rep  *result.Report
 	}{{"sample", fullSample()}}
-	lab := os.Getenv("KUBESLOW_LAB_REPORT")
-	if lab == "" {
-		lab = filepath.Join("testdata", "lab-run.json.gz")
+	// Reports of real runs on this machine's lab: `lab net` (the path matrix through network namespaces),
+	// `bench disk` (a real KS-DISK-SYNC), `run --lab` of the demo when recorded; KUBESLOW_LAB_REPORT adds one.
+	real := []string{"lab-net.json.gz", "bench-disk.json.gz"}
+	if _, err := os.Stat(filepath.Join("testdata", "lab-run.json.gz")); err == nil {
+		real = append(real, "lab-run.json.gz")
 	}
-	if rep, err := readReport(lab); err != nil {
-		t.Errorf("the lab run's report: %v", err)
-	} else {
+	for _, name := range real {
+		rep, err := readReport(filepath.Join("testdata", name))
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
 		pages = append(pages, struct {
 			name string
 			rep  *result.Report
-		}{"lab-run", rep})
+		}{strings.TrimSuffix(name, ".json.gz"), rep})
+	}
+	if lab := os.Getenv("KUBESLOW_LAB_REPORT"); lab != "" {
+		rep, err := readReport(lab)
+		if err != nil {
+			t.Fatalf("KUBESLOW_LAB_REPORT: %v", err)
+		}
+		pages = append(pages, struct {
+			name string
+			rep  *result.Report
+		}{"given", rep})
 	}
 	for _, pg := range pages {
 		page := filepath.Join(c.dir, pg.name+".html")

@@ -318,6 +318,9 @@ func pathMatrixChart(ms []result.Metric) (chartSpec, bool) {
 		p := chartPanel{Title: n + " (" + unitTitle(units[n]) + ")", Unit: units[n]}
 		for _, c := range conns[n] {
 			s := chartSeries{Name: connName(c), Values: make([]*num, len(paths))}
+			if c == "" {
+				s.Name = n // one kind of connection: the quantity names it
+			}
 			var lo, hi []*num
 			for i, path := range paths {
 				v := val[key{n, c}][path]

@@ -46,7 +46,7 @@ func sampleReport() *result.Report {
 		Cluster: result.Cluster{Name: "lab <test>", Server: "https://198.19.255.1:6443", Nodes: result.NodeCounts{Total: 4, Ready: 4, Simulated: 3}},
 		Start:   t0, End: t0.Add(time.Minute),
 		Results: []result.Result{ps, etcd, {Name: "api.audit", Status: result.StatusSkip, Reason: "no audit log given"},
-			{Name: "dns.readiness", Status: result.StatusError, Reason: "could not create the probe pod: forbidden"}},
+			{Name: "nodes.agent", Status: result.StatusError, Reason: "could not create the probe pod: forbidden"}},
 		Findings: []result.Finding{
 			{ID: "KS-POD-NODE", Severity: result.SeverityWarning, Title: "One node starts pods much slower", Summary: "kwok-node-2: median 3.5 s",
 				Evidence:  []result.Evidence{{Name: "node_sli_ratio", Value: 5.4, Unit: "ratio", Labels: map[string]string{"node": "kwok-node-2"}, Result: "pods.startup"}},

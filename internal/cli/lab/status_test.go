@@ -1,9 +1,12 @@
 package lab
 
 import (
+	"bytes"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/kubeslow/kubeslow/internal/cli/common"
 	"github.com/kubeslow/kubeslow/internal/lab"
 )
 
@@ -27,5 +30,22 @@ func TestLeaseSummary(t *testing.T) {
 	}
 	if got, want := leaseSummary(nodes[3:4], "kwok"), "none (1 nodes without a Lease in kube-node-lease)"; got != want {
 		t.Errorf("none: %q, want %q", got, want)
+	}
+}
+
+// TestStatusPrometheusURL: the status names the lab's Prometheus URL when the lab runs one, and only then.
+func TestStatusPrometheusURL(t *testing.T) {
+	for _, withProm := range []bool{false, true} {
+		s := &lab.Status{Up: true, Components: []lab.ComponentStatus{{Name: "etcd", PID: 1, Running: true}}, NodesError: "skipped"}
+		if withProm {
+			s.Components = append(s.Components, lab.ComponentStatus{Name: lab.PrometheusComponent, PID: 2, Running: true})
+		}
+		var out bytes.Buffer
+		if err := writeStatus(common.IOStreams{Out: &out}, s); err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Contains(out.String(), "prometheus "+lab.PrometheusURL()+"\n"); got != withProm {
+			t.Errorf("with prometheus %v: URL shown %v:\n%s", withProm, got, out.String())
+		}
 	}
 }

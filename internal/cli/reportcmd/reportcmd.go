@@ -51,8 +51,8 @@ a latency (unit seconds) that grew or a rate (per second) that shrank by more th
 Exit codes: 0 no regression, 1 regressions, 2 could not compare.`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(_ *cobra.Command, args []string) error {
-			if format != "text" && format != "json" {
-				return &common.ExitError{Code: 2, Err: fmt.Errorf("unknown output format %q (want text or json)", format)}
+			if format != "text" && format != "json" && format != "html" {
+				return &common.ExitError{Code: 2, Err: fmt.Errorf("unknown output format %q (want text, json or html)", format)}
 			}
 			if tol < 0 {
 				return &common.ExitError{Code: 2, Err: fmt.Errorf("--tolerance %v: want >= 0", tol)}
@@ -66,11 +66,14 @@ Exit codes: 0 no regression, 1 regressions, 2 could not compare.`,
 				return &common.ExitError{Code: 2, Err: err}
 			}
 			d := report.Compare(a, b, tol)
-			if format == "json" {
+			switch format {
+			case "json":
 				enc := json.NewEncoder(streams.Out)
 				enc.SetIndent("", "  ")
 				err = enc.Encode(d)
-			} else {
+			case "html":
+				err = report.WriteDiffHTML(streams.Out, a, b, d)
+			default:
 				err = report.WriteDiffText(streams.Out, d)
 			}
 			if err != nil {
@@ -82,7 +85,7 @@ Exit codes: 0 no regression, 1 regressions, 2 could not compare.`,
 			return nil
 		},
 	}
-	cmd.Flags().StringVarP(&format, "output", "o", "text", "output format: text or json")
+	cmd.Flags().StringVarP(&format, "output", "o", "text", "output format: text, json or html (one self-contained page: the changes, and each plot with both runs' data)")
 	cmd.Flags().Float64Var(&tol, "tolerance", tol, "relative change below which a metric counts as unchanged")
 	return cmd
 }

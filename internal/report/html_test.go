@@ -133,3 +133,16 @@ func TestWriteHTMLEmpty(t *testing.T) {
 		t.Errorf("empty report: %s", b.String())
 	}
 }
+
+// A cause seen by a second source lists it under the cause, not as a cause of its own.
+func TestWriteHTMLSeenAlso(t *testing.T) {
+	rep := sampleReport()
+	rep.Findings[0].SeenAlso = []result.SeenAlso{{ID: "KS-AUDIT-409", Title: "t", Summary: "812 409 Conflicts from calico-ipam", Results: []string{"api.audit"}}}
+	var b bytes.Buffer
+	if err := WriteHTML(&b, rep); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "Seen also by KS-AUDIT-409 (api.audit): 812 409 Conflicts from calico-ipam") {
+		t.Fatal("the second source is not listed under its cause")
+	}
+}

@@ -14,6 +14,7 @@
 #   hack/bench-fio.sh                  # DEVICE=fast ROUNDS=10
 #   DEVICE=slow hack/bench-fio.sh      # IOPS=1000
 #   DEVICE=dir DIR=/var/tmp hack/bench-fio.sh
+#   KUBESLOW=/tmp/kubeslow-old hack/bench-fio.sh   # another build of kubeslow (default: builds bin/kubeslow)
 #
 # DEVICE:
 #   fast  ext4 on a loop device whose image file is on a tmpfs of its own (RAM): no device latency, the
@@ -22,6 +23,10 @@
 #         blkio.throttle.write_iops_device in the blkio root, which holds both tools, ext4's journal thread
 #         and the loop worker; the rule names this loop device only, and is removed at the end).
 #   dir   an existing directory DIR (the machine's own disk, shared with everyone's I/O).
+# RT=1 (fast and slow only) runs both tools, and the new device's journal thread (jbd2), at SCHED_FIFO
+# priority 20, so that other users' CPU-bound work on a shared machine does not decide the tail (the loop
+# device's worker, a shared kworker, stays at its normal priority). Both tools get the same treatment; say so
+# with the figures.
 # The tmpfs, the loop device, the mount and the throttle rule are removed at the end (by their paths and
 # the device number this run got), also on Ctrl-C.
 set -eu
@@ -29,10 +34,16 @@ cd "$(dirname "$0")/.."
 DEVICE=${DEVICE:-fast}
 ROUNDS=${ROUNDS:-10}
 IOPS=${IOPS:-1000}
+RT=${RT:-0}
 case $DEVICE in fast | slow | dir) ;; *) echo "DEVICE=$DEVICE: fast, slow or dir" >&2; exit 2 ;; esac
 [ "$ROUNDS" -ge 10 ] 2>/dev/null || { echo "ROUNDS=$ROUNDS: at least 10" >&2; exit 2; }
 command -v fio >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y fio >/dev/null
-CGO_ENABLED=0 go build -trimpath -o bin/kubeslow ./cmd/kubeslow
+if [ -z "${KUBESLOW:-}" ]; then
+  CGO_ENABLED=0 go build -trimpath -o bin/kubeslow ./cmd/kubeslow
+  KUBESLOW=bin/kubeslow
+  ksdesc="kubeslow $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- internal cmd || echo +changes)"
+fi
+ksdesc=${ksdesc:-$KUBESLOW}
 
 tmp=$(mktemp -d /tmp/kubeslow-bench-fio.XXXXXX)
 dev= ram= mnt= majmin= throttle=/sys/fs/cgroup/blkio/blkio.throttle.write_iops_device
@@ -61,6 +72,11 @@ else
   mount "$dev" "$mnt"
   where=$mnt
   what="ext4 on $dev (a 256 MiB image on tmpfs)"
+  if [ "$RT" = 1 ]; then
+    jbd=$(pgrep -x "jbd2/$(basename "$dev")-8")
+    chrt -f -p 20 "$jbd"
+    what="$what; both tools and $dev's jbd2 thread (pid $jbd) at SCHED_FIFO 20"
+  fi
   if [ "$DEVICE" = slow ]; then
     majmin=$(cat "/sys/block/$(basename "$dev")/dev")
     echo "$majmin $IOPS" >"$throttle"
@@ -68,16 +84,18 @@ else
   fi
 fi
 
+prio=
+[ "$RT" = 1 ] && prio="chrt -f 20"
 echo "$(date -u '+%Y-%m-%d %H:%M UTC'); $(nproc) cores; load average at start $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "kubeslow $(git rev-parse --short HEAD) vs $(fio --version), etcd's recipe on $what, $ROUNDS rounds"
+echo "$ksdesc vs $(fio --version), etcd's recipe on $what, $ROUNDS rounds"
 printf '%-5s %-8s %10s %10s %10s %10s %7s %7s %5s\n' round first ks_p50_us ks_p99_us fio_p50_us fio_p99_us p50_x p99_x load
 : >"$tmp/rows"
 round=1
 while [ "$round" -le "$ROUNDS" ]; do
   for tool in ks fio; do mkdir "$where/kubeslow-bench-fio-$round-$tool"; done
-  run_ks() { bin/kubeslow bench disk --path "$where/kubeslow-bench-fio-$round-ks" -o json >"$tmp/ks.json" 2>"$tmp/ks.err" || true; }
+  run_ks() { $prio "$KUBESLOW" bench disk --path "$where/kubeslow-bench-fio-$round-ks" -o json >"$tmp/ks.json" 2>"$tmp/ks.err" || true; }
   run_fio() {
-    fio --name=etcd --directory="$where/kubeslow-bench-fio-$round-fio" --rw=write --ioengine=sync --fdatasync=1 \
+    $prio fio --name=etcd --directory="$where/kubeslow-bench-fio-$round-fio" --rw=write --ioengine=sync --fdatasync=1 \
       --size=22m --bs=2300 --output-format=json >"$tmp/fio.json"
   }
   if [ $((round % 2)) -eq 1 ]; then first=kubeslow; run_ks; run_fio; else first=fio; run_fio; run_ks; fi

@@ -22,8 +22,11 @@
 #   slow  the same device held to IOPS write I/Os a second by blk-throttle (cgroup v1
 #         blkio.throttle.write_iops_device in the blkio root, which holds both tools, ext4's journal thread
 #         and the loop worker; the rule names this loop device only, and is removed at the end).
+#   zram  ext4 on a zram device of its own (RAM, compressed; hot-added, then removed by its id): no worker
+#         thread, the block I/O is done in the submitter's context, so only the tools and ext4's journal
+#         thread run (with RT=1 all at SCHED_FIFO: the device least disturbed by other users' work).
 #   dir   an existing directory DIR (the machine's own disk, shared with everyone's I/O).
-# RT=1 (fast and slow only) runs both tools, and the new device's journal thread (jbd2), at SCHED_FIFO
+# RT=1 (not with dir) runs both tools, and the new device's journal thread (jbd2), at SCHED_FIFO
 # priority 20, so that other users' CPU-bound work on a shared machine does not decide the tail (the loop
 # device's worker, a shared kworker, stays at its normal priority). Both tools get the same treatment; say so
 # with the figures.
@@ -35,7 +38,7 @@ DEVICE=${DEVICE:-fast}
 ROUNDS=${ROUNDS:-10}
 IOPS=${IOPS:-1000}
 RT=${RT:-0}
-case $DEVICE in fast | slow | dir) ;; *) echo "DEVICE=$DEVICE: fast, slow or dir" >&2; exit 2 ;; esac
+case $DEVICE in fast | slow | zram | dir) ;; *) echo "DEVICE=$DEVICE: fast, slow, zram or dir" >&2; exit 2 ;; esac
 [ "$ROUNDS" -ge 10 ] 2>/dev/null || { echo "ROUNDS=$ROUNDS: at least 10" >&2; exit 2; }
 command -v fio >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y fio >/dev/null
 if [ -z "${KUBESLOW:-}" ]; then
@@ -46,12 +49,13 @@ fi
 ksdesc=${ksdesc:-$KUBESLOW}
 
 tmp=$(mktemp -d /tmp/kubeslow-bench-fio.XXXXXX)
-dev= ram= mnt= majmin= throttle=/sys/fs/cgroup/blkio/blkio.throttle.write_iops_device
+dev= ram= mnt= majmin= zram= throttle=/sys/fs/cgroup/blkio/blkio.throttle.write_iops_device
 cleanup() {
   set +e
   [ -n "$mnt" ] && mountpoint -q "$mnt" && umount "$mnt"
   [ -n "$majmin" ] && echo "$majmin 0" >"$throttle"
-  [ -n "$dev" ] && losetup -d "$dev"
+  [ -n "$dev" ] && [ -z "$zram" ] && losetup -d "$dev"
+  [ -n "$zram" ] && echo "$zram" >/sys/class/zram-control/hot_remove
   [ -n "$ram" ] && mountpoint -q "$ram" && umount "$ram"
   rm -rf "$tmp"
 }
@@ -62,6 +66,17 @@ if [ "$DEVICE" = dir ]; then
   [ -d "${DIR:-}" ] || { echo "DEVICE=dir: DIR=$DIR is not a directory" >&2; exit 2; }
   where=$(cd "$DIR" && pwd)
   what="directory $where ($(df --output=source,fstype "$where" | tail -1 | tr -s ' '))"
+elif [ "$DEVICE" = zram ]; then
+  mnt=$tmp/mnt
+  mkdir "$mnt"
+  zram=$(cat /sys/class/zram-control/hot_add)
+  dev=/dev/zram$zram
+  echo lz4 >"/sys/block/zram$zram/comp_algorithm"
+  echo 256M >"/sys/block/zram$zram/disksize"
+  mkfs.ext4 -q -F "$dev"
+  mount "$dev" "$mnt"
+  where=$mnt
+  what="ext4 on $dev (256 MiB, lz4)"
 else
   ram=$tmp/ram mnt=$tmp/mnt
   mkdir "$ram" "$mnt"
@@ -72,6 +87,8 @@ else
   mount "$dev" "$mnt"
   where=$mnt
   what="ext4 on $dev (a 256 MiB image on tmpfs)"
+fi
+if [ "$DEVICE" != dir ]; then
   if [ "$RT" = 1 ]; then
     jbd=$(pgrep -x "jbd2/$(basename "$dev")-8")
     chrt -f -p 20 "$jbd"

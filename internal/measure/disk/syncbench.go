@@ -4,6 +4,7 @@ package disk
 
 import (
 	"context"
+	crand "crypto/rand"
 	"errors"
 	"fmt"
 	"os"
@@ -98,10 +99,11 @@ func RunSyncFile(ctx context.Context, path string, r Recipe) (*SyncResult, error
 	fd := int(f.Fd())
 	_ = unix.Fadvise(fd, 0, r.Size, unix.FADV_DONTNEED)
 	_ = unix.Fadvise(fd, 0, r.Size, unix.FADV_SEQUENTIAL)
+	// Random bytes, as fio's buffers are: a device that compresses (zram, some SSDs and cloud volumes) writes
+	// a regular pattern faster than real data. On zram with a pattern (byte(i*7+1)), p50 and p99 came out
+	// 12% and 17% under fio's.
 	buf := make([]byte, r.BlockSize)
-	for i := range buf {
-		buf[i] = byte(i*7 + 1)
-	}
+	_, _ = crand.Read(buf)
 	n := int(r.Size / int64(r.BlockSize))
 	res := &SyncResult{Sync: make([]time.Duration, n)}
 	// A cancelled context stops the loop through a flag it reads between pairs (an atomic load: no channel

@@ -7,6 +7,7 @@ import (
 	crand "crypto/rand"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -100,8 +101,8 @@ func RunSyncFile(ctx context.Context, path string, r Recipe) (*SyncResult, error
 	_ = unix.Fadvise(fd, 0, r.Size, unix.FADV_DONTNEED)
 	_ = unix.Fadvise(fd, 0, r.Size, unix.FADV_SEQUENTIAL)
 	// Random bytes, as fio's buffers are: a device that compresses (zram, some SSDs and cloud volumes) writes
-	// a regular pattern faster than real data. On zram with a pattern (byte(i*7+1)), p50 and p99 came out
-	// 12% and 17% under fio's.
+	// a regular pattern faster than real data. On zram with a pattern (byte(i*7+1)) the p50 and p99 came out
+	// 12-14% and 17-18% under fio's, with random bytes 8% and 9-11% (docs/disk.md).
 	buf := make([]byte, r.BlockSize)
 	_, _ = crand.Read(buf)
 	n := int(r.Size / int64(r.BlockSize))
@@ -169,7 +170,7 @@ const yieldEvery = 5 * time.Millisecond
 //   - No runtime.LockOSThread: the goroutine does not leave its thread between yields anyway (it never
 //     blocks in the scheduler and has no preemption point), and at a yield a locked goroutine would have to
 //     hand its P to another thread and wait to be handed it back (two thread wakeups, each yield), where an
-//     unlocked one is picked up again by the same thread from the run queue.
+//     unlocked one is picked up again from the run queue, by its own thread or by the one the yield woke.
 //
 // The write is not timed; fio's write latency (clat) is its own section, not part of etcd's verdict.
 func syncPairs(fd int, buf []byte, lat []time.Duration, stop *atomic.Bool) (int, time.Duration, error) {
@@ -185,6 +186,9 @@ func syncPairs(fd int, buf []byte, lat []time.Duration, stop *atomic.Bool) (int,
 			w, _, e := unix.RawSyscall(unix.SYS_WRITE, uintptr(fd), uintptr(unsafe.Pointer(&buf[off])), uintptr(len(buf)-off))
 			if e != 0 {
 				return i, since(), fmt.Errorf("writing: %w", e)
+			}
+			if w == 0 {
+				return i, since(), fmt.Errorf("writing: %w", io.ErrShortWrite)
 			}
 			off += int(w)
 		}

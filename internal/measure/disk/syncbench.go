@@ -5,6 +5,7 @@ package disk
 import (
 	"context"
 	crand "crypto/rand"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -100,9 +101,10 @@ func RunSyncFile(ctx context.Context, path string, r Recipe) (*SyncResult, error
 	fd := int(f.Fd())
 	_ = unix.Fadvise(fd, 0, r.Size, unix.FADV_DONTNEED)
 	_ = unix.Fadvise(fd, 0, r.Size, unix.FADV_SEQUENTIAL)
-	// Random bytes, as fio's buffers are: a device that compresses (zram, some SSDs and cloud volumes) writes
-	// a regular pattern faster than real data. On zram with a pattern (byte(i*7+1)) the p50 and p99 came out
-	// 12-14% and 17-18% under fio's, with random bytes 8% and 9-11% (docs/disk.md).
+	// Random bytes, scrambled before each write as fio's are (scramble): a device that compresses (zram,
+	// some SSDs and cloud volumes) writes a regular pattern faster than real data. On zram with a pattern
+	// (byte(i*7+1)) the p50 and p99 came out 12-14% and 17-18% under fio's, with random bytes written
+	// unchanged 8% and 9-11% (docs/disk.md).
 	buf := make([]byte, r.BlockSize)
 	_, _ = crand.Read(buf)
 	n := int(r.Size / int64(r.BlockSize))
@@ -181,6 +183,7 @@ func syncPairs(fd int, buf []byte, lat []time.Duration, stop *atomic.Bool) (int,
 		if stop.Load() {
 			return i, since(), errStopped
 		}
+		scramble(buf, int64(i)*int64(len(buf)), nanotime())
 		for off := 0; off < len(buf); {
 			// A regular file's write returns short only when the disk is full; the next one then fails.
 			w, _, e := unix.RawSyscall(unix.SYS_WRITE, uintptr(fd), uintptr(unsafe.Pointer(&buf[off])), uintptr(len(buf)-off))
@@ -205,6 +208,22 @@ func syncPairs(fd int, buf []byte, lat []time.Duration, stop *atomic.Bool) (int,
 		}
 	}
 	return len(lat), since(), nil
+}
+
+// scramble makes each write's content its own, as fio's default scramble_buffers does (small_content_scramble
+// in fio's io_u.c), so that a device that compresses or deduplicates sees what it sees under fio: in each
+// whole 512-byte block of buf, the block's offset in the file (off for the first, then +512) is written at
+// one of the block's eight 64-byte lines chosen by the time and the offset, and the time (seconds,
+// nanoseconds) at bytes 48-63. A block's other bytes keep their content.
+func scramble(buf []byte, off, now int64) {
+	line := int((now ^ off) & 7)
+	for b := 0; b+512 <= len(buf); b += 512 {
+		blk := buf[b : b+512]
+		binary.LittleEndian.PutUint64(blk[line*64:], uint64(off))
+		binary.LittleEndian.PutUint64(blk[48:], uint64(now/1e9))
+		binary.LittleEndian.PutUint64(blk[56:], uint64(now%1e9))
+		off += 512
+	}
 }
 
 // nanotime is the runtime's monotonic clock in nanoseconds, the one time.Now's monotonic reading comes

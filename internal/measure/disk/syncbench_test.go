@@ -2,6 +2,7 @@ package disk
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"os"
 	"path/filepath"
@@ -142,5 +143,43 @@ func TestSummaryNearestRank(t *testing.T) {
 	s := r.Summary()
 	if s.P50 != 5015*time.Microsecond || s.P99 != 9929*time.Microsecond || s.Max != n*time.Microsecond || s.N != n || s.IOPS != 1002.9 {
 		t.Errorf("summary %+v", s)
+	}
+}
+
+// TestScramble: as fio's small_content_scramble, each whole 512-byte block gets its file offset at the
+// 64-byte line the time and offset choose and the time at bytes 48-63; the partial block at the end and
+// every other byte are left alone.
+func TestScramble(t *testing.T) {
+	buf := make([]byte, 2300)
+	for i := range buf {
+		buf[i] = 0xAA
+	}
+	const off, now = 4600, 3*1e9 + 5 // line (now^off)&7 = (3000000005^4600)&7 = 5, bytes 320-327
+	scramble(buf, off, now)
+	le := binary.LittleEndian
+	for b := 0; b < 4; b++ {
+		blk := buf[b*512 : b*512+512]
+		if got := le.Uint64(blk[320:]); got != uint64(off+512*b) {
+			t.Errorf("block %d: offset %d at line 5", b, got)
+		}
+		if s, ns := le.Uint64(blk[48:]), le.Uint64(blk[56:]); s != 3 || ns != 5 {
+			t.Errorf("block %d: time %d.%09d", b, s, ns)
+		}
+		for i, c := range blk {
+			if (i < 48 || i >= 64) && (i < 320 || i >= 328) && c != 0xAA {
+				t.Fatalf("block %d: byte %d changed to %#x", b, i, c)
+			}
+		}
+	}
+	for i, c := range buf[2048:] {
+		if c != 0xAA {
+			t.Fatalf("the partial block's byte %d changed", i)
+		}
+	}
+	// The next write's content differs from this one's, as on a device it must.
+	before := append([]byte(nil), buf...)
+	scramble(buf, off+2300, now+1000)
+	if string(before) == string(buf) {
+		t.Error("two writes with the same content")
 	}
 }

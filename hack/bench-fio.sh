@@ -1,6 +1,6 @@
 #!/bin/sh
 # bench-fio.sh: `kubeslow bench disk` (etcd's fio recipe) next to fio itself on the same device in the same run
-# (issue 30). NOT run in CI: it needs root (a loop device, a mount, a blkio throttle), installs fio if
+# (issue 30). NOT run in CI: it needs root (a loop or zram device, a mount, a blkio throttle), installs fio if
 # missing, and its figures depend on the machine being idle.
 #
 # ROUNDS rounds (at least 10) alternate the two tools (which goes first alternates too), each on a new
@@ -13,6 +13,7 @@
 #
 #   hack/bench-fio.sh                  # DEVICE=fast ROUNDS=10
 #   DEVICE=slow hack/bench-fio.sh      # IOPS=1000
+#   DEVICE=zram RT=1 ROUNDS=20 hack/bench-fio.sh   # the microsecond scale, on a machine others are using
 #   DEVICE=dir DIR=/var/tmp hack/bench-fio.sh
 #   KUBESLOW=/tmp/kubeslow-old hack/bench-fio.sh   # another build of kubeslow (default: builds bin/kubeslow)
 #
@@ -30,8 +31,8 @@
 # priority 20, so that other users' CPU-bound work on a shared machine does not decide the tail (the loop
 # device's worker, a shared kworker, stays at its normal priority). Both tools get the same treatment; say so
 # with the figures.
-# The tmpfs, the loop device, the mount and the throttle rule are removed at the end (by their paths and
-# the device number this run got), also on Ctrl-C.
+# The tmpfs, the loop or zram device, the mount and the throttle rule are removed at the end (by their paths,
+# the zram id and the device number this run got), also on Ctrl-C.
 set -eu
 cd "$(dirname "$0")/.."
 DEVICE=${DEVICE:-fast}

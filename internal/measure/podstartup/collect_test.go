@@ -70,7 +70,7 @@ func TestEventBeforePod(t *testing.T) {
 	col := NewCollector(fake.NewClientset(), "ns", "app=x", clk, 1)
 	col.event(&corev1.Event{InvolvedObject: corev1.ObjectReference{Kind: "Pod", Name: "p"}, Reason: "Scheduled", Type: corev1.EventTypeNormal})
 	clk.Step(300 * time.Millisecond)
-	col.observe(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", CreationTimestamp: metav1.NewTime(t0)}})
+	col.observe(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", CreationTimestamp: metav1.NewTime(t0)}}, clk.Now(), false)
 	tl := col.Timelines()
 	if len(tl) != 1 || !tl[0].SeenCreated.Equal(t0.Add(300*time.Millisecond)) || !tl[0].Created.Equal(t0) {
 		t.Fatalf("timeline %+v", tl)

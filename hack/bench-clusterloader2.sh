@@ -1,0 +1,221 @@
+#!/usr/bin/env bash
+# Peers side by side on the same pods: clusterloader2 (kubernetes/perf-tests) creates COUNT pause pods at
+# QPS/s with its uniform tuning set (qpsLoad) and measures them with its PodStartupLatency, while
+# `kubeslow bench pods --passive` watches the very same pods (by their label) and creates nothing. Both
+# tools' quantiles per phase, and their ratios (kubeslow / clusterloader2), are printed in one table; with
+# both measuring the same pods at once, run-to-run variance is out of the comparison.
+#
+# clusterloader2 is not on the Go module proxy: the script clones perf-tests from a local git mirror (or any
+# URL git can clone) into a temporary directory at PERF_TESTS_COMMIT, builds `clusterloader2/cmd` inside its
+# own module and caches the binary by commit; nothing of perf-tests is kept in this repository. Never in CI.
+#
+#   hack/bench-clusterloader2.sh                       # 200 pods at 10/s on 20 kwok nodes, 2 rounds
+#   COUNT=100 QPS=20 ROUNDS=1 hack/bench-clusterloader2.sh
+#   PERF_TESTS=/path/to/perf-tests.git PERF_TESTS_COMMIT=4b34154 hack/bench-clusterloader2.sh
+#   ACTIVE=1 hack/bench-clusterloader2.sh              # also `kubeslow bench pods` creating its own pods, after
+#
+# Needs root (the lab) and bin/kubeslow (make build). It takes the machine's lab lock for the whole session,
+# starts its own lab (NODES kwok nodes, no real node) and takes it down on every exit.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PERF_TESTS=${PERF_TESTS:-/work/.mirror/kubernetes+perf-tests/repo}
+PERF_TESTS_COMMIT=${PERF_TESTS_COMMIT:-4b34154}
+COUNT=${COUNT:-200}
+QPS=${QPS:-10}
+ROUNDS=${ROUNDS:-2}
+NODES=${NODES:-20}
+ACTIVE=${ACTIVE:-0}
+IMAGE=kubeslow.local/pause:1 # the lab's pause image (podstartup.LabImage), present on the lab's nodes
+OUT=${OUT:-$(mktemp -d /tmp/kubeslow-vs-cl2.XXXXXX)}
+KUBESLOW=${KUBESLOW:-bin/kubeslow}
+KS_FLAGS=${KS_FLAGS:-} # extra flags for kubeslow, e.g. "--trace $OUT/trace.out --cpu-profile $OUT/cpu.pprof"
+LOCK=/run/kubeslow-lab.lock
+mkdir -p "$OUT"
+
+# --- build clusterloader2 from perf-tests ----------------------------------------------------------------
+BIN_DIR=${XDG_CACHE_HOME:-$HOME/.cache}/kubeslow/peers
+CL2=$BIN_DIR/clusterloader2-$PERF_TESTS_COMMIT
+if [[ ! -x $CL2 ]]; then
+	mkdir -p "$BIN_DIR"
+	src=$(mktemp -d /tmp/perf-tests.XXXXXX)
+	trap 'rm -rf "$src"' EXIT
+	echo "building clusterloader2 at $PERF_TESTS_COMMIT from $PERF_TESTS (~2 min)" >&2
+	git clone -q --no-checkout "$PERF_TESTS" "$src"
+	git -C "$src" checkout -q "$PERF_TESTS_COMMIT"
+	(cd "$src/clusterloader2" && go mod download && CGO_ENABLED=0 go build -trimpath -o "$CL2.tmp" ./cmd)
+	mv "$CL2.tmp" "$CL2"
+	rm -rf "$src"
+	trap - EXIT
+fi
+[[ -x $KUBESLOW ]] || { echo "$KUBESLOW missing: run make build" >&2; exit 2; }
+
+# --- clusterloader2's test: COUNT pods at QPS/s (qpsLoad: one create every 1/QPS s), on the kwok nodes --------
+for r in $(seq 1 "$ROUNDS"); do
+	cat >"$OUT/pod-$r.yaml" <<YAML
+apiVersion: v1
+kind: Pod
+metadata:
+  name: {{.Name}}
+  labels:
+    kubeslow-compare: r$r
+spec:
+  terminationGracePeriodSeconds: 1
+  nodeSelector: {type: kwok}
+  tolerations: [{key: kwok.x-k8s.io/node, operator: Exists, effect: NoSchedule}]
+  containers:
+  - name: pause
+    image: $IMAGE
+    imagePullPolicy: IfNotPresent
+YAML
+	cat >"$OUT/config-$r.yaml" <<YAML
+name: kubeslow-compare-r$r
+namespace:
+  number: 1
+  prefix: cl2-r$r
+tuningSets:
+- name: Uniform
+  qpsLoad:
+    qps: $QPS
+steps:
+- name: Start measurement
+  measurements:
+  - Identifier: PodStartupLatency
+    Method: PodStartupLatency
+    Params:
+      action: start
+      labelSelector: kubeslow-compare = r$r
+      threshold: 5s
+- name: Create pods
+  phases:
+  - namespaceRange: {min: 1, max: 1}
+    replicasPerNamespace: $COUNT
+    tuningSet: Uniform
+    objectBundle:
+    - basename: pod
+      objectTemplatePath: pod-$r.yaml
+- name: Wait for pods
+  measurements:
+  - Identifier: WaitForRunningPods
+    Method: WaitForRunningPods
+    Params:
+      desiredPodCount: $COUNT
+      labelSelector: kubeslow-compare = r$r
+      timeout: 5m
+- name: Gather measurement
+  measurements:
+  - Identifier: PodStartupLatency
+    Method: PodStartupLatency
+    Params:
+      action: gather
+YAML
+done
+
+session() {
+	local kubeconfig ks
+	trap '"$KUBESLOW" lab down >"$OUT/lab-down.log" 2>&1 || echo "lab down failed: $OUT/lab-down.log" >&2' EXIT
+	"$KUBESLOW" lab up --nodes "$NODES" --real-nodes 0 >"$OUT/lab-up.log" 2>&1
+	kubeconfig=$("$KUBESLOW" lab kubeconfig)
+	for r in $(seq 1 "$ROUNDS"); do
+		echo "round $r: kubeslow bench pods --passive watching kubeslow-compare=r$r; clusterloader2 creating $COUNT pods at $QPS/s" >&2
+		# shellcheck disable=SC2086 # KS_FLAGS are words
+		"$KUBESLOW" bench pods --kubeconfig "$kubeconfig" --passive --watch-selector "kubeslow-compare=r$r" --count "$COUNT" \
+			--timeout 6m $KS_FLAGS -o json >"$OUT/kubeslow-$r.json" 2>"$OUT/kubeslow-$r.log" &
+		ks=$!
+		# clusterloader2 starts once kubeslow's watch is established (its log says so).
+		for _ in $(seq 1 600); do
+			grep -q "passive pod start-up: watching" "$OUT/kubeslow-$r.log" && break
+			kill -0 "$ks" 2>/dev/null || break
+			sleep 0.1
+		done
+		grep -q "passive pod start-up: watching" "$OUT/kubeslow-$r.log" || { echo "kubeslow did not start watching: $OUT/kubeslow-$r.log" >&2; kill "$ks" 2>/dev/null; return 1; }
+		mkdir -p "$OUT/cl2-$r"
+		"$CL2" --testconfig="$OUT/config-$r.yaml" --provider=skeleton --nodes="$NODES" --kubeconfig="$kubeconfig" \
+			--report-dir="$OUT/cl2-$r" --v=2 >"$OUT/cl2-$r.log" 2>&1 ||
+			echo "clusterloader2 exited $?: $OUT/cl2-$r.log" >&2
+		wait "$ks" || [[ $? == 1 ]] || { echo "kubeslow failed: $OUT/kubeslow-$r.log" >&2; return 1; }
+		kubectl --kubeconfig "$kubeconfig" wait --for=delete pods -A -l "kubeslow-compare=r$r" --timeout=5m >/dev/null 2>&1 || true
+	done
+	if [[ $ACTIVE == 1 ]]; then
+		for r in $(seq 1 "$ROUNDS"); do
+			echo "active round $r: kubeslow bench pods creating $COUNT pods at $QPS/s, burst 1" >&2
+			# shellcheck disable=SC2086
+			"$KUBESLOW" bench pods --kubeconfig "$kubeconfig" --count "$COUNT" --create-qps "$QPS" --create-burst 1 $KS_FLAGS \
+				-o json >"$OUT/kubeslow-active-$r.json" 2>"$OUT/kubeslow-active-$r.log" || [[ $? == 1 ]] ||
+				{ echo "kubeslow failed: $OUT/kubeslow-active-$r.log" >&2; return 1; }
+			kubectl --kubeconfig "$kubeconfig" wait --for=delete namespace -l kubeslow.dev/run --timeout=5m >/dev/null 2>&1 || true
+		done
+	fi
+}
+export -f session
+export KUBESLOW CL2 OUT COUNT QPS ROUNDS NODES ACTIVE KS_FLAGS
+flock "$LOCK" bash -c session
+
+# --- the table ----------------------------------------------------------------------------------------------
+python3 - "$OUT" "$ROUNDS" "$COUNT" "$QPS" "$ACTIVE" <<'PY'
+import glob, json, sys
+out, rounds, count, qps, active = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5] == "1"
+# clusterloader2's transition -> kubeslow's figures on the same pods: its own SLI and phase, and its cl2 method.
+ROWS = [("pod_startup", "startup_sli", None), ("create_to_schedule", "phase", "schedule"),
+        ("schedule_to_run", None, None), ("schedule_to_watch", None, None), ("run_to_watch", None, None)]
+
+def kubeslow(path):
+    rep = json.load(open(path))
+    res = next(x for x in rep["results"] if x["name"] == "pods.startup")
+    def m(name, **labels):
+        for x in res.get("metrics", []):
+            if x["name"] == name and all(x.get("labels", {}).get(k) == v for k, v in labels.items()):
+                return x["value"] * 1000
+        return None
+    return m
+
+def cl2(r):
+    files = [f for f in glob.glob(f"{out}/cl2-{r}/PodStartupLatency_*.json")]
+    if not files:
+        return {}
+    d = json.load(open(sorted(files)[-1]))
+    return {i["labels"]["Metric"]: i["data"] for i in d["dataItems"]}
+
+def fmt(v):
+    return "-" if v is None else f"{v:.1f}"
+
+def ratio(a, b):
+    if a is None or b is None:
+        return "-"
+    if b == 0:
+        return "=" if a == 0 else "inf"
+    return f"{a / b:.2f}"
+
+def within(a, b):
+    # the issue's goal: within 10 %, or within 2 ms where both are below 20 ms
+    if a is None or b is None:
+        return "-"
+    if a < 20 and b < 20:
+        return "yes" if abs(a - b) <= 2 else "NO"
+    return "yes" if abs(a - b) <= 0.1 * b else "NO"
+
+print(f"{count} pods at {qps}/s (clusterloader2 qpsLoad), measured at once by clusterloader2 and `kubeslow bench pods --passive`; ms")
+print(f"{'round':<6}{'clusterloader2 transition':<22}{'q':<5}{'cl2':>8}{'kubeslow cl2 method':>21}{'ratio':>7}{'kubeslow own':>14}{'ratio':>7}{'goal':>6}")
+for r in range(1, rounds + 1):
+    c = cl2(r)
+    ks = kubeslow(f"{out}/kubeslow-{r}.json")
+    print(f"{r:<6}{'pods measured':<22}{'':<5}{'':>8}{fmt(ks('pods') / 1000 if ks('pods') is not None else None):>21}")
+    for tr, own, ph in ROWS:
+        for q in ("p50", "p90", "p99"):
+            cv = c.get(tr, {}).get("Perc" + q[1:])
+            mv = ks(f"cl2_{q}", phase=tr, method="clusterloader2")
+            ov = None
+            if own == "startup_sli":
+                ov = ks(f"startup_sli_{q}")
+            elif own == "phase":
+                ov = ks(f"phase_{q}", phase=ph)
+            goal = within(ov if ov is not None else mv, cv)
+            print(f"{r:<6}{tr:<22}{q:<5}{fmt(cv):>8}{fmt(mv):>21}{ratio(mv, cv):>7}{fmt(ov):>14}{ratio(ov, cv):>7}{goal:>6}")
+if active:
+    print("\nkubeslow creating its own pods (active, --create-burst 1), not the same pods: ms")
+    for r in range(1, rounds + 1):
+        ks = kubeslow(f"{out}/kubeslow-active-{r}.json")
+        print(f"active {r}: SLI p50/p90/p99 {fmt(ks('startup_sli_p50'))} / {fmt(ks('startup_sli_p90'))} / {fmt(ks('startup_sli_p99'))};"
+              f" schedule p99 {fmt(ks('phase_p99', phase='schedule'))}; observe p99 {fmt(ks('phase_p99', phase='observe'))}")
+print(f"\nfiles: {out}")
+PY

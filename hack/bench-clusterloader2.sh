@@ -12,7 +12,9 @@
 #   hack/bench-clusterloader2.sh                       # 200 pods at 10/s on 20 kwok nodes, 2 rounds
 #   COUNT=100 QPS=20 ROUNDS=1 hack/bench-clusterloader2.sh
 #   PERF_TESTS=/path/to/perf-tests.git PERF_TESTS_COMMIT=4b34154 hack/bench-clusterloader2.sh
-#   ACTIVE=1 hack/bench-clusterloader2.sh              # also `kubeslow bench pods` creating its own pods, after
+#   ACTIVE_BURSTS="20 1" hack/bench-clusterloader2.sh  # then `kubeslow bench pods` creating its own COUNT pods
+#                                                      # at QPS/s, once per burst (not the same pods: variance)
+#   PROFILE=1 hack/bench-clusterloader2.sh             # kubeslow's CPU profile and execution trace per run
 #
 # Needs root (the lab) and bin/kubeslow (make build). It takes the machine's lab lock for the whole session,
 # starts its own lab (NODES kwok nodes, no real node) and takes it down on every exit.
@@ -25,11 +27,11 @@ COUNT=${COUNT:-200}
 QPS=${QPS:-10}
 ROUNDS=${ROUNDS:-2}
 NODES=${NODES:-20}
-ACTIVE=${ACTIVE:-0}
+ACTIVE_BURSTS=${ACTIVE_BURSTS:-}
+PROFILE=${PROFILE:-0}
 IMAGE=kubeslow.local/pause:1 # the lab's pause image (podstartup.LabImage), present on the lab's nodes
 OUT=${OUT:-$(mktemp -d /tmp/kubeslow-vs-cl2.XXXXXX)}
 KUBESLOW=${KUBESLOW:-bin/kubeslow}
-KS_FLAGS=${KS_FLAGS:-} # extra flags for kubeslow, e.g. "--trace $OUT/trace.out --cpu-profile $OUT/cpu.pprof"
 LOCK=/run/kubeslow-lab.lock
 mkdir -p "$OUT"
 
@@ -111,6 +113,12 @@ steps:
 YAML
 done
 
+# prof NAME: kubeslow's profile flags for one run (PROFILE=1).
+prof() {
+	[[ $PROFILE == 1 ]] && echo "--cpu-profile $OUT/cpu-$1.pprof --trace $OUT/trace-$1.out"
+	return 0
+}
+
 session() {
 	local kubeconfig ks
 	trap '"$KUBESLOW" lab down >"$OUT/lab-down.log" 2>&1 || echo "lab down failed: $OUT/lab-down.log" >&2' EXIT
@@ -118,9 +126,9 @@ session() {
 	kubeconfig=$("$KUBESLOW" lab kubeconfig)
 	for r in $(seq 1 "$ROUNDS"); do
 		echo "round $r: kubeslow bench pods --passive watching kubeslow-compare=r$r; clusterloader2 creating $COUNT pods at $QPS/s" >&2
-		# shellcheck disable=SC2086 # KS_FLAGS are words
+		# shellcheck disable=SC2046 # prof's flags are words
 		"$KUBESLOW" bench pods --kubeconfig "$kubeconfig" --passive --watch-selector "kubeslow-compare=r$r" --count "$COUNT" \
-			--timeout 6m $KS_FLAGS -o json >"$OUT/kubeslow-$r.json" 2>"$OUT/kubeslow-$r.log" &
+			--timeout 6m $(prof "passive-$r") -o json >"$OUT/kubeslow-$r.json" 2>"$OUT/kubeslow-$r.log" &
 		ks=$!
 		# clusterloader2 starts once kubeslow's watch is established (its log says so).
 		for _ in $(seq 1 600); do
@@ -136,25 +144,23 @@ session() {
 		wait "$ks" || [[ $? == 1 ]] || { echo "kubeslow failed: $OUT/kubeslow-$r.log" >&2; return 1; }
 		kubectl --kubeconfig "$kubeconfig" wait --for=delete pods -A -l "kubeslow-compare=r$r" --timeout=5m >/dev/null 2>&1 || true
 	done
-	if [[ $ACTIVE == 1 ]]; then
-		for r in $(seq 1 "$ROUNDS"); do
-			echo "active round $r: kubeslow bench pods creating $COUNT pods at $QPS/s, burst 1" >&2
-			# shellcheck disable=SC2086
-			"$KUBESLOW" bench pods --kubeconfig "$kubeconfig" --count "$COUNT" --create-qps "$QPS" --create-burst 1 $KS_FLAGS \
-				-o json >"$OUT/kubeslow-active-$r.json" 2>"$OUT/kubeslow-active-$r.log" || [[ $? == 1 ]] ||
-				{ echo "kubeslow failed: $OUT/kubeslow-active-$r.log" >&2; return 1; }
-			kubectl --kubeconfig "$kubeconfig" wait --for=delete namespace -l kubeslow.dev/run --timeout=5m >/dev/null 2>&1 || true
-		done
-	fi
+	for burst in $ACTIVE_BURSTS; do
+		echo "active: kubeslow bench pods creating $COUNT pods at $QPS/s, burst $burst" >&2
+		# shellcheck disable=SC2046
+		"$KUBESLOW" bench pods --kubeconfig "$kubeconfig" --count "$COUNT" --create-qps "$QPS" --create-burst "$burst" $(prof "active-b$burst") \
+			-o json >"$OUT/kubeslow-active-b$burst.json" 2>"$OUT/kubeslow-active-b$burst.log" || [[ $? == 1 ]] ||
+			{ echo "kubeslow failed: $OUT/kubeslow-active-b$burst.log" >&2; return 1; }
+		kubectl --kubeconfig "$kubeconfig" wait --for=delete namespace -l kubeslow.dev/run --timeout=5m >/dev/null 2>&1 || true
+	done
 }
-export -f session
-export KUBESLOW CL2 OUT COUNT QPS ROUNDS NODES ACTIVE KS_FLAGS
+export -f session prof
+export KUBESLOW CL2 OUT COUNT QPS ROUNDS NODES ACTIVE_BURSTS PROFILE
 flock "$LOCK" bash -c session
 
 # --- the table ----------------------------------------------------------------------------------------------
-python3 - "$OUT" "$ROUNDS" "$COUNT" "$QPS" "$ACTIVE" <<'PY'
+python3 - "$OUT" "$ROUNDS" "$COUNT" "$QPS" "$ACTIVE_BURSTS" <<'PY'
 import glob, json, sys
-out, rounds, count, qps, active = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5] == "1"
+out, rounds, count, qps, bursts = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5].split()
 # clusterloader2's transition -> kubeslow's figures on the same pods: its own SLI and phase, and its cl2 method.
 ROWS = [("pod_startup", "startup_sli", None), ("create_to_schedule", "phase", "schedule"),
         ("schedule_to_run", None, None), ("schedule_to_watch", None, None), ("run_to_watch", None, None)]
@@ -211,11 +217,12 @@ for r in range(1, rounds + 1):
                 ov = ks(f"phase_{q}", phase=ph)
             goal = within(ov if ov is not None else mv, cv)
             print(f"{r:<6}{tr:<22}{q:<5}{fmt(cv):>8}{fmt(mv):>21}{ratio(mv, cv):>7}{fmt(ov):>14}{ratio(ov, cv):>7}{goal:>6}")
-if active:
-    print("\nkubeslow creating its own pods (active, --create-burst 1), not the same pods: ms")
-    for r in range(1, rounds + 1):
-        ks = kubeslow(f"{out}/kubeslow-active-{r}.json")
-        print(f"active {r}: SLI p50/p90/p99 {fmt(ks('startup_sli_p50'))} / {fmt(ks('startup_sli_p90'))} / {fmt(ks('startup_sli_p99'))};"
-              f" schedule p99 {fmt(ks('phase_p99', phase='schedule'))}; observe p99 {fmt(ks('phase_p99', phase='observe'))}")
+if bursts:
+    print("\nkubeslow creating its own pods (active): other pods than clusterloader2's, so run-to-run variance included; ms")
+    for burst in bursts:
+        ks = kubeslow(f"{out}/kubeslow-active-b{burst}.json")
+        print(f"burst {burst:>3}: SLI p50/p90/p99 {fmt(ks('startup_sli_p50'))} / {fmt(ks('startup_sli_p90'))} / {fmt(ks('startup_sli_p99'))};"
+              f" cl2 method pod_startup p99 {fmt(ks('cl2_p99', phase='pod_startup', method='clusterloader2'))};"
+              f" schedule p90/p99 {fmt(ks('phase_p90', phase='schedule'))} / {fmt(ks('phase_p99', phase='schedule'))}")
 print(f"\nfiles: {out}")
 PY

@@ -205,7 +205,8 @@ print(f"{'round':<6}{'clusterloader2 transition':<22}{'q':<5}{'cl2':>8}{'kubeslo
 for r in range(1, rounds + 1):
     c = cl2(r)
     ks = kubeslow(f"{out}/kubeslow-{r}.json")
-    print(f"{r:<6}{'pods measured':<22}{'':<5}{'':>8}{fmt(ks('pods') / 1000 if ks('pods') is not None else None):>21}")
+    n = ks('pods')
+    print(f"{r:<6}{'pods measured':<22}{'':<5}{'':>8}{'-' if n is None else int(round(n / 1000)):>21}")
     for tr, own, ph in ROWS:
         for q in ("p50", "p90", "p99"):
             cv = c.get(tr, {}).get("Perc" + q[1:])

@@ -134,3 +134,55 @@ func BenchmarkWatchPath(b *testing.B) {
 	w.Stop()
 	<-done
 }
+
+// TestWatchLoopResumes: a closed watch is resumed from the last resourceVersion seen (no relist); a 410 Gone
+// relists (objects handled as not initial) and watches from the relist's resourceVersion.
+func TestWatchLoopResumes(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	type call struct{ rv string }
+	watches := make(chan call, 10)
+	ws := []*watch.FakeWatcher{watch.NewFake(), watch.NewFake(), watch.NewFake()}
+	lists := 0
+	handled := make(chan string, 10)
+	s := stream{
+		list: func(context.Context, metav1.ListOptions) ([]runtime.Object, string, error) {
+			lists++
+			return []runtime.Object{labPod("ns", "relisted", nil)}, "100", nil
+		},
+		watch: func(_ context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			watches <- call{o.ResourceVersion}
+			w := ws[0]
+			ws = ws[1:]
+			return w, nil
+		},
+		handle: func(o runtime.Object, _ time.Time, initial bool) {
+			handled <- fmt.Sprintf("%s %v", o.(*corev1.Pod).Name, initial)
+		},
+	}
+	w0, w1 := ws[0], ws[1]
+	done := make(chan struct{})
+	go func() { s.watchLoop(ctx, clock.RealClock{}, "5"); close(done) }()
+	if c := <-watches; c.rv != "5" {
+		t.Fatalf("first watch from %q, want 5", c.rv)
+	}
+	p := labPod("ns", "a", nil)
+	p.ResourceVersion = "7"
+	w0.Add(p)
+	if h := <-handled; h != "a false" {
+		t.Fatal(h)
+	}
+	w0.Stop() // the apiserver closes the stream
+	if c := <-watches; c.rv != "7" || lists != 0 {
+		t.Fatalf("resumed from %q after %d lists, want 7 and none", c.rv, lists)
+	}
+	w1.Error(&metav1.Status{Status: metav1.StatusFailure, Code: 410, Reason: metav1.StatusReasonExpired, Message: "too old"})
+	if h := <-handled; h != "relisted false" {
+		t.Fatal(h)
+	}
+	if c := <-watches; c.rv != "100" || lists != 1 {
+		t.Fatalf("after 410: watch from %q after %d lists, want 100 and 1", c.rv, lists)
+	}
+	cancel()
+	<-done
+}

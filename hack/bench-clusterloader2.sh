@@ -17,7 +17,8 @@
 #   PROFILE=1 hack/bench-clusterloader2.sh             # kubeslow's CPU profile and execution trace per run
 #
 # Needs root (the lab) and bin/kubeslow (make build). It takes the machine's lab lock for the whole session,
-# starts its own lab (NODES kwok nodes, no real node) and takes it down on every exit.
+# starts its own lab (NODES kwok nodes, no real node) and takes it down on every exit. clusterloader2 runs without
+# its exec service (a Deployment that would not schedule on kwok nodes; it is on by default and waits 2 min).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -132,13 +133,13 @@ session() {
 		ks=$!
 		# clusterloader2 starts once kubeslow's watch is established (its log says so).
 		for _ in $(seq 1 600); do
-			grep -q "passive pod start-up: watching" "$OUT/kubeslow-$r.log" && break
+			grep -qs "passive pod start-up: watching" "$OUT/kubeslow-$r.log" && break
 			kill -0 "$ks" 2>/dev/null || break
 			sleep 0.1
 		done
 		grep -q "passive pod start-up: watching" "$OUT/kubeslow-$r.log" || { echo "kubeslow did not start watching: $OUT/kubeslow-$r.log" >&2; kill "$ks" 2>/dev/null; return 1; }
 		mkdir -p "$OUT/cl2-$r"
-		"$CL2" --testconfig="$OUT/config-$r.yaml" --provider=skeleton --nodes="$NODES" --kubeconfig="$kubeconfig" \
+		"$CL2" --testconfig="$OUT/config-$r.yaml" --provider=skeleton --nodes="$NODES" --kubeconfig="$kubeconfig" --enable-exec-service=false \
 			--report-dir="$OUT/cl2-$r" --v=2 >"$OUT/cl2-$r.log" 2>&1 ||
 			echo "clusterloader2 exited $?: $OUT/cl2-$r.log" >&2
 		wait "$ks" || [[ $? == 1 ]] || { echo "kubeslow failed: $OUT/kubeslow-$r.log" >&2; return 1; }

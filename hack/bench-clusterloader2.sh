@@ -148,7 +148,8 @@ session() {
 	for burst in $ACTIVE_BURSTS; do
 		echo "active: kubeslow bench pods creating $COUNT pods at $QPS/s, burst $burst" >&2
 		# shellcheck disable=SC2046
-		"$KUBESLOW" bench pods --kubeconfig "$kubeconfig" --count "$COUNT" --create-qps "$QPS" --create-burst "$burst" $(prof "active-b$burst") \
+		# --lab (not --kubeconfig): on the lab, kubeslow puts its pods on the kwok nodes with the lab's image.
+		"$KUBESLOW" bench pods --lab --count "$COUNT" --create-qps "$QPS" --create-burst "$burst" $(prof "active-b$burst") \
 			-o json >"$OUT/kubeslow-active-b$burst.json" 2>"$OUT/kubeslow-active-b$burst.log" || [[ $? == 1 ]] ||
 			{ echo "kubeslow failed: $OUT/kubeslow-active-b$burst.log" >&2; return 1; }
 		kubectl --kubeconfig "$kubeconfig" wait --for=delete namespace -l kubeslow.dev/run --timeout=5m >/dev/null 2>&1 || true

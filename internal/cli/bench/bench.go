@@ -3,6 +3,8 @@
 package bench
 
 import (
+	"fmt"
+
 	"github.com/spf13/cobra"
 
 	"github.com/kubeslow/kubeslow/internal/cli/common"
@@ -25,25 +27,61 @@ func newPods(streams common.IOStreams) *cobra.Command {
 	var cf common.ClusterFlags
 	var out common.OutputFlag
 	var kind string
-	var realNodes bool
+	var realNodes, passive bool
+	var prof profileFlags
 	o := podstartup.DefaultOptions()
+	po := podstartup.DefaultPassiveOptions()
 	cmd := &cobra.Command{
 		Use:   "pods",
 		Short: "Pod start-up latency by phase against the 5 s p99 SLO, with the slow phase and node named",
-		Args:  cobra.NoArgs,
+		Long: `Pod start-up latency by phase against the 5 s p99 SLO, with the slow phase and node named.
+
+By default kubeslow creates the pods (--kind, --count, --create-qps). With --passive it creates nothing and
+measures the pods others create (a Deployment's rollout, a peer benchmark) that match --watch-namespace
+and --watch-selector, until --count new pods are Running (0: for all of --timeout); it needs only list and
+watch on pods and events (the view role).`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := out.Validate(); err != nil {
 				return err
 			}
-			k, err := workload.ParseKind(kind)
+			var m measure.Measurement
+			if passive {
+				for _, f := range []string{"kind", "create-qps", "create-burst", "image", "real-nodes"} {
+					if cmd.Flags().Changed(f) {
+						return fmt.Errorf("--%s: --passive creates no pods", f)
+					}
+				}
+				po.Count, po.SLO, po.Timeout = 0, o.SLO, o.Timeout
+				if cmd.Flags().Changed("count") {
+					po.Count = o.Count
+				}
+				if err := po.Validate(); err != nil {
+					return err
+				}
+				m = podstartup.NewPassive(po)
+			} else {
+				for _, f := range []string{"watch-namespace", "watch-selector"} {
+					if cmd.Flags().Changed(f) {
+						return fmt.Errorf("--%s needs --passive", f)
+					}
+				}
+				k, err := workload.ParseKind(kind)
+				if err != nil {
+					return err
+				}
+				o.Kind, o.Simulated = k, !realNodes
+				if err := o.Validate(); err != nil {
+					return err
+				}
+				m = podstartup.New(o)
+			}
+			stop, err := prof.start()
 			if err != nil {
 				return err
 			}
-			o.Kind, o.Simulated = k, !realNodes
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			return runBenchmark(cmd, streams, &cf, &out, podstartup.New(o))
+			defer stop()
+			return runBenchmark(cmd, streams, &cf, &out, m)
 		},
 	}
 	cf.Add(cmd)
@@ -52,6 +90,10 @@ func newPods(streams common.IOStreams) *cobra.Command {
 	fl.StringVar(&kind, "kind", "pods", "how pods are created: pods (by kubeslow at --create-qps), deployment or job (by their controller)")
 	o.AddFlags(fl)
 	fl.BoolVar(&realNodes, "real-nodes", false, "on the lab, run on the real nodes instead of the simulated ones")
+	fl.BoolVar(&passive, "passive", false, "create nothing: measure the pods others create that match --watch-namespace and --watch-selector")
+	fl.StringVar(&po.Namespace, "watch-namespace", "", "with --passive: the pods' namespace (default: every namespace)")
+	fl.StringVar(&po.Selector, "watch-selector", "", "with --passive: the pods' label selector, e.g. app=web (default: every pod)")
+	prof.add(fl)
 	return cmd
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/kubeslow/kubeslow/internal/cli/common"
 	"github.com/kubeslow/kubeslow/internal/measure"
 	"github.com/kubeslow/kubeslow/internal/measure/all"
+	"github.com/kubeslow/kubeslow/internal/measure/podstartup"
 	"github.com/kubeslow/kubeslow/internal/report"
 	"github.com/kubeslow/kubeslow/internal/runner"
 	"github.com/kubeslow/kubeslow/pkg/result"
@@ -37,6 +38,8 @@ type flags struct {
 	prom    promFlags
 	// readOnly runs only what needs no write permission and creates nothing.
 	readOnly bool
+	// podsWatch makes pods.startup passive: it measures the pods others create (set by the --pods-watch-* flags).
+	podsWatch podstartup.PassiveOptions
 }
 
 // NewCommand returns `kubeslow run`.
@@ -94,6 +97,11 @@ measurement skipped or errored; the reasons are printed).`,
 	fl.StringSliceVar(&f.audit, "audit-log", nil, "apiserver audit log files or directories to attribute load to clients (the lab's is known)")
 	fl.BoolVar(&f.readOnly, "read-only", false, "run only the read-only checks: nothing is created, only read permissions are needed (`kubeslow rbac` prints them)")
 	fl.StringVar(&f.etcd, "etcd-endpoint", "", "etcd metrics endpoint, e.g. http://127.0.0.1:2381 through a port-forward (the lab's is known)")
+	f.podsWatch = podstartup.DefaultPassiveOptions()
+	fl.StringVar(&f.podsWatch.Namespace, "pods-watch-namespace", "", "pods.startup creates no pods and measures those others create in this namespace (with --pods-watch-selector alone: every namespace)")
+	fl.StringVar(&f.podsWatch.Selector, "pods-watch-selector", "", "pods.startup creates no pods and measures those others create that match this label selector")
+	fl.IntVar(&f.podsWatch.Count, "pods-watch-count", 0, "with --pods-watch-*: stop once this many new pods are Running (0: watch for all of --pods-watch-timeout)")
+	fl.DurationVar(&f.podsWatch.Timeout, "pods-watch-timeout", f.podsWatch.Timeout, "with --pods-watch-*: watch at most this long")
 	fl.StringVar(&f.image, "image", "", "image with the kubeslow binary at /kubeslow, for the benchmarks that run kubeslow in pods (DNS readiness); the lab's is known, elsewhere they are skipped without it")
 	return cmd
 }
@@ -115,8 +123,15 @@ func (f *flags) run(ctx context.Context, streams common.IOStreams) (*result.Repo
 	if window == 0 {
 		window = map[string]time.Duration{"quick": 20 * time.Second, "full": 60 * time.Second}[f.profile]
 	}
-	ms, err := all.Registry(all.Options{Window: window, EtcdEndpoint: f.etcd, AuditLogs: f.audit, Image: f.cluster.AgentImage(f.image),
-		Pods: map[string]int{"quick": 50, "full": 500}[f.profile]}).Select(f.only, f.skip)
+	ao := all.Options{Window: window, EtcdEndpoint: f.etcd, AuditLogs: f.audit, Image: f.cluster.AgentImage(f.image),
+		Pods: map[string]int{"quick": 50, "full": 500}[f.profile]}
+	if f.podsWatch.Namespace != "" || f.podsWatch.Selector != "" {
+		if err := f.podsWatch.Validate(); err != nil {
+			return nil, err
+		}
+		ao.PodsWatch = &f.podsWatch
+	}
+	ms, err := all.Registry(ao).Select(f.only, f.skip)
 	if err != nil {
 		return nil, err
 	}

@@ -34,6 +34,8 @@ type Options struct {
 	AuditLogs []string
 	// Pods is the pod start-up benchmark's size (0: 50).
 	Pods int
+	// PodsWatch, when set, makes pods.startup passive: it creates nothing and measures the pods others create.
+	PodsWatch *podstartup.PassiveOptions
 	// Image holds the kubeslow binary at /kubeslow, for benchmarks that run kubeslow in pods (DNS
 	// readiness); empty skips them.
 	Image string
@@ -50,6 +52,10 @@ func Registry(o Options) *measure.Registry {
 	// The benchmarks' own defaults (their packages own them), with what the run's profile sets.
 	pods := podstartup.DefaultOptions()
 	pods.Count = o.Pods
+	var podsM measure.Measurement = podstartup.New(pods)
+	if o.PodsWatch != nil {
+		podsM = podstartup.NewPassive(*o.PodsWatch)
+	}
 	dns := dnsready.DefaultOptions()
 	dns.Image = o.Image
 	return measure.NewRegistry(
@@ -58,7 +64,7 @@ func Registry(o Options) *measure.Registry {
 		etcdhealth.New(o.Window, o.EtcdEndpoint),
 		cpusage.New(o.Window, o.EtcdEndpoint),
 		apiaudit.New(o.Window, o.AuditLogs),
-		podstartup.New(pods),
+		podsM,
 		dnsfacts.New(o.Window),
 		dnsready.New(dns),
 		kubelet.New(),

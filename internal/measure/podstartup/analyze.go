@@ -41,6 +41,8 @@ const (
 	MetricCreateRequestP99  = "create_request_p99"
 	// MetricNotStartedByReason counts pods that never started (label reason).
 	MetricNotStartedByReason = "not_started_by_reason"
+	// MetricPodsPreexisting counts the selected pods that existed before the watch started (left out).
+	MetricPodsPreexisting = "pods_preexisting"
 )
 
 // DefaultSLO is SIG Scalability's pod start-up SLO: p99 <= 5 s, creation to all containers started and
@@ -143,10 +145,14 @@ func Analyze(in Input) result.Result {
 	}
 	var ok []podP
 	var notStarted []Timeline
-	clamped := 0
+	clamped, preexisting := 0, 0
 	for _, t := range in.Timelines {
 		if t.SeenCreated.IsZero() {
 			continue // an event for a pod the watch never saw (not ours)
+		}
+		if t.Preexisting {
+			preexisting++ // there before the watch started: its start-up was not observed
+			continue
 		}
 		p, fine := phasesOf(t)
 		if !fine {
@@ -162,6 +168,7 @@ func Analyze(in Input) result.Result {
 	add("pods_running", "count", float64(len(ok)), nil)
 	add("pods_not_started", "count", float64(len(notStarted)), nil)
 	add("timestamps_clamped", "count", float64(clamped), nil)
+	add(MetricPodsPreexisting, "count", float64(preexisting), nil)
 	if len(ok) == 0 {
 		res.Status, res.Reason = result.StatusFail, fmt.Sprintf("no pod reached Running (%d created)", len(notStarted))
 		addNotStarted(&res, notStarted)
@@ -324,7 +331,7 @@ func creationRate(add func(string, string, float64, map[string]string), in Input
 	var first, last time.Time
 	n := 0
 	for _, t := range in.Timelines {
-		if t.SeenCreated.IsZero() {
+		if t.SeenCreated.IsZero() || t.Preexisting {
 			continue
 		}
 		n++
@@ -375,25 +382,42 @@ func addNotStarted(res *result.Result, ts []Timeline) {
 	}
 }
 
-// cl2 computes clusterloader2's PodStartupLatency phases from the same pods, its way: server timestamps as
-// they are (1 s precision) for create, schedule and run, and the watch time for "watch":
-// create_to_schedule = PodScheduled - creationTimestamp, schedule_to_run = run (last container startedAt) -
-// PodScheduled, run_to_watch = watch - run, pod_startup = watch - creationTimestamp. Reported with
-// method=clusterloader2, so the two methods can be compared on one run.
+// cl2Phases are clusterloader2's PodStartupLatency transitions (perf-tests 4b34154,
+// clusterloader2/pkg/measurement/common/slos/pod_startup_latency.go), each between two of its phase times,
+// all of them watch-receive times: create (the first event of the pod), schedule (the first with
+// spec.nodeName), run (the first with status.phase Running) and watch (the same as run since it
+// deprecated the kubelet's startedAt). So run_to_watch is 0 by construction.
+var cl2Phases = []struct{ name, from, to string }{
+	{"create_to_schedule", "create", "schedule"},
+	{"schedule_to_run", "schedule", "run"},
+	{"run_to_watch", "run", "watch"},
+	{"schedule_to_watch", "schedule", "watch"},
+	{"pod_startup", "create", "watch"},
+	{"create_to_run", "create", "run"},
+}
+
+// cl2 computes clusterloader2's PodStartupLatency transitions from the same pods, its way: per transition,
+// every pod that has both phase times, a negative latency counted as 0, nearest-rank quantiles, no image
+// pull excluded. Reported as cl2_*{method="clusterloader2", phase=…}, so the two methods can be compared on
+// one run.
 func cl2(add func(string, string, float64, map[string]string), ts []Timeline) {
 	phases := map[string][]float64{}
 	for _, t := range ts {
-		if t.SeenRunning.IsZero() || t.Created.IsZero() || t.Scheduled.IsZero() || t.Started.IsZero() {
+		if t.Preexisting {
 			continue
 		}
-		phases["create_to_schedule"] = append(phases["create_to_schedule"], t.Scheduled.Sub(t.Created).Seconds())
-		phases["schedule_to_run"] = append(phases["schedule_to_run"], t.Started.Sub(t.Scheduled).Seconds())
-		phases["run_to_watch"] = append(phases["run_to_watch"], t.SeenRunning.Sub(t.Started).Seconds())
-		phases["pod_startup"] = append(phases["pod_startup"], t.SeenRunning.Sub(t.Created).Seconds())
+		at := map[string]time.Time{"create": t.SeenCreated, "schedule": t.SeenScheduled, "run": t.SeenPhaseRunning, "watch": t.SeenPhaseRunning}
+		for _, ph := range cl2Phases {
+			from, to := at[ph.from], at[ph.to]
+			if from.IsZero() || to.IsZero() {
+				continue
+			}
+			phases[ph.name] = append(phases[ph.name], math.Max(0, to.Sub(from).Seconds()))
+		}
 	}
-	for _, ph := range []string{"create_to_schedule", "schedule_to_run", "run_to_watch", "pod_startup"} {
-		if len(phases[ph]) > 0 {
-			summary(add, "cl2", phases[ph], map[string]string{"phase": ph, "method": "clusterloader2"})
+	for _, ph := range cl2Phases {
+		if len(phases[ph.name]) > 0 {
+			summary(add, "cl2", phases[ph.name], map[string]string{"phase": ph.name, "method": "clusterloader2"})
 		}
 	}
 }

@@ -152,21 +152,37 @@ func TestControllerRateAndNotStarted(t *testing.T) {
 	}
 }
 
-// TestClusterloader2Method checks the clusterloader2-style phases against hand-computed values: with
-// 1 s server timestamps, clusterloader2's create_to_schedule is whole seconds and its pod_startup runs from
-// the truncated creationTimestamp.
+// TestClusterloader2Method checks the clusterloader2 phases (its current method: watch-receive times only)
+// against hand-computed values on a scripted timeline: create = first sighting, schedule = first sighting
+// with a node, run = watch = first sighting with phase Running; the server's whole-second timestamps play no
+// part. A pod seen Running before its containers were all started counts for clusterloader2 from that
+// sighting, and a pod that existed before the watch is left out.
 func TestClusterloader2Method(t *testing.T) {
-	p := pod("a", "n1", 0.4, 1.3, 0.5, 0.5, 0.05) // created 0.4, scheduled 1.7, sandbox 2.2, started 2.7, seen 2.75
-	r := Analyze(Input{Timelines: []Timeline{p}})
+	a := pod("a", "n1", 0.4, 1.3, 0.5, 0.5, 0.05) // created 0.4 (seen 0.402), scheduled 1.7, seen Running 2.75
+	a.SeenPhaseRunning = a.SeenRunning
+	b := pod("b", "n1", 1.0, 0.01, 0.005, 0.005, 0.01) // seen 1.002, scheduled 1.01, phase Running 1.02, all started 1.03
+	b.SeenPhaseRunning = t0.Add(1020 * time.Millisecond)
+	old := pod("old", "n1", -60, 1, 1, 1, 1)
+	old.SeenPhaseRunning, old.Preexisting = old.SeenRunning, true
+	r := Analyze(Input{Timelines: []Timeline{a, b, old}})
 	lab := map[string]string{"method": "clusterloader2"}
-	for ph, want := range map[string]float64{"create_to_schedule": 1, "schedule_to_run": 1, "run_to_watch": 0.75, "pod_startup": 2.75} {
+	for ph, want := range map[string][2]float64{
+		"create_to_schedule": {0.008, 1.298}, "schedule_to_run": {0.01, 1.05}, "run_to_watch": {0, 0},
+		"schedule_to_watch": {0.01, 1.05}, "pod_startup": {0.018, 2.348}, "create_to_run": {0.018, 2.348},
+	} {
 		lab["phase"] = ph
-		if got := metric(t, r, "cl2_p99", lab); got < want-1e-6 || got > want+1e-6 {
-			t.Errorf("cl2 %s = %v, want %v", ph, got, want)
+		// Nearest rank over 2 pods: p50 is the smaller, p90 and p99 the larger.
+		for i, q := range []string{"cl2_p50", "cl2_p99"} {
+			if got := metric(t, r, q, lab); got < want[i]-1e-6 || got > want[i]+1e-6 {
+				t.Errorf("cl2 %s %s = %v, want %v", ph, q, got, want[i])
+			}
 		}
 	}
-	// kubeslow's own SLI uses the watch's creation time: 2.75 - 0.4 (the watch saw it 2 ms later).
-	if sli := metric(t, r, "startup_sli_p99", nil); sli < 2.34 || sli > 2.36 {
-		t.Errorf("kubeslow SLI %v, want 2.348", sli)
+	// kubeslow's own SLI ends when every container is seen started: b's 1.03 - 1.002.
+	if sli := metric(t, r, "startup_sli_p50", nil); sli < 0.028-1e-6 || sli > 0.028+1e-6 {
+		t.Errorf("kubeslow SLI p50 %v, want 0.028", sli)
+	}
+	if n := metric(t, r, MetricPods, nil); n != 2 || metric(t, r, MetricPodsPreexisting, nil) != 1 {
+		t.Errorf("pods %v, preexisting %v: want 2 and 1", n, metric(t, r, MetricPodsPreexisting, nil))
 	}
 }

@@ -5,37 +5,51 @@ package podstartup
 
 import (
 	"context"
+	"fmt"
+	"net"
 	"regexp"
 	"strings"
 	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 )
 
 // Timeline is one pod's start-up: local watch-receive times (ns precision) and the server's timestamps
 // (1 s precision), kept compact so 10,000 pods cost little memory.
 type Timeline struct {
+	// Name is the pod's name; "namespace/name" when the collector watches every namespace.
 	Name, Node string
 	// Server timestamps.
 	Created, Scheduled, SandboxReady, Started, Ready time.Time
-	// Local times at which the watch first saw: the pod, its node assignment, phase Running with all
-	// containers started.
+	// Local times at which the watch first received: the pod, its node assignment, phase Running with all
+	// containers started. Each is taken when the event comes off the watch stream, before any other work.
 	SeenCreated, SeenScheduled, SeenRunning time.Time
+	// SeenPhaseRunning is when the watch first received the pod with status.phase Running, whatever its
+	// containers say: clusterloader2's "run" (and "watch") time.
+	SeenPhaseRunning time.Time
+	// Preexisting pods were in the initial LIST: they existed before the collector started, so their
+	// start-up was not observed (a passive run's old replicas); Analyze leaves them out.
+	Preexisting bool
 	// PullTime is the image pull time reported by the kubelet's Pulled events (0 if the image was present).
 	PullTime time.Duration
 	// LastEvent is the last Warning event's reason and message (why a pod did not start).
 	LastEvent string
 }
 
-// Collector watches the pods of a run (one LIST, then WATCH; never relisting all pods) and their events.
+// Collector watches the pods of a run and their events: one LIST then a WATCH each, on a goroutine of its
+// own per stream that stamps every event with the clock as it comes off the stream (see watchLoop). It never
+// relists all pods unless the apiserver ends the watch with 410 Gone.
 type Collector struct {
 	client    kubernetes.Interface
 	namespace string
@@ -52,11 +66,29 @@ type Collector struct {
 	done       sync.WaitGroup
 }
 
-// NewCollector watches pods matching selector in namespace. want is how many pods must be Running for
-// AllRunning to close (0: never).
+// NewCollector watches pods matching selector in namespace ("": every namespace). want is how many pods
+// (not preexisting) must be Running for AllRunning to close (0: never). c should be the collector's own
+// client (WatchClient), so that nothing else's requests or rate limiter sit in front of its watches.
 func NewCollector(c kubernetes.Interface, namespace, selector string, clk clock.PassiveClock, want int) *Collector {
 	return &Collector{client: c, namespace: namespace, selector: selector, clock: clk, pods: map[string]*Timeline{}, want: want,
 		allRunning: make(chan struct{}), changed: make(chan struct{}, 1)}
+}
+
+// WatchClient returns a clientset of the collector's own from cfg: its own rate limiter (the creator's
+// limiter never delays a watch or a relist) and its own connection (a dialer of its own keeps client-go
+// from sharing the cached transport, so the watch streams do not share an HTTP/2 connection's flow control
+// and frame writer with the creator's requests). fallback is used when cfg is nil (tests).
+func WatchClient(cfg *rest.Config, fallback kubernetes.Interface) (kubernetes.Interface, error) {
+	if cfg == nil {
+		return fallback, nil
+	}
+	c := rest.CopyConfig(cfg)
+	c.RateLimiter, c.QPS, c.Burst = nil, 50, 100
+	if c.Transport == nil && c.Dial == nil {
+		d := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
+		c.Dial = d.DialContext
+	}
+	return kubernetes.NewForConfig(c)
 }
 
 // Changed receives a value (coalesced) after the collector has recorded an update of a pod or an event.
@@ -70,58 +102,171 @@ func (c *Collector) notify() {
 	}
 }
 
-// Start begins watching; it returns once both informers have synced.
+func (c *Collector) key(ns, name string) string {
+	if c.namespace == "" {
+		return ns + "/" + name
+	}
+	return name
+}
+
+// Start lists the pods and their events, then watches both; it returns once both lists are in.
 func (c *Collector) Start(ctx context.Context) error {
+	sel, err := labels.Parse(c.selector)
+	if err != nil {
+		return fmt.Errorf("label selector %q: %w", c.selector, err)
+	}
 	ctx, c.stop = context.WithCancel(ctx)
-	podLW := &cache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+	pods := c.client.CoreV1().Pods(c.namespace)
+	podStream := stream{
+		list: func(ctx context.Context, o metav1.ListOptions) ([]runtime.Object, string, error) {
 			o.LabelSelector = c.selector
-			return c.client.CoreV1().Pods(c.namespace).List(ctx, o)
+			l, err := pods.List(ctx, o)
+			if err != nil {
+				return nil, "", err
+			}
+			out := make([]runtime.Object, len(l.Items))
+			for i := range l.Items {
+				out[i] = &l.Items[i]
+			}
+			return out, l.ResourceVersion, nil
 		},
-		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+		watch: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
 			o.LabelSelector = c.selector
-			return c.client.CoreV1().Pods(c.namespace).Watch(ctx, o)
+			return pods.Watch(ctx, o)
+		},
+		handle: func(o runtime.Object, at time.Time, initial bool) {
+			// The apiserver filters by the selector; checked again so that a pod that is not selected never
+			// counts, whatever the server (or a fake) sends.
+			if p, ok := o.(*corev1.Pod); ok && (c.namespace == "" || p.Namespace == c.namespace) && sel.Matches(labels.Set(p.Labels)) {
+				c.observe(p, at, initial)
+			}
 		},
 	}
 	evSel := fields.OneTermEqualSelector("involvedObject.kind", "Pod").String()
-	evLW := &cache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+	events := c.client.CoreV1().Events(c.namespace)
+	evStream := stream{
+		list: func(ctx context.Context, o metav1.ListOptions) ([]runtime.Object, string, error) {
 			o.FieldSelector = evSel
-			return c.client.CoreV1().Events(c.namespace).List(ctx, o)
+			l, err := events.List(ctx, o)
+			if err != nil {
+				return nil, "", err
+			}
+			out := make([]runtime.Object, len(l.Items))
+			for i := range l.Items {
+				out[i] = &l.Items[i]
+			}
+			return out, l.ResourceVersion, nil
 		},
-		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+		watch: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
 			o.FieldSelector = evSel
-			return c.client.CoreV1().Events(c.namespace).Watch(ctx, o)
+			return events.Watch(ctx, o)
+		},
+		handle: func(o runtime.Object, _ time.Time, _ bool) {
+			if e, ok := o.(*corev1.Event); ok {
+				c.event(e)
+			}
 		},
 	}
-	// The wrappers keep the clients' word on streaming-list support (fake clientsets have none).
-	podInf := cache.NewSharedIndexInformer(cache.ToListWatcherWithWatchListSemantics(podLW, c.client),
-		&corev1.Pod{}, 0, cache.Indexers{})
-	evInf := cache.NewSharedIndexInformer(cache.ToListWatcherWithWatchListSemantics(evLW, c.client),
-		&corev1.Event{}, 0, cache.Indexers{})
-	// Transform drops what the timeline does not need before the informer stores it.
-	_ = podInf.SetTransform(func(o any) (any, error) {
-		if p, ok := o.(*corev1.Pod); ok {
-			c.observe(p)
-			return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace, ResourceVersion: p.ResourceVersion}}, nil
+	rvs := make([]string, 2)
+	for i, s := range []stream{podStream, evStream} {
+		rv, err := s.relist(ctx, c.clock, true)
+		if err != nil {
+			c.stop()
+			return err
 		}
-		return o, nil
-	})
-	_ = evInf.SetTransform(func(o any) (any, error) {
-		if e, ok := o.(*corev1.Event); ok {
-			c.event(e)
-			return &corev1.Event{ObjectMeta: metav1.ObjectMeta{Name: e.Name, Namespace: e.Namespace, ResourceVersion: e.ResourceVersion}}, nil
-		}
-		return o, nil
-	})
-	for _, inf := range []cache.SharedIndexInformer{podInf, evInf} {
+		rvs[i] = rv
+	}
+	for i, s := range []stream{podStream, evStream} {
 		c.done.Add(1)
-		go func() { defer c.done.Done(); inf.RunWithContext(ctx) }()
-	}
-	if !cache.WaitForCacheSync(ctx.Done(), podInf.HasSynced, evInf.HasSynced) {
-		return ctx.Err()
+		go func() { defer c.done.Done(); s.watchLoop(ctx, c.clock, rvs[i]) }()
 	}
 	return nil
+}
+
+// stream is one LIST+WATCH: handle gets each object with the time it was received (initial: from the first
+// LIST, which is what the cluster held before the collector started).
+type stream struct {
+	list   func(context.Context, metav1.ListOptions) ([]runtime.Object, string, error)
+	watch  func(context.Context, metav1.ListOptions) (watch.Interface, error)
+	handle func(o runtime.Object, at time.Time, initial bool)
+}
+
+func (s stream) relist(ctx context.Context, clk clock.PassiveClock, initial bool) (string, error) {
+	objs, rv, err := s.list(ctx, metav1.ListOptions{})
+	if err != nil {
+		return "", err
+	}
+	at := clk.Now()
+	for _, o := range objs {
+		s.handle(o, at, initial)
+	}
+	return rv, nil
+}
+
+// watchLoop watches from rv until ctx ends: on a closed stream it watches again from the last resource
+// version seen, on 410 Gone it relists (the pods' later transitions are then seen at the relist's time).
+// The time of each event is read as it is received from the stream, before it is handled; handling is a
+// map update under a mutex (no informer store or queue in between).
+func (s stream) watchLoop(ctx context.Context, clk clock.PassiveClock, rv string) {
+	retry := time.Duration(0)
+	for ctx.Err() == nil {
+		if retry > 0 {
+			t := time.NewTimer(retry)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return
+			case <-t.C:
+			}
+		}
+		w, err := s.watch(ctx, metav1.ListOptions{ResourceVersion: rv, AllowWatchBookmarks: true})
+		if err != nil {
+			retry = min(max(2*retry, 100*time.Millisecond), 5*time.Second)
+			if apierrors.IsResourceExpired(err) || apierrors.IsGone(err) {
+				if nrv, lerr := s.relist(ctx, clk, false); lerr == nil {
+					rv = nrv
+				}
+			}
+			continue
+		}
+		retry = 0
+		rv = s.consume(ctx, clk, w, rv)
+	}
+}
+
+// consume reads one watch stream to its end and returns the last resource version seen ("" after 410 Gone,
+// once relisted: the relist's).
+func (s stream) consume(ctx context.Context, clk clock.PassiveClock, w watch.Interface, rv string) string {
+	defer w.Stop()
+	for {
+		var ev watch.Event
+		var ok bool
+		select {
+		case <-ctx.Done():
+			return rv
+		case ev, ok = <-w.ResultChan():
+		}
+		at := clk.Now() // on receipt, before anything else
+		if !ok {
+			return rv
+		}
+		switch ev.Type {
+		case watch.Error:
+			if st := apierrors.FromObject(ev.Object); apierrors.IsResourceExpired(st) || apierrors.IsGone(st) {
+				if nrv, err := s.relist(ctx, clk, false); err == nil {
+					return nrv
+				}
+			}
+			return rv
+		case watch.Bookmark, watch.Added, watch.Modified, watch.Deleted:
+			if m, err := meta.Accessor(ev.Object); err == nil && m.GetResourceVersion() != "" {
+				rv = m.GetResourceVersion()
+			}
+			if ev.Type != watch.Bookmark && ev.Type != watch.Deleted {
+				s.handle(ev.Object, at, false)
+			}
+		}
+	}
 }
 
 // Stop ends the watches.
@@ -172,25 +317,26 @@ func started(p *corev1.Pod) (time.Time, bool) {
 	return last, true
 }
 
-func (c *Collector) observe(p *corev1.Pod) {
-	now := c.clock.Now()
+// observe records a pod's state as received at at (initial: from the first LIST).
+func (c *Collector) observe(p *corev1.Pod, at time.Time, initial bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	defer c.notify()
-	t := c.pods[p.Name]
+	k := c.key(p.Namespace, p.Name)
+	t := c.pods[k]
 	if t == nil {
-		t = &Timeline{Name: p.Name}
-		c.pods[p.Name] = t
+		t = &Timeline{Name: k}
+		c.pods[k] = t
 	}
 	// The pod's own watch may see it after one of its events (the events come on another watch: under load the
 	// scheduler's Scheduled event can arrive first); its first sighting is this one either way.
 	if t.SeenCreated.IsZero() {
-		t.Created, t.SeenCreated = p.CreationTimestamp.Time, now
+		t.Created, t.SeenCreated, t.Preexisting = p.CreationTimestamp.Time, at, initial
 	}
 	if p.Spec.NodeName != "" {
 		t.Node = p.Spec.NodeName
 		if t.SeenScheduled.IsZero() {
-			t.SeenScheduled = now
+			t.SeenScheduled = at
 		}
 	}
 	if s := condTime(p, corev1.PodScheduled); !s.IsZero() {
@@ -202,13 +348,18 @@ func (c *Collector) observe(p *corev1.Pod) {
 	if s := condTime(p, corev1.PodReady); !s.IsZero() {
 		t.Ready = s
 	}
+	if p.Status.Phase == corev1.PodRunning && t.SeenPhaseRunning.IsZero() {
+		t.SeenPhaseRunning = at
+	}
 	if st, ok := started(p); ok && p.Status.Phase == corev1.PodRunning {
 		t.Started = st
 		if t.SeenRunning.IsZero() {
-			t.SeenRunning = now
-			c.running++
-			if c.want > 0 && c.running == c.want {
-				close(c.allRunning)
+			t.SeenRunning = at
+			if !t.Preexisting {
+				c.running++
+				if c.want > 0 && c.running == c.want {
+					close(c.allRunning)
+				}
 			}
 		}
 	}
@@ -224,10 +375,14 @@ func (c *Collector) event(e *corev1.Event) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	defer c.notify()
-	t := c.pods[e.InvolvedObject.Name]
+	k := c.key(e.InvolvedObject.Namespace, e.InvolvedObject.Name)
+	if e.InvolvedObject.Namespace == "" {
+		k = c.key(e.Namespace, e.InvolvedObject.Name)
+	}
+	t := c.pods[k]
 	if t == nil {
-		t = &Timeline{Name: e.InvolvedObject.Name}
-		c.pods[e.InvolvedObject.Name] = t
+		t = &Timeline{Name: k}
+		c.pods[k] = t
 	}
 	switch {
 	case e.Reason == "Pulled":
@@ -245,7 +400,8 @@ func (c *Collector) event(e *corev1.Event) {
 	}
 }
 
-// Timeline returns one pod's timeline so far.
+// Timeline returns one pod's timeline so far (name: "namespace/name" when the collector watches every
+// namespace).
 func (c *Collector) Timeline(name string) (Timeline, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()

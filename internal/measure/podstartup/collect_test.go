@@ -2,12 +2,16 @@ package podstartup
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/utils/clock"
 	clocktesting "k8s.io/utils/clock/testing"
 )
 
@@ -70,7 +74,7 @@ func TestEventBeforePod(t *testing.T) {
 	col := NewCollector(fake.NewClientset(), "ns", "app=x", clk, 1)
 	col.event(&corev1.Event{InvolvedObject: corev1.ObjectReference{Kind: "Pod", Name: "p"}, Reason: "Scheduled", Type: corev1.EventTypeNormal})
 	clk.Step(300 * time.Millisecond)
-	col.observe(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", CreationTimestamp: metav1.NewTime(t0)}})
+	col.observe(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", CreationTimestamp: metav1.NewTime(t0)}}, clk.Now(), false)
 	tl := col.Timelines()
 	if len(tl) != 1 || !tl[0].SeenCreated.Equal(t0.Add(300*time.Millisecond)) || !tl[0].Created.Equal(t0) {
 		t.Fatalf("timeline %+v", tl)
@@ -104,4 +108,81 @@ func waitFor(t *testing.T, col *Collector, cond func() bool) {
 			t.Fatal("condition not reached")
 		}
 	}
+}
+
+// BenchmarkWatchPath is the work between an event's arrival on the pod watch and the collector being ready
+// for the next one: the receipt time, then the timeline update (go test -bench WatchPath -cpuprofile …).
+func BenchmarkWatchPath(b *testing.B) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	col := NewCollector(fake.NewClientset(), "ns", "", clock.RealClock{}, 0)
+	w := watch.NewFake()
+	s := stream{handle: func(o runtime.Object, at time.Time, initial bool) { col.observe(o.(*corev1.Pod), at, initial) }}
+	done := make(chan struct{})
+	go func() { s.consume(ctx, clock.RealClock{}, w, ""); close(done) }()
+	pods := make([]*corev1.Pod, 1000)
+	for i := range pods {
+		p := running(labPod("ns", fmt.Sprintf("p%d", i), nil), "n1")
+		p.ResourceVersion = fmt.Sprint(i + 1)
+		pods[i] = p
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		w.Modify(pods[i%len(pods)])
+	}
+	w.Stop()
+	<-done
+}
+
+// TestWatchLoopResumes: a closed watch is resumed from the last resourceVersion seen (no relist); a 410 Gone
+// relists (objects handled as not initial) and watches from the relist's resourceVersion.
+func TestWatchLoopResumes(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	type call struct{ rv string }
+	watches := make(chan call, 10)
+	ws := []*watch.FakeWatcher{watch.NewFake(), watch.NewFake(), watch.NewFake()}
+	lists := 0
+	handled := make(chan string, 10)
+	s := stream{
+		list: func(context.Context, metav1.ListOptions) ([]runtime.Object, string, error) {
+			lists++
+			return []runtime.Object{labPod("ns", "relisted", nil)}, "100", nil
+		},
+		watch: func(_ context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			watches <- call{o.ResourceVersion}
+			w := ws[0]
+			ws = ws[1:]
+			return w, nil
+		},
+		handle: func(o runtime.Object, _ time.Time, initial bool) {
+			handled <- fmt.Sprintf("%s %v", o.(*corev1.Pod).Name, initial)
+		},
+	}
+	w0, w1 := ws[0], ws[1]
+	done := make(chan struct{})
+	go func() { s.watchLoop(ctx, clock.RealClock{}, "5"); close(done) }()
+	if c := <-watches; c.rv != "5" {
+		t.Fatalf("first watch from %q, want 5", c.rv)
+	}
+	p := labPod("ns", "a", nil)
+	p.ResourceVersion = "7"
+	w0.Add(p)
+	if h := <-handled; h != "a false" {
+		t.Fatal(h)
+	}
+	w0.Stop() // the apiserver closes the stream
+	if c := <-watches; c.rv != "7" || lists != 0 {
+		t.Fatalf("resumed from %q after %d lists, want 7 and none", c.rv, lists)
+	}
+	w1.Error(&metav1.Status{Status: metav1.StatusFailure, Code: 410, Reason: metav1.StatusReasonExpired, Message: "too old"})
+	if h := <-handled; h != "relisted false" {
+		t.Fatal(h)
+	}
+	if c := <-watches; c.rv != "100" || lists != 1 {
+		t.Fatalf("after 410: watch from %q after %d lists, want 100 and 1", c.rv, lists)
+	}
+	cancel()
+	<-done
 }

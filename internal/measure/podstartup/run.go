@@ -87,7 +87,11 @@ func (o Options) Spec(env *measure.Env) workload.Spec {
 // Run creates the workload, watches it start, and analyses the timelines.
 func (m *Measurement) Run(ctx context.Context, env *measure.Env) (result.Result, error) {
 	spec := m.Opts.Spec(env)
-	col := NewCollector(env.Client, env.Namespace, spec.Selector(), env.Clock, spec.Count)
+	wc, err := WatchClient(env.Config, env.Client)
+	if err != nil {
+		return result.Result{}, fmt.Errorf("the watch client: %w", err)
+	}
+	col := NewCollector(wc, env.Namespace, spec.Selector(), env.Clock, spec.Count)
 	if err := col.Start(ctx); err != nil {
 		return result.Result{}, fmt.Errorf("watching pods: %w", err)
 	}

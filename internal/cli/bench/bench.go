@@ -51,7 +51,7 @@ func newPods(streams common.IOStreams) *cobra.Command {
 	fl := cmd.Flags()
 	fl.StringVar(&kind, "kind", "pods", "how pods are created: pods (by kubeslow at --create-qps), deployment or job (by their controller)")
 	o.AddFlags(fl)
-	fl.BoolVar(&realNodes, "real-nodes", false, "on the lab, run on the real nodes instead of the simulated ones")
+	fl.BoolVar(&realNodes, "real-nodes", false, "run on real nodes only (default: kwok's simulated nodes where the cluster has some with room, else real ones)")
 	return cmd
 }
 

@@ -29,9 +29,13 @@ const (
 	RealOnly
 )
 
-// FitMargin is the share of the free pod slots a load leaves free when it is lowered to fit (at least one
-// slot): DaemonSet pods, other tenants' pods and kubeslow's own helper pods may arrive while it runs.
-const FitMargin = 0.1
+// The share of the free pod slots a load leaves free (at least one slot): on real nodes other tenants' pods,
+// DaemonSet pods and kubeslow's own helper pods need room while it runs; simulated nodes have no tenants
+// but kubeslow, only pods that arrive meanwhile.
+const (
+	FitMarginReal      = 0.1
+	FitMarginSimulated = 0.01
+)
 
 // PerNodeCountMax is the most nodes whose pods are counted with one LIST each (spec.nodeName, served from
 // the apiserver's watch cache through its node index: a few pods per request); above it, the pods are
@@ -89,21 +93,28 @@ func (p *Placement) Kind() string {
 	return "real"
 }
 
+func (p *Placement) margin() float64 {
+	if p.Simulated {
+		return FitMarginSimulated
+	}
+	return FitMarginReal
+}
+
 // Fit returns how many of want pods to create: want when they fit in the free slots with a margin, else the
-// free slots less the margin (0 when nothing fits).
+// free slots less the margin (FitMarginReal, FitMarginSimulated; 0 when nothing fits).
 func (p *Placement) Fit(want int) int {
 	if p.Unchecked != "" {
 		return want
 	}
 	free := p.Free()
-	room := free - max(1, int(float64(free)*FitMargin))
+	room := free - max(1, int(float64(free)*p.margin()))
 	return max(0, min(want, room))
 }
 
 // Limit says why a load of want pods was lowered to got: kubeslow's own limit, not the cluster's fault.
 func (p *Placement) Limit(want, got int) string {
 	return fmt.Sprintf("kubeslow's own limit: %d pods requested, %d fit on %d %s node(s) (%d free pod slots, %.0f%% kept free)",
-		want, got, len(p.Nodes), p.Kind(), p.Free(), FitMargin*100)
+		want, got, len(p.Nodes), p.Kind(), p.Free(), p.margin()*100)
 }
 
 // Describe is one line on the nodes chosen and left out, for progress and reports.

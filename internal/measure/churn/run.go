@@ -129,6 +129,7 @@ func (m *Measurement) Run(ctx context.Context, env *measure.Env) (result.Result,
 	if len(nodes) == 0 {
 		return result.Result{}, measure.Skipf("kubeslow's own limit: no free pod slot for churn's pods on the %d real node(s) it may use (%s)", len(pl.Nodes), pl.Describe())
 	}
+	m.progress("churn: %s", pl.Describe())
 	if limit != "" {
 		m.progress("churn: %s", limit)
 	}

@@ -74,15 +74,14 @@ func (m *Measurement) ClientLoad() (float32, int) {
 
 // Description implements measure.Measurement.
 func (m *Measurement) Description() string {
-	return fmt.Sprintf("pod start-up by phase: %d pods (%s) vs the %s p99 SLO", m.Opts.Count, m.Opts.Kind, m.Opts.SLO)
+	return fmt.Sprintf("pod start-up by phase: up to %d pods (%s, as many as fit) vs the %s p99 SLO", m.Opts.Count, m.Opts.Kind, m.Opts.SLO)
 }
 
 // Spec builds the workload of count pods for env, placed by p.
 func (o Options) Spec(env *measure.Env, p *measure.Placement, count int) workload.Spec {
-	s := workload.Spec{Kind: o.Kind, Name: "startup", Namespace: env.Namespace, RunID: env.RunID, Count: count,
+	return workload.Spec{Kind: o.Kind, Name: "startup", Namespace: env.Namespace, RunID: env.RunID, Count: count,
 		QPS: o.QPS, Burst: o.Burst, Workers: 8, Image: cmp.Or(o.Image, p.Image, ClusterImage), PullPolicy: corev1.PullIfNotPresent,
 		NodeSelector: p.NodeSelector, Affinity: p.Affinity, Tolerations: p.Tolerations}
-	return s
 }
 
 // Metrics of the load's placement and size.

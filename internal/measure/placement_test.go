@@ -129,8 +129,17 @@ func TestPlaceCapacity(t *testing.T) {
 			t.Errorf("%s: %d allocatable, %d used; want %v", n.Name, n.Allocatable, n.Used, w)
 		}
 	}
-	if p.Free() != 75+0+30 || lists != 3 {
-		t.Errorf("free %d in %d LISTs, want 105 in 3 (one per node)", p.Free(), lists)
+	if p.Free() != 75+0+30 || lists != 1 {
+		t.Errorf("free %d in %d LISTs, want 105 in 1 (the three nodes are the whole cluster)", p.Free(), lists)
+	}
+	// Two nodes of nine: one LIST each.
+	for i := 0; i < 7; i++ {
+		objs = append(objs, testNode(fmt.Sprintf("out-%d", i), 110, cordoned))
+	}
+	objs[2] = testNode("c", 30, cordoned)
+	p, lists = place(t, measure.RealOnly, objs...)
+	if chosen(p) != "a,b" || p.Free() != 75 || lists != 2 {
+		t.Errorf("%s: free %d in %d LISTs, want a,b: 75 in 2 (one per node)", chosen(p), p.Free(), lists)
 	}
 }
 

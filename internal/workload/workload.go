@@ -61,6 +61,7 @@ type Spec struct {
 	PullPolicy   corev1.PullPolicy
 	Args         []string
 	NodeSelector map[string]string
+	Affinity     *corev1.Affinity
 	Tolerations  []corev1.Toleration
 }
 
@@ -99,6 +100,7 @@ func (s Spec) template() corev1.PodTemplateSpec {
 		Spec: corev1.PodSpec{
 			TerminationGracePeriodSeconds: ptr.To(int64(1)),
 			NodeSelector:                  s.NodeSelector,
+			Affinity:                      s.Affinity,
 			Tolerations:                   s.Tolerations,
 			Containers: []corev1.Container{{Name: "pause", Image: s.Image, ImagePullPolicy: s.PullPolicy, Args: s.Args,
 				Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{}}}},

@@ -89,7 +89,7 @@ watch on pods and events (the view role).`,
 	fl := cmd.Flags()
 	fl.StringVar(&kind, "kind", "pods", "how pods are created: pods (by kubeslow at --create-qps), deployment or job (by their controller)")
 	o.AddFlags(fl)
-	fl.BoolVar(&realNodes, "real-nodes", false, "on the lab, run on the real nodes instead of the simulated ones")
+	fl.BoolVar(&realNodes, "real-nodes", false, "run on real nodes only (default: kwok's simulated nodes where the cluster has some with room, else real ones)")
 	fl.BoolVar(&passive, "passive", false, "create nothing: measure the pods others create that match --watch-namespace and --watch-selector")
 	fl.StringVar(&po.Namespace, "watch-namespace", "", "with --passive: the pods' namespace (default: every namespace)")
 	fl.StringVar(&po.Selector, "watch-selector", "", "with --passive: the pods' label selector, e.g. app=web (default: every pod)")

@@ -32,7 +32,8 @@ type Options struct {
 	EtcdEndpoint string
 	// AuditLogs are apiserver audit log files or directories (the lab's is found automatically).
 	AuditLogs []string
-	// Pods is the pod start-up benchmark's size (0: 50).
+	// Pods is the most pods the pod start-up benchmark creates (0: 50): it lowers the count to the free pod
+	// slots of the nodes its pods may use, read from the cluster, and says so.
 	Pods int
 	// PodsWatch, when set, makes pods.startup passive: it creates nothing and measures the pods others create.
 	PodsWatch *podstartup.PassiveOptions

@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"sort"
+	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -34,7 +36,8 @@ const (
 
 // Options configure a churn run.
 type Options struct {
-	// Nodes are the nodes to start pods on, in turn; empty: every Ready node that is not simulated.
+	// Nodes are the nodes to start pods on, in turn; empty: every real node that takes the pods (Ready, not
+	// cordoned, no taint against them), read from the cluster.
 	Nodes []string
 	// Count and Duration bound the run: it stops at whichever comes first.
 	Count    int
@@ -118,17 +121,21 @@ func (m *Measurement) Run(ctx context.Context, env *measure.Env) (result.Result,
 	if err := o.Validate(); err != nil {
 		return result.Result{}, err
 	}
-	nodes, err := m.nodes(ctx, env)
+	pl, err := m.place(ctx, env)
 	if err != nil {
 		return result.Result{}, err
 	}
-	spec := workload.Spec{Kind: workload.Pods, Name: "churn", Namespace: env.Namespace, RunID: env.RunID, Image: o.Image, PullPolicy: corev1.PullIfNotPresent}
-	if spec.Image == "" {
-		spec.Image = podstartup.ClusterImage
-		if env.Lab != nil {
-			spec.Image = podstartup.LabImage
-		}
+	nodes, concurrency, limit := m.fit(pl)
+	if len(nodes) == 0 {
+		return result.Result{}, measure.Skipf("kubeslow's own limit: no free pod slot for churn's pods on the %d real node(s) it may use (%s)", len(pl.Nodes), pl.Describe())
 	}
+	m.progress("churn: %s", pl.Describe())
+	if limit != "" {
+		m.progress("churn: %s", limit)
+	}
+	o.Concurrency = concurrency
+	spec := workload.Spec{Kind: workload.Pods, Name: "churn", Namespace: env.Namespace, RunID: env.RunID,
+		Image: cmp.Or(o.Image, pl.Image, podstartup.ClusterImage), PullPolicy: corev1.PullIfNotPresent}
 	col := podstartup.NewCollector(env.Client, env.Namespace, spec.Selector(), env.Clock, 0)
 	if err := col.Start(ctx); err != nil {
 		return result.Result{}, fmt.Errorf("watching pods: %w", err)
@@ -183,35 +190,77 @@ func (m *Measurement) Run(ctx context.Context, env *measure.Env) (result.Result,
 	}
 	res := Analyze(in)
 	res.Start, res.End = start, env.Clock.Now()
+	res.Metrics = append(res.Metrics,
+		result.Metric{Name: MetricFreePodSlots, Unit: "count", Value: float64(pl.Free()), Labels: map[string]string{"nodes": strconv.Itoa(len(pl.Nodes))}},
+		result.Metric{Name: MetricConcurrency, Unit: "count", Value: float64(concurrency), Labels: map[string]string{"requested": strconv.Itoa(m.Opts.Concurrency)}})
+	if limit != "" {
+		res.Reason = strings.Join(slices.DeleteFunc([]string{limit, res.Reason}, func(s string) bool { return s == "" }), "; ")
+	}
 	if errors.Is(ctx.Err(), context.Canceled) {
 		return res, ctx.Err()
 	}
 	return res, nil
 }
 
-// nodes are the chosen nodes, or every Ready real node.
-func (m *Measurement) nodes(ctx context.Context, env *measure.Env) ([]string, error) {
-	if len(m.Opts.Nodes) > 0 {
-		for _, n := range m.Opts.Nodes {
-			if _, err := env.Client.CoreV1().Nodes().Get(ctx, n, metav1.GetOptions{}); err != nil {
-				return nil, fmt.Errorf("node %s: %w", n, err)
-			}
+// Metrics of the load's placement.
+const (
+	// MetricFreePodSlots is the free pod slots on the nodes churn may use (label nodes: how many).
+	MetricFreePodSlots = "free_pod_slots"
+	// MetricConcurrency is the pods in flight at once, as run (label requested: as asked).
+	MetricConcurrency = "concurrency"
+)
+
+// place reads the nodes churn may use from the cluster: the chosen ones, or every real node that takes
+// its pods (Ready, not cordoned, no taint it does not tolerate).
+func (m *Measurement) place(ctx context.Context, env *measure.Env) (*measure.Placement, error) {
+	if len(m.Opts.Nodes) == 0 {
+		p, err := measure.Place(ctx, env, measure.RealOnly)
+		if err != nil {
+			return nil, err
 		}
-		return m.Opts.Nodes, nil
+		if len(p.Nodes) == 0 {
+			return nil, measure.Skipf("no real node takes churn's pods, and churn needs real kubelets (%s)", p.Describe())
+		}
+		return p, nil
 	}
-	real, err := measure.RealNodes(ctx, env)
+	p, err := measure.PlaceOn(ctx, env, m.Opts.Nodes)
 	if err != nil {
 		return nil, err
 	}
-	var out []string
-	for _, n := range real {
-		out = append(out, n.Name)
+	if p.Simulated {
+		return nil, fmt.Errorf("nodes %s: simulated, and churn needs real kubelets", strings.Join(m.Opts.Nodes, ","))
 	}
-	if len(out) == 0 {
-		return nil, &measure.SkipError{Reason: "no Ready node that is not simulated: churn needs real kubelets"}
+	return p, nil
+}
+
+// fit returns the nodes to start pods on in turn (those with a free pod slot besides the disk agent's),
+// the concurrency they take (each node holds an equal share of the pods in flight) and, when that is
+// below the concurrency asked, kubeslow's own limit in words.
+func (m *Measurement) fit(p *measure.Placement) ([]string, int, string) {
+	var nodes []string
+	least := 0
+	for _, n := range p.Nodes {
+		slots := n.Free()
+		if p.Unchecked != "" {
+			slots = MaxConcurrency
+		}
+		if m.Opts.DiskDirs[n.Name] == "" && m.Opts.AgentImage != "" {
+			slots-- // the node's disk agent
+		}
+		if slots <= 0 {
+			continue
+		}
+		nodes = append(nodes, n.Name)
+		if least == 0 || slots < least {
+			least = slots
+		}
 	}
-	sort.Strings(out)
-	return out, nil
+	c := min(m.Opts.Concurrency, len(nodes)*least)
+	if c >= m.Opts.Concurrency {
+		return nodes, c, ""
+	}
+	return nodes, c, fmt.Sprintf("kubeslow's own limit: concurrency %d requested, %d fit in the free pod slots of %d of the %d real node(s) it may use (%d free)",
+		m.Opts.Concurrency, c, len(nodes), len(p.Nodes), p.Free())
 }
 
 // startSamplers starts one disk sampler per node: in-process for a node with a directory here (the lab's
@@ -294,7 +343,11 @@ func (m *Measurement) iterate(runCtx, ctx context.Context, env *measure.Env, w *
 	name := fmt.Sprintf("churn-%06d", i)
 	it := Iteration{Index: i, Pod: name, Node: node, Latency: math.NaN(), Delete: math.NaN()}
 	pod := spec.Pod(name)
-	pod.Spec.NodeSelector = map[string]string{corev1.LabelHostname: node}
+	// Pinned by name through the scheduler (as DaemonSets pin their pods): a node's hostname label need not
+	// be its name.
+	pod.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
+		NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchFields: []corev1.NodeSelectorRequirement{
+			{Key: "metadata.name", Operator: corev1.NodeSelectorOpIn, Values: []string{node}}}}}}}}
 	pod.Spec.TerminationGracePeriodSeconds = ptr.To(int64(0))
 	pod.Spec.AutomountServiceAccountToken = ptr.To(false)
 	ch := w.add(name)

@@ -32,12 +32,13 @@ func (o Options) Validate() error {
 }
 
 // AddFlags registers the options' flags, defaulting to o's values (--kind and --real-nodes are the
-// command's: they are parsed into Kind and Simulated).
+// command's: they are parsed into Kind and Simulated). --count is an upper bound: the load is lowered to the
+// free pod slots of the nodes it may use, and says so.
 func (o *Options) AddFlags(fl *pflag.FlagSet) {
-	fl.IntVar(&o.Count, "count", o.Count, "pods to create")
+	fl.IntVar(&o.Count, "count", o.Count, "pods to create (lowered to what fits on the nodes the pods may use, with a note)")
 	fl.Float64Var(&o.QPS, "create-qps", o.QPS, "kubeslow's pod creation rate (--kind pods)")
 	fl.IntVar(&o.Burst, "create-burst", o.Burst, "kubeslow's pod creation burst (--kind pods)")
-	fl.StringVar(&o.Image, "image", o.Image, "container image (default: the lab's pause image on the lab, "+ClusterImage+" elsewhere)")
+	fl.StringVar(&o.Image, "image", o.Image, "container image (default: a pause image the chosen real nodes already hold, else "+ClusterImage+"; on simulated nodes nothing is pulled)")
 	fl.DurationVar(&o.SLO, "slo", o.SLO, "p99 start-up threshold")
 	fl.DurationVar(&o.Timeout, "timeout", o.Timeout, "give up waiting for pods after this long")
 }

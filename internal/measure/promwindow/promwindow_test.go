@@ -3,6 +3,7 @@ package promwindow
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"math"
 	"sort"
@@ -341,9 +342,41 @@ func TestOnsetOrder(t *testing.T) {
 	if err := report.WriteHTML(&html, rep); err != nil {
 		t.Fatal(err)
 	}
+	// The page's chart data (the JSON its script draws): the profiles' time charts, with the onset and change
+	// marks on them.
 	h := html.String()
-	if n := strings.Count(h, "<svg"); n < 2 || !strings.Contains(h, "<title>etcd WAL fsync p99 &gt; 0.01 s at") || !strings.Contains(h, "<title>change: ") {
-		t.Fatalf("HTML: %d plots, onset and change marks drawn: %v %v", n, strings.Contains(h, "etcd WAL fsync p99 &gt;"), strings.Contains(h, "change: "))
+	const open = `<script type="application/json" id="kubeslow-charts">`
+	i := strings.Index(h, open)
+	j := strings.Index(h[i+1:], "</script>")
+	if i < 0 || j < 0 {
+		t.Fatal("HTML: no chart data")
+	}
+	var charts []struct {
+		Kind   string `json:"kind"`
+		Panels []struct {
+			Lines []struct {
+				Label string `json:"label"`
+			} `json:"lines"`
+		} `json:"panels"`
+	}
+	if err := json.Unmarshal([]byte(h[i+len(open):i+1+j]), &charts); err != nil {
+		t.Fatalf("HTML chart data: %v", err)
+	}
+	times, onset, change := 0, false, false
+	for _, c := range charts {
+		if c.Kind != "time" {
+			continue
+		}
+		times++
+		for _, p := range c.Panels {
+			for _, l := range p.Lines {
+				onset = onset || strings.HasPrefix(l.Label, "etcd WAL fsync p99 > 0.01 s at")
+				change = change || strings.HasPrefix(l.Label, "change: ")
+			}
+		}
+	}
+	if times < 2 || !onset || !change {
+		t.Fatalf("HTML: %d time charts, onset and change marks drawn: %v %v", times, onset, change)
 	}
 }
 

@@ -1,7 +1,7 @@
 // Package images makes the lab's container images without a registry or a daemon — a static binary packed as
 // one layer with go-containerregistry, written as an archive that `ctr images import` reads — and serves and
 // seeds the lab's OCI registry (go-containerregistry's, with paced downloads and added latency).
-package images
+package agentimage
 
 import (
 	"archive/tar"
@@ -161,4 +161,11 @@ func checkStatic(binary string) error {
 		}
 	}
 	return nil
+}
+
+// DataLayer is a single layer holding one regular file (mode 0644) with content.
+func DataLayer(file string, content []byte) v1.Layer {
+	var buf bytes.Buffer
+	_ = writeTar(&buf, file, content, 0o644) // writes to memory: cannot fail
+	return static.NewLayer(buf.Bytes(), types.OCIUncompressedLayer)
 }

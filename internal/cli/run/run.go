@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kubeslow/kubeslow/internal/agentimage"
 	"github.com/kubeslow/kubeslow/internal/check"
 	"github.com/kubeslow/kubeslow/internal/cli/common"
 	"github.com/kubeslow/kubeslow/internal/measure"
@@ -94,7 +95,8 @@ measurement skipped or errored; the reasons are printed).`,
 	fl.StringSliceVar(&f.audit, "audit-log", nil, "apiserver audit log files or directories to attribute load to clients (the lab's is known)")
 	fl.BoolVar(&f.readOnly, "read-only", false, "run only the read-only checks: nothing is created, only read permissions are needed (`kubeslow rbac` prints them)")
 	fl.StringVar(&f.etcd, "etcd-endpoint", "", "etcd metrics endpoint, e.g. http://127.0.0.1:2381 through a port-forward (the lab's is known)")
-	fl.StringVar(&f.image, "image", "", "image with the kubeslow binary at /kubeslow, for the benchmarks that run kubeslow in pods (DNS readiness); the lab's is known, elsewhere they are skipped without it")
+	fl.StringVar(&f.image, "agent-image", "", "image with the kubeslow binary at /kubeslow (kubeslow image push makes one), for the node agent and the DNS probes that run kubeslow in pods (default: the lab's with --lab, else this release's, "+defaultImage()+")")
+	fl.StringVar(&f.image, "image", "", "same as --agent-image")
 	return cmd
 }
 
@@ -153,4 +155,12 @@ func writeReportFiles(dir string, rep *result.Report) (string, error) {
 		}
 	}
 	return filepath.Join(dir, "report.html"), nil
+}
+
+// defaultImage names this release's agent image for the help, or says that a development build has none.
+func defaultImage() string {
+	if d := agentimage.Default(); d != "" {
+		return d
+	}
+	return "none for a development build"
 }

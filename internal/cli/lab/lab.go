@@ -253,8 +253,12 @@ func writeStatus(streams common.IOStreams, s *lab.Status) error {
 	if s.Scenario != "" {
 		state += ", scenario " + s.Scenario
 	}
-	fmt.Fprintf(w, "lab: %s since %s\n  apiserver  %s\n  kubeconfig %s\n  audit log  %s\n  etcd       %s (storage %s)\n\n",
+	fmt.Fprintf(w, "lab: %s since %s\n  apiserver  %s\n  kubeconfig %s\n  audit log  %s\n  etcd       %s (storage %s)\n",
 		state, s.Started.Local().Format(time.RFC3339), s.APIServer, s.Kubeconfig, s.AuditLog, s.Etcd, s.EtcdData)
+	if s.Registry != "" {
+		fmt.Fprintf(w, "  registry   %s (plain HTTP; the real nodes pull from it: kubeslow image push %s/kubeslow:dev --insecure)\n", s.Registry, s.Registry)
+	}
+	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "COMPONENT\tVERSION\tPID\tRUNNING\tLOG")
 	for _, c := range s.Components {

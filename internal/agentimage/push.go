@@ -20,7 +20,7 @@ type PushOptions struct {
 	Binary string
 	// Platform is the image's platform, which must match the binary's machine (default linux/amd64).
 	Platform string
-	// Insecure reaches the registry over plain HTTP (or HTTPS without verifying its certificate).
+	// Insecure allows a plain-HTTP registry (HTTPS is still tried first, its certificate verified).
 	Insecure bool
 	// Keychain resolves the registry's credentials (default authn.DefaultKeychain: the Docker config file
 	// and its credential helpers).

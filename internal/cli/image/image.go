@@ -61,6 +61,6 @@ This release's default agent image: ` + def + `.`,
 	fl := cmd.Flags()
 	fl.StringVar(&o.Binary, "binary", "", "static kubeslow binary to pack (default: this one)")
 	fl.StringVar(&o.Platform, "platform", "linux/amd64", "the image's platform, linux/amd64 or linux/arm64 (the binary must be built for it)")
-	fl.BoolVar(&o.Insecure, "insecure", false, "reach the registry over plain HTTP (or HTTPS without verifying its certificate)")
+	fl.BoolVar(&o.Insecure, "insecure", false, "allow a plain-HTTP registry (HTTPS is still tried first, its certificate verified)")
 	return cmd
 }

@@ -28,6 +28,15 @@ func BinaryLayer(binary string) (v1.Layer, error) { return FileLayer(binary, age
 
 // FileLayer is a single layer holding the static binary at path in the image, plus /tmp and /etc.
 func FileLayer(binary, path string) (v1.Layer, error) {
+	b, err := fileTar(binary, path)
+	if err != nil {
+		return nil, err
+	}
+	return static.NewLayer(b, types.OCIUncompressedLayer), nil
+}
+
+// fileTar is FileLayer's tar stream.
+func fileTar(binary, path string) ([]byte, error) {
 	if _, err := checkStatic(binary); err != nil {
 		return nil, err
 	}
@@ -39,7 +48,7 @@ func FileLayer(binary, path string) (v1.Layer, error) {
 	if err := writeTar(&buf, strings.TrimPrefix(path, "/"), data, 0o755, "etc/", "tmp/"); err != nil {
 		return nil, err
 	}
-	return static.NewLayer(buf.Bytes(), types.OCIUncompressedLayer), nil
+	return buf.Bytes(), nil
 }
 
 // DataLayer is a single layer holding one regular file (mode 0644) with content.

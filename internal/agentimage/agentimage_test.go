@@ -22,6 +22,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/registry"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/types"
 
 	"github.com/kubeslow/kubeslow/internal/agentimage"
 	"github.com/kubeslow/kubeslow/internal/agentimage/agentimagetest"
@@ -90,6 +91,13 @@ func TestPushAndPullBack(t *testing.T) {
 	layers, err := img.Layers()
 	if err != nil || len(layers) != 1 {
 		t.Fatalf("%d layers (%v), want 1", len(layers), err)
+	}
+	mf, err := img.Manifest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mf.MediaType != types.OCIManifestSchema1 || mf.Config.MediaType != types.OCIConfigJSON || len(mf.Layers) != 1 || mf.Layers[0].MediaType != types.OCILayer {
+		t.Fatalf("manifest %s, config %s, layers %+v: want OCI throughout, one gzipped layer", mf.MediaType, mf.Config.MediaType, mf.Layers)
 	}
 	rc, err := layers[0].Uncompressed()
 	if err != nil {

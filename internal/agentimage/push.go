@@ -1,15 +1,20 @@
 package agentimage
 
 import (
+	"bytes"
 	"context"
 	"debug/elf"
 	"fmt"
+	"io"
 	"net/http"
 
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
+	"github.com/google/go-containerregistry/pkg/v1/types"
 
 	"github.com/kubeslow/kubeslow/internal/agentproto"
 )
@@ -32,8 +37,8 @@ type PushOptions struct {
 // machines are the ELF machines of the platforms an image can be pushed for.
 var machines = map[string]elf.Machine{"amd64": elf.EM_X86_64, "arm64": elf.EM_AARCH64}
 
-// Image is the agent image of the static binary for platform (os/arch, "" for linux/amd64): one layer with the
-// binary at agentproto.Binary, its entrypoint. The binary must be static and built for the platform.
+// Image is the agent image of the static binary for platform (os/arch, "" for linux/amd64): one gzipped layer
+// with the binary at agentproto.Binary, its entrypoint. The binary must be static and built for the platform.
 func Image(binary, platform string) (v1.Image, error) {
 	if platform == "" {
 		platform = "linux/amd64"
@@ -53,11 +58,23 @@ func Image(binary, platform string) (v1.Image, error) {
 	if m != want {
 		return nil, fmt.Errorf("%s is built for %s, not for %s: build kubeslow with GOARCH=%s", binary, m, platform, p.Architecture)
 	}
-	layer, err := BinaryLayer(binary)
+	b, err := fileTar(binary, agentproto.Binary)
 	if err != nil {
 		return nil, err
 	}
-	return WithPlatform(*p, []string{agentproto.Binary}, layer)
+	// Gzipped, unlike the lab's layers (imported from a local archive): a registry across a network gets about
+	// half the bytes. The same tar stream gives the same compressed bytes, so the digest stays reproducible.
+	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b)), nil },
+		tarball.WithMediaType(types.OCILayer), tarball.WithCompressedCaching)
+	if err != nil {
+		return nil, err
+	}
+	img, err := WithPlatform(*p, []string{agentproto.Binary}, layer)
+	if err != nil {
+		return nil, err
+	}
+	// An OCI manifest and config throughout, as the layer is (a registry may refuse a mix).
+	return mutate.ConfigMediaType(mutate.MediaType(img, types.OCIManifestSchema1), types.OCIConfigJSON), nil
 }
 
 // Push builds the agent image (Image) and pushes it to ref, and returns the reference by digest of what the

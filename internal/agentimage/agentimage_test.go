@@ -123,6 +123,11 @@ func TestPushAndPullBack(t *testing.T) {
 	if !found {
 		t.Fatal("the layer lacks the executable binary at /kubeslow")
 	}
+	// The same binary gives the same image: pushed again, the same digest.
+	again, err := agentimage.Push(context.Background(), ref, agentimage.PushOptions{Binary: bin, Insecure: true})
+	if err != nil || again != dg {
+		t.Fatalf("pushed again: %s (%v), first %s", again, err, dg)
+	}
 }
 
 func TestPushRefusesWhatCannotRun(t *testing.T) {

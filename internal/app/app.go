@@ -19,6 +19,7 @@ import (
 	"github.com/kubeslow/kubeslow/internal/cli/bench"
 	"github.com/kubeslow/kubeslow/internal/cli/cleanup"
 	"github.com/kubeslow/kubeslow/internal/cli/common"
+	imagecmd "github.com/kubeslow/kubeslow/internal/cli/image"
 	"github.com/kubeslow/kubeslow/internal/cli/lab"
 	nodescmd "github.com/kubeslow/kubeslow/internal/cli/nodes"
 	"github.com/kubeslow/kubeslow/internal/cli/pause"
@@ -93,6 +94,7 @@ With no cluster at hand, "kubeslow lab up" starts a real local Kubernetes to try
 		reportcmd.NewDiff(streams),
 		agentcmd.NewCommand(streams),
 		nodescmd.NewCommand(streams),
+		imagecmd.NewCommand(streams),
 	)
 	return root
 }

@@ -29,6 +29,9 @@ type Status struct {
 	// NodesError says why nodes could not be listed; LeasesError why their leases could not.
 	NodesError  string `json:"nodesError,omitempty"`
 	LeasesError string `json:"leasesError,omitempty"`
+	// Registry is the lab registry's host:port (plain HTTP, reachable from the host and the real nodes'
+	// containerd), when the lab has real nodes.
+	Registry string `json:"registry,omitempty"`
 }
 
 // ComponentStatus is one lab process.
@@ -76,6 +79,9 @@ func GetStatus(ctx context.Context, d Dirs) (*Status, error) {
 	}
 	s.Kubeconfig, s.APIServer, s.AuditLog, s.Etcd = d.AdminKubeconfig(), APIServerURL(), d.AuditLog(), EtcdEndpoint()
 	s.EtcdData, s.Started, s.Scenario = st.Config.Etcd.String(), st.Started, st.Config.Scenario
+	if st.Config.RealNodes > 0 {
+		s.Registry = RegistryHost()
+	}
 	recs, err := d.procs().All()
 	if err != nil {
 		return nil, err

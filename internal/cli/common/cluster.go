@@ -3,6 +3,7 @@ package common
 import (
 	"github.com/spf13/cobra"
 
+	"github.com/kubeslow/kubeslow/internal/agentimage"
 	"github.com/kubeslow/kubeslow/internal/kube"
 	"github.com/kubeslow/kubeslow/internal/lab"
 	"github.com/kubeslow/kubeslow/internal/runner"
@@ -28,12 +29,15 @@ func (f *ClusterFlags) Add(cmd *cobra.Command) {
 }
 
 // AgentImage is the image holding the kubeslow binary for in-cluster agents: image when given, else on the
-// lab the lab's own, else "" (none known).
+// lab the lab's own, else the release's (agentimage.Default; "" for a development build: none known).
 func (f *ClusterFlags) AgentImage(image string) string {
-	if image == "" && f.Lab {
+	switch {
+	case image != "":
+		return image
+	case f.Lab:
 		return lab.AgentImage
 	}
-	return image
+	return agentimage.Default()
 }
 
 // Target is the selected cluster as the run lifecycle takes it (no connection yet).

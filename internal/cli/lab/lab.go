@@ -262,6 +262,9 @@ func writeStatus(streams common.IOStreams, s *lab.Status) error {
 			break
 		}
 	}
+	if s.Registry != "" {
+		fmt.Fprintf(w, "  registry   %s (plain HTTP; the real nodes pull from it: kubeslow image push %s/kubeslow:dev --insecure)\n", s.Registry, s.Registry)
+	}
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "COMPONENT\tVERSION\tPID\tRUNNING\tLOG")

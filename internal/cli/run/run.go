@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kubeslow/kubeslow/internal/agentimage"
 	"github.com/kubeslow/kubeslow/internal/check"
 	"github.com/kubeslow/kubeslow/internal/cli/common"
 	"github.com/kubeslow/kubeslow/internal/measure"
@@ -102,7 +103,8 @@ measurement skipped or errored; the reasons are printed).`,
 	fl.StringVar(&f.podsWatch.Selector, "pods-watch-selector", "", "pods.startup creates no pods and measures those others create that match this label selector")
 	fl.IntVar(&f.podsWatch.Count, "pods-watch-count", 0, "with --pods-watch-*: stop once this many new pods are Running (0: watch for all of --pods-watch-timeout)")
 	fl.DurationVar(&f.podsWatch.Timeout, "pods-watch-timeout", f.podsWatch.Timeout, "with --pods-watch-*: watch at most this long")
-	fl.StringVar(&f.image, "image", "", "image with the kubeslow binary at /kubeslow, for the benchmarks that run kubeslow in pods (DNS readiness); the lab's is known, elsewhere they are skipped without it")
+	fl.StringVar(&f.image, "agent-image", "", "image with the kubeslow binary at /kubeslow (kubeslow image push makes one), for the node agent and the DNS probes that run kubeslow in pods (default: the lab's with --lab, else this release's, "+defaultImage()+")")
+	fl.StringVar(&f.image, "image", "", "same as --agent-image")
 	return cmd
 }
 
@@ -168,4 +170,12 @@ func writeReportFiles(dir string, rep *result.Report) (string, error) {
 		}
 	}
 	return filepath.Join(dir, "report.html"), nil
+}
+
+// defaultImage names this release's agent image for the help, or says that a development build has none.
+func defaultImage() string {
+	if d := agentimage.Default(); d != "" {
+		return d
+	}
+	return "none for a development build"
 }

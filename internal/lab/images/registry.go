@@ -1,7 +1,6 @@
 package images
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"errors"
@@ -16,10 +15,10 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/registry"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
-	"github.com/google/go-containerregistry/pkg/v1/static"
-	"github.com/google/go-containerregistry/pkg/v1/types"
-	"github.com/kubeslow/kubeslow/internal/agentproto"
 	"golang.org/x/time/rate"
+
+	"github.com/kubeslow/kubeslow/internal/agentimage"
+	"github.com/kubeslow/kubeslow/internal/agentproto"
 )
 
 // Padded is an image to seed: the kubeslow binary plus a layer of PaddingSize incompressible bytes.
@@ -92,7 +91,7 @@ func (p *pacedWriter) Write(b []byte) (int, error) {
 // Seed pushes imgs (built on binary's layer, each with its padding) into the running registry their
 // references name.
 func Seed(ctx context.Context, binary string, imgs []Padded) error {
-	base, err := BinaryLayer(binary)
+	base, err := agentimage.BinaryLayer(binary)
 	if err != nil {
 		return err
 	}
@@ -101,8 +100,7 @@ func Seed(ctx context.Context, binary string, imgs []Padded) error {
 		if _, err := io.ReadFull(rand.Reader, pad); err != nil {
 			return err
 		}
-		padLayer := static.NewLayer(tarOf("padding", pad), types.OCIUncompressedLayer)
-		img, err := With(agentproto.Argv(agentproto.Pause{}), base, padLayer)
+		img, err := agentimage.With(agentproto.Argv(agentproto.Pause{}), base, agentimage.DataLayer("padding", pad))
 		if err != nil {
 			return err
 		}
@@ -115,11 +113,4 @@ func Seed(ctx context.Context, binary string, imgs []Padded) error {
 		}
 	}
 	return nil
-}
-
-// tarOf is a tar stream holding one file.
-func tarOf(file string, content []byte) []byte {
-	var buf bytes.Buffer
-	_ = writeTar(&buf, file, content, 0o644) // writes to memory: cannot fail
-	return buf.Bytes()
 }

@@ -22,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/kubeslow/kubeslow/internal/agent"
+	"github.com/kubeslow/kubeslow/internal/agentimage"
 	"github.com/kubeslow/kubeslow/internal/agentproto"
 	"github.com/kubeslow/kubeslow/internal/kube"
 	"github.com/kubeslow/kubeslow/internal/measure"
@@ -94,7 +95,7 @@ const (
 func (m *Measurement) Run(ctx context.Context, env *measure.Env) (result.Result, error) {
 	res := result.Result{Name: Name, Status: result.StatusPass}
 	if m.Opts.Image == "" {
-		return res, measure.Skipf("needs an image with the kubeslow binary at /kubeslow (--image; the lab's is used with --lab)")
+		return res, measure.Skipf("%s (the lab's is used with --lab)", agentimage.NoImage)
 	}
 	node, err := realNode(ctx, env)
 	if err != nil {

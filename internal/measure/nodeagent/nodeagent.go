@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/kubeslow/kubeslow/internal/agent"
+	"github.com/kubeslow/kubeslow/internal/agentimage"
 	"github.com/kubeslow/kubeslow/internal/agentproto"
 	"github.com/kubeslow/kubeslow/internal/kube"
 	"github.com/kubeslow/kubeslow/internal/measure"
@@ -144,7 +145,7 @@ func (m *Measurement) DaemonSet(ns, runID string) *appsv1.DaemonSet {
 func (m *Measurement) Run(ctx context.Context, env *measure.Env) (result.Result, error) {
 	res := result.Result{Name: Name, Status: result.StatusPass}
 	if m.Opts.Image == "" {
-		return res, measure.Skipf("no agent image (--agent-image; the lab's is automatic)")
+		return res, measure.Skipf("%s (the lab's is used with --lab)", agentimage.NoImage)
 	}
 	ds := m.DaemonSet(env.Namespace, env.RunID)
 	dsc := env.Client.AppsV1().DaemonSets(env.Namespace)

@@ -85,7 +85,8 @@ func controlPlaneSaturatedRule() rule.Rule {
 		Source: "case E: a 2-core control plane at 100% CPU left API p99 far over 5 s (4 cores mostly fixed it, 16 fully); " +
 			"90% of the cores in the busiest 6 s — by the processes' own CPU count or the kernel's count of their cgroup, whichever is higher " +
 			"(a starved process under-reports), or throttled in 90% of the window's CFS periods — while the API call latency SLO " +
-			"(p99 <= 1 s) or the pod start-up SLO (p99 <= 5 s) is breached",
+			"(p99 <= 1 s) or the pod start-up SLO (p99 <= 5 s) is breached, or, where the API's latency is not known, the apiserver " +
+			"left half its own /metrics scrapes unanswered (a scrape times out after 10 s by Prometheus's default)",
 		Summary: "kube-apiserver and etcd used {{.used}} of {{.cores}} cores{{.throttled}} while API p99 was {{.api}} and pod start-up p99 {{.pods}}{{.gaps}}{{.pressure}}{{.retries}}",
 		Remediation: "Give kube-apiserver and etcd more CPU (a larger control plane: case E went from 2 cores, p99 far over 5 s, to 4 mostly and 16 fully fixed) " +
 			"or fewer writers (`kubeslow audit` names the heaviest clients); when 409 retries are a large share of the requests, fix the conflicting " +
@@ -111,13 +112,16 @@ func cpSaturatedMatch(r *result.Report, rl rule.Rule) []rule.Hit {
 			pods, podsEv = p.Value, p
 		}
 		apiC, podsC := rl.AlsoOn(apiLatencySingle), cpPodsSLO
-		if !(apiEv != nil && apiC.Holds(api)) && !(podsEv != nil && podsC.Holds(pods)) {
+		silent, attempted, missed := unanswered(r)
+		if !(apiEv != nil && apiC.Holds(api)) && !(podsEv != nil && podsC.Holds(pods)) && !silent {
 			continue // busy but within the SLOs
 		}
 		h.Vars["api"], h.Vars["pods"] = "not measured", "not measured"
 		if apiEv != nil {
 			h.Vars["api"] = result.FormatQuantity(api, "seconds")
 			h.Evidence = append(h.Evidence, apiLatencySingle.Evidence(*apiEv))
+		} else if silent {
+			h.Vars["api"] = fmt.Sprintf("past reading (kube-apiserver did not answer %.0f of its %.0f scrapes of /metrics in the window)", missed, attempted)
 		}
 		if podsEv != nil {
 			h.Vars["pods"] = result.FormatQuantity(pods, "seconds")
@@ -169,6 +173,23 @@ func cpSaturatedMatch(r *result.Report, rl rule.Rule) []rule.Hit {
 		hits = append(hits, h)
 	}
 	return hits
+}
+
+// unansweredShare is the share of its own /metrics scrapes the apiserver must have left unanswered for
+// KS-CP-SATURATED to take that as its latency SLO breached where its latency is not known: a scrape fails when
+// the apiserver does not answer within the scraper's timeout (Prometheus's default is 10 s, ten times the 1 s
+// API call latency SLO), so half of them failing is a p99 far over the SLO for that call.
+const unansweredShare = 0.5
+
+// unanswered reports whether kube-apiserver left at least unansweredShare of its scrapes unanswered, with the
+// counts.
+func unanswered(r *result.Report) (bool, float64, float64) {
+	comp := map[string]string{"component": cpusage.APIServer}
+	a, m := cpScrapes.In(r, comp), cpMissed.In(r, comp)
+	if a == nil || m == nil || a.Value <= 0 {
+		return false, 0, 0
+	}
+	return m.Value >= unansweredShare*a.Value, a.Value, m.Value
 }
 
 // conflictShare is the share of the apiserver's requests answered 409 Conflict over the window.

@@ -241,15 +241,19 @@ func Evaluate(r *result.Report, rules []Rule) ([]result.Finding, []result.RuleEv
 	var findings []result.Finding
 	var evals []result.RuleEvaluation
 	for _, rule := range rules {
-		missing := missingInputs(r, rule.Inputs())
-		if missing == "" {
-			missing = absentMetrics(r, rule.Metrics())
-		}
-		if missing != "" {
+		if missing := missingInputs(r, rule.Inputs()); missing != "" {
 			evals = append(evals, result.RuleEvaluation{ID: rule.ID, Status: result.RuleNotEvaluated, Reason: missing})
 			continue
 		}
+		// A metric its source lacks leaves the rule unable to say "clear"; it may still fire on what is there
+		// (a rule with alternative evidence: a starved apiserver's latency is absent, its unanswered scrapes
+		// are not).
+		absent := absentMetrics(r, rule.Metrics())
 		hits := rule.hits(r)
+		if len(hits) == 0 && absent != "" {
+			evals = append(evals, result.RuleEvaluation{ID: rule.ID, Status: result.RuleNotEvaluated, Reason: absent})
+			continue
+		}
 		if len(hits) == 0 {
 			evals = append(evals, result.RuleEvaluation{ID: rule.ID, Status: result.RuleClear})
 			continue

@@ -96,15 +96,21 @@ func (c *ControlPlane) Run(ctx context.Context, _ *measure.Env) (result.Result, 
 		return res, err
 	}
 	used := map[string]float64{}
-	hosts := map[string]bool{}
 	for _, smp := range v {
 		if f := float64(smp.Value); !math.IsNaN(f) {
 			used[string(smp.Metric["component"])] += f
-			hosts[host(string(smp.Metric["instance"]))] = true
 		}
 	}
-	if len(used) == 0 {
-		return res, measure.Skipf("%s has no process_cpu_seconds_total of kube-apiserver (job %s) in %s", s.Client.URL(), jobValue(apiJob), s.Window)
+	// The control-plane hosts are the instances Prometheus scraped them at, answered or not.
+	hosts, err := c.hosts(ctx, jobs)
+	if err != nil {
+		return res, err
+	}
+	if _, ok := used[cpusage.APIServer]; !ok {
+		if !s.Target("apiserver").Silent {
+			return res, measure.Skipf("%s has no process_cpu_seconds_total of kube-apiserver (job %s) in %s", s.Client.URL(), jobValue(apiJob), s.Window)
+		}
+		notes = append(notes, "kube-apiserver answered none of its scrapes in the window: its own CPU count is missing, the kernel's count of its cgroup stands for it")
 	}
 	total := 0.0
 	for _, j := range jobs {
@@ -113,7 +119,9 @@ func (c *ControlPlane) Run(ctx context.Context, _ *measure.Env) (result.Result, 
 			total += u
 		}
 	}
-	add(cpusage.MetricCPUCores, "cores", total, map[string]string{"component": cpusage.All})
+	if len(used) > 0 {
+		add(cpusage.MetricCPUCores, "cores", total, map[string]string{"component": cpusage.All})
+	}
 
 	cores, source, err := c.cores(ctx, hosts)
 	if err != nil {
@@ -163,6 +171,9 @@ func (c *ControlPlane) Run(ctx context.Context, _ *measure.Env) (result.Result, 
 	res.Metrics = append(res.Metrics, gaps...)
 	res.Metrics = append(res.Metrics, pressure...)
 	cpusage.FromSteps(&res)
+	if res.Metric(cpusage.MetricCPUCoresBusiest, nil) == nil {
+		return res, measure.Skipf("%s has neither kube-apiserver's process_cpu_seconds_total (job %s) nor cAdvisor's CPU time of the control plane's cgroups in %s", s.Client.URL(), jobValue(apiJob), s.Window)
+	}
 	job := "job " + jobValue(apiJob)
 	if etcdOK {
 		job += ", " + jobValue(etcdJob)
@@ -272,6 +283,25 @@ func (c *ControlPlane) throttling(ctx context.Context, notes *[]string) ([]resul
 	}
 	share, err := c.throttledShare(ctx)
 	return append(out, share...), err
+}
+
+// hosts are the hosts of the instances Prometheus scraped the control plane's jobs at in the window (their up
+// series: answered or not).
+func (c *ControlPlane) hosts(ctx context.Context, jobs []struct{ comp, sel string }) (map[string]bool, error) {
+	s := c.src
+	var parts []string
+	for _, j := range jobs {
+		parts = append(parts, fmt.Sprintf("count by (instance) (count_over_time(%s[%s]))", selector("up", j.sel), s.window()))
+	}
+	v, err := s.Client.Instant(ctx, strings.Join(parts, " or "), s.Window.To)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]bool{}
+	for _, smp := range v {
+		out[host(string(smp.Metric["instance"]))] = true
+	}
+	return out, nil
 }
 
 // throttledShare is the share of the window's CFS periods in which a control-plane cgroup's quota ran out, for

@@ -264,3 +264,56 @@ func TestControlPlaneStarvedFromHistory(t *testing.T) {
 		})
 	}
 }
+
+// TestControlPlaneSilentFromHistory: kube-apiserver starved so hard that it answered none of Prometheus's
+// scrapes in the window (it did before). Discovery still finds its job (the signature before the window, its up
+// series in it), api.responsiveness says its latency over the window is not known (absent: its rules are not
+// evaluated, not clear), and KS-CP-SATURATED fires on the kernel's count of the cgroup with the unanswered
+// scrapes standing for the API's latency.
+func TestControlPlaneSilentFromHistory(t *testing.T) {
+	t0 := time.Now().Add(-3 * time.Hour).Truncate(time.Minute)
+	scrapes := starvedControlPlaneScrapes(t, t0, 0.09, 0.09, 0.01, 0.1, 1, 0, true, true, false)
+	for i := range scrapes {
+		if scrapes[i].Labels["job"] == "apiserver" && !scrapes[i].At.Before(t0.Add(60*time.Second)) {
+			scrapes[i].Text = []byte("# TYPE up gauge\nup 0\n")
+		}
+	}
+	url := promtest.Start(t, scrapes)
+	src := source(t, url, t0.Add(90*time.Second), t0.Add(3*time.Minute), nil)
+	rep := &result.Report{}
+	for _, m := range []measure.Measurement{NewAPI(src), NewControlPlane(src)} {
+		rep.Results = append(rep.Results, measure.RunOne(context.Background(), &measure.Env{Clock: clock.RealClock{}}, m))
+	}
+	for _, r := range rep.Results {
+		if !r.Status.Measured() {
+			t.Fatalf("%s %s: %s", r.Name, r.Status, r.Reason)
+		}
+		t.Logf("%s: %s", r.Name, r.Reason)
+	}
+	if r := rep.Result("api.responsiveness"); !strings.Contains(r.Reason, "answered none of Prometheus's scrapes") {
+		t.Errorf("api.responsiveness does not say the apiserver was silent: %q", r.Reason)
+	}
+	cp := rep.Result(cpusage.Name)
+	if m := cp.Metric(cpusage.MetricScrapesMissed, map[string]string{"component": cpusage.APIServer}); m == nil || m.Value < 15 {
+		t.Errorf("missed scrapes %+v", m)
+	}
+	fs, evals := rule.Evaluate(rep, check.Rules())
+	var f *result.Finding
+	for i := range fs {
+		if fs[i].ID == "KS-CP-SATURATED" {
+			f = &fs[i]
+		}
+	}
+	for _, e := range evals {
+		if e.ID == "KS-API-LATENCY" && e.Status != result.RuleNotEvaluated {
+			t.Errorf("KS-API-LATENCY %s on an apiserver that answered nothing, want not evaluated", e.Status)
+		}
+		if e.ID == "KS-CP-SATURATED" && f == nil {
+			t.Fatalf("KS-CP-SATURATED %s: %s", e.Status, e.Reason)
+		}
+	}
+	t.Log(f.Summary)
+	if !strings.Contains(f.Summary, "kube-apiserver did not answer") || !strings.Contains(f.Summary, "by the kernel's cgroup CPU time") {
+		t.Errorf("summary: %s", f.Summary)
+	}
+}

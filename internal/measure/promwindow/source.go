@@ -14,6 +14,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/prometheus/common/model"
 
@@ -52,7 +53,14 @@ type Target struct {
 	Series int
 	// Override is the job --prometheus-job set ("" when discovered).
 	Override string
+	// Silent says the job exposed the signature only before the window: Prometheus scraped it in the window
+	// (its up series is there) but it answered none of those scrapes (a starved or hung component).
+	Silent bool
 }
+
+// silentLookback is how far before the window discovery looks for the signature of a role whose job answered
+// no scrape in the window.
+const silentLookback = time.Hour
 
 // Source is the server and window every measurement of a run reads, and what they found.
 type Source struct {
@@ -149,9 +157,58 @@ func (s *Source) Discover(ctx context.Context) error {
 			if t.Override != "" && len(jobs) == 0 {
 				t.Job = "" // the job given does not expose the role's series in the window
 			}
+			if err := s.discoverSilent(ctx, t, sel); err != nil {
+				s.discErr = err
+				return
+			}
 		}
 	})
 	return s.discErr
+}
+
+// silentRoles are the roles whose silence discovery checks: the control plane's processes, which a starved
+// host leaves unable to answer their scrapes.
+var silentRoles = map[string]bool{"apiserver": true, "etcd": true}
+
+// discoverSilent marks a control-plane role whose job Prometheus scraped in the window without an answer (its
+// up series is there, all 0): the job found, or else one that exposed the signature in the hour before the
+// window. The window's silence is then the component's, not the server's lack of a job.
+func (s *Source) discoverSilent(ctx context.Context, t *Target, sel string) error {
+	if !silentRoles[t.Role.Name] {
+		return nil
+	}
+	candidates := []string{t.Job}
+	if t.Job == "" {
+		before, err := s.Client.LabelValues(ctx, "job", sel, s.Window.From.Add(-silentLookback), s.Window.From)
+		if err != nil {
+			return err
+		}
+		candidates = before
+	}
+	for _, job := range candidates {
+		if job == "" || (t.Override != "" && job != t.Override) {
+			continue
+		}
+		// Attempts and answers in the window: silent when it was scraped and answered none.
+		v, err := s.Client.Instant(ctx, fmt.Sprintf(`label_replace(sum(count_over_time(up{job=%q}[%s])), "what", "attempted", "", "") or label_replace(sum(sum_over_time(up{job=%q}[%s])), "what", "answered", "", "")`,
+			job, s.window(), job, s.window()), s.Window.To)
+		if err != nil {
+			return err
+		}
+		attempted, answered := 0.0, 0.0
+		for _, smp := range v {
+			if smp.Metric["what"] == "attempted" {
+				attempted = float64(smp.Value)
+			} else {
+				answered = float64(smp.Value)
+			}
+		}
+		if attempted > 0 && answered == 0 {
+			t.Job, t.Silent = job, true
+			return nil
+		}
+	}
+	return nil
 }
 
 // Target returns the role's discovery (after Discover).

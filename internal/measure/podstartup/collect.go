@@ -124,11 +124,7 @@ func (c *Collector) Start(ctx context.Context) error {
 			if err != nil {
 				return nil, "", err
 			}
-			out := make([]runtime.Object, len(l.Items))
-			for i := range l.Items {
-				out[i] = &l.Items[i]
-			}
-			return out, l.ResourceVersion, nil
+			return objects(l.Items), l.ResourceVersion, nil
 		},
 		watch: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
 			o.LabelSelector = c.selector
@@ -151,11 +147,7 @@ func (c *Collector) Start(ctx context.Context) error {
 			if err != nil {
 				return nil, "", err
 			}
-			out := make([]runtime.Object, len(l.Items))
-			for i := range l.Items {
-				out[i] = &l.Items[i]
-			}
-			return out, l.ResourceVersion, nil
+			return objects(l.Items), l.ResourceVersion, nil
 		},
 		watch: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
 			o.FieldSelector = evSel
@@ -410,4 +402,16 @@ func (c *Collector) Timeline(name string) (Timeline, bool) {
 		return Timeline{}, false
 	}
 	return *t, true
+}
+
+// objects are a list's items as objects (pointers into the list, not copies).
+func objects[T any, PT interface {
+	*T
+	runtime.Object
+}](items []T) []runtime.Object {
+	out := make([]runtime.Object, len(items))
+	for i := range items {
+		out[i] = PT(&items[i])
+	}
+	return out
 }

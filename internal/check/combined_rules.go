@@ -121,7 +121,7 @@ func cpSaturatedMatch(r *result.Report, rl rule.Rule) []rule.Hit {
 			h.Vars["api"] = result.FormatQuantity(api, "seconds")
 			h.Evidence = append(h.Evidence, apiLatencySingle.Evidence(*apiEv))
 		} else if silent {
-			h.Vars["api"] = fmt.Sprintf("past reading (kube-apiserver did not answer %.0f of its %.0f scrapes of /metrics in the window)", missed, attempted)
+			h.Vars["api"] = fmt.Sprintf("not readable: kube-apiserver did not answer %.0f of its %.0f scrapes of /metrics in the window", missed, attempted)
 		}
 		if podsEv != nil {
 			h.Vars["pods"] = result.FormatQuantity(pods, "seconds")
@@ -155,8 +155,11 @@ func cpSaturatedMatch(r *result.Report, rl rule.Rule) []rule.Hit {
 			if m == nil || m.Value <= 0 || a.Value <= 0 {
 				continue
 			}
-			h.Vars["gaps"] += fmt.Sprintf("; %s did not answer %.0f of its %.0f scrapes in the window", a.Labels["component"], m.Value, a.Value)
 			h.Evidence = append(h.Evidence, cpScrapes.Evidence(a), cpMissed.Evidence(*m))
+			if silent && a.Labels["component"] == cpusage.APIServer {
+				continue // said in place of its latency
+			}
+			h.Vars["gaps"] += fmt.Sprintf("; %s did not answer %.0f of its %.0f scrapes in the window", a.Labels["component"], m.Value, a.Value)
 		}
 		h.Vars["pressure"] = ""
 		for _, p := range cpPressure.Samples(r) {

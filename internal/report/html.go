@@ -230,9 +230,8 @@ var pageTmpl = template.Must(template.New("report").Funcs(template.FuncMap{
 <div class="head"><span class="rank">{{.Rank}}.</span><span class="pill {{.Severity}}">{{upper .Severity}}</span><span class="title">{{.Title}}</span>
 <span class="id">{{.ID}}{{if .Cases}} · case {{range $i, $c := .Cases}}{{if $i}}, {{end}}{{$c}}{{end}}{{end}}</span></div>
 <div class="body"><div class="key"><span class="v">{{.Key}}</span><span class="t">threshold {{.Threshold.Op}} {{quantity .Threshold.Value .Threshold.Unit}}<br>{{.Threshold.Source}}</span></div>
-<div class="sentence">{{.Summary}}</div>
-<div class="fix"><b>Fix:</b> {{.Remediation}}</div>
-{{range .SeenAlso}}<div class="muted">Seen also by {{.ID}}{{if .Results}} ({{range $i, $r := .Results}}{{if $i}}, {{end}}{{$r}}{{end}}){{end}}: {{.Summary}}</div>{{end}}</div>
+<div class="sentence">{{.Summary}}{{range .SeenAlso}}<div class="muted">Seen also by {{.ID}}{{if .Results}} ({{range $i, $r := .Results}}{{if $i}}, {{end}}{{$r}}{{end}}){{end}}: {{.Summary}}</div>{{end}}</div>
+<div class="fix"><b>Fix:</b> {{.Remediation}}</div></div>
 <details><summary>{{if .Symptoms}}{{len .Symptoms}} symptom{{if gt (len .Symptoms) 1}}s{{end}} it explains · {{end}}evidence{{if gt (len .Items) 1}} · {{items .Finding}}{{end}}</summary>
 {{range .Symptoms}}<div class="sym" id="{{.ID}}"><b>{{.Title}}</b> <span class="id">{{.ID}} · explained by {{.ExplainedBy}}</span><br>{{.Summary}}<br>
 <span class="muted">evidence: {{range $i, $e := .Evidence}}{{if $i}}; {{end}}{{if $e.Result}}<a href="#{{anchor $e.Result}}">{{$e.Name}}</a>{{else}}{{$e.Name}}{{end}} = {{value $e.Value}} {{$e.Unit}} {{labels $e.Labels}}{{end}} · threshold {{.Threshold.Op}} {{quantity .Threshold.Value .Threshold.Unit}} ({{.Threshold.Source}})</span></div>{{end}}

@@ -233,7 +233,7 @@ func (h *NodeHost) readDisks(ctx context.Context, o NodeHostOptions, unread func
 		if o.ProbeBytes <= 0 {
 			continue
 		}
-		r, err := disk.RunSync(ctx, dir, disk.Recipe{Size: max(o.ProbeBytes, SyncBlock), BlockSize: SyncBlock})
+		r, err := disk.RunSync(ctx, dir, disk.Recipe{Size: max(o.ProbeBytes, SyncBlock), BlockSize: SyncBlock, Blocking: true})
 		if err != nil {
 			unread(role+" sync probe", err)
 			continue

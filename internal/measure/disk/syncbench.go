@@ -41,6 +41,12 @@ const EtcdSyncSource = "etcd's hardware guidance: the 99th percentile of WAL fda
 type Recipe struct {
 	Size      int64
 	BlockSize int
+	// Blocking makes the write and fdatasync system calls through unix.Syscall, which tells the Go scheduler
+	// they block, instead of unix.RawSyscall (see syncPairs): a disk that does not answer then holds no P and
+	// delays no stop-the-world, so the rest of the process goes on. The node agent's probe sets it: it must
+	// report a hung disk, and reads milliseconds, where the runtime's microseconds in the interval do not
+	// matter. bench disk, compared with fio to the microsecond, does not.
+	Blocking bool
 }
 
 // EtcdRecipe is etcd's fio recipe: 2,300-byte writes (about a WAL entry) up to 22 MiB.
@@ -121,7 +127,7 @@ func RunSyncFile(ctx context.Context, path string, r Recipe) (*SyncResult, error
 	// but its yields, so the collector's thread would wait beside it, waking every 100 µs (seen with strace),
 	// for up to yieldEvery. One finished here leaves none to come: the loop allocates nothing.
 	runtime.GC()
-	done, elapsed, err := syncPairs(fd, buf, res.Sync, &stop)
+	done, elapsed, err := syncPairs(fd, buf, res.Sync, &stop, r.Blocking)
 	runtime.KeepAlive(f)
 	if errors.Is(err, errStopped) {
 		return nil, ctx.Err()
@@ -175,7 +181,11 @@ const yieldEvery = 5 * time.Millisecond
 //     unlocked one is picked up again from the run queue, by its own thread or by the one the yield woke.
 //
 // The write is not timed; fio's write latency (clat) is its own section, not part of etcd's verdict.
-func syncPairs(fd int, buf []byte, lat []time.Duration, stop *atomic.Bool) (int, time.Duration, error) {
+func syncPairs(fd int, buf []byte, lat []time.Duration, stop *atomic.Bool, blocking bool) (int, time.Duration, error) {
+	syscall := unix.RawSyscall
+	if blocking {
+		syscall = unix.Syscall // the scheduler knows the call blocks (Recipe.Blocking)
+	}
 	start := nanotime()
 	since := func() time.Duration { return time.Duration(nanotime() - start) }
 	yielded := start
@@ -186,7 +196,7 @@ func syncPairs(fd int, buf []byte, lat []time.Duration, stop *atomic.Bool) (int,
 		scramble(buf, int64(i)*int64(len(buf)), nanotime())
 		for off := 0; off < len(buf); {
 			// A regular file's write returns short only when the disk is full; the next one then fails.
-			w, _, e := unix.RawSyscall(unix.SYS_WRITE, uintptr(fd), uintptr(unsafe.Pointer(&buf[off])), uintptr(len(buf)-off))
+			w, _, e := syscall(unix.SYS_WRITE, uintptr(fd), uintptr(unsafe.Pointer(&buf[off])), uintptr(len(buf)-off))
 			if e != 0 {
 				return i, since(), fmt.Errorf("writing: %w", e)
 			}
@@ -196,7 +206,7 @@ func syncPairs(fd int, buf []byte, lat []time.Duration, stop *atomic.Bool) (int,
 			off += int(w)
 		}
 		t0 := nanotime()
-		_, _, e := unix.RawSyscall(unix.SYS_FDATASYNC, uintptr(fd), 0, 0)
+		_, _, e := syscall(unix.SYS_FDATASYNC, uintptr(fd), 0, 0)
 		t1 := nanotime()
 		if e != 0 {
 			return i, since(), fmt.Errorf("fdatasync: %w", e)

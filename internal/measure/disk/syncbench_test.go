@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -89,7 +90,7 @@ func TestSyncPairs(t *testing.T) {
 	buf := make([]byte, 2300)
 	lat := make([]time.Duration, 50)
 	var stop atomic.Bool
-	n, elapsed, err := syncPairs(int(f.Fd()), buf, lat, &stop)
+	n, elapsed, err := syncPairs(int(f.Fd()), buf, lat, &stop, false)
 	if err != nil || n != 50 {
 		t.Fatalf("%d pairs, %v", n, err)
 	}
@@ -103,14 +104,19 @@ func TestSyncPairs(t *testing.T) {
 	if st, _ := f.Stat(); st.Size() != 50*2300 || elapsed < sum {
 		t.Errorf("file of %d bytes, elapsed %v for syncs of %v in all", st.Size(), elapsed, sum)
 	}
+	// The node agent's way (Recipe.Blocking: the scheduler knows the calls block) writes and times the same.
+	n, _, err = syncPairs(int(f.Fd()), buf, lat, &stop, true)
+	if st, _ := f.Stat(); err != nil || n != 50 || st.Size() != 100*2300 || slices.Contains(lat, 0) {
+		t.Errorf("blocking: %d pairs, %v, file of %d bytes, latencies %v", n, err, st.Size(), lat)
+	}
 
 	// No allocation in the loop (no GC assist, no collection started by it).
-	if a := testing.AllocsPerRun(3, func() { _, _, _ = syncPairs(int(f.Fd()), buf, lat[:10], &stop) }); a != 0 {
+	if a := testing.AllocsPerRun(3, func() { _, _, _ = syncPairs(int(f.Fd()), buf, lat[:10], &stop, false) }); a != 0 {
 		t.Errorf("%v allocations per run", a)
 	}
 
 	stop.Store(true)
-	if n, _, err := syncPairs(int(f.Fd()), buf, lat, &stop); n != 0 || !errors.Is(err, errStopped) {
+	if n, _, err := syncPairs(int(f.Fd()), buf, lat, &stop, false); n != 0 || !errors.Is(err, errStopped) {
 		t.Errorf("stopped: %d pairs, %v", n, err)
 	}
 	stop.Store(false)
@@ -122,11 +128,11 @@ func TestSyncPairs(t *testing.T) {
 	}
 	defer r.Close()
 	defer w.Close()
-	if n, _, err := syncPairs(int(w.Fd()), buf, lat, &stop); n != 0 || !errors.Is(err, unix.EINVAL) || !strings.HasPrefix(err.Error(), "fdatasync") {
+	if n, _, err := syncPairs(int(w.Fd()), buf, lat, &stop, false); n != 0 || !errors.Is(err, unix.EINVAL) || !strings.HasPrefix(err.Error(), "fdatasync") {
 		t.Errorf("pipe: %d pairs, %v", n, err)
 	}
 	// A write to a descriptor open for reading fails.
-	if n, _, err := syncPairs(int(r.Fd()), buf, lat, &stop); n != 0 || !errors.Is(err, unix.EBADF) || !strings.HasPrefix(err.Error(), "writing") {
+	if n, _, err := syncPairs(int(r.Fd()), buf, lat, &stop, false); n != 0 || !errors.Is(err, unix.EBADF) || !strings.HasPrefix(err.Error(), "writing") {
 		t.Errorf("read end: %d pairs, %v", n, err)
 	}
 }

@@ -275,12 +275,21 @@ func unusable(n *corev1.Node, tolerations []corev1.Toleration) string {
 		if t.Effect != corev1.TaintEffectNoSchedule && t.Effect != corev1.TaintEffectNoExecute {
 			continue
 		}
+		// The node lifecycle controller's own condition taints lag the condition: on a node that is Ready
+		// they are about to be removed (a node just joined, or back from a blip), and the scheduler places the
+		// pods as soon as they are.
+		if lifecycleTaints[t.Key] {
+			continue
+		}
 		if !tolerated(t, tolerations) {
 			return "tainted " + t.ToString()
 		}
 	}
 	return ""
 }
+
+// lifecycleTaints are the taints the node lifecycle controller keeps in step with a node's Ready condition.
+var lifecycleTaints = map[string]bool{corev1.TaintNodeNotReady: true, corev1.TaintNodeUnreachable: true}
 
 // tolerated reports whether one of ts tolerates taint (the scheduler's rule for Equal and Exists).
 func tolerated(taint corev1.Taint, ts []corev1.Toleration) bool {

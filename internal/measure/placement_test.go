@@ -196,6 +196,13 @@ func TestPlaceExcludes(t *testing.T) {
 	if !s.Simulated || chosen(s) != "kwok-1" {
 		t.Errorf("simulated placement %s", chosen(s))
 	}
+	// A Ready node that still carries the lifecycle controller's not-ready taint (it lags the condition: a
+	// node just joined) takes the pods; a node that is not Ready does not.
+	j, _ := place(t, measure.PreferSimulated, testNode("joined", 110, simulated, taint(corev1.TaintNodeNotReady, corev1.TaintEffectNoSchedule)),
+		testNode("gone", 110, simulated, notReady, taint(corev1.TaintNodeUnreachable, corev1.TaintEffectNoExecute)))
+	if chosen(j) != "joined" {
+		t.Errorf("just-joined placement %s, want joined", chosen(j))
+	}
 }
 
 // TestPlaceSteering: pods are held on the chosen nodes by name when the scheduler could put them elsewhere

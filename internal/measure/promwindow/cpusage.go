@@ -333,23 +333,30 @@ func (c *ControlPlane) scrapeGaps(ctx context.Context, jobs []struct{ comp, sel 
 	s := c.src
 	var parts []string
 	for _, j := range jobs {
-		up := selector("up", j.sel)
-		parts = append(parts,
-			fmt.Sprintf(`label_replace(label_replace(sum(count_over_time(%s[%s])), "component", %q, "", ""), "what", "attempted", "", "")`, up, s.window(), j.comp),
-			// up is 1 for a scrape answered and 0 for one that failed: the attempts less the sum are the misses.
-			fmt.Sprintf(`label_replace(label_replace(sum(count_over_time(%s[%s])) - sum(sum_over_time(%s[%s])), "component", %q, "", ""), "what", "missed", "", "")`, up, s.window(), up, s.window(), j.comp))
+		parts = append(parts, fmt.Sprintf(`label_replace(%s, "component", %q, "", "")`, s.scrapeCounts(j.sel), j.comp))
 	}
 	v, err := s.Client.Instant(ctx, strings.Join(parts, " or "), s.Window.To)
 	if err != nil {
 		return nil, err
 	}
-	var out []result.Metric
+	attempted, answered := map[string]float64{}, map[string]float64{}
 	for _, smp := range v {
-		name := cpusage.MetricScrapesAttempted
-		if smp.Metric["what"] == "missed" {
-			name = cpusage.MetricScrapesMissed
+		comp := string(smp.Metric["component"])
+		if smp.Metric["what"] == "attempted" {
+			attempted[comp] = float64(smp.Value)
+		} else {
+			answered[comp] = float64(smp.Value)
 		}
-		out = append(out, result.Metric{Name: name, Unit: "count", Value: float64(smp.Value), Labels: map[string]string{"component": string(smp.Metric["component"])}})
+	}
+	var out []result.Metric
+	for _, j := range jobs {
+		a, ok := attempted[j.comp]
+		if !ok {
+			continue
+		}
+		comp := map[string]string{"component": j.comp}
+		out = append(out, result.Metric{Name: cpusage.MetricScrapesAttempted, Unit: "count", Value: a, Labels: comp},
+			result.Metric{Name: cpusage.MetricScrapesMissed, Unit: "count", Value: a - answered[j.comp], Labels: comp})
 	}
 	return out, nil
 }

@@ -190,8 +190,7 @@ func (s *Source) discoverSilent(ctx context.Context, t *Target, sel string) erro
 			continue
 		}
 		// Attempts and answers in the window: silent when it was scraped and answered none.
-		v, err := s.Client.Instant(ctx, fmt.Sprintf(`label_replace(sum(count_over_time(up{job=%q}[%s])), "what", "attempted", "", "") or label_replace(sum(sum_over_time(up{job=%q}[%s])), "what", "answered", "", "")`,
-			job, s.window(), job, s.window()), s.Window.To)
+		v, err := s.Client.Instant(ctx, s.scrapeCounts(fmt.Sprintf("job=%q", job)), s.Window.To)
 		if err != nil {
 			return err
 		}
@@ -209,6 +208,15 @@ func (s *Source) discoverSilent(ctx context.Context, t *Target, sel string) erro
 		}
 	}
 	return nil
+}
+
+// scrapeCounts is the query of the scrapes Prometheus attempted of the job jobSel selects in the window and of
+// those answered (up is 1 for a scrape answered, 0 for one that failed), marked "what"="attempted" and
+// "answered".
+func (s *Source) scrapeCounts(jobSel string) string {
+	up := selector("up", jobSel)
+	return fmt.Sprintf(`label_replace(sum(count_over_time(%s[%s])), "what", "attempted", "", "") or label_replace(sum(sum_over_time(%s[%s])), "what", "answered", "", "")`,
+		up, s.window(), up, s.window())
 }
 
 // Target returns the role's discovery (after Discover).

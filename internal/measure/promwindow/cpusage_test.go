@@ -271,10 +271,18 @@ func TestControlPlaneStarvedFromHistory(t *testing.T) {
 // evaluated, not clear), and KS-CP-SATURATED fires on the kernel's count of the cgroup with the unanswered
 // scrapes standing for the API's latency.
 func TestControlPlaneSilentFromHistory(t *testing.T) {
+	// Silent from 60 s on (its signature before the window), and silent from the start (known by its job's
+	// name only).
+	for _, silentFrom := range []time.Duration{60 * time.Second, 0} {
+		t.Run(fmt.Sprintf("silent from %s", silentFrom), func(t *testing.T) { silentControlPlane(t, silentFrom) })
+	}
+}
+
+func silentControlPlane(t *testing.T, silentFrom time.Duration) {
 	t0 := time.Now().Add(-3 * time.Hour).Truncate(time.Minute)
 	scrapes := starvedControlPlaneScrapes(t, t0, 0.09, 0.09, 0.01, 0.1, 1, 0, true, true, false)
 	for i := range scrapes {
-		if scrapes[i].Labels["job"] == "apiserver" && !scrapes[i].At.Before(t0.Add(60*time.Second)) {
+		if scrapes[i].Labels["job"] == "apiserver" && !scrapes[i].At.Before(t0.Add(silentFrom)) {
 			scrapes[i].Text = []byte("# TYPE up gauge\nup 0\n")
 		}
 	}

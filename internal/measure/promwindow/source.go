@@ -58,8 +58,8 @@ type Target struct {
 	Silent bool
 }
 
-// silentLookback is how far before the window discovery looks for the signature of a role whose job answered
-// no scrape in the window.
+// silentLookback is how far around the window (before it and after it) discovery looks for the signature of a
+// role whose job answered no scrape in the window.
 const silentLookback = time.Hour
 
 // Source is the server and window every measurement of a run reads, and what they found.
@@ -171,19 +171,35 @@ func (s *Source) Discover(ctx context.Context) error {
 var silentRoles = map[string]bool{"apiserver": true, "etcd": true}
 
 // discoverSilent marks a control-plane role whose job Prometheus scraped in the window without an answer (its
-// up series is there, all 0): the job found, or else one that exposed the signature in the hour before the
-// window. The window's silence is then the component's, not the server's lack of a job.
+// up series is there, all 0): the job found, else one that exposed the signature in the hour before or after
+// the window, else — a component that never answered shows no series to know it by — a job scraped in the
+// window whose name holds the role's (kube-prometheus's "apiserver", Prometheus's example
+// "kubernetes-apiservers", the lab's "lab-apiserver"). The window's silence is then the component's, not the
+// server's lack of a job.
 func (s *Source) discoverSilent(ctx context.Context, t *Target, sel string) error {
 	if !silentRoles[t.Role.Name] {
 		return nil
 	}
 	candidates := []string{t.Job}
 	if t.Job == "" {
-		before, err := s.Client.LabelValues(ctx, "job", sel, s.Window.From.Add(-silentLookback), s.Window.From)
+		// Before or after: a component starved from the moment Prometheus first scraped it has answered only
+		// once its starvation ended.
+		before, err := s.Client.LabelValues(ctx, "job", sel, s.Window.From.Add(-silentLookback), s.Window.To.Add(silentLookback))
 		if err != nil {
 			return err
 		}
 		candidates = before
+		if len(candidates) == 0 {
+			scraped, err := s.Client.LabelValues(ctx, "job", "up", s.Window.From, s.Window.To)
+			if err != nil {
+				return err
+			}
+			for _, job := range scraped {
+				if strings.Contains(job, t.Role.Name) {
+					candidates = append(candidates, job)
+				}
+			}
+		}
 	}
 	for _, job := range candidates {
 		if job == "" || (t.Override != "" && job != t.Override) {

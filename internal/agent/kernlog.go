@@ -97,10 +97,20 @@ type KernelLog struct {
 	Newest map[string]string `json:"newest,omitempty"`
 	// NewestAgo is how long before the read the newest line of the class was logged (kmsg only).
 	NewestAgoSeconds map[string]float64 `json:"newest_ago_seconds,omitempty"`
+	// OOMKills are the OOM killer's kills, oldest first (the newest MaxOOMKills), each with the cgroups it
+	// names: which pod and container it killed, and whose limit it enforced.
+	OOMKills []OOMKill `json:"oom_kills,omitempty"`
 }
 
 func (k *KernelLog) add(msg string, ago time.Duration) {
 	k.Lines++
+	if strings.Contains(msg, "oom-kill:") || strings.Contains(msg, "Killed process") {
+		a := -1.0
+		if ago >= 0 {
+			a = ago.Seconds()
+		}
+		k.addOOM(msg, a)
+	}
 	c := ClassifyKernelLine(msg)
 	if c == "" {
 		return

@@ -32,6 +32,11 @@ const (
 	// MetricKernelNewestAge is how long before the agent's read the newest line of a class was logged (from
 	// /dev/kmsg's stamps, or a log file's kernel stamps against the uptime; absent when unknown).
 	MetricKernelNewestAge = "kernel_newest_age_seconds"
+	// MetricOOMKills counts the OOM killer's kills in the kernel log by node, pod UID (from the killed task's
+	// cgroup; "" outside a pod) and scope (agent.OOMScope*), with the newest kill's task and oom_memcg as
+	// labels; MetricOOMKillNewestAge is how long before the agent's read the newest of them was logged.
+	MetricOOMKills         = "oom_kills"
+	MetricOOMKillNewestAge = "oom_kill_newest_age_seconds"
 	// MetricDStatePersistent counts the processes in D state in every sample of the agent's window.
 	MetricDStatePersistent = "d_state_persistent"
 	MetricDStateMax        = "d_state_max"
@@ -111,6 +116,7 @@ func Analyze(hosts []agent.NodeHost, failures map[string]string) result.Result {
 					}
 				}
 			}
+			res.Metrics = append(res.Metrics, oomMetrics(n, k.OOMKills)...)
 		}
 		if d := h.DState; d != nil {
 			add(MetricDStatePersistent, "count", float64(d.Persistent), "node", n)
@@ -211,4 +217,37 @@ func diskText(d agent.BlockDev) string {
 		s += ", driver " + d.Driver
 	}
 	return s
+}
+
+// oomMetrics are a node's OOM kills grouped by pod UID and scope: their count, and the newest one's age,
+// task and oom_memcg.
+func oomMetrics(node string, kills []agent.OOMKill) []result.Metric {
+	type group struct {
+		n      int
+		newest agent.OOMKill
+	}
+	groups := map[[2]string]*group{}
+	var keys [][2]string
+	for _, k := range kills {
+		key := [2]string{k.PodUID, k.Scope()}
+		g := groups[key]
+		if g == nil {
+			g = &group{}
+			groups[key] = g
+			keys = append(keys, key)
+		}
+		g.n++
+		g.newest = k // kills come oldest first
+	}
+	var out []result.Metric
+	for _, key := range keys {
+		g := groups[key]
+		l := map[string]string{"node": node, "pod_uid": key[0], "scope": key[1], "task": g.newest.Task, "oom_memcg": g.newest.OOMMemcg,
+			"container_id": g.newest.ContainerID}
+		out = append(out, result.Metric{Name: MetricOOMKills, Unit: "count", Value: float64(g.n), Labels: l})
+		if g.newest.AgoSeconds >= 0 {
+			out = append(out, result.Metric{Name: MetricOOMKillNewestAge, Unit: "seconds", Value: g.newest.AgoSeconds, Labels: l})
+		}
+	}
+	return out
 }

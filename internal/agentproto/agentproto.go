@@ -58,6 +58,8 @@ const (
 	FlagPath       = "path"
 	FlagSize       = "size"
 	FlagBlockSize  = "block-size"
+	FlagThreads    = "threads"
+	FlagMemory     = "memory"
 )
 
 // Request is one agent command: Args are its arguments after the binary (what an agent pod's container
@@ -101,6 +103,23 @@ func (s Serve) Args() []string {
 	a := []string{"agent", "serve", "--" + FlagListen, s.Listen}
 	if s.TCPListen != "" {
 		a = append(a, "--"+FlagTCPListen, s.TCPListen)
+	}
+	return a
+}
+
+// Burn is `agent burn`: the lab's CPU and memory workloads (Threads spinning, Memory bytes held, HTTP 200 on
+// Listen when set), until stopped.
+type Burn struct {
+	Threads int
+	Memory  int64
+	Listen  string
+}
+
+// Args implements Request.
+func (b Burn) Args() []string {
+	a := []string{"agent", "burn", "--" + FlagThreads, strconv.Itoa(b.Threads), "--" + FlagMemory, strconv.FormatInt(b.Memory, 10)}
+	if b.Listen != "" {
+		a = append(a, "--"+FlagListen, b.Listen)
 	}
 	return a
 }

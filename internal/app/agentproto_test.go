@@ -20,6 +20,7 @@ func TestAgentRequestsParse(t *testing.T) {
 		{agentproto.Pause{}, nil, 0},
 		{agentproto.Serve{Listen: "0.0.0.0:1", TCPListen: "0.0.0.0:2"}, map[string]string{"listen": "0.0.0.0:1", "tcp-listen": "0.0.0.0:2"}, 0},
 		{agentproto.ProbeNode{}, nil, 0},
+		{agentproto.Burn{Threads: 4, Memory: 256 << 20, Listen: "0.0.0.0:8080"}, map[string]string{"threads": "4", "memory": "268435456", "listen": "0.0.0.0:8080"}, 0},
 		{agentproto.DNSWait{Interval: 50 * time.Millisecond, Wait: time.Minute, Timeout: 2 * time.Second, Names: []string{"a.", "b."}},
 			map[string]string{"interval": "50ms", "wait": "1m0s", "timeout": "2s"}, 2},
 		{agentproto.JobPeer{Listen: "0.0.0.0:7777", Interval: 200 * time.Millisecond, Wait: 3 * time.Minute, Timeout: 2 * time.Second, Connect: true,

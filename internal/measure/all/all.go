@@ -19,6 +19,7 @@ import (
 	"github.com/kubeslow/kubeslow/internal/measure/netpath"
 	"github.com/kubeslow/kubeslow/internal/measure/nodeagent"
 	"github.com/kubeslow/kubeslow/internal/measure/nodes"
+	"github.com/kubeslow/kubeslow/internal/measure/podres"
 	"github.com/kubeslow/kubeslow/internal/measure/podstartup"
 	"github.com/kubeslow/kubeslow/internal/measure/throttle"
 	"github.com/kubeslow/kubeslow/internal/rule"
@@ -70,6 +71,7 @@ func Registry(o Options) *measure.Registry {
 		dnsready.New(dns),
 		kubelet.New(),
 		throttle.New(o.Window),
+		podres.New(o.Window),
 		nodeagent.New(nodeagent.DefaultOptions(o.Image)),
 	)
 }

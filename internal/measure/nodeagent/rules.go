@@ -39,7 +39,7 @@ func sweepOf(r rule.Rule, m rule.Metric, summary string) rule.Rule {
 // (a log file without kernel stamps) or the run's start is, the item stands.
 func kernelClass(class string) func(r *result.Report, rl rule.Rule) []rule.Hit {
 	return func(r *result.Report, rl rule.Rule) []rule.Hit {
-		horizon, known := runHorizon(r)
+		horizon, known := RunHorizon(r)
 		var out []rule.Hit
 		for _, h := range rl.Crossing(r) {
 			if h.Vars["class"] != class {
@@ -67,9 +67,9 @@ func kernelClass(class string) func(r *result.Report, rl rule.Rule) []rule.Hit {
 // agents read the log some time after the run began.
 const KernelGrace = 2 * time.Minute
 
-// runHorizon is how long before the node sweep's end the run began, plus KernelGrace: kernel lines older than
+// RunHorizon is how long before the node sweep's end the run began, plus KernelGrace: kernel lines older than
 // that at the sweep's read are older than the run. known is false when the times are not in the report.
-func runHorizon(r *result.Report) (time.Duration, bool) {
+func RunHorizon(r *result.Report) (time.Duration, bool) {
 	res := r.Result(Name)
 	if res == nil || res.End.IsZero() {
 		return 0, false

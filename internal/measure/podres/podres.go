@@ -1,0 +1,189 @@
+// Package podres is pods.resources: the application pods' CPU throttling under their CPU limits and their
+// OOM kills, in every namespace the user can read. cAdvisor's counters (each real node's kubelet
+// /metrics/cadvisor through the apiserver's node proxy, at the start and the end of the run's window) give
+// each limited container's share of throttled CFS periods and its memory peak; the API gives the pods'
+// limits, readiness, restarts and last terminations (OOMKilled), their Unhealthy Events and the kubelets'
+// SystemOOM Events, and the nodes' MemoryPressure. The rules tie the node sweep's kernel OOM kills
+// (nodeagent, by the pod UID in the killed task's cgroup) to these pods.
+package podres
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubeslow/kubeslow/internal/measure"
+	"github.com/kubeslow/kubeslow/internal/prom"
+	"github.com/kubeslow/kubeslow/pkg/result"
+)
+
+// Measurement reads the real nodes' cAdvisor and the pods at the start and the end of the run's window.
+type Measurement struct {
+	Length time.Duration
+	// Record, when set, receives what the measurement read (the lab tests save it as a fixture).
+	Record func(Recording)
+}
+
+// New returns the measurement over a window of at least length.
+func New(length time.Duration) *Measurement { return &Measurement{Length: length} }
+
+// Name implements measure.Measurement.
+func (*Measurement) Name() string { return Name }
+
+// Description implements measure.Measurement.
+func (*Measurement) Description() string {
+	return "application pods' CPU throttling under their limits and OOM kills (cAdvisor through the node proxy, the pods' status and Events)"
+}
+
+// Permissions implements measure.Permissioned.
+func (*Measurement) Permissions() []measure.Permission {
+	return []measure.Permission{
+		{Verbs: []string{"list"}, Resource: "nodes", Reason: "the real nodes whose kubelets' cAdvisor is read, and their MemoryPressure"},
+		{Verbs: []string{"get"}, Resource: "nodes/proxy", Reason: "each kubelet's /metrics/cadvisor through the apiserver's node proxy"},
+		{Verbs: []string{"list"}, Resource: "pods", Reason: "every pod's limits, readiness, restarts and last termination (OOMKilled)"},
+		{Verbs: []string{"list"}, Resource: "events", Reason: "Unhealthy (failed probes) and SystemOOM Events"},
+	}
+}
+
+// Window implements measure.Observer.
+func (m *Measurement) Window() time.Duration { return m.Length }
+
+// Run implements measure.Measurement (the run starts and gathers it as an observer).
+func (m *Measurement) Run(ctx context.Context, env *measure.Env) (result.Result, error) {
+	return measure.Observe(ctx, env, m)
+}
+
+type observation struct {
+	env       *measure.Env
+	nodes     []string
+	first     map[string]*prom.Snapshot
+	firstText map[string][]byte
+	record    func(Recording)
+	podsStart []corev1.Pod
+	from      time.Time
+}
+
+// Start implements measure.Observer: the first read of every real node's cAdvisor, and the pods.
+func (m *Measurement) Start(ctx context.Context, env *measure.Env) (measure.Observation, error) {
+	kubelets, err := env.KubeletNodes(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var nodes []string
+	for _, n := range kubelets {
+		nodes = append(nodes, n.Name)
+	}
+	if len(nodes) == 0 {
+		return nil, measure.Skipf("no real node (simulated nodes have no kubelet, hence no cAdvisor and no kernel)")
+	}
+	from := time.Now()
+	pods, err := ListPods(ctx, env)
+	if err != nil {
+		return nil, err
+	}
+	firstText, first, errs, forbidden := readCadvisorRaw(ctx, env.Client, nodes)
+	if forbidden != nil {
+		return nil, measure.Skipf("no permission to read the kubelets' cAdvisor through the node proxy (nodes/proxy get): %v", forbidden)
+	}
+	if len(first) == 0 {
+		return nil, fmt.Errorf("no kubelet's /metrics/cadvisor could be read: %s", joinErrs(errs))
+	}
+	return &observation{env: env, nodes: nodes, first: first, firstText: firstText, record: m.Record, podsStart: pods, from: from}, nil
+}
+
+// Sample implements measure.Observation: counters need only the window's two ends.
+func (*observation) Sample(context.Context) {}
+
+// Gather implements measure.Observation: the last reads, and the analysis.
+func (o *observation) Gather(ctx context.Context) (result.Result, error) {
+	lastText, last, errs, _ := readCadvisorRaw(ctx, o.env.Client, o.nodes)
+	to := time.Now()
+	pods, err := ListPods(ctx, o.env)
+	if err != nil {
+		return result.Result{}, err
+	}
+	nodes, err := o.env.ListNodes(ctx)
+	if err != nil {
+		return result.Result{}, err
+	}
+	var notes []string
+	var events []corev1.Event
+	for _, reason := range []string{"Unhealthy", "SystemOOM"} {
+		evs, err := listEvents(ctx, o.env, reason)
+		if err != nil {
+			notes = append(notes, fmt.Sprintf("%s Events not read (%v): failed probes are not seen", reason, err))
+			continue
+		}
+		events = append(events, evs...)
+	}
+	in := Input{First: o.first, Last: last, PodsStart: o.podsStart, PodsEnd: pods, Events: events, Nodes: nodes, From: o.from, To: to}
+	if o.record != nil {
+		o.record(Recording{Input: in, FirstText: o.firstText, LastText: lastText})
+	}
+	res := Analyze(in)
+	var missed []string
+	for _, n := range o.nodes {
+		if o.first[n] == nil || last[n] == nil {
+			missed = append(missed, n)
+		}
+	}
+	if len(missed) == len(o.nodes) {
+		return res, fmt.Errorf("no kubelet's /metrics/cadvisor could be read at the window's end: %s", joinErrs(errs))
+	}
+	if len(missed) > 0 {
+		notes = append(notes, fmt.Sprintf("cAdvisor not read on %s (%s)", strings.Join(missed, ", "), joinErrs(errs)))
+	}
+	if len(notes) > 0 {
+		res.Reason += "; " + strings.Join(notes, "; ")
+	}
+	return res, nil
+}
+
+// ListPods lists every pod the user can read, in pages of 500.
+func ListPods(ctx context.Context, env *measure.Env) ([]corev1.Pod, error) {
+	var out []corev1.Pod
+	opts := metav1.ListOptions{Limit: 500}
+	for {
+		l, err := env.Client.CoreV1().Pods("").List(ctx, opts)
+		if apierrors.IsForbidden(err) {
+			return nil, measure.Skipf("no permission to list pods in all namespaces: %v", err)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("listing pods: %w", err)
+		}
+		out = append(out, l.Items...)
+		if l.Continue == "" {
+			return out, nil
+		}
+		opts.Continue = l.Continue
+	}
+}
+
+func listEvents(ctx context.Context, env *measure.Env, reason string) ([]corev1.Event, error) {
+	var out []corev1.Event
+	opts := metav1.ListOptions{Limit: 500, FieldSelector: "reason=" + reason}
+	for {
+		l, err := env.Client.CoreV1().Events("").List(ctx, opts)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, l.Items...)
+		if l.Continue == "" {
+			return out, nil
+		}
+		opts.Continue = l.Continue
+	}
+}
+
+func joinErrs(errs map[string]error) string {
+	var out []string
+	for n, e := range errs {
+		out = append(out, n+": "+e.Error())
+	}
+	return strings.Join(out, "; ")
+}

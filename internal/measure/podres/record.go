@@ -1,0 +1,169 @@
+package podres
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/kubeslow/kubeslow/internal/kube"
+	"github.com/kubeslow/kubeslow/internal/prom"
+)
+
+// Filter keeps the lines of a Prometheus text exposition that belong to families (their samples and their
+// HELP and TYPE lines): what a recording keeps of a cAdvisor scrape.
+func Filter(text []byte, families []string) []byte {
+	keep := map[string]bool{}
+	for _, f := range families {
+		keep[f] = true
+	}
+	var out bytes.Buffer
+	sc := bufio.NewScanner(bytes.NewReader(text))
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		name := line
+		if strings.HasPrefix(line, "# HELP ") || strings.HasPrefix(line, "# TYPE ") {
+			name = line[len("# HELP "):]
+		}
+		if i := strings.IndexAny(name, "{ "); i >= 0 {
+			name = name[:i]
+		}
+		if keep[name] {
+			out.WriteString(line)
+			out.WriteByte('\n')
+		}
+	}
+	return out.Bytes()
+}
+
+// readCadvisorRaw reads each node's /metrics/cadvisor through the node proxy, keeping Families, as text (for
+// a recording) and parsed; a node that failed is in errs; forbidden is set when RBAC refused nodes/proxy.
+func readCadvisorRaw(ctx context.Context, c kubernetes.Interface, nodes []string) (texts map[string][]byte, snaps map[string]*prom.Snapshot, errs map[string]error, forbidden error) {
+	texts, snaps, errs = map[string][]byte{}, map[string]*prom.Snapshot{}, map[string]error{}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 8)
+	for _, n := range nodes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			b, err := kube.NodeProxyGet(ctx, c, n, "metrics", "cadvisor")
+			var s *prom.Snapshot
+			if err == nil {
+				b = Filter(b, Families)
+				s, err = prom.Parse(bytes.NewReader(b), time.Now())
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				errs[n] = err
+				if apierrors.IsForbidden(err) {
+					forbidden = err
+				}
+				return
+			}
+			texts[n], snaps[n] = b, s
+		}()
+	}
+	wg.Wait()
+	return texts, snaps, errs, forbidden
+}
+
+// A recording (testdata/NAME/): cadvisor-NODE-first.txt and cadvisor-NODE-last.txt (Filter'ed scrapes),
+// pods-start.json, pods-end.json, events.json and nodes.json (API lists' items) and window.json.
+type window struct {
+	From  time.Time            `json:"from"`
+	To    time.Time            `json:"to"`
+	First map[string]time.Time `json:"first"`
+	Last  map[string]time.Time `json:"last"`
+}
+
+// Recording is what a recording holds: the cAdvisor texts besides the Input's other parts.
+type Recording struct {
+	Input
+	FirstText, LastText map[string][]byte
+}
+
+// Save writes the recording to dir.
+func (rec Recording) Save(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	w := window{From: rec.From, To: rec.To, First: map[string]time.Time{}, Last: map[string]time.Time{}}
+	for which, texts := range map[string]map[string][]byte{"first": rec.FirstText, "last": rec.LastText} {
+		for n, b := range texts {
+			if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("cadvisor-%s-%s.txt", n, which)), b, 0o644); err != nil {
+				return err
+			}
+		}
+	}
+	for n, s := range rec.First {
+		w.First[n] = s.At
+	}
+	for n, s := range rec.Last {
+		w.Last[n] = s.At
+	}
+	for name, v := range map[string]any{"pods-start.json": rec.PodsStart, "pods-end.json": rec.PodsEnd, "events.json": rec.Events, "nodes.json": rec.Nodes, "window.json": w} {
+		b, err := json.MarshalIndent(v, "", " ")
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Load reads a recording's Input from dir.
+func Load(dir string) (Input, error) {
+	var in Input
+	var w window
+	for name, v := range map[string]any{"pods-start.json": &in.PodsStart, "pods-end.json": &in.PodsEnd, "events.json": &in.Events, "nodes.json": &in.Nodes, "window.json": &w} {
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			return in, err
+		}
+		if err := json.Unmarshal(b, v); err != nil {
+			return in, fmt.Errorf("%s: %w", name, err)
+		}
+	}
+	in.From, in.To = w.From, w.To
+	in.First, in.Last = map[string]*prom.Snapshot{}, map[string]*prom.Snapshot{}
+	for which, at := range map[string]map[string]time.Time{"first": w.First, "last": w.Last} {
+		nodes := make([]string, 0, len(at))
+		for n := range at {
+			nodes = append(nodes, n)
+		}
+		sort.Strings(nodes)
+		for _, n := range nodes {
+			b, err := os.ReadFile(filepath.Join(dir, fmt.Sprintf("cadvisor-%s-%s.txt", n, which)))
+			if err != nil {
+				return in, err
+			}
+			s, err := prom.Parse(bytes.NewReader(b), at[n])
+			if err != nil {
+				return in, fmt.Errorf("cadvisor of %s (%s): %w", n, which, err)
+			}
+			if which == "first" {
+				in.First[n] = s
+			} else {
+				in.Last[n] = s
+			}
+		}
+	}
+	return in, nil
+}

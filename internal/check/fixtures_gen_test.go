@@ -14,6 +14,7 @@ import (
 	"github.com/kubeslow/kubeslow/internal/measure/netpath/netpathtest"
 	"github.com/kubeslow/kubeslow/internal/measure/nodeagent/nodeagenttest"
 	"github.com/kubeslow/kubeslow/internal/measure/nodes/nodestest"
+	"github.com/kubeslow/kubeslow/internal/measure/podres/podrestest"
 	"github.com/kubeslow/kubeslow/internal/measure/podstartup/podstartuptest"
 	"github.com/kubeslow/kubeslow/internal/measure/throttle/throttletest"
 	"github.com/kubeslow/kubeslow/internal/rule/ruletest"
@@ -32,6 +33,7 @@ var measurementFixtures = []func() map[string]ruletest.Fixture{
 	netpathtest.RuleFixtures,
 	nodeagenttest.RuleFixtures,
 	nodestest.RuleFixtures,
+	podrestest.RuleFixtures,
 	podstartuptest.RuleFixtures,
 	throttletest.RuleFixtures,
 }

@@ -125,6 +125,7 @@ func oomContainers(r *result.Report, ru rule.Rule) []rule.Hit {
 	hz, known := horizon(r)
 	kh, kknown := nodeagent.RunHorizon(r)
 	kills := kernelKills(r, agent.OOMScopeContainer)
+	nodeKills := kernelKills(r, agent.OOMScopeNode)
 	seen := map[string]bool{}
 	var out []rule.Hit
 	describe := func(h *rule.Hit, l map[string]string, apiAge float64, hasAPIAge bool) {
@@ -171,12 +172,18 @@ func oomContainers(r *result.Report, ru rule.Rule) []rule.Hit {
 		l := map[string]string{"namespace": h.Vars["namespace"], "pod": h.Vars["pod"], "container": h.Vars["container"], "node": h.Vars["node"], "pod_uid": h.Vars["pod_uid"]}
 		h.Key = podKey(h.Vars)
 		seen[h.Vars["pod_uid"]] = true
+		if len(kills[h.Vars["pod_uid"]]) == 0 && len(nodeKills[h.Vars["pod_uid"]]) > 0 {
+			continue // the kernel killed it for the node's memory: KS-NODE-OOM's (one cause, one finding)
+		}
 		a := res.Metric(MetricOOMAge, l)
 		if a != nil {
 			h.Evidence = append(h.Evidence, oomAge.Evidence(*a))
 		}
 		describe(&h, l, valueOf(a), a != nil)
 		h.Vars["how"] = "its last termination was OOMKilled (exit 137)"
+		if m := res.Metric(MetricMemoryLimit, l); m != nil && m.Value == 0 {
+			h.Vars["how"] += " with no memory limit of its own — its pod's or the node's memory ran out (the node sweep's kernel log tells which)"
+		}
 		out = append(out, h)
 	}
 	// The kernel's kills in a pod's own cgroup that the API does not show (a child process killed, the

@@ -37,8 +37,8 @@ const (
 	podSpin    = "spin-100m" // one thread spinning under a 100m CPU limit, no probe: throttled, no symptom (info)
 	podBurst   = "burst-50m" // four threads spinning under 50m, serving its readiness probe: throttled, not Ready (warning)
 	podOOMOwn  = "oom-own"   // allocates 256 MiB under a 64 MiB memory limit: OOMKilled, CrashLoopBackOff
-	podOOMNode = "oom-node"  // no memory limit, allocates 1 GiB on a node whose memory is capped 300 MiB above its use
-	nodeOOMCap = 300 << 20   // the node's memory cap above what it uses when oom-node starts
+	podOOMNode = "oom-node"  // no memory limit, allocates 1 GiB on a node whose memory is capped 400 MiB above its use
+	nodeOOMCap = 400 << 20   // the node's memory cap above what it uses when oom-node starts
 )
 
 // TestIntegrationPodResources brings up one lab with a real node and runs pods.resources and the node sweep
@@ -98,7 +98,7 @@ func TestIntegrationPodResources(t *testing.T) {
 	}
 
 	// 2. Faults. The node's pods cgroup (the kubelet's cgroup root, above kubepods) is capped in the v1
-	// memory hierarchy 300 MiB above its use: a pod without a limit that allocates past it is killed by the
+	// memory hierarchy 400 MiB above its use (oom-own, held at 64 MiB, fits under it): a pod without a limit that allocates past it is killed by the
 	// kernel in that cgroup (oom_memcg = the node's), as on a node out of memory.
 	capFile := filepath.Join(host.LabCgroup("/sys/fs/cgroup/memory"), "pods-"+node, "memory.limit_in_bytes")
 	usage, err := os.ReadFile(filepath.Join(filepath.Dir(capFile), "memory.usage_in_bytes"))

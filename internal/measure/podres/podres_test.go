@@ -16,7 +16,6 @@ import (
 )
 
 var (
-	scrape = podrestest.Scrape
 	pod    = podrestest.Pod
 	oomPod = podrestest.OOMPod
 	sweep  = podrestest.Sweep
@@ -145,5 +144,55 @@ func TestOOM(t *testing.T) {
 	res = podres.Analyze(input(t, after, []corev1.Pod{pods[2]}))
 	if f, ev := evaluate(res, sweep()); len(f) != 0 || len(ev) != 3 {
 		t.Fatalf("nothing killed: %+v %+v", f, ev)
+	}
+}
+
+// TestRecorded: the lab's recording (TestIntegrationPodResources, 30 s window on lab-node-1): the busy loop
+// under 100m is throttled without a symptom (info), the four threads under 50m are throttled and fail their
+// readiness probe (warning); oom-own is OOMKilled at its own 64 MiB; oom-node, with no limit, was killed
+// in the node's capped cgroup (kernel oom_memcg=/kubeslow-lab/pods-lab-node-1) and is KS-NODE-OOM's, not
+// KS-POD-OOMKILLED's; the idle pod without a limit reads no throttling. The healthy recording raises none.
+func TestRecorded(t *testing.T) {
+	rep := podrestest.Recorded(t, "faults")
+	res := rep.Result(podres.Name)
+	t.Logf("faults: %s", res.Reason)
+	for _, m := range res.Metrics {
+		if m.Labels["pod"] == "healthy" && m.Name == podres.MetricThrottledRatio {
+			t.Errorf("the pod without a limit reads throttling: %+v", m)
+		}
+	}
+	f, _ := rule.Evaluate(rep, podres.Rules())
+	byPod := func(id string) map[string]result.Item {
+		out := map[string]result.Item{}
+		if x := find(f, id); x != nil {
+			for _, it := range x.Items {
+				for _, p := range []string{"spin-100m", "burst-50m", "oom-own", "oom-node", "healthy"} {
+					if strings.Contains(it.Key, "pod="+p+" ") || strings.HasSuffix(it.Key, "pod="+p) || strings.Contains(it.Summary, "podres-test/"+p) {
+						out[p] = it
+					}
+				}
+			}
+			t.Logf("%s (%s): %s", id, x.Severity, x.Summary)
+		}
+		return out
+	}
+	th := byPod("KS-POD-THROTTLED")
+	if th["spin-100m"].Key == "" || !strings.Contains(th["spin-100m"].Summary, "no symptom") || th["burst-50m"].Key == "" ||
+		!strings.Contains(th["burst-50m"].Summary, "probes failed") || th["healthy"].Key != "" {
+		t.Errorf("KS-POD-THROTTLED items: %+v", th)
+	}
+	if x := find(f, "KS-POD-THROTTLED"); x == nil || x.Severity != result.SeverityWarning {
+		t.Errorf("KS-POD-THROTTLED: %+v", x)
+	}
+	oom := byPod("KS-POD-OOMKILLED")
+	if oom["oom-own"].Key == "" || !strings.Contains(oom["oom-own"].Summary, "memory limit 64 MiB") || oom["oom-node"].Key != "" {
+		t.Errorf("KS-POD-OOMKILLED items: %+v", oom)
+	}
+	if x := find(f, "KS-NODE-OOM"); x == nil || !strings.Contains(x.Summary, "podres-test/oom-node") || !strings.Contains(x.Summary, "/kubeslow-lab/pods-lab-node-1") {
+		t.Errorf("KS-NODE-OOM: %+v", x)
+	}
+	healthy := podrestest.Recorded(t, "healthy")
+	if f, _ := rule.Evaluate(healthy, podres.Rules()); len(f) != 0 {
+		t.Errorf("healthy: %+v", f)
 	}
 }

@@ -56,6 +56,9 @@ func throttledPods(r *result.Report, ru rule.Rule) []rule.Hit {
 		}
 		l := map[string]string{"namespace": h.Vars["namespace"], "pod": h.Vars["pod"], "container": h.Vars["container"], "node": h.Vars["node"]}
 		h.Key = podKey(h.Vars)
+		if h.Vars["container"] == throttle.PodCgroup {
+			h.Vars["container"] = "its pod's cgroup: cAdvisor shows no container's"
+		}
 		h.Vars["share"] = fmt.Sprintf("%.0f%%", 100*h.Value)
 		h.Vars["periods"], h.Vars[MetricCPUUsed] = "?", "?"
 		if m := res.Metric(MetricPeriods, l); m != nil {

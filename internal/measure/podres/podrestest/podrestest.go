@@ -156,39 +156,14 @@ func Recorded(t *testing.T, name string) *result.Report {
 	return r
 }
 
-// RecordedOK says whether the recording exists.
-func RecordedOK(name string) bool {
-	_, err := os.Stat(filepath.Join(ruletest.Path("internal/measure/podres/testdata"), "recorded-"+name, "window.json"))
-	return err == nil
-}
-
-// RuleFixtures are the rules' fixtures.
+// RuleFixtures are the rules' fixtures: the lab's recordings (TestIntegrationPodResources) — "faults" (a
+// busy loop under 100m, four threads under 50m failing their readiness probe, a container allocating 256 MiB
+// under a 64 MiB limit, a pod without a limit allocating past the node's capped memory) fires all three, and
+// "healthy" (one idle pod without limits, the node agent and CoreDNS) clears them.
 func RuleFixtures() map[string]ruletest.Fixture {
-	throttled := func(share float64) func(t *testing.T) *result.Report {
-		return func(t *testing.T) *result.Report {
-			in := Input(t, []CG{{NS: "app", Pod: "api", Periods: 1000, Throttled: 1000 * share, Usage: 10, Quota: 10000}},
-				[]corev1.Pod{Pod("app", "api", "u1", "100m", "")})
-			return Report(podres.Analyze(in))
-		}
+	rec := func(name string) func(t *testing.T) *result.Report {
+		return func(t *testing.T) *result.Report { return Recorded(t, name) }
 	}
-	oom := func(reason string) func(t *testing.T) *result.Report {
-		return func(t *testing.T) *result.Report {
-			p := OOMPod("leaky", UIDOwn, "64Mi", ruletest.T0.Add(Window-10*time.Second))
-			p.Status.ContainerStatuses[0].LastTerminationState.Terminated.Reason = reason
-			return Report(podres.Analyze(Input(t, []CG{{NS: "app", Pod: "leaky", Usage: 1, Peak: 64 << 20}}, []corev1.Pod{p})))
-		}
-	}
-	nodeOOM := func(oomMemcg string) func(t *testing.T) *result.Report {
-		return func(t *testing.T) *result.Report {
-			p := OOMPod("victim", UIDNode, "", ruletest.T0.Add(Window-5*time.Second))
-			return Report(podres.Analyze(Input(t, []CG{{NS: "app", Pod: "victim", Usage: 1, Peak: 300 << 20}}, []corev1.Pod{p})),
-				Sweep(Kill(UIDNode, oomMemcg, 8)))
-		}
-	}
-	f := map[string]ruletest.Fixture{
-		"KS-POD-THROTTLED": {Fire: throttled(0.9), Clear: throttled(0.2)},
-		"KS-POD-OOMKILLED": {Fire: oom("OOMKilled"), Clear: oom("Error")},
-		"KS-NODE-OOM":      {Fire: nodeOOM("/pods-lab-node-1"), Clear: nodeOOM("/kubepods/burstable/pod" + UIDNode)},
-	}
-	return f
+	f := ruletest.Fixture{Fire: rec("faults"), Clear: rec("healthy")}
+	return map[string]ruletest.Fixture{"KS-POD-THROTTLED": f, "KS-POD-OOMKILLED": f, "KS-NODE-OOM": f}
 }

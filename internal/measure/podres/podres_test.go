@@ -140,6 +140,18 @@ func TestOOM(t *testing.T) {
 			t.Errorf("%s a day old: %+v", id, x)
 		}
 	}
+	// A node whose log holds a kill of this run and one of a pod gone a day ago: two items, the current one
+	// naming only this run's pod, the old one info.
+	pods[1] = oomPod("victim", node, "", ruletest.T0.Add(w-5*time.Second))
+	res = podres.Analyze(input(t, after, pods))
+	gone := "99999999-2222-3333-4444-555555555555"
+	f, _ = evaluate(res, sweep(kill(gone, "/", day.Seconds()), kill(node, "/pods-lab-node-1", 8)))
+	nf = find(f, "KS-NODE-OOM")
+	if nf == nil || nf.Severity != result.SeverityError || len(nf.Items) != 2 || nf.Items[0].Key != "node=n1" ||
+		!strings.Contains(nf.Items[0].Summary, "app/victim") || strings.Contains(nf.Items[0].Summary, gone) ||
+		!strings.Contains(nf.Items[1].Summary, gone) || !strings.Contains(nf.Items[1].Summary, "before this run began") {
+		t.Fatalf("a current and a past node-wide kill: %+v", nf)
+	}
 	// Nothing killed.
 	res = podres.Analyze(input(t, after, []corev1.Pod{pods[2]}))
 	if f, ev := evaluate(res, sweep()); len(f) != 0 || len(ev) != 3 {

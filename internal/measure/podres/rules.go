@@ -239,50 +239,63 @@ func valueOf(m *result.Metric) float64 {
 func nodeOOM(r *result.Report, ru rule.Rule) []rule.Hit {
 	res := r.Result(Name)
 	kh, known := nodeagent.RunHorizon(r)
-	byNode := map[string]*rule.Hit{}
+	// One item per node for the kills of this run, and one for those logged before it (lowered to info):
+	// the kernel's log keeps kills of pods long gone.
+	type group struct {
+		hit     *rule.Hit
+		past    bool
+		newest  float64
+		victims []string
+	}
+	groups := map[string]*group{}
 	var order []string
-	newest := map[string]float64{}
-	victims := map[string][]string{}
 	for _, h := range ru.Crossing(r) {
 		if h.Vars["scope"] != agent.OOMScopeNode {
 			continue
 		}
 		n := h.Vars["node"]
-		b := byNode[n]
-		if b == nil {
-			b = &rule.Hit{Key: "node=" + n, Vars: map[string]string{"node": n, "memcg": h.Vars["oom_memcg"]}}
-			byNode[n] = b
-			order = append(order, n)
-			newest[n] = -1
+		age := sweepOOMAge.In(r, map[string]string{"node": n, "pod_uid": h.Vars["pod_uid"], "scope": agent.OOMScopeNode})
+		past := age != nil && known && ago(age.Value) > kh
+		k := fmt.Sprintf("%s/%v", n, past)
+		g := groups[k]
+		if g == nil {
+			key := map[string]string{"node": n}
+			if past {
+				key["logged"] = "before-the-run"
+			}
+			g = &group{hit: &rule.Hit{Key: result.FormatLabels(key), Vars: map[string]string{"node": n, "memcg": h.Vars["oom_memcg"]}}, past: past, newest: -1}
+			groups[k] = g
+			order = append(order, k)
 		}
-		b.Value += h.Value
-		b.Evidence = append(b.Evidence, h.Evidence...)
+		g.hit.Value += h.Value
+		g.hit.Evidence = append(g.hit.Evidence, h.Evidence...)
 		victim := h.Vars["task"]
 		if p := podOfUID(res, h.Vars["pod_uid"]); p != "" {
 			victim = p + " (" + h.Vars["task"] + ")"
 		} else if h.Vars["pod_uid"] != "" {
 			victim = "pod UID " + h.Vars["pod_uid"] + " (" + h.Vars["task"] + ")"
 		}
-		victims[n] = append(victims[n], victim)
-		if a := sweepOOMAge.In(r, map[string]string{"node": n, "pod_uid": h.Vars["pod_uid"], "scope": agent.OOMScopeNode}); a != nil {
-			b.Evidence = append(b.Evidence, sweepOOMAge.Evidence(*a))
-			if newest[n] < 0 || a.Value < newest[n] {
-				newest[n] = a.Value
+		g.victims = append(g.victims, victim)
+		if age != nil {
+			g.hit.Evidence = append(g.hit.Evidence, sweepOOMAge.Evidence(*age))
+			if g.newest < 0 || age.Value < g.newest {
+				g.newest = age.Value
 			}
 		}
 	}
 	var out []rule.Hit
-	for _, n := range order {
-		h := byNode[n]
+	for _, k := range order {
+		g := groups[k]
+		h, n := g.hit, g.hit.Vars["node"]
 		h.Vars["value"] = fmt.Sprintf("%.0f", h.Value)
-		h.Vars["victims"] = strings.Join(victims[n], ", ")
+		h.Vars["victims"] = strings.Join(g.victims, ", ")
 		h.Vars["age"], h.Vars["pressure"] = "", ""
-		if a := newest[n]; a >= 0 {
-			h.Vars["age"] = fmt.Sprintf(", the newest %s before the sweep read it", ago(a))
-			if known && ago(a) > kh {
-				h.Severity = result.SeverityInfo
-				h.Vars["age"] += " — before this run began: past evidence, not a current fault"
-			}
+		if g.newest >= 0 {
+			h.Vars["age"] = fmt.Sprintf(", the newest %s before the sweep read it", ago(g.newest))
+		}
+		if g.past {
+			h.Severity = result.SeverityInfo
+			h.Vars["age"] += " — before this run began: past evidence, not a current fault"
 		}
 		var also []string
 		if m := memPressure.In(r, map[string]string{"node": n}); m != nil && m.Value > 0 {
@@ -293,7 +306,7 @@ func nodeOOM(r *result.Report, ru rule.Rule) []rule.Hit {
 			also = append(also, fmt.Sprintf("the kubelet raised %.0f SystemOOM Events", m.Value))
 			h.Evidence = append(h.Evidence, systemOOM.Evidence(*m))
 		}
-		if len(also) > 0 {
+		if len(also) > 0 && !g.past {
 			h.Vars["pressure"] = "; " + strings.Join(also, ", ")
 		}
 		out = append(out, *h)

@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/kubeslow/kubeslow/internal/kube"
 	"github.com/kubeslow/kubeslow/internal/measure/throttle"
 	"github.com/kubeslow/kubeslow/internal/prom"
 	"github.com/kubeslow/kubeslow/pkg/result"
@@ -102,17 +103,21 @@ func Analyze(in Input) result.Result {
 		window = time.Second
 	}
 	cgs := readCadvisor(in.First, in.Last)
-	byPod := map[string]*corev1.Pod{}
-	for i := range in.PodsEnd {
-		p := &in.PodsEnd[i]
-		byPod[p.Namespace+"/"+p.Name] = p
+	// kubeslow's own pods (the node agent, benchmark pods) are not the user's: not evaluated.
+	own := map[string]bool{}
+	for _, ps := range [][]corev1.Pod{in.PodsStart, in.PodsEnd} {
+		for _, p := range ps {
+			if p.Labels[kube.ManagedByLabel] == kube.ManagedByValue {
+				own[p.Namespace+"/"+p.Name] = true
+			}
+		}
 	}
 	symptoms := podSymptoms(in)
 	limited, unlimited := 0, 0
 	var worst *cgroup
 	worstRatio := 0.0
 	for _, c := range cgs {
-		if !c.hasCPU {
+		if !c.hasCPU || own[c.ns+"/"+c.pod] {
 			continue
 		}
 		if c.limit <= 0 || c.periods <= 0 {
@@ -144,6 +149,9 @@ func Analyze(in Input) result.Result {
 	peak := memoryPeaks(cgs)
 	oomed := 0
 	for _, p := range in.PodsEnd {
+		if own[p.Namespace+"/"+p.Name] {
+			continue
+		}
 		for _, cs := range p.Status.ContainerStatuses {
 			l := map[string]string{"namespace": p.Namespace, "pod": p.Name, "container": cs.Name, "node": p.Spec.NodeName, "pod_uid": string(p.UID)}
 			lim := 0.0
@@ -214,6 +222,9 @@ func Analyze(in Input) result.Result {
 		parts = append(parts, fmt.Sprintf("no container ran CFS periods under a CPU limit (%d without a limit): none can be throttled", unlimited))
 	}
 	parts = append(parts, fmt.Sprintf("%d containers last terminated OOMKilled", oomed))
+	if len(own) > 0 {
+		parts = append(parts, fmt.Sprintf("kubeslow's own %d pods not evaluated", len(own)))
+	}
 	res.Reason = strings.Join(parts, "; ")
 	return res
 }

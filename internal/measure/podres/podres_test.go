@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/kubeslow/kubeslow/internal/kube"
 	"github.com/kubeslow/kubeslow/internal/measure/podres"
 	"github.com/kubeslow/kubeslow/internal/measure/podres/podrestest"
 	"github.com/kubeslow/kubeslow/internal/rule"
@@ -58,11 +59,16 @@ func TestThrottling(t *testing.T) {
 		{NS: "app", Pod: "free", Usage: 190},
 		{NS: "app", Pod: "probed", Periods: 1000, Throttled: 990, Usage: 5, Quota: 5000},
 	}
+	// kubeslow's own node agent, throttled under its limit: not the user's, not evaluated.
+	agentPod := pod("kubeslow-x", "kubeslow-node-agent-abc", "u9", "250m", "128Mi")
+	agentPod.Labels = kube.RunLabels("x")
+	pods = append(pods, agentPod)
+	after = append(after, cg{NS: "kubeslow-x", Pod: "kubeslow-node-agent-abc", Periods: 100, Throttled: 90, Usage: 2, Quota: 25000})
 	old := corev1.Event{Reason: "Unhealthy", InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: "app", Name: "probed"},
 		Message: "Readiness probe failed: context deadline exceeded", Count: 3, LastTimestamp: metav1.NewTime(ruletest.T0.Add(-time.Hour))}
 	res := podres.Analyze(input(t, after, pods, old))
 	for _, m := range res.Metrics {
-		if m.Labels["pod"] == "free" {
+		if m.Labels["pod"] == "free" || m.Labels["namespace"] == "kubeslow-x" {
 			t.Errorf("a pod without a CPU limit read %s = %g", m.Name, m.Value)
 		}
 	}

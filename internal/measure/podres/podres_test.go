@@ -146,17 +146,22 @@ func TestOOM(t *testing.T) {
 			t.Errorf("%s a day old: %+v", id, x)
 		}
 	}
-	// A node whose log holds a kill of this run and one of a pod gone a day ago: two items, the current one
-	// naming only this run's pod, the old one info.
+	// A node whose log holds a kill of this run, one of a live pod a day ago and one of a pod gone: two
+	// items, the current one naming only this run's victim, the old one info; the gone pod's kill is left out.
 	pods[1] = oomPod("victim", node, "", ruletest.T0.Add(w-5*time.Second))
 	res = podres.Analyze(input(t, after, pods))
 	gone := "99999999-2222-3333-4444-555555555555"
-	f, _ = evaluate(res, sweep(kill(gone, "/", day.Seconds()), kill(node, "/pods-lab-node-1", 8)))
+	f, _ = evaluate(res, sweep(kill(gone, "/", day.Seconds()), kill(own, "/", day.Seconds()), kill(node, "/pods-lab-node-1", 8)))
 	nf = find(f, "KS-NODE-OOM")
 	if nf == nil || nf.Severity != result.SeverityError || len(nf.Items) != 2 || nf.Items[0].Key != "node=n1" ||
-		!strings.Contains(nf.Items[0].Summary, "app/victim") || strings.Contains(nf.Items[0].Summary, gone) ||
-		!strings.Contains(nf.Items[1].Summary, gone) || !strings.Contains(nf.Items[1].Summary, "before this run began") {
-		t.Fatalf("a current and a past node-wide kill: %+v", nf)
+		!strings.Contains(nf.Items[0].Summary, "app/victim") || strings.Contains(nf.Items[0].Summary, "leaky") ||
+		!strings.Contains(nf.Items[1].Summary, "app/leaky") || !strings.Contains(nf.Items[1].Summary, "before this run began") ||
+		strings.Contains(nf.Summary+nf.Items[1].Summary, gone) {
+		t.Fatalf("a current and two past node-wide kills: %+v", nf)
+	}
+	// Only a gone pod's old kill: nothing.
+	if f, _ = evaluate(res, sweep(kill(gone, "/", day.Seconds()))); find(f, "KS-NODE-OOM") != nil {
+		t.Fatalf("a gone pod's kill a day ago: %+v", find(f, "KS-NODE-OOM"))
 	}
 	// Nothing killed.
 	res = podres.Analyze(input(t, after, []corev1.Pod{pods[2]}))

@@ -235,7 +235,8 @@ func valueOf(m *result.Metric) float64 {
 
 // nodeOOM fires once per node whose kernel killed for the node's memory (or an ancestor cgroup's such as
 // kubepods, limited to the node's allocatable memory) rather than a container's own limit, naming the pods
-// it killed in and the node's MemoryPressure and SystemOOM Events. A kill older than the run is info.
+// it killed in (pods.resources' pods: a kill in the cgroup of a pod the cluster does not have is left out) and
+// the node's MemoryPressure and SystemOOM Events. Kills older than the run are an info item of their own.
 func nodeOOM(r *result.Report, ru rule.Rule) []rule.Hit {
 	res := r.Result(Name)
 	kh, known := nodeagent.RunHorizon(r)
@@ -256,6 +257,11 @@ func nodeOOM(r *result.Report, ru rule.Rule) []rule.Hit {
 		n := h.Vars["node"]
 		age := sweepOOMAge.In(r, map[string]string{"node": n, "pod_uid": h.Vars["pod_uid"], "scope": agent.OOMScopeNode})
 		past := age != nil && known && ago(age.Value) > kh
+		if h.Vars["pod_uid"] != "" && podOfUID(res, h.Vars["pod_uid"]) == "" {
+			// A pod this cluster does not have: the kernel's log outlives pods (and, on the lab, whose nodes
+			// share the machine's kernel, earlier labs' pods).
+			continue
+		}
 		k := fmt.Sprintf("%s/%v", n, past)
 		g := groups[k]
 		if g == nil {
@@ -269,11 +275,9 @@ func nodeOOM(r *result.Report, ru rule.Rule) []rule.Hit {
 		}
 		g.hit.Value += h.Value
 		g.hit.Evidence = append(g.hit.Evidence, h.Evidence...)
-		victim := h.Vars["task"]
+		victim := h.Vars["task"] + " (no pod)"
 		if p := podOfUID(res, h.Vars["pod_uid"]); p != "" {
 			victim = p + " (" + h.Vars["task"] + ")"
-		} else if h.Vars["pod_uid"] != "" {
-			victim = "pod UID " + h.Vars["pod_uid"] + " (" + h.Vars["task"] + ")"
 		}
 		g.victims = append(g.victims, victim)
 		if age != nil {
@@ -365,7 +369,8 @@ func Rules() []rule.Rule {
 		},
 		{
 			ID: "KS-NODE-OOM", Title: "The kernel OOM-killed pods' processes for the node's memory, not a container's limit", Severity: result.SeverityError,
-			When: rule.Condition{Metric: sweepOOM, Op: ">", Value: 0, Unit: "count"},
+			When:  rule.Condition{Metric: sweepOOM, Op: ">", Value: 0, Unit: "count"},
+			Needs: []string{Name},
 			Source: "the kernel's \"Out of memory: Killed process\" (constraint CONSTRAINT_NONE, oom_memcg=/) or a kill whose oom_memcg is " +
 				"an ancestor of the pod's cgroup (kubepods, limited to the node's allocatable memory), from the node sweep's kernel log; " +
 				"with the node's MemoryPressure condition and the kubelet's SystemOOM Events",

@@ -16,7 +16,9 @@ var causes = map[string][]string{
 		"KS-NODE-PULL-QUEUE", "KS-NODE-START-OUTLIER", "KS-NODE-RUNTIME-OUTLIER", "KS-POD-CREATE", "KS-API-LATENCY", "KS-CP-SATURATED"},
 	"KS-POD-PHASE": {"KS-CNI-IPAM", "KS-API-LATENCY"},
 	"KS-POD-STUCK": {"KS-NODE-001"},
-	"KS-POD-NODE":  {"KS-NODE-START-OUTLIER", "KS-NODE-RUNTIME-OUTLIER", "KS-NODE-PULL-QUEUE", "KS-NODE-DISK-SYNC", "KS-NODE-PAUSE-REMOTE"},
+	// Lookups that wait out the resolver's time-out: the conntrack race, or a full conntrack table.
+	"KS-DNS-5S":   {"KS-DNS-CONNTRACK-RACE", "KS-NODE-CONNTRACK-DROP"},
+	"KS-POD-NODE": {"KS-NODE-START-OUTLIER", "KS-NODE-RUNTIME-OUTLIER", "KS-NODE-PULL-QUEUE", "KS-NODE-DISK-SYNC", "KS-NODE-PAUSE-REMOTE"},
 }
 
 // linkCauses adds the cross-measurement causes to the rules' own (ExplainedBy), after them.

@@ -24,45 +24,56 @@ type DNSLookups struct {
 	Resolver string         `json:"resolver"`
 	Conf     ResolvConf     `json:"resolv_conf"`
 	Samples  []LookupSample `json:"samples"`
+	// Skipped counts the lookups that were due while the most allowed were in flight.
+	Skipped int `json:"skipped,omitempty"`
 }
 
-// LookupFor looks up names in turn from workers goroutines, each waiting gap between its lookups, for d; each
-// lookup is bounded by timeout (beyond the resolver's own retries, so that a lookup that waits out two of its
-// time-outs is seen at 10 s). Lookups begun within d are waited for.
-func LookupFor(ctx context.Context, lookup Lookup, names []string, d, gap, timeout time.Duration, workers int) []LookupSample {
-	if len(names) == 0 || workers <= 0 {
-		return nil
+// LookupFor starts a lookup every interval for d, open loop (each in its own goroutine, whether or not the
+// earlier ones have returned, so that slow lookups are sampled as often as fast ones: a closed loop would
+// take fewer samples while its lookups wait out a time-out), the names in turn, at most maxInFlight at once (a
+// lookup due while that many are out is counted as skipped); each is bounded by timeout, beyond the
+// resolver's own retries, so that a lookup that waits out two of its time-outs is seen at 10 s. Lookups begun
+// within d are waited for.
+func LookupFor(ctx context.Context, lookup Lookup, names []string, d, interval, timeout time.Duration, maxInFlight int) (samples []LookupSample, skipped int) {
+	if len(names) == 0 || maxInFlight <= 0 || interval <= 0 {
+		return nil, 0
 	}
-	end := time.Now().Add(d)
 	var mu sync.Mutex
-	var out []LookupSample
 	var wg sync.WaitGroup
-	for w := range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := w; ctx.Err() == nil && time.Now().Before(end); i += workers {
-				name := names[i%len(names)]
+	sem := make(chan struct{}, maxInFlight)
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	end := time.Now().Add(d)
+	for k := 0; ctx.Err() == nil && time.Now().Before(end); k++ {
+		select {
+		case sem <- struct{}{}:
+			name := names[k%len(names)]
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer func() { <-sem }()
 				lctx, cancel := context.WithTimeout(ctx, timeout)
+				defer cancel()
 				t := time.Now()
 				_, err := lookup(lctx, name)
 				s := LookupSample{Name: name, Seconds: time.Since(t).Seconds()}
-				cancel()
 				if err != nil {
 					s.Error = err.Error()
 				}
 				mu.Lock()
-				out = append(out, s)
+				samples = append(samples, s)
 				mu.Unlock()
-				select {
-				case <-ctx.Done():
-				case <-time.After(gap):
-				}
-			}
-		}()
+			}()
+		default:
+			skipped++
+		}
+		select {
+		case <-ctx.Done():
+		case <-tick.C:
+		}
 	}
 	wg.Wait()
-	return out
+	return samples, skipped
 }
 
 // ResolvConf is what of /etc/resolv.conf decides how a lookup retries: its name servers, the time-out per try

@@ -37,9 +37,9 @@ func TestLookupFor(t *testing.T) {
 		}
 		return []string{"198.18.0.1"}, nil
 	}
-	s := LookupFor(context.Background(), lookup, []string{"a", "b"}, 50*time.Millisecond, 5*time.Millisecond, time.Second, 2)
-	if len(s) < 4 || int64(len(s)) != n.Load() {
-		t.Fatalf("%d samples of %d lookups", len(s), n.Load())
+	s, skipped := LookupFor(context.Background(), lookup, []string{"a", "b"}, 50*time.Millisecond, 5*time.Millisecond, time.Second, 2)
+	if len(s) < 4 || int64(len(s)) != n.Load() || skipped != 0 {
+		t.Fatalf("%d samples of %d lookups, %d skipped", len(s), n.Load(), skipped)
 	}
 	errs := 0
 	for _, x := range s {
@@ -52,5 +52,36 @@ func TestLookupFor(t *testing.T) {
 	}
 	if errs == 0 || errs == len(s) {
 		t.Fatalf("%d errors of %d", errs, len(s))
+	}
+}
+
+// TestLookupForOpenLoop: lookups start on schedule while earlier ones are still out, so slow lookups are as
+// many as their share of the schedule (a closed loop would sample them less); beyond maxInFlight they are
+// counted as skipped, not queued.
+func TestLookupForOpenLoop(t *testing.T) {
+	// A slow lookup is answered only by its time-out (150 ms, past the 100 ms schedule).
+	lookup := func(ctx context.Context, name string) ([]string, error) {
+		if name == "slow" {
+			<-ctx.Done()
+			return nil, ctx.Err()
+		}
+		return []string{"198.18.0.1"}, nil
+	}
+	s, skipped := LookupFor(context.Background(), lookup, []string{"slow", "fast"}, 100*time.Millisecond, 5*time.Millisecond, 150*time.Millisecond, 1000)
+	slow, fast := 0, 0
+	for _, x := range s {
+		if x.Name == "slow" {
+			slow++
+		} else {
+			fast++
+		}
+	}
+	if skipped != 0 || slow == 0 || slow < fast-1 || slow > fast+1 {
+		t.Fatalf("slow %d fast %d skipped %d", slow, fast, skipped)
+	}
+	_, skipped = LookupFor(context.Background(), func(ctx context.Context, _ string) ([]string, error) { <-ctx.Done(); return nil, ctx.Err() },
+		[]string{"x"}, 50*time.Millisecond, 5*time.Millisecond, 200*time.Millisecond, 2)
+	if skipped == 0 {
+		t.Fatal("no lookup skipped with 2 in flight at most")
 	}
 }

@@ -148,9 +148,9 @@ func (DNSWait) Decode(out []byte) ([]agent.DNSWait, error) {
 	return ws, nil
 }
 
-// DNSLookups is `probe dns-lookups`: look the names up with the pod's resolver from Concurrency workers, each
-// Interval apart, for Duration; each lookup bounded by Timeout (past the resolver's own retries). It prints
-// agent.DNSLookups (JSON).
+// DNSLookups is `probe dns-lookups`: start a lookup of the names in turn with the pod's resolver every
+// Interval (open loop) for Duration, at most Concurrency in flight; each lookup bounded by Timeout (past the
+// resolver's own retries). It prints agent.DNSLookups (JSON).
 type DNSLookups struct {
 	Duration, Interval, Timeout time.Duration
 	Concurrency                 int

@@ -52,6 +52,7 @@ func Analyze(clients []Client) result.Result {
 		s := c.Lookups.Samples
 		node := map[string]string{"client_node": c.Node}
 		add(MetricLookups, "count", float64(len(s)), node)
+		add("lookups_skipped", "count", float64(c.Lookups.Skipped), node)
 		if len(s) == 0 {
 			continue
 		}

@@ -19,16 +19,16 @@ const MaxClients = 3
 type Options struct {
 	// Image holds the kubeslow binary at /kubeslow; empty skips the measurement.
 	Image string
-	// Duration of the lookups per client (all clients at once), Interval between one worker's lookups,
-	// Concurrency workers; Timeout bounds a lookup past the resolver's retries.
+	// Duration of the lookups per client (all clients at once), Interval between two lookups' starts (open
+	// loop), Concurrency the most in flight; Timeout bounds a lookup past the resolver's retries.
 	Duration, Interval, Timeout time.Duration
 	Concurrency                 int
 }
 
-// DefaultOptions: 15 s of lookups from 4 workers, each 100 ms apart (at most 40 lookups a second per client,
-// ~600 on a healthy cluster), each bounded by 12 s (two 5 s time-outs are seen).
+// DefaultOptions: 10 s of lookups, one every 25 ms (400 per client, open loop), at most 512 in flight, each
+// bounded by 12 s (two 5 s time-outs are seen).
 func DefaultOptions() Options {
-	return Options{Duration: 15 * time.Second, Interval: 100 * time.Millisecond, Timeout: 12 * time.Second, Concurrency: 4}
+	return Options{Duration: 10 * time.Second, Interval: 25 * time.Millisecond, Timeout: 12 * time.Second, Concurrency: 512}
 }
 
 // Measurement is the lookup-shape probe.

@@ -167,6 +167,31 @@ func (DNSWait) Decode(out []byte) ([]agent.DNSWait, error) {
 	return ws, nil
 }
 
+// DNSLookups is `probe dns-lookups`: start a lookup of the names in turn with the pod's resolver every
+// Interval (open loop) for Duration, at most Concurrency in flight; each lookup bounded by Timeout (past the
+// resolver's own retries). It prints agent.DNSLookups (JSON).
+type DNSLookups struct {
+	Duration, Interval, Timeout time.Duration
+	Concurrency                 int
+	Names                       []string
+}
+
+// Args implements Request.
+func (d DNSLookups) Args() []string {
+	a := []string{"probe", "dns-lookups", "--" + FlagDuration, d.Duration.String(), "--" + FlagInterval, d.Interval.String(),
+		"--" + FlagTimeout, d.Timeout.String(), "--" + FlagConc, strconv.Itoa(d.Concurrency)}
+	return append(a, d.Names...)
+}
+
+// Decode reads the command's output.
+func (DNSLookups) Decode(out []byte) (agent.DNSLookups, error) {
+	var l agent.DNSLookups
+	if err := json.Unmarshal(out, &l); err != nil {
+		return l, fmt.Errorf("dns-lookups output: %w", err)
+	}
+	return l, nil
+}
+
 // JobPeer is `agent job-peer`: one member of a job whose members find each other by per-pod DNS name. It
 // listens on Listen, polls every name (its own skipped) every Interval and, with Connect, connects to each
 // peer at the listen port with exponential back-off; it prints one JSON line (agent.JobPeer) when done and

@@ -35,6 +35,27 @@ func TestRulesAreComplete(t *testing.T) {
 	}
 }
 
+// TestCausesNameRules: every cause (ExplainedBy) and every other source of a cause (SameCause) a rule names is
+// a rule: a misspelt ID would leave a symptom at the top of the report with "no cause found".
+func TestCausesNameRules(t *testing.T) {
+	ids := map[string]bool{}
+	for _, r := range Rules() {
+		ids[r.ID] = true
+	}
+	for _, r := range Rules() {
+		for _, id := range append(append([]string(nil), r.ExplainedBy...), r.SameCause...) {
+			if !ids[id] || id == r.ID {
+				t.Errorf("rule %s names %s as a cause or a source, which is no other rule", r.ID, id)
+			}
+		}
+	}
+	for id := range causes {
+		if !ids[id] {
+			t.Errorf("causes lists %s, which is no rule", id)
+		}
+	}
+}
+
 func validOp(op string) bool { return op == ">" || op == ">=" || op == "<" || op == "<=" }
 
 // TestReferenceUpToDate keeps docs/rules.md generated from the rules.

@@ -49,7 +49,7 @@ func CombinedRules() []rule.Rule {
 		Remediation: "Stop the race: serialise IPAM per node (Calico's IPAM lock / strict affinity), give each node its own larger block (Calico blockSize), " +
 			"size the control plane for the churn, and reduce pod churn; confirm the writers with `kubeslow audit` on the audit log.",
 		Match: cniIPAMMatch,
-	}, controlPlaneSaturatedRule()}
+	}, controlPlaneSaturatedRule(), dnsConntrackRaceRule()}
 }
 
 // The metrics the control-plane saturation rule reads.

@@ -8,6 +8,7 @@ import (
 	"github.com/kubeslow/kubeslow/internal/measure/churn/churntest"
 	"github.com/kubeslow/kubeslow/internal/measure/disk/disktest"
 	"github.com/kubeslow/kubeslow/internal/measure/dnsfacts/dnsfactstest"
+	"github.com/kubeslow/kubeslow/internal/measure/dnslookup/dnslookuptest"
 	"github.com/kubeslow/kubeslow/internal/measure/dnsready/dnsreadytest"
 	"github.com/kubeslow/kubeslow/internal/measure/etcdhealth/etcdhealthtest"
 	"github.com/kubeslow/kubeslow/internal/measure/kubelet/kubelettest"
@@ -27,6 +28,7 @@ var measurementFixtures = []func() map[string]ruletest.Fixture{
 	churntest.RuleFixtures,
 	disktest.RuleFixtures,
 	dnsfactstest.RuleFixtures,
+	dnslookuptest.RuleFixtures,
 	dnsreadytest.RuleFixtures,
 	etcdhealthtest.RuleFixtures,
 	kubelettest.RuleFixtures,

@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	"github.com/kubeslow/kubeslow/internal/measure/apislo/apislotest"
+	"github.com/kubeslow/kubeslow/internal/measure/dnslookup/dnslookuptest"
+	"github.com/kubeslow/kubeslow/internal/measure/nodeagent/nodeagenttest"
 	"github.com/kubeslow/kubeslow/internal/measure/podstartup/podstartuptest"
 	"github.com/kubeslow/kubeslow/internal/rule"
 	"github.com/kubeslow/kubeslow/internal/rule/ruletest"
@@ -34,8 +36,16 @@ func combinedFixtures() map[string]ruletest.Fixture {
 			return ruletest.Report(nil, podstartuptest.SlowSandboxNode.Result(), a.Result(t))
 		}
 	}
+	race := func(tree string, dns dnslookuptest.Shape) func(t *testing.T) *result.Report {
+		return func(t *testing.T) *result.Report {
+			return ruletest.Report(nil, nodeagenttest.WithHost("n2", tree).Result(t), dns.Result())
+		}
+	}
 	return map[string]ruletest.Fixture{
-		"KS-CNI-IPAM": {Fire: ipam("ipamblocks"), Clear: ipam("configmaps")},
+		// insert_failed rising with 5 s lookups; and the same lookups on nodes whose conntrack shows no race (a
+		// lossy path: another mechanism).
+		"KS-DNS-CONNTRACK-RACE": {Fire: race("conntrack-race", dnslookuptest.NthDrop), Clear: race("healthy", dnslookuptest.NthDrop)},
+		"KS-CNI-IPAM":           {Fire: ipam("ipamblocks"), Clear: ipam("configmaps")},
 		"KS-CP-SATURATED": {Fire: cpSaturated(saturated, apislotest.With(func(a *apislotest.Server) { a.GetLatency = 1.8 }), nil),
 			Clear: cpSaturated(saturated, apislotest.Healthy, nil)}, // busy but within the SLOs
 	}

@@ -18,5 +18,5 @@ func Rules() []rule.Rule {
 	for _, rs := range all.BenchRules() {
 		rules = append(rules, rs()...)
 	}
-	return append(rules, CombinedRules()...)
+	return linkCauses(append(rules, CombinedRules()...))
 }

@@ -85,26 +85,21 @@ type htmlPage struct {
 	ChartJSON  template.JS
 }
 
-// causes ranks the findings: those no other finding explains, worst first, each with the findings it explains
-// (its symptoms) under it.
+// causes ranks the findings by cause (CausalOrder): the causes, worst first, then the symptoms no cause was
+// found for, each with every finding it explains (directly or down its chain) under it.
 func causes(fs []result.Finding) []htmlCause {
-	sorted := SortedFindings(fs)
-	ids := map[string]bool{}
-	for _, f := range sorted {
-		ids[f.ID] = true
-	}
 	var out []htmlCause
-	for _, f := range sorted {
-		if f.ExplainedBy != "" && ids[f.ExplainedBy] && f.ExplainedBy != f.ID {
-			continue
+	var flat func(ns []CauseNode) []result.Finding
+	flat = func(ns []CauseNode) []result.Finding {
+		var l []result.Finding
+		for _, n := range ns {
+			l = append(l, n.Finding)
+			l = append(l, flat(n.Symptoms)...)
 		}
-		c := htmlCause{Finding: f, Rank: len(out) + 1, Key: keyNumber(f)}
-		for _, s := range sorted {
-			if s.ExplainedBy == f.ID && s.ID != f.ID {
-				c.Symptoms = append(c.Symptoms, s)
-			}
-		}
-		out = append(out, c)
+		return l
+	}
+	for _, n := range CausalOrder(fs) {
+		out = append(out, htmlCause{Finding: n.Finding, Rank: len(out) + 1, Key: keyNumber(n.Finding), Symptoms: flat(n.Symptoms)})
 	}
 	return out
 }
@@ -225,12 +220,12 @@ var pageTmpl = template.Must(template.New("report").Funcs(template.FuncMap{
 <main>
 <h2 id="findings">Why is it slow?</h2>
 {{if not .Causes}}<div class="none">Nothing measured crossed a threshold: no finding. {{if .Unmeasured}}Some things could not be measured (below): that is not a pass.{{end}}</div>
-{{else}}<p class="lead">{{len .Causes}} cause{{if gt (len .Causes) 1}}s{{end}}, worst first; each one's symptoms and evidence are folded under it.</p>{{end}}
+{{else}}<p class="lead">{{len .Causes}} cause{{if gt (len .Causes) 1}}s{{end}}, worst first (symptoms with no cause found last); each one's symptoms and evidence are folded under it.</p>{{end}}
 {{range .Causes}}<div class="cause {{.Severity}}" id="{{.ID}}">
 <div class="head"><span class="rank">{{.Rank}}.</span><span class="pill {{.Severity}}">{{upper .Severity}}</span><span class="title">{{.Title}}</span>
 <span class="id">{{.ID}}{{if .Cases}} · case {{range $i, $c := .Cases}}{{if $i}}, {{end}}{{$c}}{{end}}{{end}}</span></div>
 <div class="body"><div class="key"><span class="v">{{.Key}}</span><span class="t">threshold {{.Threshold.Op}} {{quantity .Threshold.Value .Threshold.Unit}}<br>{{.Threshold.Source}}</span></div>
-<div class="sentence">{{.Summary}}{{range .SeenAlso}}<div class="muted">Seen also by {{.ID}}{{if .Results}} ({{range $i, $r := .Results}}{{if $i}}, {{end}}{{$r}}{{end}}){{end}}: {{.Summary}}</div>{{end}}</div>
+<div class="sentence">{{.Summary}}{{if .NoCause}}<div class="muted">Cause: {{.NoCause}}</div>{{end}}{{range .SeenAlso}}<div class="muted">Seen also by {{.ID}}{{if .Results}} ({{range $i, $r := .Results}}{{if $i}}, {{end}}{{$r}}{{end}}){{end}}: {{.Summary}}</div>{{end}}</div>
 <div class="fix"><b>Fix:</b> {{.Remediation}}</div></div>
 <details><summary>{{if .Symptoms}}{{len .Symptoms}} symptom{{if gt (len .Symptoms) 1}}s{{end}} it explains · {{end}}evidence{{if gt (len .Items) 1}} · {{items .Finding}}{{end}}</summary>
 {{range .Symptoms}}<div class="sym" id="{{.ID}}"><b>{{.Title}}</b> <span class="id">{{.ID}} · explained by {{.ExplainedBy}}</span><br>{{.Summary}}<br>

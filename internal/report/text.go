@@ -27,31 +27,39 @@ func WriteText(w io.Writer, r *result.Report) error {
 	}
 	ew.printf(")  duration %s\n\n", r.End.Sub(r.Start).Round(1e6))
 
-	findings := SortedFindings(r.Findings)
-	if len(findings) == 0 {
+	if len(r.Findings) == 0 {
 		ew.printf("FINDINGS: none\n\n")
 	} else {
-		ew.printf("FINDINGS (%d)\n", len(findings))
-		for _, f := range findings {
-			ew.printf("  [%s] %s %s\n      %s\n", strings.ToUpper(string(f.Severity)), f.ID, f.Title, f.Summary)
-			if len(f.Items) > 1 {
-				ew.printf("      %s:\n", ItemsHeading(f))
-				tw := tabwriter.NewWriter(ew, 2, 4, 2, ' ', 0)
-				for _, it := range f.Items[:min(len(f.Items), textItems)] {
-					fmt.Fprintf(tw, "        %s\t%s\n", ItemName(it), result.FormatQuantity(it.Value, f.Threshold.Unit))
-				}
-				if err := tw.Flush(); err != nil {
+		tree := CausalOrder(r.Findings)
+		causes, lone := 0, 0
+		for _, n := range tree {
+			if n.Finding.NoCause != "" {
+				lone++
+			} else {
+				causes++
+			}
+		}
+		ew.printf("FINDINGS (%d): %d cause(s) first, each with its symptoms under it", len(r.Findings), causes)
+		if lone > 0 {
+			ew.printf("; then %d symptom(s) with no cause found", lone)
+		}
+		ew.printf("\n")
+		var write func(n CauseNode, indent string) error
+		write = func(n CauseNode, indent string) error {
+			if err := writeTextFinding(ew, n.Finding, indent); err != nil {
+				return err
+			}
+			for _, s := range n.Symptoms {
+				if err := write(s, indent+"    "); err != nil {
 					return err
 				}
-				if more := f.ItemCount - min(len(f.Items), textItems); more > 0 {
-					ew.printf("        ... and %d more (-o json lists %d)\n", more, len(f.Items))
-				}
 			}
-			for _, sa := range f.SeenAlso {
-				ew.printf("      seen also by %s (%s): %s\n", sa.ID, strings.Join(sa.Results, ", "), sa.Summary)
+			return nil
+		}
+		for _, n := range tree {
+			if err := write(n, "  "); err != nil {
+				return err
 			}
-			ew.printf("      threshold: %s %s %s (%s)\n", f.Threshold.Op, result.FormatValue(f.Threshold.Value), f.Threshold.Unit, f.Threshold.Source)
-			ew.printf("      fix: %s\n", f.Remediation)
 		}
 		ew.printf("\n")
 	}
@@ -122,6 +130,85 @@ func WriteText(w io.Writer, r *result.Report) error {
 		}
 	}
 	return ew.err
+}
+
+// writeTextFinding writes one finding at indent; a symptom (one another finding explains) is marked so.
+func writeTextFinding(ew *errWriter, f result.Finding, indent string) error {
+	mark := ""
+	if f.ExplainedBy != "" {
+		mark = "└ symptom of " + f.ExplainedBy + ": "
+	}
+	in := indent + "    "
+	ew.printf("%s%s[%s] %s %s\n%s%s\n", indent, mark, strings.ToUpper(string(f.Severity)), f.ID, f.Title, in, f.Summary)
+	if f.NoCause != "" {
+		ew.printf("%scause: %s\n", in, f.NoCause)
+	}
+	if len(f.Items) > 1 {
+		ew.printf("%s%s:\n", in, ItemsHeading(f))
+		tw := tabwriter.NewWriter(ew, 2, 4, 2, ' ', 0)
+		for _, it := range f.Items[:min(len(f.Items), textItems)] {
+			fmt.Fprintf(tw, "%s  %s\t%s\n", in, ItemName(it), result.FormatQuantity(it.Value, f.Threshold.Unit))
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+		if more := f.ItemCount - min(len(f.Items), textItems); more > 0 {
+			ew.printf("%s  ... and %d more (-o json lists %d)\n", in, more, len(f.Items))
+		}
+	}
+	for _, sa := range f.SeenAlso {
+		ew.printf("%sseen also by %s (%s): %s\n", in, sa.ID, strings.Join(sa.Results, ", "), sa.Summary)
+	}
+	ew.printf("%sthreshold: %s %s %s (%s)\n", in, f.Threshold.Op, result.FormatValue(f.Threshold.Value), f.Threshold.Unit, f.Threshold.Source)
+	ew.printf("%sfix: %s\n", in, f.Remediation)
+	return nil
+}
+
+// CauseNode is a finding with the findings it explains (its symptoms), each with its own.
+type CauseNode struct {
+	Finding  result.Finding
+	Symptoms []CauseNode
+}
+
+// CausalOrder arranges findings by cause: the findings no other finding of the report explains, causes first
+// (worst first) and then the symptoms no cause was found for, each with the findings it explains under it,
+// recursively (etcd's disk, the apiserver's latency under it, slow pod creates under that).
+func CausalOrder(fs []result.Finding) []CauseNode {
+	sorted := SortedFindings(fs)
+	ids := map[string]bool{}
+	for _, f := range sorted {
+		ids[f.ID] = true
+	}
+	placed := map[string]bool{}
+	var node func(f result.Finding) CauseNode
+	node = func(f result.Finding) CauseNode {
+		placed[f.ID] = true
+		n := CauseNode{Finding: f}
+		for _, s := range sorted {
+			if s.ExplainedBy == f.ID && !placed[s.ID] {
+				n.Symptoms = append(n.Symptoms, node(s))
+			}
+		}
+		return n
+	}
+	var causes, lone []CauseNode
+	for _, f := range sorted {
+		if placed[f.ID] || (f.ExplainedBy != "" && ids[f.ExplainedBy] && f.ExplainedBy != f.ID) {
+			continue
+		}
+		if n := node(f); f.NoCause != "" {
+			lone = append(lone, n)
+		} else {
+			causes = append(causes, n)
+		}
+	}
+	// A finding whose cause chain loops (never made by rule.Evaluate) is not lost.
+	for _, f := range sorted {
+		if !placed[f.ID] {
+			causes = append(causes, node(f))
+		}
+	}
+	return append(causes, lone...)
 }
 
 // BoundsNote says that a value is a quantile estimated within a histogram bucket, and which:

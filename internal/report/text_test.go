@@ -102,3 +102,43 @@ func TestTextBounds(t *testing.T) {
 		t.Errorf("exact values marked as estimates:\n%s", out)
 	}
 }
+
+// TestCausalOrder: causes lead (worst first), each symptom under its cause down the chain, and a symptom with no
+// cause found follows the causes, saying so.
+func TestCausalOrder(t *testing.T) {
+	f := func(id string, sev result.Severity, by, noCause string) result.Finding {
+		return result.Finding{ID: id, Severity: sev, Title: id, Summary: "s " + id, ExplainedBy: by, NoCause: noCause, Remediation: "fix"}
+	}
+	fs := []result.Finding{
+		f("KS-SLO", result.SeverityInfo, "KS-API", ""),
+		f("KS-LONE", result.SeverityError, "", "no cause found among the measured signals; clear: KS-X"),
+		f("KS-API", result.SeverityInfo, "KS-DISK", ""),
+		f("KS-DISK", result.SeverityWarning, "", ""),
+		f("KS-EVENTS", result.SeverityError, "", ""),
+		f("KS-STUCK", result.SeverityInfo, "KS-EVENTS", ""),
+	}
+	tree := CausalOrder(fs)
+	var got []string
+	var walk func(ns []CauseNode, depth int)
+	walk = func(ns []CauseNode, depth int) {
+		for _, n := range ns {
+			got = append(got, strings.Repeat(">", depth)+n.Finding.ID)
+			walk(n.Symptoms, depth+1)
+		}
+	}
+	walk(tree, 0)
+	if want := "KS-EVENTS >KS-STUCK KS-DISK >KS-API >>KS-SLO KS-LONE"; strings.Join(got, " ") != want {
+		t.Fatalf("order %q, want %q", strings.Join(got, " "), want)
+	}
+	var b bytes.Buffer
+	if err := WriteText(&b, &result.Report{Findings: fs}); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, want := range []string{"FINDINGS (6): 2 cause(s) first, each with its symptoms under it; then 1 symptom(s) with no cause found",
+		"\n          └ symptom of KS-API: [INFO] KS-SLO", "cause: no cause found among the measured signals; clear: KS-X"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("text lacks %q:\n%s", want, out)
+		}
+	}
+}

@@ -261,7 +261,7 @@ func Evaluate(r *result.Report, rules []Rule) ([]result.Finding, []result.RuleEv
 		evals = append(evals, result.RuleEvaluation{ID: rule.ID, Status: result.RuleFired})
 		findings = append(findings, rule.finding(hits))
 	}
-	explain(findings, rules)
+	explain(findings, rules, evals)
 	findings = fold(findings, evals, rules)
 	return findings, evals
 }
@@ -303,6 +303,23 @@ func fold(findings []result.Finding, evals []result.RuleEvaluation, rules []Rule
 	if len(folded) == 0 {
 		return findings
 	}
+	// A symptom of a folded finding is a symptom of the finding it was folded into.
+	into := map[string]string{}
+	for _, rl := range rules {
+		if folded[rl.ID] {
+			for _, id := range rl.SameCause {
+				if _, ok := at[id]; ok && !folded[id] {
+					into[rl.ID] = id
+					break
+				}
+			}
+		}
+	}
+	for i := range findings {
+		if to, ok := into[findings[i].ExplainedBy]; ok {
+			findings[i].ExplainedBy = to
+		}
+	}
 	out := findings[:0]
 	for _, f := range findings {
 		if !folded[f.ID] {
@@ -312,26 +329,65 @@ func fold(findings []result.Finding, evals []result.RuleEvaluation, rules []Rule
 	return out
 }
 
-// explain lowers each finding a fired rule explains (Rule.ExplainedBy) to info, naming the explaining one.
-func explain(findings []result.Finding, rules []Rule) {
+// explain lowers each finding a fired rule explains (Rule.ExplainedBy) to info, naming its direct cause: the
+// first of its causes that fired and is not (through its own causes) explained by it. Causes chain (etcd's
+// slow fsync explains the apiserver's latency, which explains slow pod creates): the report nests each
+// symptom under its cause. A symptom none of whose causes fired says so (Finding.NoCause), with what was
+// clear and what was not evaluated.
+func explain(findings []result.Finding, rules []Rule, evals []result.RuleEvaluation) {
 	fired := map[string]*result.Finding{}
 	for i := range findings {
 		fired[findings[i].ID] = &findings[i]
 	}
+	status := map[string]result.RuleEvaluation{}
+	for _, e := range evals {
+		status[e.ID] = e
+	}
+	// reaches says whether following the causes already named from id reaches target.
+	reaches := func(id, target string) bool {
+		for seen := map[string]bool{}; id != "" && !seen[id]; id = fired[id].ExplainedBy {
+			if id == target {
+				return true
+			}
+			seen[id] = true
+		}
+		return false
+	}
 	for _, rl := range rules {
 		f := fired[rl.ID]
-		if f == nil {
+		if f == nil || len(rl.ExplainedBy) == 0 {
 			continue
 		}
 		for _, id := range rl.ExplainedBy {
 			by := fired[id]
-			if by == nil || id == rl.ID || by.ExplainedBy != "" {
+			if by == nil || id == rl.ID || reaches(id, rl.ID) {
 				continue
 			}
 			f.ExplainedBy = id
 			f.Severity = result.SeverityInfo
-			f.Summary += fmt.Sprintf(" — while %s fired (%s): a consequence of that cause more than a cause of its own; fix %s first and measure again", id, by.Title, id)
+			f.Summary += fmt.Sprintf(" — a symptom of %s (%s): fix that first and measure again", id, by.Title)
 			break
+		}
+		if f.ExplainedBy != "" {
+			continue
+		}
+		var clear, unknown []string
+		for _, id := range rl.ExplainedBy {
+			switch e, ok := status[id]; {
+			case !ok:
+				unknown = append(unknown, id+" (not run)")
+			case e.Status == result.RuleClear:
+				clear = append(clear, id)
+			case e.Status == result.RuleNotEvaluated:
+				unknown = append(unknown, id)
+			}
+		}
+		f.NoCause = "no cause found among the measured signals"
+		if len(clear) > 0 {
+			f.NoCause += "; clear: " + strings.Join(clear, ", ")
+		}
+		if len(unknown) > 0 {
+			f.NoCause += "; not measured: " + strings.Join(unknown, ", ")
 		}
 	}
 }

@@ -134,7 +134,7 @@ func TestExplainedBy(t *testing.T) {
 			if f.ID != effect.ID || f.Severity != c.severity || f.ExplainedBy != c.explained {
 				t.Fatalf("effect finding %+v", f)
 			}
-			if c.explained != "" && !strings.Contains(f.Summary, "fix KS-T-CAUSE first") {
+			if c.explained != "" && !strings.Contains(f.Summary, "a symptom of KS-T-CAUSE") {
 				t.Fatalf("summary %q does not name the cause", f.Summary)
 			}
 			r.Findings = fs
@@ -221,4 +221,53 @@ func TestHitSeverity(t *testing.T) {
 	if fs[0].Severity != result.SeverityInfo {
 		t.Fatalf("all items lowered: finding %s", fs[0].Severity)
 	}
+}
+
+// Causes chain: a symptom names its direct cause, which names its own; a cycle of declared causes never makes
+// two findings each other's symptom; a symptom whose causes did not fire says so, with what was clear.
+func TestCausalChain(t *testing.T) {
+	mk := func(id string, v float64, by ...string) Rule {
+		r := testRule()
+		r.ID, r.When.Value, r.ExplainedBy = id, v, by
+		return r
+	}
+	// On rep(12, 31): thresholds below 12 fire on both items, below 31 on one, 40 never.
+	disk := mk("KS-T-DISK", 5)
+	api := mk("KS-T-API", 5, "KS-T-DISK")
+	slo := mk("KS-T-SLO", 5, "KS-T-CPU", "KS-T-API")
+	cpu := mk("KS-T-CPU", 40)
+	fs, _ := Evaluate(rep(result.StatusPass, 12, 31), []Rule{slo, api, disk, cpu})
+	by := map[string]result.Finding{}
+	for _, f := range fs {
+		by[f.ID] = f
+	}
+	if by["KS-T-SLO"].ExplainedBy != "KS-T-API" || by["KS-T-API"].ExplainedBy != "KS-T-DISK" || by["KS-T-DISK"].ExplainedBy != "" {
+		t.Fatalf("chain %+v", fs)
+	}
+	if by["KS-T-SLO"].NoCause != "" || by["KS-T-DISK"].NoCause != "" {
+		t.Fatalf("a symptom with a cause, or a cause, says no cause was found: %+v", fs)
+	}
+
+	// The disk clear: the API latency is a symptom with no cause found, and says what was checked.
+	disk.When.Value = 40
+	fs, _ = Evaluate(rep(result.StatusPass, 12, 31), []Rule{slo, api, disk, cpu})
+	for _, f := range fs {
+		if f.ID == "KS-T-API" && (f.ExplainedBy != "" || !strings.HasPrefix(f.NoCause, "no cause found among the measured signals") || !strings.Contains(f.NoCause, "clear: KS-T-DISK")) {
+			t.Fatalf("causeless symptom %+v", f)
+		}
+	}
+
+	// Two rules declared each other's cause: one is the other's symptom, never both.
+	a, b := mk("KS-T-A", 5, "KS-T-B"), mk("KS-T-B", 5, "KS-T-A")
+	fs, _ = Evaluate(rep(result.StatusPass, 12, 31), []Rule{a, b})
+	if n := btoi(fs[0].ExplainedBy != "") + btoi(fs[1].ExplainedBy != ""); n != 1 {
+		t.Fatalf("cycle: %+v", fs)
+	}
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

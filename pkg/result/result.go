@@ -271,6 +271,10 @@ type Finding struct {
 	// ExplainedBy is the ID of a finding of the same report whose cause explains this one (its severity is
 	// then info): e.g. a pod start-up phase that is slow because the control plane is out of CPU.
 	ExplainedBy string `json:"explainedBy,omitempty"`
+	// NoCause is said of a symptom (a finding whose rule names causes that could explain it) when none of its
+	// causes fired: "no cause found among the measured signals", with the causes that were clear or could not
+	// be evaluated.
+	NoCause string `json:"noCause,omitempty"`
 	// SeenAlso are the findings of other rules that saw this finding's cause from another source (the audit
 	// log's 409s of one client beside the apiserver's 409 counters): one cause, one finding, each source listed.
 	SeenAlso []SeenAlso `json:"seenAlso,omitempty"`

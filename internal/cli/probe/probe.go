@@ -10,6 +10,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -88,6 +89,31 @@ func NewCommand(streams common.IOStreams) *cobra.Command {
 	dnsWait.Flags().DurationVar(&interval, agentproto.FlagInterval, 100*time.Millisecond, "time between attempts for each name")
 	dnsWait.Flags().DurationVar(&wait, agentproto.FlagWait, time.Minute, "give up on the names still unresolved after this long")
 	cmd.AddCommand(dnsWait)
+	var lookDur, lookGap time.Duration
+	var lookConc int
+	lookups := &cobra.Command{
+		Use:   "dns-lookups NAME...",
+		Short: "Look the names up in turn, one every --interval, with the pod's resolver (Go's, reading /etc/resolv.conf) for --duration; print (JSON) each lookup's time and the resolv.conf options",
+		Long: `dns-lookups times lookups as an application in the pod makes them: the resolver sends A and AAAA, waits
+resolv.conf's timeout (5 s by default) for an answer and retries, so a dropped query shows as a lookup near a
+multiple of the timeout. --timeout bounds each lookup past those retries (default 12 s: two time-outs of 5 s
+are seen).`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if lookDur <= 0 || lookDur > 5*time.Minute || lookConc < 1 || lookConc > 4096 || lookGap < time.Millisecond || len(args) > 100 {
+				return &common.ExitError{Code: 2, Err: fmt.Errorf("--duration (0, 5m], --concurrency 1..4096, --interval >= 1ms, at most 100 names")}
+			}
+			conf, _ := os.ReadFile("/etc/resolv.conf") // absent: the defaults, as the resolver itself
+			r := &net.Resolver{PreferGo: true}
+			out := agent.DNSLookups{Resolver: "go", Conf: agent.ParseResolvConf(conf)}
+			out.Samples, out.Skipped = agent.LookupFor(common.Context(cmd), r.LookupHost, args, lookDur, lookGap, timeout, lookConc)
+			return json.NewEncoder(streams.Out).Encode(out)
+		},
+	}
+	lookups.Flags().DurationVar(&lookDur, agentproto.FlagDuration, 10*time.Second, "how long to keep starting lookups")
+	lookups.Flags().DurationVar(&lookGap, agentproto.FlagInterval, 25*time.Millisecond, "time between lookups (open loop: whether or not the earlier ones returned)")
+	lookups.Flags().IntVar(&lookConc, agentproto.FlagConc, 512, "lookups in flight at most (one due beyond is skipped, and counted)")
+	cmd.AddCommand(lookups)
 	var roots agent.NodeNetRoots
 	node := &cobra.Command{
 		Use:   "node",

@@ -13,6 +13,7 @@ import (
 	"github.com/kubeslow/kubeslow/internal/measure/cpusage"
 	"github.com/kubeslow/kubeslow/internal/measure/disk"
 	"github.com/kubeslow/kubeslow/internal/measure/dnsfacts"
+	"github.com/kubeslow/kubeslow/internal/measure/dnslookup"
 	"github.com/kubeslow/kubeslow/internal/measure/dnsready"
 	"github.com/kubeslow/kubeslow/internal/measure/etcdhealth"
 	"github.com/kubeslow/kubeslow/internal/measure/kubelet"
@@ -60,6 +61,8 @@ func Registry(o Options) *measure.Registry {
 	}
 	dns := dnsready.DefaultOptions()
 	dns.Image = o.Image
+	lookups := dnslookup.DefaultOptions()
+	lookups.Image = o.Image
 	return measure.NewRegistry(
 		nodes.New(),
 		apislo.New(o.Window),
@@ -69,6 +72,7 @@ func Registry(o Options) *measure.Registry {
 		podsM,
 		dnsfacts.New(o.Window),
 		dnsready.New(dns),
+		dnslookup.New(lookups),
 		kubelet.New(),
 		throttle.New(o.Window),
 		podres.New(o.Window),

@@ -43,6 +43,14 @@ const (
 	MetricNotStartedByReason = "not_started_by_reason"
 	// MetricPodsPreexisting counts the selected pods that existed before the watch started (left out).
 	MetricPodsPreexisting = "pods_preexisting"
+	// MetricSlowPods counts the slow pods: those whose start-up missed the SLO and those that never started
+	// (pods kubeslow's own load could not fit left out).
+	MetricSlowPods = "slow_pods"
+	// MetricSlowPodEventShare is the share of the slow pods that had an Event of one class (labels class,
+	// detail, phase: the phase it holds a pod in; events: how many times it happened; first, last: RFC 3339;
+	// example: its latest message; own_limit: "true" for kubeslow's own pods turned away for the nodes' pod
+	// limit).
+	MetricSlowPodEventShare = "slow_pod_event_share"
 )
 
 // DefaultSLO is SIG Scalability's pod start-up SLO: p99 <= 5 s, creation to all containers started and
@@ -172,6 +180,7 @@ func Analyze(in Input) result.Result {
 	if len(ok) == 0 {
 		res.Status, res.Reason = result.StatusFail, fmt.Sprintf("no pod reached Running (%d created)", len(notStarted))
 		addNotStarted(&res, notStarted)
+		slowEvents(add, in, nil, notStarted)
 		return res
 	}
 	var sli []float64
@@ -227,6 +236,13 @@ func Analyze(in Input) result.Result {
 	nodeBreakdown(add, ok2(ok, func(x podP) (string, float64, map[string]float64) { return x.t.Node, x.p.sli, x.p.phase }))
 	creationRate(add, in)
 	addNotStarted(&res, notStarted)
+	var late []Timeline
+	for _, x := range ok {
+		if x.p.sli > in.SLO.Seconds() {
+			late = append(late, x.t)
+		}
+	}
+	slowEvents(add, in, late, notStarted)
 	if p99 > in.SLO.Seconds() {
 		res.Status = result.StatusFail
 		res.Reason = fmt.Sprintf("pod start-up p99 %.2f s > SLO %.0f s", p99, in.SLO.Seconds())
@@ -427,4 +443,47 @@ func cl2(add func(string, string, float64, map[string]string), ts []Timeline) {
 func PhasesOf(t Timeline) (map[string]float64, float64, bool) {
 	p, ok := phasesOf(t)
 	return p.phase, p.sli, ok
+}
+
+// maxExample bounds an event's example message in a label.
+const maxExample = 240
+
+// slowEvents reports the Events of the slow pods (late: started after the SLO; notStarted: never) by class:
+// which share of the slow pods each class was on, how often, when, and an example. kubeslow's own pods that
+// found no pod slot (OwnLimit) are kubeslow's sizing, not slow pods.
+func slowEvents(add func(string, string, float64, map[string]string), in Input, late, notStarted []Timeline) {
+	own := in.Creator != "others"
+	var slow [][]PodEvent
+	for _, t := range late {
+		slow = append(slow, t.Events)
+	}
+	for _, t := range notStarted {
+		if own && OwnLimit(t.LastEvent) {
+			continue
+		}
+		slow = append(slow, t.Events)
+	}
+	add(MetricSlowPods, "count", float64(len(slow)), nil)
+	if len(slow) == 0 {
+		return
+	}
+	for _, s := range summarizeEvents(slow) {
+		ex := s.example
+		if len(ex) > maxExample {
+			ex = ex[:maxExample] + "…"
+		}
+		l := map[string]string{"class": s.class.Class, "detail": s.class.Detail, "phase": s.class.Phase, "events": fmt.Sprint(s.count),
+			"pods": fmt.Sprint(s.pods), "first": stamp(s.first), "last": stamp(s.last), "example": ex}
+		if own && s.class.Class == ClassScheduling && s.class.Detail == "Too many pods" {
+			l["own_limit"] = "true"
+		}
+		add(MetricSlowPodEventShare, "ratio", float64(s.pods)/float64(len(slow)), l)
+	}
+}
+
+func stamp(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format(time.RFC3339)
 }

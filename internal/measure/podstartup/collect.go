@@ -45,6 +45,8 @@ type Timeline struct {
 	PullTime time.Duration
 	// LastEvent is the last Warning event's reason and message (why a pod did not start).
 	LastEvent string
+	// Events are the pod's Events that slow a start-up (ClassifyEvent), one per Event object.
+	Events []PodEvent
 }
 
 // Collector watches the pods of a run and their events: one LIST then a WATCH each, on a goroutine of its
@@ -278,7 +280,9 @@ func (c *Collector) Timelines() []Timeline {
 	defer c.mu.Unlock()
 	out := make([]Timeline, 0, len(c.pods))
 	for _, t := range c.pods {
-		out = append(out, *t)
+		x := *t
+		x.Events = append([]PodEvent(nil), t.Events...)
+		out = append(out, x)
 	}
 	return out
 }
@@ -390,6 +394,30 @@ func (c *Collector) event(e *corev1.Event) {
 	case e.Type == corev1.EventTypeWarning:
 		t.LastEvent = e.Reason + ": " + strings.TrimSpace(e.Message)
 	}
+	if cl, ok := ClassifyEvent(e.Reason, e.Message); ok {
+		t.Events = recordEvent(t.Events, podEventOf(e, cl))
+	}
+}
+
+// podEventOf is e as a PodEvent: its count and times from the core/v1 fields, or from its series and event
+// time (events.k8s.io/v1 writers fill those instead).
+func podEventOf(e *corev1.Event, cl EventClass) PodEvent {
+	pe := PodEvent{UID: string(e.UID), Class: cl, Count: int(e.Count), First: e.FirstTimestamp.Time, Last: e.LastTimestamp.Time,
+		Message: strings.TrimSpace(e.Message)}
+	if pe.First.IsZero() {
+		pe.First = e.EventTime.Time
+	}
+	if e.Series != nil {
+		pe.Count = max(pe.Count, int(e.Series.Count))
+		if t := e.Series.LastObservedTime.Time; t.After(pe.Last) {
+			pe.Last = t
+		}
+	}
+	if pe.Last.IsZero() {
+		pe.Last = pe.First
+	}
+	pe.Count = max(pe.Count, 1)
+	return pe
 }
 
 // Timeline returns one pod's timeline so far (name: "namespace/name" when the collector watches every

@@ -1,6 +1,10 @@
 package podstartup
 
 import (
+	"fmt"
+	"strings"
+	"time"
+
 	"github.com/kubeslow/kubeslow/internal/rule"
 	"github.com/kubeslow/kubeslow/pkg/result"
 )
@@ -29,6 +33,8 @@ var (
 	podsCreateLatency   = rule.Metric{Result: Name, Name: MetricCreateRequestP99}
 	podsLimiterWait     = rule.Metric{Result: Name, Name: MetricClientLimiterWait}
 	podsNotStartedCount = rule.Metric{Result: Name, Name: MetricNotStartedByReason}
+	podsSlow            = rule.Metric{Result: Name, Name: MetricSlowPods}
+	podsSlowEventShare  = rule.Metric{Result: Name, Name: MetricSlowPodEventShare}
 )
 
 // Rules are the rules over the pod start-up benchmark.
@@ -38,9 +44,13 @@ func Rules() []rule.Rule {
 			ID: "KS-POD-SLO", Title: "Pod start-up is slower than the SLO", Severity: result.SeverityError, Cases: []string{"E"},
 			When:        rule.Condition{Metric: podsSLIP99, Op: ">", Value: DefaultSLO.Seconds(), Unit: "seconds"},
 			Source:      sliSource,
-			Summary:     "pod start-up p99 {{.value}} > {{.threshold}} (see KS-POD-PHASE / KS-POD-NODE for where the time goes)",
-			Remediation: "Look at the phase and node findings; the slow phase points at the scheduler (schedule), the CNI or runtime (sandbox), the kubelet or images (start), or the apiserver/watch (observe).",
+			Reads:       []rule.Metric{podsSlow, podsSlowEventShare},
+			Summary:     "pod start-up p99 {{.value}} > {{.threshold}} (see KS-POD-PHASE / KS-POD-NODE for where the time goes){{.events}}",
+			Remediation: "Look at the phase and node findings and the slow pods' events; the slow phase points at the scheduler (schedule), the CNI or runtime (sandbox), the kubelet or images (start), or the apiserver/watch (observe).",
+			Match:       withEvents(""),
+			ExplainedBy: []string{EventsRuleID},
 		},
+		EventsRule(),
 		PhaseRule(),
 		NodeRule(),
 		{
@@ -90,19 +100,24 @@ func Rules() []rule.Rule {
 			ID: "KS-POD-STUCK", Title: "Pods never started", Severity: result.SeverityError, Cases: []string{"E"},
 			When:        rule.Condition{Metric: podsNotStartedCount, Op: ">", Value: 0, Unit: "count"},
 			Source:      "every benchmark pod must reach Running within the time-out",
-			Summary:     "{{.value}} pods never started: {{.reason}}",
+			Reads:       []rule.Metric{podsSlow, podsSlowEventShare},
+			Summary:     "{{.value}} pods never started: {{.reason}}{{.events}}",
 			Remediation: "Read the reason (FailedScheduling: capacity or constraints; FailedCreatePodSandBox: CNI; ErrImagePull: registry) on the pods' events.",
 			// Pods turned away for the nodes' pod limit met kubeslow's own sizing: the result says so
 			// (pods_not_fitting), the cluster is not blamed.
 			Match: func(r *result.Report, rl rule.Rule) []rule.Hit {
+				ev, phrase := slowPodEvents(r, "")
 				var hits []rule.Hit
 				for _, h := range rl.Crossing(r) {
 					if !OwnLimit(h.Vars["reason"]) {
+						h.Evidence = append(h.Evidence, ev...)
+						h.Vars["events"] = phrase
 						hits = append(hits, h)
 					}
 				}
 				return hits
 			},
+			ExplainedBy: []string{EventsRuleID},
 		},
 	}
 }
@@ -118,17 +133,17 @@ var phaseMeaning = map[string]string{
 func PhaseRule() rule.Rule {
 	return rule.Rule{
 		ID: "KS-POD-PHASE", Title: "One phase dominates slow pod start-ups", Severity: result.SeverityWarning, Cases: []string{"E"},
-		When:  rule.Condition{Metric: podsTailShare, Op: ">", Value: 0.5, Unit: "ratio"},
-		Also:  []rule.Condition{{Metric: podsSLIP90, Op: ">", Value: 1, Unit: "seconds"}},
-		Reads: []rule.Metric{podsTailMean},
+		When: rule.Condition{Metric: podsTailShare, Op: ">", Value: 0.5, Unit: "ratio"},
+		Also: []rule.Condition{{Metric: podsSLIP90, Op: ">", Value: 1, Unit: "seconds"}},
 		Source: "kubeslow attribution: share of the slowest 10% of pods' start-up time spent in one phase, when their p90 is slow; " +
 			"a phase bounded by server timestamps (1 s precision) must dominate even with 1 s per pod taken away",
-		Summary:     "the {{.phase}} phase holds {{.share}} of the slow tail's start-up time (start-up p90 {{.p90}}): {{.meaning}}",
+		Reads:       []rule.Metric{podsTailMean, podsSlow, podsSlowEventShare},
+		Summary:     "the {{.phase}} phase holds {{.share}} of the slow tail's start-up time (start-up p90 {{.p90}}): {{.meaning}}{{.events}}",
 		Remediation: "schedule: scheduler throughput (its client QPS, --kube-api-qps, plugins, pending pods); sandbox: CNI IP allocation and runtime; start: kubelet, images, disks; observe: apiserver and watch delivery.",
 		Match:       tailPhaseMatch,
 		// Every phase that ends with an API write (a binding, a status update) queues at a starved apiserver:
 		// on the small-control-plane lab the start phase held the tail while the cause was the control plane.
-		ExplainedBy: []string{"KS-CP-SATURATED"},
+		ExplainedBy: []string{"KS-CP-SATURATED", EventsRuleID},
 	}
 }
 
@@ -157,10 +172,11 @@ func tailPhaseMatch(r *result.Report, rl rule.Rule) []rule.Hit {
 		if m.Labels["phase"] != "schedule" && (total <= 0 || !rl.When.Holds((mean.Value-TimestampPrecision)/total)) {
 			continue
 		}
+		ev, phrase := slowPodEvents(r, m.Labels["phase"])
 		hits = append(hits, rule.Hit{Key: result.FormatLabels(m.Labels), Value: m.Value,
-			Evidence: []result.Evidence{podsTailShare.Evidence(m), podsSLIP90.Evidence(*p90)},
+			Evidence: append([]result.Evidence{podsTailShare.Evidence(m), podsSLIP90.Evidence(*p90)}, ev...),
 			Vars: map[string]string{"phase": m.Labels["phase"], "share": rule.Percent(m.Value),
-				"p90": result.FormatQuantity(p90.Value, "seconds"), "meaning": phaseMeaning[m.Labels["phase"]]},
+				"p90": result.FormatQuantity(p90.Value, "seconds"), "meaning": phaseMeaning[m.Labels["phase"]], "events": phrase},
 		})
 	}
 	return hits
@@ -199,3 +215,105 @@ func NodeRule() rule.Rule {
 
 // Rules are the rules over the measurement's result (rule.Source).
 func (*Measurement) Rules() []rule.Rule { return Rules() }
+
+// EventsRuleID is the rule that names the Event class that dominated the slow pods.
+const EventsRuleID = "KS-POD-EVENTS"
+
+// maxEventEvidence bounds the event classes a slow-start finding carries.
+const maxEventEvidence = 5
+
+// slowPodEvents are the slow pods' event classes (those of phase, or all: "") as evidence, most pods first,
+// and the phrase a slow-start finding's summary ends with: the events inside the finding they explain.
+// kubeslow's own pods turned away for want of a pod slot are left out (its own sizing, not the cluster's).
+func slowPodEvents(r *result.Report, phase string) ([]result.Evidence, string) {
+	slow := podsSlow.In(r, nil)
+	if slow == nil || slow.Value == 0 {
+		return nil, ""
+	}
+	var ev []result.Evidence
+	var parts []string
+	for _, m := range podsSlowEventShare.Samples(r) {
+		if m.Labels["own_limit"] == "true" || (phase != "" && m.Labels["phase"] != phase && m.Labels["phase"] != PhaseAny) {
+			continue
+		}
+		if len(ev) == maxEventEvidence {
+			break
+		}
+		ev = append(ev, podsSlowEventShare.Evidence(m))
+		parts = append(parts, fmt.Sprintf("%s %s (%s events, %s to %s)", rule.Percent(m.Value), classOf(m.Labels), m.Labels["events"],
+			timeOfDay(m.Labels["first"]), timeOfDay(m.Labels["last"])))
+	}
+	if len(parts) == 0 {
+		if phase != "" {
+			return nil, ""
+		}
+		return nil, fmt.Sprintf("; no Event on the %s slow pods names a cause", result.FormatValue(slow.Value))
+	}
+	return ev, fmt.Sprintf("; events on the %s slow pods: %s", result.FormatValue(slow.Value), strings.Join(parts, ", "))
+}
+
+func classOf(l map[string]string) string {
+	return EventClass{Class: l["class"], Detail: l["detail"]}.String()
+}
+
+// timeOfDay is an RFC 3339 label's time of day.
+func timeOfDay(s string) string {
+	t, err := time.Parse(time.RFC3339, s)
+	if err != nil {
+		return "?"
+	}
+	return t.UTC().Format("15:04:05")
+}
+
+// withEvents is a Match that is the rule's Crossing with the slow pods' events (of phase, or all) inside each
+// hit: its evidence and its summary's {{.events}}.
+func withEvents(phase string) func(*result.Report, rule.Rule) []rule.Hit {
+	return func(r *result.Report, rl rule.Rule) []rule.Hit {
+		hits := rl.Crossing(r)
+		ev, phrase := slowPodEvents(r, phase)
+		for i := range hits {
+			hits[i].Evidence = append(hits[i].Evidence, ev...)
+			hits[i].Vars["events"] = phrase
+		}
+		return hits
+	}
+}
+
+// EventsRule is KS-POD-EVENTS: an Event class on at least half of the slow pods is their cause; the slow-start
+// findings (KS-POD-SLO, KS-POD-STUCK, KS-POD-PHASE) are then its symptoms and sit under it.
+func EventsRule() rule.Rule {
+	return rule.Rule{
+		ID: EventsRuleID, Title: "One kind of Event stood in the way of most slow pods", Severity: result.SeverityError, Cases: []string{"E"},
+		When:  rule.Condition{Metric: podsSlowEventShare, Op: ">=", Value: 0.5, Unit: "ratio"},
+		Also:  []rule.Condition{{Metric: podsSlow, Op: ">=", Value: 1, Unit: "count"}},
+		Needs: []string{Name},
+		Source: "kubeslow: an Event class on at least half of the slow pods (start-up over the SLO, or never started) is what they " +
+			"waited on — the Event reasons k8sgpt and Robusta classify (FailedScheduling by its message, FailedCreatePodSandBox, " +
+			"FailedMount/FailedAttachVolume, image pulls, Unhealthy, Evicted, NodeNotReady)",
+		Summary: "{{.value}} of the {{.slow}} slow pods had {{.class}} ({{.events}} events, {{.first}} to {{.last}}; e.g. \"{{.example}}\"): {{.fix}}",
+		Remediation: "Per class — FailedScheduling: Insufficient cpu/memory: add nodes or lower requests; Too many pods: add nodes or raise maxPods; " +
+			"untolerated taint: tolerate or remove it; affinity/selector: relax it or label nodes; unbound PVC: StorageClass and provisioner. " +
+			"FailedCreatePodSandBox: the node's CNI conf and plugin, or the RuntimeClass handler. FailedMount/FailedAttachVolume: the CSI driver. " +
+			"Image pulls: image name, credentials, registry. Unhealthy: probe timeouts and the app's CPU limit. Evicted: node pressure. " +
+			"NodeNotReady: the node findings.",
+		Match: func(r *result.Report, rl rule.Rule) []rule.Hit {
+			slow := podsSlow.In(r, nil)
+			if slow == nil || !rl.AlsoOn(podsSlow).Holds(slow.Value) {
+				return nil
+			}
+			var hits []rule.Hit
+			for _, m := range podsSlowEventShare.Samples(r) {
+				if !rl.When.Holds(m.Value) || m.Labels["own_limit"] == "true" {
+					continue
+				}
+				c := EventClass{Class: m.Labels["class"], Detail: m.Labels["detail"]}
+				hits = append(hits, rule.Hit{Key: "class=" + c.String(), Value: m.Value,
+					Evidence: []result.Evidence{podsSlowEventShare.Evidence(m), podsSlow.Evidence(*slow)},
+					Vars: map[string]string{"value": rule.Percent(m.Value), "slow": result.FormatValue(slow.Value), "class": c.String(),
+						"events": m.Labels["events"], "first": timeOfDay(m.Labels["first"]), "last": timeOfDay(m.Labels["last"]),
+						"example": m.Labels["example"], "fix": FixOf(c)}})
+			}
+			return hits
+		},
+	}
+}

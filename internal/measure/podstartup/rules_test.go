@@ -1,6 +1,7 @@
 package podstartup_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/kubeslow/kubeslow/internal/measure/podstartup"
@@ -62,5 +63,48 @@ func TestPodNodeNamesNodeAndPhase(t *testing.T) {
 	}
 	if e := fs[0].Evidence[0]; e.Name != podstartup.MetricNodeSLIRatio || e.Labels["node"] != "n2" || e.Labels["phase"] != "sandbox" || e.Value < 5 {
 		t.Fatalf("first evidence %+v", e)
+	}
+}
+
+// TestEventsRuleMechanisms: KS-POD-EVENTS names the class on two mechanisms (an unschedulable pod, a sandbox
+// that fails on one node) and stays quiet on a healthy run and on kubeslow's own pods that found no pod slot;
+// the slow-start findings carry the events inside them.
+func TestEventsRuleMechanisms(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		run   podstartuptest.Run
+		class string
+	}{
+		{"unschedulable", podstartuptest.Unschedulable, "FailedScheduling: Insufficient cpu"},
+		{"sandbox fails", podstartuptest.SandboxFails, "FailedCreatePodSandBox: RuntimeClass handler"},
+		{"healthy", podstartuptest.Healthy, ""},
+		{"own limit", podstartuptest.OwnLimit, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			fs, _ := rule.Evaluate(ruletest.Report(nil, c.run.Result()), podstartup.Rules())
+			var ev, slow *result.Finding
+			for i := range fs {
+				switch fs[i].ID {
+				case podstartup.EventsRuleID:
+					ev = &fs[i]
+				case "KS-POD-SLO", "KS-POD-STUCK":
+					slow = &fs[i]
+				}
+			}
+			if c.class == "" {
+				if ev != nil || slow != nil {
+					t.Fatalf("fired: %+v", fs)
+				}
+				return
+			}
+			if ev == nil || ev.Items[0].Key != "class="+c.class || ev.Evidence[0].Value != 1 {
+				t.Fatalf("events finding %+v", ev)
+			}
+			if slow == nil || slow.ExplainedBy != podstartup.EventsRuleID || !strings.Contains(slow.Summary, "events on the") || !strings.Contains(slow.Summary, c.class) {
+				t.Fatalf("slow-start finding %+v", slow)
+			}
+			t.Log(ev.Summary)
+			t.Log(slow.Summary)
+		})
 	}
 }

@@ -20,6 +20,19 @@ type Run struct {
 	QPS     float64
 	Ph      func(i int) (node string, schedule, sandbox, start, observe float64)
 	Stuck   int
+	// StuckEvent is the Warning event (reason, message) on each stuck pod; the scheduler's "Insufficient cpu"
+	// by default.
+	StuckEvent [2]string
+	// Events are the Events (reason, message) on running pod i.
+	Events func(i int) [][2]string
+}
+
+// Event is a pod's Event as the collector records it, created at created+at seconds and recurring n times
+// a second apart.
+func Event(uid string, created time.Time, at float64, n int, reason, msg string) (podstartup.PodEvent, bool) {
+	c, ok := podstartup.ClassifyEvent(reason, msg)
+	first := created.Add(time.Duration(at * float64(time.Second)))
+	return podstartup.PodEvent{UID: uid, Class: c, Count: n, First: first, Last: first.Add(time.Duration(n-1) * time.Second), Message: msg}, ok
 }
 
 // Result is podstartup.Analyze over the run's timelines.
@@ -36,11 +49,26 @@ func (p Run) Result() result.Result {
 			SeenScheduled: at(c + s), Scheduled: at(c + s).Truncate(time.Second),
 			SandboxReady: at(c + s + sb).Truncate(time.Second), Started: at(c + s + sb + st).Truncate(time.Second),
 			SeenRunning: at(c + s + sb + st + obs)})
+		if p.Events != nil {
+			for j, e := range p.Events(i) {
+				if pe, ok := Event(fmt.Sprintf("p%d-%d", i, j), created, 0.5, 2, e[0], e[1]); ok {
+					ts[len(ts)-1].Events = append(ts[len(ts)-1].Events, pe)
+				}
+			}
+		}
 		lat = append(lat, 30*time.Millisecond)
 	}
+	stuck := p.StuckEvent
+	if stuck[0] == "" {
+		stuck = [2]string{"FailedScheduling", "0/4 nodes are available: 4 Insufficient cpu. preemption: 0/4 nodes are available: 4 No preemption victims found for incoming pod."}
+	}
 	for i := range p.Stuck {
-		ts = append(ts, podstartup.Timeline{Name: fmt.Sprintf("stuck%d", i), SeenCreated: at(float64(p.N) * p.Gap),
-			LastEvent: "FailedScheduling: 0/4 nodes are available: 4 Insufficient cpu"})
+		created := at(float64(p.N) * p.Gap)
+		t := podstartup.Timeline{Name: fmt.Sprintf("stuck%d", i), SeenCreated: created, LastEvent: stuck[0] + ": " + stuck[1]}
+		if pe, ok := Event(fmt.Sprintf("stuck%d", i), created, 0.1, 5, stuck[0], stuck[1]); ok {
+			t.Events = append(t.Events, pe)
+		}
+		ts = append(ts, t)
 	}
 	in := podstartup.Input{Timelines: ts, Creator: p.Creator, RequestedQPS: p.QPS, Expected: p.N + p.Stuck}
 	if p.Creator == "client" {
@@ -85,5 +113,30 @@ func RuleFixtures() map[string]ruletest.Fixture {
 		"KS-POD-RATE":   {Fire: pods(Run{N: 150, Gap: 0.05, Creator: "controller", Ph: Even}), Clear: pods(Run{N: 150, Gap: 0.01, Creator: "controller", Ph: Even})},
 		"KS-POD-CREATE": {Fire: pods(Run{N: 120, Gap: 0.1, Creator: "client", QPS: 20, Ph: Even}), Clear: pods(Healthy)},
 		"KS-POD-STUCK":  {Fire: pods(Run{N: 50, Gap: 0.05, Creator: "client", QPS: 20, Ph: Even, Stuck: 3}), Clear: pods(Healthy)},
+		// Fires on the two lab mechanisms (an unschedulable pod, a sandbox that fails); quiet on a healthy run and
+		// on kubeslow's own pods turned away for want of a pod slot.
+		"KS-POD-EVENTS": {Fire: pods(Unschedulable), Clear: pods(OwnLimit)},
 	}
 }
+
+// Unschedulable: 3 pods of 50 ask for more CPU than any node has.
+var Unschedulable = Run{N: 50, Gap: 0.05, Creator: "client", QPS: 20, Ph: Even, Stuck: 3}
+
+// OwnLimit: kubeslow's own pods, 3 of 50 turned away for the nodes' pod limit.
+var OwnLimit = Run{N: 50, Gap: 0.05, Creator: "client", QPS: 20, Ph: Even, Stuck: 3,
+	StuckEvent: [2]string{"FailedScheduling", "0/4 nodes are available: 4 Too many pods. preemption: 0/4 nodes are available: 4 No preemption victims found for incoming pod."}}
+
+// SandboxFails: a RuntimeClass names a handler one node's runtime lacks; its pods' sandboxes fail 8 times
+// before the pods go elsewhere (rescheduled) and start late.
+var SandboxFails = Run{N: 40, Gap: 0.05, Creator: "client", QPS: 20, Ph: func(i int) (string, float64, float64, float64, float64) {
+	node, s, sb, st, obs := Even(i)
+	if node == "n1" {
+		sb = 9
+	}
+	return node, s, sb, st, obs
+}, Events: func(i int) [][2]string {
+	if i%4 != 1 {
+		return nil
+	}
+	return [][2]string{{"FailedCreatePodSandBox", `Failed to create pod sandbox: rpc error: code = Unknown desc = failed to get sandbox runtime: no runtime for "missing" is configured`}}
+}}

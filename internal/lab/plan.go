@@ -72,8 +72,8 @@ type upRun struct {
 	st     *State
 	client kubernetes.Interface
 	step   func(string, ...any)
-	// images is the lab images' archive, once built.
-	images string
+	// images is the lab images' archive, once built; cpImages the kubeadm layout's control-plane images.
+	images, cpImages string
 }
 
 // NewPlan builds the plan of the lab c from the component binaries bins (component name to path). It only
@@ -90,6 +90,14 @@ func NewPlan(d Dirs, c Config, bins map[string]string) (*Plan, error) {
 	cp, err := controlPlaneSteps(d, &c, bin)
 	if err != nil {
 		return nil, err
+	}
+	if c.Kubeadm() {
+		// The control plane's four processes are static pods of the control-plane node; kwok follows as before.
+		kcp, err := kubeadmSteps(d, &c, bin)
+		if err != nil {
+			return nil, err
+		}
+		cp = append(kcp, cp[len(cp)-1])
 	}
 	p.Steps = append(p.Steps, cp...)
 	if c.RealNodes > 0 {
@@ -110,6 +118,8 @@ func plannedBinaries(c *Config) []string {
 	out := []string{Etcd, KubeAPIServer, KubeControllerMgr, KubeScheduler, Kwok}
 	if c.RealNodes > 0 {
 		out = append(out, CoreDNS, Kubelet, KubeProxy)
+	} else if c.Kubeadm() {
+		out = append(out, Kubelet)
 	}
 	if c.Prometheus {
 		out = append(out, NodeExporterComponent, PrometheusComponent)
@@ -132,7 +142,7 @@ func (p *Plan) Components() []*Component {
 // argv, environment, files, health check and what follows it.
 func (p *Plan) Render() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "lab plan: %d kwok nodes, %d real nodes, etcd on %s", p.Config.Nodes, p.Config.RealNodes, p.Config.Etcd)
+	fmt.Fprintf(&b, "lab plan: layout %s, %d kwok nodes, %d real nodes, etcd on %s", p.Config.LayoutName(), p.Config.Nodes, p.Config.RealNodes, p.Config.Etcd)
 	if p.Config.Scenario != "" {
 		fmt.Fprintf(&b, ", scenario %s", p.Config.Scenario)
 	}

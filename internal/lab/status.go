@@ -15,15 +15,19 @@ import (
 
 // Status describes a lab for `lab status`.
 type Status struct {
-	Up         bool              `json:"up"`
-	StateDir   string            `json:"stateDir"`
-	Kubeconfig string            `json:"kubeconfig,omitempty"`
-	APIServer  string            `json:"apiServer,omitempty"`
-	AuditLog   string            `json:"auditLog,omitempty"`
-	Etcd       string            `json:"etcdEndpoint,omitempty"`
-	EtcdData   string            `json:"etcdStorage,omitempty"`
-	Started    time.Time         `json:"started,omitzero"`
-	Scenario   string            `json:"scenario,omitempty"`
+	Up         bool      `json:"up"`
+	StateDir   string    `json:"stateDir"`
+	Kubeconfig string    `json:"kubeconfig,omitempty"`
+	APIServer  string    `json:"apiServer,omitempty"`
+	AuditLog   string    `json:"auditLog,omitempty"`
+	Etcd       string    `json:"etcdEndpoint,omitempty"`
+	EtcdData   string    `json:"etcdStorage,omitempty"`
+	Started    time.Time `json:"started,omitzero"`
+	Scenario   string    `json:"scenario,omitempty"`
+	// Layout is where the control plane runs (LayoutManaged or LayoutKubeadm); Manifests is the kubeadm
+	// layout's static-pod manifests directory.
+	Layout     string            `json:"layout,omitempty"`
+	Manifests  string            `json:"manifests,omitempty"`
 	Components []ComponentStatus `json:"components"`
 	Nodes      []NodeStatus      `json:"nodes,omitempty"`
 	// NodesError says why nodes could not be listed; LeasesError why their leases could not.
@@ -46,7 +50,7 @@ type ComponentStatus struct {
 // NodeStatus is one node as the apiserver sees it.
 type NodeStatus struct {
 	Name    string `json:"name"`
-	Kind    string `json:"kind"` // "kwok" or "real"
+	Kind    string `json:"kind"` // "kwok", "real" or "control-plane"
 	Ready   bool   `json:"ready"`
 	Kubelet string `json:"kubeletVersion"`
 	Runtime string `json:"containerRuntime"`
@@ -79,6 +83,10 @@ func GetStatus(ctx context.Context, d Dirs) (*Status, error) {
 	}
 	s.Kubeconfig, s.APIServer, s.AuditLog, s.Etcd = d.AdminKubeconfig(), APIServerURL(), d.AuditLog(), EtcdEndpoint()
 	s.EtcdData, s.Started, s.Scenario = st.Config.Etcd.String(), st.Started, st.Config.Scenario
+	s.Layout = st.Config.LayoutName()
+	if st.Config.Kubeadm() {
+		s.Manifests = ManifestsDir(d)
+	}
 	if st.Config.RealNodes > 0 {
 		s.Registry = RegistryHost()
 	}
@@ -123,6 +131,8 @@ func GetStatus(ctx context.Context, d Dirs) (*Status, error) {
 		kind := "real"
 		if kube.IsSimulated(n) {
 			kind = "kwok"
+		} else if n.Name == ControlPlaneNodeName {
+			kind = "control-plane"
 		}
 		s.Nodes = append(s.Nodes, NodeStatus{Name: n.Name, Kind: kind, Ready: kube.NodeReady(n),
 			Kubelet: n.Status.NodeInfo.KubeletVersion, Runtime: n.Status.NodeInfo.ContainerRuntimeVersion, Lease: leases[n.Name]})

@@ -20,7 +20,6 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
-	"github.com/kubeslow/kubeslow/internal/agentproto"
 	"github.com/kubeslow/kubeslow/internal/lab/host"
 	"github.com/kubeslow/kubeslow/internal/lab/images"
 )
@@ -277,12 +276,18 @@ func kubeadmSteps(d Dirs, c *Config, bin func(string) string) ([]Step, error) {
 					}
 				}
 				t := time.Now()
-				cached, err := controlPlaneImages(u.d, u.c.AgentBinary, bin)
+				cached, err := controlPlaneImages(u.d, bin)
 				if err != nil {
 					return fmt.Errorf("control-plane images: %w", err)
 				}
-				u.cpImages = cached
-				u.step("control-plane images %s ready in %.1fs", cached, time.Since(t).Seconds())
+				// The agent and pause images change with the kubeslow binary: written for each lab (the real
+				// nodes' images step rewrites the same archive).
+				lab, err := buildLabImages(u.d, u.c.AgentBinary, "")
+				if err != nil {
+					return err
+				}
+				u.cpImages = []string{cached, lab}
+				u.step("control-plane images %s and %s ready in %.1fs", cached, lab, time.Since(t).Seconds())
 				return nil
 			}},
 		{Name: n.proc("containerd"), Component: in("containerd", []string{"/usr/bin/containerd", "--config", filepath.Join(n.dir(d), "containerd", "config.toml")},
@@ -295,8 +300,10 @@ func kubeadmSteps(d Dirs, c *Config, bin func(string) string) ([]Step, error) {
 			What: "the control-plane images imported into its k8s.io namespace",
 			Do: func(ctx context.Context, u *upRun) error {
 				t := time.Now()
-				if err := importImages(ctx, n.sock(u.d), u.cpImages); err != nil {
-					return fmt.Errorf("images: %w", err)
+				for _, archive := range u.cpImages {
+					if err := importImages(ctx, n.sock(u.d), archive); err != nil {
+						return fmt.Errorf("images: %w", err)
+					}
 				}
 				u.step("control-plane images imported in %.1fs", time.Since(t).Seconds())
 				return nil
@@ -507,12 +514,11 @@ func joinCgroup(dir string, pid int) error {
 // controlPlaneImagesDir holds the kubeadm layout's image archives, in the build cache (they survive `lab down`).
 func controlPlaneImagesDir(d Dirs) string { return filepath.Join(d.Cache, "images") }
 
-// controlPlaneImages returns the archive of the kubeadm layout's images (the four components, the pause image
-// and the agent image), written once for a given set of binaries: its name is a digest of their paths, sizes
-// and modification times.
-func controlPlaneImages(d Dirs, agent string, bin func(string) string) (string, error) {
+// controlPlaneImages returns the archive of the kubeadm layout's four component images, written once for a
+// given set of binaries (the build cache's): its name is a digest of their paths, sizes and modification times.
+func controlPlaneImages(d Dirs, bin func(string) string) (string, error) {
 	h := sha256.New()
-	binaries := []string{agent}
+	var binaries []string
 	for _, comp := range staticPodComponents {
 		binaries = append(binaries, bin(comp))
 	}
@@ -537,7 +543,8 @@ func controlPlaneImages(d Dirs, agent string, bin func(string) string) (string, 
 	// Older archives (other binaries) are replaced.
 	old, _ := filepath.Glob(filepath.Join(controlPlaneImagesDir(d), "control-plane-*.tar"))
 	tmp := path + ".tmp"
-	if err := images.WriteArchive(tmp, agent, map[string][]string{AgentImage: {agentproto.Binary}, PauseImage: agentproto.Argv(agentproto.Pause{})}, extra...); err != nil {
+	// No image of WriteArchive's own binary (refs nil): the four are extras, each with its binary's path.
+	if err := images.WriteArchive(tmp, bin(Etcd), nil, extra...); err != nil {
 		os.Remove(tmp)
 		return "", err
 	}

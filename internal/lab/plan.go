@@ -73,7 +73,8 @@ type upRun struct {
 	client kubernetes.Interface
 	step   func(string, ...any)
 	// images is the lab images' archive, once built; cpImages the kubeadm layout's control-plane images.
-	images, cpImages string
+	images   string
+	cpImages []string
 }
 
 // NewPlan builds the plan of the lab c from the component binaries bins (component name to path). It only

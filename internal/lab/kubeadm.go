@@ -245,7 +245,7 @@ func kubeadmSteps(d Dirs, c *Config, bin func(string) string) ([]Step, error) {
 		{Path: filepath.Join(n.dir(d), "resolv.conf"), Data: "nameserver " + ClusterDNSIP + "\n", Mode: 0o644},
 		{Path: auditPolicyPath(d), Data: auditPolicy, Mode: 0o644},
 		schedulerConfig(d, c),
-	}, manifests...)
+	}, manifests[:2]...)
 	steps := []Step{
 		{Name: n.name(), What: fmt.Sprintf("the control-plane node %s in the lab's namespace %s at %s: its certificates, kubeconfig and directories under %s; "+
 			"cgroup %s in every hierarchy; its containerd's root on a tmpfs; images %s, %s and %s (each its binary alone) in an archive under %s (kept there for the next lab)",
@@ -336,6 +336,11 @@ func kubeadmSteps(d Dirs, c *Config, bin func(string) string) ([]Step, error) {
 			Do: func(ctx context.Context, u *upRun) error {
 				return waitHealthy(ctx, u, KubeAPIServer, Check{What: "/readyz", OK: func(ctx context.Context, u *upRun) bool { return readyz(u.client)(ctx) }})
 			}},
+		// kubeadm writes all four manifests at once; kube-controller-manager then exits until the apiserver
+		// answers and the kubelet restarts it with a growing back-off (10 s, 20 s, ...: 10 s of `lab up` on a
+		// loaded machine). Its manifest and the scheduler's follow the apiserver's readiness instead.
+		{Name: "control-plane-manifests", What: "the kube-controller-manager and kube-scheduler manifests written to " + ManifestsDir(d) + " (the kubelet watches it)",
+			Files: manifests[2:]},
 		{Name: KubeControllerMgr, What: fmt.Sprintf("static pod kube-controller-manager: GET https://%s/healthz inside %s answers 200", componentHealthAddr(c, KubeControllerManagerPort), NetNS),
 			Do: func(ctx context.Context, u *upRun) error {
 				return waitHealthy(ctx, u, KubeControllerMgr, nsGetOK(NetNS, "https://"+componentHealthAddr(u.c, KubeControllerManagerPort)+"/healthz"))

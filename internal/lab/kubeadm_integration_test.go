@@ -136,8 +136,17 @@ func TestIntegrationKubeadmLayout(t *testing.T) {
 	})
 
 	st, err := lab.GetStatus(ctx, d)
-	if err != nil || st.Layout != lab.LayoutKubeadm || st.Manifests != lab.ManifestsDir(d) {
-		t.Errorf("lab status: layout %q manifests %q (%v)", st.Layout, st.Manifests, err)
+	if err != nil || st.Layout != lab.LayoutKubeadm || st.Manifests != lab.ManifestsDir(d) || !st.Up {
+		t.Errorf("lab status: layout %q manifests %q up %v (%v)", st.Layout, st.Manifests, st.Up, err)
+	}
+	staticShown := 0
+	for _, cs := range st.Components {
+		if strings.HasSuffix(cs.Name, " (static pod)") && cs.Running && cs.PID > 0 && cs.Log != "" {
+			staticShown++
+		}
+	}
+	if staticShown != 4 {
+		t.Errorf("lab status shows %d running static pods with a PID and a log, want 4: %+v", staticShown, st.Components)
 	}
 
 	// The static pods' processes are not lab records: check them gone too.

@@ -29,6 +29,8 @@ type Step struct {
 	Component *Component
 	// Do is the work: the whole step without a component, the wait after it with one (nil: none).
 	Do func(ctx context.Context, u *upRun) error
+	// Files are written before Do runs (after the component, if any, is healthy).
+	Files []File
 }
 
 // Component is one lab process.
@@ -151,6 +153,9 @@ func (p *Plan) Render() string {
 	for i, s := range p.Steps {
 		if s.Component == nil {
 			fmt.Fprintf(&b, "\n%2d. %s: %s\n", i+1, s.Name, s.What)
+			for _, f := range s.Files {
+				fmt.Fprintf(&b, "    file:   %s (%d bytes)\n", f.Path, len(f.Data))
+			}
 			continue
 		}
 		c := s.Component
@@ -175,13 +180,8 @@ func (p *Plan) Render() string {
 func (p *Plan) run(ctx context.Context, u *upRun) error {
 	for _, s := range p.Steps {
 		if c := s.Component; c != nil {
-			for _, f := range c.Files {
-				if err := os.MkdirAll(filepath.Dir(f.Path), 0o700); err != nil {
-					return err
-				}
-				if err := os.WriteFile(f.Path, []byte(f.Data), f.Mode); err != nil {
-					return err
-				}
+			if err := writeFiles(c.Files); err != nil {
+				return err
 			}
 			if c.Before != nil {
 				if err := c.Before(ctx); err != nil {
@@ -193,10 +193,26 @@ func (p *Plan) run(ctx context.Context, u *upRun) error {
 				return err
 			}
 		}
+		if err := writeFiles(s.Files); err != nil {
+			return fmt.Errorf("%s: %w", s.Name, err)
+		}
 		if s.Do != nil {
 			if err := s.Do(ctx, u); err != nil {
 				return fmt.Errorf("%s: %w", s.Name, err)
 			}
+		}
+	}
+	return nil
+}
+
+// writeFiles writes files (and their directories).
+func writeFiles(files []File) error {
+	for _, f := range files {
+		if err := os.MkdirAll(filepath.Dir(f.Path), 0o700); err != nil {
+			return err
+		}
+		if err := os.WriteFile(f.Path, []byte(f.Data), f.Mode); err != nil {
+			return err
 		}
 	}
 	return nil

@@ -52,9 +52,13 @@ func TestPlanGolden(t *testing.T) {
 			}
 			var b strings.Builder
 			b.WriteString(p.Render())
-			for _, comp := range p.Components() {
-				for _, f := range comp.Files {
-					b.WriteString("\n--- " + f.Path + " (" + comp.Name + ", mode " + f.Mode.String() + ")\n" + f.Data)
+			for _, s := range p.Steps {
+				files, owner := s.Files, s.Name
+				if comp := s.Component; comp != nil {
+					files, owner = append(slices.Clone(comp.Files), s.Files...), comp.Name
+				}
+				for _, f := range files {
+					b.WriteString("\n--- " + f.Path + " (" + owner + ", mode " + f.Mode.String() + ")\n" + f.Data)
 				}
 			}
 			path := filepath.Join("testdata", "plan-"+name+".golden")

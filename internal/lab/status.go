@@ -3,6 +3,7 @@ package lab
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"sort"
 	"time"
 
@@ -100,6 +101,20 @@ func GetStatus(ctx context.Context, d Dirs) (*Status, error) {
 		alive := r.Alive()
 		up = up && alive
 		s.Components = append(s.Components, ComponentStatus{Name: r.Name, PID: r.PID, Running: alive, Version: st.Versions[r.Name], Log: r.Log})
+	}
+	if st.Config.Kubeadm() && up {
+		// The static pods: not lab records, found by PID through the control-plane node's pod cgroups.
+		for _, name := range staticPodComponents {
+			pid, err := ControlPlanePID(d, name)
+			logs, _ := filepath.Glob(filepath.Join(controlPlaneNode.dir(d), "pod-logs", "kube-system_"+name+"-"+ControlPlaneNodeName+"_*", name, "*.log"))
+			sort.Strings(logs)
+			cs := ComponentStatus{Name: name + " (static pod)", PID: pid, Running: err == nil, Version: st.Versions[name]}
+			if len(logs) > 0 {
+				cs.Log = logs[len(logs)-1]
+			}
+			up = up && cs.Running
+			s.Components = append(s.Components, cs)
+		}
 	}
 	s.Up = up
 	if !up {

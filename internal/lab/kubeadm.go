@@ -365,10 +365,11 @@ func kubeadmSteps(d Dirs, c *Config, bin func(string) string) ([]Step, error) {
 				if err := waitNodesReady(ctx, u.client, RealNodeLabel+"="+ControlPlaneNodeLabelValue, 1); err != nil {
 					return err
 				}
+				u.step("control-plane node %s Ready", n.name())
 				if err := waitMirrorPods(ctx, u); err != nil {
 					return err
 				}
-				u.step("control-plane node %s Ready, labelled and tainted; mirror pods Running", n.name())
+				u.step("control-plane node %s labelled and tainted; its four mirror pods Running", n.name())
 				return nil
 			}},
 	}

@@ -290,3 +290,30 @@ func SetTransitMTU(ctx context.Context, i, mtu int) error {
 	}
 	return host.IPIn(ctx, NetNS, "link", "set", realNode{i}.bridgePort(), "mtu", strconv.Itoa(mtu))
 }
+
+// SetPodMTU rewrites the CNI configuration of every real node of a running flannel lab with the pods' MTU set to
+// mtu instead of flannel's (0: back to flannel's): pods created afterwards get it (mtu-pod).
+func SetPodMTU(d Dirs, c *Config, mtu int) error {
+	if cniOf(c) != CNIFlannel {
+		return errors.New("the pods' MTU override needs a flannel lab (--cni flannel)")
+	}
+	for i := 1; i <= c.RealNodes; i++ {
+		n := realNode{i}
+		b, err := os.ReadFile(n.subnetEnv(d))
+		if err != nil {
+			return err
+		}
+		env, err := ParseSubnetEnv(b)
+		if err != nil {
+			return err
+		}
+		conf, err := flannelConflist(d, n, env, mtu)
+		if err != nil {
+			return err
+		}
+		if err := host.WriteFileAtomic(n.cniConflist(d), []byte(conf), 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}

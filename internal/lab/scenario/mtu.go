@@ -18,14 +18,22 @@ const (
 	MTUTransitNode = 2
 )
 
-// mtuPodScenario: flannel's VXLAN overlay with the pods' MTU set to the uplink's instead of flannel's.
+// mtuPodScenario: flannel's VXLAN overlay with the pods' MTU set to the uplink's instead of flannel's, once the
+// lab is up (the lab's own pods keep flannel's; `lab up --pod-mtu` sets it from the start).
 func mtuPodScenario() Scenario {
-	return Scenario{Name: "mtu-pod", Case: "D", Description: fmt.Sprintf("flannel (VXLAN) on 2 real nodes with the pods' eth0 (and cni0) at MTU %d, "+
-		"the uplink's, while flannel.1 is at %d: full-size packets from a pod to another node are refused at flannel.1 "+
-		"(ICMP fragmentation needed to the pod)", MTUPodWrong, MTUPodWrong-lab.VXLANOverhead),
+	return Scenario{Name: "mtu-pod", Case: "D", Description: fmt.Sprintf("flannel (VXLAN) on 2 real nodes; once up, the nodes' CNI configuration "+
+		"gives new pods eth0 (and cni0) at MTU %d, the uplink's, while flannel.1 is at %d: full-size packets from a pod to another node are "+
+		"refused at flannel.1 (ICMP fragmentation needed to the pod)", MTUPodWrong, MTUPodWrong-lab.VXLANOverhead),
 		Configure: func(c *lab.Config) {
 			c.RealNodes = max(c.RealNodes, 2)
-			c.CNI, c.PodMTU = lab.CNIFlannel, MTUPodWrong
+			c.CNI = lab.CNIFlannel
+		},
+		Start: func(ctx context.Context, d lab.Dirs, c *lab.Config, progress lab.Progress) error {
+			if err := lab.SetPodMTU(d, c, MTUPodWrong); err != nil {
+				return err
+			}
+			progress("new pods get MTU %d (flannel.1 at %d)", MTUPodWrong, MTUPodWrong-lab.VXLANOverhead)
+			return nil
 		}, Expect: []string{"KS-NET-MTU"}}
 }
 

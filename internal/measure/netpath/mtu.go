@@ -264,8 +264,16 @@ func MTUResult(res *result.Result, in MTUInput) {
 		l := map[string]string{"from": "pod on " + in.NodeA, "to": "pod on " + in.NodeB + " (" + df.Target + ")", "iface": df.Iface,
 			"pod_mtu": strconv.Itoa(df.LocalMTU), "path_mtu": strconv.Itoa(df.PathMTU), "probes": strings.Join(probes, ", ")}
 		var fn []string
+		count := map[string]int{}
 		for _, f := range df.FragNeeded {
-			fn = append(fn, fmt.Sprintf("MTU %d from %s", f.MTU, f.From))
+			k := fmt.Sprintf("MTU %d from %s", f.MTU, f.From)
+			if count[k] == 0 {
+				fn = append(fn, k)
+			}
+			count[k]++
+		}
+		for i, k := range fn {
+			fn[i] = fmt.Sprintf("%s (%dx)", k, count[k])
 		}
 		if len(fn) > 0 {
 			l["frag_needed"] = strings.Join(fn, ", ")

@@ -48,7 +48,7 @@ func TestMTUPodWrong(t *testing.T) {
 		all += "\n" + it.Summary
 	}
 	for _, want := range []string{"MTU 1500, 50 bytes above the 1450 it should have (uplink eth0 1500 minus the overlay's overhead: vxlan flannel.1 (+50))",
-		"fragmentation needed: MTU 1450 from 198.18.1.1", "node n1 icmp_dest_unreach_sent +2"} {
+		"fragmentation needed: MTU 1450 from 198.18.1.1 (1x)", "node n1 icmp_dest_unreach_sent +2"} {
 		if !strings.Contains(all, want) {
 			t.Errorf("finding text lacks %q:\n%s", want, all)
 		}

@@ -101,7 +101,9 @@ func TestWidestPath(t *testing.T) {
 // TestHopCosts: each hop is costed between the two paths that differ by it alone, in throughput and latency.
 func TestHopCosts(t *testing.T) {
 	s := map[string][]float64{}
-	put := func(path, metric, conn string, v float64) { s[SampleKey(path, metric, conn)] = []float64{v * 0.98, v, v * 1.03} }
+	put := func(path, metric, conn string, v float64) {
+		s[SampleKey(path, metric, conn)] = []float64{v * 0.98, v, v * 1.03}
+	}
 	for path, f := range map[string]float64{"host->host": 1, "host->pod": 1.1, "pod->pod other node": 1.25, "pod->Service": 2.5, "host->NodePort": 3.3} {
 		put(path, "rps", "new", 10000/f)
 		put(path, "latency_p50", "new", 0.001*f)

@@ -123,7 +123,7 @@ func TestHopCosts(t *testing.T) {
 	near("hop_throughput_cost/pod->pod other node/new", 1.25)
 	near("hop_throughput_cost/pod->Service/new", 2)
 	near("hop_p99_cost/pod->Service/new", 2)
-	near("hop_p50_cost/host->NodePort/new", 3)
+	near("hop_p50_cost/host->NodePort/new", 3.3)
 	if _, ok := got["hop_throughput_cost/pod->pod other node/keepalive"]; ok {
 		t.Error("a hop costed without samples")
 	}

@@ -14,6 +14,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/prometheus/procfs"
+
 	"github.com/kubeslow/kubeslow/internal/prom"
 )
 
@@ -45,8 +47,23 @@ type NodeNet struct {
 	KubeProxyRules map[string]int64 `json:"kube_proxy_rules,omitempty"`
 	// KubeProxySyncP99 is the p99 of its rule sync duration in seconds (0: not known).
 	KubeProxySyncP99 float64 `json:"kube_proxy_sync_p99_seconds,omitempty"`
+	// Uplink is the interface of the namespace's default route (/proc/net/route): a node's NIC, a pod's eth0.
+	Uplink string `json:"uplink,omitempty"`
+	// Snmp are the namespace's IP and ICMP counters of fragmentation and MTU trouble (nil: not readable).
+	Snmp *SnmpCounters `json:"snmp,omitempty"`
 	// Unread says what could not be read and why (a missing file is not an error: it is reported).
 	Unread []string `json:"unread,omitempty"`
+}
+
+// SnmpCounters are /proc/net/snmp's counters that show MTU trouble: IP packets this namespace had to fragment
+// and could not (DF set: FragFails), and ICMP destination-unreachable messages it sent (OutDestUnreachs,
+// IcmpMsg OutType3), "fragmentation needed" among them.
+type SnmpCounters struct {
+	IPFragFails         float64 `json:"ip_frag_fails"`
+	IPFragCreates       float64 `json:"ip_frag_creates"`
+	ICMPOutDestUnreachs float64 `json:"icmp_out_dest_unreachs"`
+	ICMPOutType3        float64 `json:"icmp_out_type3"`
+	ICMPInDestUnreachs  float64 `json:"icmp_in_dest_unreachs"`
 }
 
 // Iface is one network interface.
@@ -136,6 +153,17 @@ func ReadNodeNet(ctx context.Context, r NodeNetRoots) *NodeNet {
 	} else {
 		n.Neighbours = countARP(f)
 		f.Close()
+	}
+	if f, err := os.Open(filepath.Join(r.Proc, "net/route")); err != nil {
+		unread("routes", err)
+	} else {
+		n.Uplink = DefaultRouteIface(f)
+		f.Close()
+	}
+	if s, err := readSnmp(r.Proc); err != nil {
+		unread("snmp", err)
+	} else {
+		n.Snmp = s
 	}
 	if r.KubeProxy != "" {
 		if err := n.readKubeProxy(ctx, r.KubeProxy); err != nil {
@@ -250,4 +278,42 @@ func growth(a, b map[string]uint64) map[string]uint64 {
 		}
 	}
 	return out
+}
+
+// DefaultRouteIface returns the interface of the first IPv4 default route in /proc/net/route's format ("" when
+// there is none).
+func DefaultRouteIface(r io.Reader) string {
+	sc := bufio.NewScanner(r)
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		// Iface Destination Gateway Flags RefCnt Use Metric Mask ...
+		if len(f) >= 8 && f[1] == "00000000" && f[7] == "00000000" {
+			return f[0]
+		}
+	}
+	return ""
+}
+
+// readSnmp reads the namespace's /proc/<self>/net/snmp with prometheus/procfs.
+func readSnmp(proc string) (*SnmpCounters, error) {
+	fs, err := procfs.NewFS(proc)
+	if err != nil {
+		return nil, err
+	}
+	self, err := fs.Self()
+	if err != nil {
+		return nil, err
+	}
+	s, err := self.Snmp()
+	if err != nil {
+		return nil, err
+	}
+	v := func(p *float64) float64 {
+		if p == nil {
+			return 0
+		}
+		return *p
+	}
+	return &SnmpCounters{IPFragFails: v(s.FragFails), IPFragCreates: v(s.FragCreates), ICMPOutDestUnreachs: v(s.OutDestUnreachs),
+		ICMPOutType3: v(s.OutType3), ICMPInDestUnreachs: v(s.InDestUnreachs)}, nil
 }

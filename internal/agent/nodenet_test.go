@@ -50,6 +50,9 @@ func TestReadNodeNet(t *testing.T) {
 	if strings.Join(names, ",") != "cni0,eth0,flannel.1,veth1a2b" {
 		t.Errorf("interfaces %v (lo is left out, sorted)", names)
 	}
+	if n.Uplink != "eth0" || n.Snmp == nil || n.Snmp.IPFragFails != 7 || n.Snmp.ICMPOutDestUnreachs != 5 || n.Snmp.ICMPOutType3 != 5 {
+		t.Errorf("uplink %q snmp %+v", n.Uplink, n.Snmp)
+	}
 	ov := n.Overlay()
 	if len(ov) != 1 || ov[0].Name != "flannel.1" || ov[0].MTU != 1450 || ov[0].Kind != "vxlan" || !ov[0].Up {
 		t.Errorf("overlay %+v", ov)

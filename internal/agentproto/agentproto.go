@@ -139,6 +139,30 @@ func (ProbeNode) Decode(out []byte) (*agent.NodeNet, error) {
 	return &nn, nil
 }
 
+// DFPing is `probe df-ping`: DF-set ICMP echoes to Target (agent.DFPing).
+type DFPing struct {
+	Target  string
+	Timeout time.Duration
+}
+
+// Args implements Request.
+func (d DFPing) Args() []string {
+	a := []string{"probe", "df-ping"}
+	if d.Timeout > 0 {
+		a = append(a, "--"+FlagTimeout, d.Timeout.String())
+	}
+	return append(a, d.Target)
+}
+
+// Decode reads the probe's output.
+func (DFPing) Decode(out []byte) (*agent.DFPing, error) {
+	var p agent.DFPing
+	if err := json.Unmarshal(out, &p); err != nil {
+		return nil, fmt.Errorf("probe df-ping output: %w", err)
+	}
+	return &p, nil
+}
+
 // DNSWait is `probe dns-wait`: resolve every name until it resolves or Wait ends. The command writes one
 // line to stderr once it has asked for every name (AskedLine).
 type DNSWait struct {

@@ -54,6 +54,10 @@ type Config struct {
 	Prometheus bool `json:"prometheus,omitempty"`
 	// NodeDisk puts real node 1's directory on a loop device (disk scenarios).
 	NodeDisk NodeDiskSettings `json:"nodeDisk,omitzero"`
+	// CNI is the real nodes' pod network: CNIBridge ("" too) or CNIFlannel (flannel.go).
+	CNI string `json:"cni,omitempty"`
+	// PodMTU, with flannel, overrides the pods' MTU that flannel's subnet.env gives (0: flannel's; MTU scenarios).
+	PodMTU int `json:"podMTU,omitempty"`
 }
 
 // ImagePullSettings are kubelet's serializeImagePulls and maxParallelImagePulls.
@@ -174,6 +178,9 @@ func (c *Config) Validate() error {
 	}
 	if c.RealNodes < 0 || c.RealNodes > MaxRealNodes {
 		return fmt.Errorf("--real-nodes %d: want 0..%d", c.RealNodes, MaxRealNodes)
+	}
+	if err := validateCNI(c); err != nil {
+		return err
 	}
 	if c.DNS.Replicas < 0 || c.DNS.Replicas > MaxDNSReplicas {
 		return fmt.Errorf("--dns-replicas %d: want 0..%d", c.DNS.Replicas, MaxDNSReplicas)

@@ -295,7 +295,7 @@ func kubeadmSteps(d Dirs, c *Config, bin func(string) string) ([]Step, error) {
 				_, err := host.Run(ctx, 5*time.Second, "ctr", "--address", n.sock(u.d), "version")
 				return err == nil
 			}},
-			File{Path: filepath.Join(n.dir(d), "containerd", "config.toml"), Data: containerdConfig(d, n), Mode: 0o644},
+			File{Path: filepath.Join(n.dir(d), "containerd", "config.toml"), Data: containerdConfig(d, &Config{}, n), Mode: 0o644}, // its pods use the host network: the bridge template whatever the lab's CNI
 			File{Path: filepath.Join(n.dir(d), "cni", "template.conflist"), Data: cniTemplate(d, n), Mode: 0o644}),
 			What: "the control-plane images imported into its k8s.io namespace",
 			Do: func(ctx context.Context, u *upRun) error {

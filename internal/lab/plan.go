@@ -124,6 +124,9 @@ func plannedBinaries(c *Config) []string {
 	} else if c.Kubeadm() {
 		out = append(out, Kubelet)
 	}
+	if c.RealNodes > 0 && cniOf(c) == CNIFlannel {
+		out = append(out, Flannel)
+	}
 	if c.Prometheus {
 		out = append(out, NodeExporterComponent, PrometheusComponent)
 	}
@@ -244,13 +247,13 @@ func componentEnv(extra []string) []string {
 // any recorded process the plan does not know (a scenario's load, a helper started later). The plan is the
 // recorded lab's, or — when its record is lost — the largest lab, so that every component is placed.
 func stopOrder(st *State, recorded []string) []string {
-	c := Config{Nodes: 1, RealNodes: MaxRealNodes, Prometheus: true}
+	c := Config{Nodes: 1, RealNodes: MaxRealNodes, Prometheus: true, CNI: CNIFlannel}
 	if st != nil {
 		c = st.Config
 	}
 	c.AgentBinary = "kubeslow" // only the order matters here
 	bins := map[string]string{}
-	for _, n := range plannedBinaries(&Config{RealNodes: 1, Prometheus: true}) {
+	for _, n := range plannedBinaries(&Config{RealNodes: 1, Prometheus: true, CNI: CNIFlannel}) {
 		bins[n] = n
 	}
 	var planned []string

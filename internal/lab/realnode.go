@@ -95,7 +95,10 @@ func setupNodeNetwork(ctx context.Context, n realNode) error {
 
 // addPodRoutes routes every real node's pod CIDR to that node, in the control-plane namespace and in the
 // other nodes' namespaces (a routed pod network, like flannel's host-gw or Calico without encapsulation).
-func addPodRoutes(ctx context.Context, podCIDRs map[int]string, nodes []realNode) error {
+// With flannel (betweenNodes false) only the control plane's routes are added: the nodes reach each other's
+// pods through flannel.1, and the control-plane namespace (outside the overlay, like a router in front of the
+// nodes) still reaches the pods (the registry, kubectl port-forward, the host's routes).
+func addPodRoutes(ctx context.Context, podCIDRs map[int]string, nodes []realNode, betweenNodes bool) error {
 	for _, owner := range nodes {
 		cidr := podCIDRs[owner.index]
 		if cidr == "" {
@@ -105,7 +108,7 @@ func addPodRoutes(ctx context.Context, podCIDRs map[int]string, nodes []realNode
 			return err
 		}
 		for _, other := range nodes {
-			if other.index == owner.index {
+			if other.index == owner.index || !betweenNodes {
 				continue
 			}
 			if err := host.IPIn(ctx, other.netns(), "route", "replace", cidr, "via", owner.ip()); err != nil {
@@ -118,9 +121,9 @@ func addPodRoutes(ctx context.Context, podCIDRs map[int]string, nodes []realNode
 
 // containerdConfig is containerd 1.6's CRI configuration for a lab node. The sandbox image is the lab's own
 // pause image (nothing is ever pulled from outside); the lab registry is reachable over plain HTTP.
-func containerdConfig(d Dirs, n realNode) string {
+func containerdConfig(d Dirs, c *Config, n realNode) string {
 	dir := filepath.Join(n.dir(d), "containerd")
-	return fmt.Sprintf(`version = 2
+	conf := fmt.Sprintf(`version = 2
 root = %[1]q
 state = %[2]q
 disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.zfs", "io.containerd.snapshotter.v1.aufs", "io.containerd.snapshotter.v1.devmapper"]
@@ -152,6 +155,11 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
     endpoint = ["http://%[9]s"]
 `, filepath.Join(dir, "root"), filepath.Join(dir, "state"), n.sock(d), filepath.Join(dir, "opt"), PauseImage,
 		filepath.Join(dir, "runc"), filepath.Join(n.dir(d), "cni", "net.d"), filepath.Join(n.dir(d), "cni", "template.conflist"), RegistryHost())
+	if cniOf(c) == CNIFlannel {
+		// The CNI configuration is written from flannel's subnet.env (flannelSteps), not rendered by containerd.
+		conf = strings.Replace(conf, fmt.Sprintf("    conf_template = %q\n", filepath.Join(n.dir(d), "cni", "template.conflist")), "", 1)
+	}
+	return conf
 }
 
 // cniTemplate is rendered by containerd once the kubelet reports the node's pod CIDR.

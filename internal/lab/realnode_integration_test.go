@@ -14,8 +14,13 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/kubeslow/kubeslow/internal/check"
 	"github.com/kubeslow/kubeslow/internal/lab"
 	"github.com/kubeslow/kubeslow/internal/labtest"
+	"github.com/kubeslow/kubeslow/internal/measure"
+	"github.com/kubeslow/kubeslow/internal/measure/netpath"
+	"github.com/kubeslow/kubeslow/internal/runner"
+	"github.com/kubeslow/kubeslow/pkg/result"
 )
 
 // TestIntegrationRealNodes starts a lab with two real nodes and checks, against the real components: pods
@@ -131,6 +136,28 @@ func TestIntegrationRealNodes(t *testing.T) {
 		t.Fatalf("no Pulled event for %s: %v %+v", img, err, evs)
 	}
 	t.Logf("pulled: %s", evs.Items[0].Message)
+
+	// The MTU check on the bridge CNI: every link at 1500, no overlay, the full-size DF probe crosses, no finding.
+	rep, err := runner.Execute(ctx, runner.Plan{Target: runner.Target{Config: rc, Name: "lab", Lab: lab.MeasureInfo(d)},
+		Measurements: []measure.Measurement{netpath.NewMTU(netpath.MTUOptions{Image: lab.AgentImage})}, Rules: check.Rules(), Progress: t.Logf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := rep.Result(netpath.MTUName); r == nil || r.Status != result.StatusPass {
+		t.Fatalf("%s not measured: %+v", netpath.MTUName, r)
+	} else {
+		for _, m := range r.Metrics {
+			switch {
+			case m.Name == netpath.MetricMTU && (m.Value != 1500 || m.Labels["role"] == "overlay"):
+				t.Errorf("bridge lab: %+v", m)
+			case m.Name == netpath.MetricDFShortfall && (m.Value != 0 || m.Labels["path_mtu"] != "1500"):
+				t.Errorf("bridge lab: DF probe %+v", m)
+			}
+		}
+	}
+	for _, f := range rep.Findings {
+		t.Errorf("bridge lab: finding %s: %s", f.ID, f.Summary)
+	}
 
 	procs := labtest.Processes(t, d)
 	if err := lab.Down(context.Background(), d, t.Logf); err != nil {

@@ -39,7 +39,7 @@ func TestKubeletConfig(t *testing.T) {
 }
 
 func TestContainerdConfigPointsAtLab(t *testing.T) {
-	s := containerdConfig(Dirs{State: "/st"}, realNode{1})
+	s := containerdConfig(Dirs{State: "/st"}, &Config{}, realNode{1})
 	for _, want := range []string{`sandbox_image = "` + PauseImage + `"`, "restrict_oom_score_adj = true", `address = "/st/nodes/lab-node-1/containerd/containerd.sock"`,
 		`endpoint = ["http://` + RegistryHost() + `"]`, "SystemdCgroup = false"} {
 		if !strings.Contains(s, want) {

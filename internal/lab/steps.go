@@ -222,7 +222,7 @@ func realNodeSteps(d Dirs, c *Config, bin func(string) string) ([]Step, error) {
 						_, err := host.Run(ctx, 5*time.Second, "ctr", "--address", n.sock(u.d), "version")
 						return err == nil
 					}},
-					File{Path: filepath.Join(n.dir(d), "containerd", "config.toml"), Data: containerdConfig(d, n), Mode: 0o644},
+					File{Path: filepath.Join(n.dir(d), "containerd", "config.toml"), Data: containerdConfig(d, c, n), Mode: 0o644},
 					File{Path: filepath.Join(n.dir(d), "cni", "template.conflist"), Data: cniTemplate(d, n), Mode: 0o644}),
 				What: "the lab images imported into its k8s.io namespace",
 				Do: func(ctx context.Context, u *upRun) error {
@@ -242,9 +242,13 @@ func realNodeSteps(d Dirs, c *Config, bin func(string) string) ([]Step, error) {
 				nsGetOK(n.netns(), "http://127.0.0.1:10256/healthz"),
 				File{Path: filepath.Join(n.dir(d), "kube-proxy.yaml"), Data: kubeProxyConfig(d, n), Mode: 0o644})},
 		)
+		if cniOf(c) == CNIFlannel {
+			steps = append(steps, flannelSteps(d, c, n, bin)...)
+		}
 	}
 	steps = append(steps,
-		Step{Name: "pod-routes", What: fmt.Sprintf("the %d real nodes Ready; each node's pod CIDR routed to it from the control plane and the other nodes", len(nodes)),
+		Step{Name: "pod-routes", What: fmt.Sprintf("the %d real nodes Ready; each node's pod CIDR routed to it from the control plane%s", len(nodes),
+			map[bool]string{true: " and the other nodes", false: " (the nodes reach each other's pods through flannel.1)"}[cniOf(c) != CNIFlannel]),
 			Do: func(ctx context.Context, u *upRun) error {
 				if err := waitNodesReady(ctx, u.client, RealNodeLabel+"=real", len(nodes)); err != nil {
 					return err
@@ -257,7 +261,7 @@ func realNodeSteps(d Dirs, c *Config, bin func(string) string) ([]Step, error) {
 					}
 					cidrs[n.index] = node.Spec.PodCIDR
 				}
-				if err := addPodRoutes(ctx, cidrs, nodes); err != nil {
+				if err := addPodRoutes(ctx, cidrs, nodes, cniOf(u.c) != CNIFlannel); err != nil {
 					return fmt.Errorf("pod routes: %w", err)
 				}
 				u.step("%d real nodes Ready, pod CIDRs routed %v", len(nodes), cidrs)

@@ -19,7 +19,7 @@ import (
 // NewCommand returns `kubeslow bench`.
 func NewCommand(streams common.IOStreams) *cobra.Command {
 	cmd := &cobra.Command{Use: "bench", Short: "Run one benchmark on its own"}
-	cmd.AddCommand(newPods(streams), newHTTP(streams), newTCP(streams), newNet(streams), newDNS(streams), newDNSLoad(streams), newJob(streams), newDisk(streams), newChurn(streams))
+	cmd.AddCommand(newPods(streams), newHTTP(streams), newTCP(streams), newNet(streams), newMTU(streams), newDNS(streams), newDNSLoad(streams), newJob(streams), newDisk(streams), newChurn(streams))
 	return cmd
 }
 

@@ -67,3 +67,18 @@ func agentBench(streams common.IOStreams, cmd *cobra.Command, o agentOptions, im
 
 // errNoImage: the in-cluster benchmarks run kubeslow in pods, from an image with the binary.
 var errNoImage = errors.New("--image: an image with the kubeslow binary at /kubeslow (build it from this repository)")
+
+func newMTU(streams common.IOStreams) *cobra.Command {
+	o := &netpath.MTUOptions{}
+	return agentBench(streams, &cobra.Command{
+		Use:   "mtu",
+		Short: "MTUs along the pod path against the uplink minus the overlay's overhead, and a DF-set probe between pods on two nodes",
+		Long: `mtu runs kubeslow agents on two real nodes (host network and pod network) and compares the MTUs along the pod
+path — the pod's eth0, the CNI bridge (cni0), the overlay device (flannel.1, vxlan/geneve/ipip/wireguard) and the
+node's uplink (its default route's interface) — with the uplink's MTU minus the overlay's overhead (VXLAN 50,
+IP-in-IP 20, WireGuard 60). From the pod on the first node it sends ICMP echoes with DF set to the pod on the
+second: one filling the pod's MTU (ping -M do -s MTU-28), one a byte larger, and when the first fails the largest
+size that crosses; the nodes' /proc/net/snmp (IP FragFails, ICMP destination-unreachable sent) is read before and
+after. A link above what the path carries, or a path narrower than the pods' MTU, is KS-NET-MTU.`,
+	}, o, &o.Image, nil, func() measure.Measurement { return netpath.NewMTU(*o) })
+}

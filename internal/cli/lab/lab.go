@@ -86,6 +86,8 @@ type upFlags struct {
 	registryBPS        int64
 	registryLatency    time.Duration
 	prometheus         bool
+	cni                string
+	podMTU             int
 	scenario           string
 	layout             string
 	dryRun             bool
@@ -109,7 +111,7 @@ func (f *upFlags) config() (lab.Config, error) {
 		ControllerManager:  lab.ClientSettings{QPS: f.kcmQPS, Burst: f.kcmBurst},
 		EndpointSliceBatch: lab.Duration{Duration: f.endpointSliceBatch},
 		Scheduler:          lab.ClientSettings{QPS: f.schedQPS, Burst: f.schedBur},
-		APIServerExtraArgs: f.apiserverArgs, Prometheus: f.prometheus, Layout: f.layout,
+		APIServerExtraArgs: f.apiserverArgs, Prometheus: f.prometheus, Layout: f.layout, CNI: f.cni, PodMTU: f.podMTU,
 		Kwok: lab.KwokSettings{PodReadyDelay: lab.Duration{Duration: f.podReadyDelay}, PodReadyJitter: lab.Duration{Duration: f.podReadyJitter},
 			SlowNodes: f.slowNodes, SlowNodeDelay: lab.Duration{Duration: f.slowNodeDelay}},
 	}
@@ -193,6 +195,9 @@ func newUp(streams common.IOStreams) *cobra.Command {
 	fl.DurationVar(&f.endpointSliceBatch, "endpointslice-batch", 0, "kube-controller-manager --endpointslice-updates-batch-period: how long a pod change waits before its EndpointSlice (and DNS name) is updated (0: none)")
 	fl.Int64Var(&f.registryBPS, "registry-bytes-per-second", 0, "lab registry download speed per response (0: unlimited)")
 	fl.DurationVar(&f.registryLatency, "registry-latency", 0, "lab registry latency added to every request")
+	fl.StringVar(&f.cni, "cni", lab.CNIBridge, "the real nodes' pod network: "+lab.CNIBridge+" (Debian's bridge plugin, static routes between the nodes) or "+
+		lab.CNIFlannel+" (flannel v"+lab.FlannelVersion+", VXLAN backend, kube subnet manager; flannel.1 at the uplink's MTU - 50)")
+	fl.IntVar(&f.podMTU, "pod-mtu", 0, "with --cni flannel: the pods' MTU instead of flannel's (0: flannel's FLANNEL_MTU; MTU scenarios set it wrong)")
 	fl.BoolVar(&f.prometheus, "prometheus", false, "also run Debian's Prometheus and node_exporter scraping the lab's components (at "+lab.PrometheusURL()+"; see docs/prometheus.md)")
 	return cmd
 }

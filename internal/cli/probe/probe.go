@@ -135,5 +135,31 @@ What cannot be read is listed under "unread" with the reason; it is not an error
 	node.Flags().StringVar(&roots.Sys, agentproto.FlagSysfs, "/sys", "sysfs mount point")
 	node.Flags().StringVar(&roots.KubeProxy, agentproto.FlagKubeProxy, "http://127.0.0.1:10249", "kube-proxy's metrics base URL, reachable from host-network pods (empty: skip)")
 	cmd.AddCommand(node)
+	var dfWait time.Duration
+	var dfTries int
+	df := &cobra.Command{
+		Use:   "df-ping IPV4",
+		Short: "Print (JSON) whether ICMP echoes with Don't Fragment set, filling this interface's MTU (and one byte more), reach IPV4; if not, the largest size that does",
+		Long: `df-ping sends ICMP echo requests with DF set (IP_PMTUDISC_PROBE) to IPV4: one of exactly the MTU of the
+interface its route leaves by (ping -M do -s MTU-28), one a byte larger (which the sender must refuse), and when
+the first fails, a binary search for the largest size that passes — the path's MTU as packets see it. ICMP
+"fragmentation needed" messages received are listed with the MTU they name. Needs a raw socket (root or
+CAP_NET_RAW). --timeout bounds the whole probe.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx, cancel := context.WithTimeout(common.Context(cmd), timeout)
+			defer cancel()
+			r, err := agent.RunDFPing(ctx, agent.DFPingOptions{Target: args[0], Wait: dfWait, Tries: dfTries})
+			if err != nil {
+				return &common.ExitError{Code: 2, Err: err}
+			}
+			enc := json.NewEncoder(streams.Out)
+			enc.SetIndent("", "  ")
+			return enc.Encode(r)
+		},
+	}
+	df.Flags().DurationVar(&dfWait, agentproto.FlagWait, 500*time.Millisecond, "how long each echo waits for its reply")
+	df.Flags().IntVar(&dfTries, "tries", 2, "attempts at the full size and the smallest before they count as failed")
+	cmd.AddCommand(df)
 	return cmd
 }

@@ -125,6 +125,7 @@ func buildSteps() []buildStep {
 			build: goInstall("sigs.k8s.io/kwok/cmd/kwok", KwokVersion, Kwok), versionArg: "--version", versionWant: KwokVersion},
 		{title: "coredns v" + CoreDNSVersion, components: []string{CoreDNS}, version: CoreDNSVersion,
 			build: goInstall("github.com/coredns/coredns", CoreDNSVersion, CoreDNS), versionArg: "-version", versionWant: CoreDNSVersion},
+		flannelStep(),
 	}
 }
 

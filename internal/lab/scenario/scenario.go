@@ -172,6 +172,7 @@ func All() []Scenario {
 			}, Expect: []string{"KS-CHURN-DISK-KNEE"}},
 		{Name: "slow-etcd-disk", Layouts: bothLayouts, Case: "B", Description: "etcd on a loop device whose writes the blkio cgroup throttles to 30 IOPS: WAL fsync takes tens of ms",
 			Configure: func(c *lab.Config) { c.Etcd = lab.EtcdStorage{Kind: "loop"}; c.EtcdWriteIOPS = 30 }, Expect: []string{"KS-ETCD-FSYNC"}},
+		mtuPodScenario(), mtuTransitScenario(),
 	}
 }
 

@@ -231,6 +231,7 @@ func (m *Measurement) Run(ctx context.Context, env *measure.Env) (result.Result,
 			}
 			samples[key(p.Name, "rps", conn)] = append(samples[key(p.Name, "rps", conn)], metric(r, "requests_per_second"))
 			samples[key(p.Name, "latency_p99", conn)] = append(samples[key(p.Name, "latency_p99", conn)], metric(r, "latency_p99"))
+			samples[key(p.Name, "latency_p50", conn)] = append(samples[key(p.Name, "latency_p50", conn)], metric(r, "latency_p50"))
 		}
 		if p.TCP {
 			r, err := m.exec(ctx, env, p.Client, agentproto.BenchTCP{Addr: joinHostPort(target, tp), Duration: m.Opts.Duration})
@@ -271,6 +272,7 @@ func (m *Measurement) Run(ctx context.Context, env *measure.Env) (result.Result,
 	}
 	res.Metrics = append(res.Metrics, result.Metric{Name: "matrix_seconds", Unit: "seconds", Value: time.Since(matrix).Seconds()})
 	Summarize(&res, paths, samples)
+	HopCosts(&res, samples)
 	res.Metrics = append(res.Metrics, result.Metric{Name: "repeats", Unit: "count", Value: float64(m.Opts.Repeats)})
 	return res, nil
 }
@@ -307,8 +309,8 @@ func Summarize(res *result.Result, paths []Path, samples map[string][]float64) {
 	base := map[string]float64{}
 	for _, p := range paths {
 		for _, c := range []struct{ metric, unit, conn string }{
-			{"rps", "requests_per_second", "keepalive"}, {"latency_p99", "seconds", "keepalive"},
-			{"rps", "requests_per_second", "new"}, {"latency_p99", "seconds", "new"},
+			{"rps", "requests_per_second", "keepalive"}, {"latency_p50", "seconds", "keepalive"}, {"latency_p99", "seconds", "keepalive"},
+			{"rps", "requests_per_second", "new"}, {"latency_p50", "seconds", "new"}, {"latency_p99", "seconds", "new"},
 			{"stream_gbit", "gbit_per_second", "stream"}, {"rr_latency_p99", "seconds", "stream"},
 		} {
 			v := samples[SampleKey(p.Name, c.metric, c.conn)]
@@ -326,6 +328,71 @@ func Summarize(res *result.Result, paths []Path, samples map[string][]float64) {
 					result.Metric{Name: c.metric + "_max", Unit: c.unit, Value: hi, Labels: l})
 				ratio(res, base, c.metric+"_"+c.conn, p.Name, med, map[string]string{"path": p.Name, "conn": c.conn})
 			}
+		}
+	}
+}
+
+// Hop is one hop of the data path, costed as the difference between two paths of the matrix that differ by it
+// alone: the same client node and server, with and without the hop.
+type Hop struct {
+	Name, Path, Base string
+}
+
+// Hops are the matrix's hops, in the order a packet from another node's pod to a Service meets them: the pod
+// network across nodes (veth, bridge and, with an overlay, its encapsulation: node B's pod -> node A's pod
+// against node B -> node A), the Service's DNAT and conntrack (the same pods through the ClusterIP), and the
+// NodePort's (node B -> node A's node port against node B -> node A: the DNAT and node A's bridge into the pod;
+// not against host->pod, which crosses the overlay where there is one, while the node port is reached over the
+// underlay: measured on the flannel lab, that base made the NodePort look faster than no NodePort).
+var Hops = []Hop{
+	{Name: "pod network across nodes (veth, bridge, overlay)", Path: "pod->pod other node", Base: "host->host"},
+	{Name: "Service (kube-proxy DNAT, conntrack)", Path: "pod->Service", Base: "pod->pod other node"},
+	{Name: "NodePort (kube-proxy DNAT, conntrack, the node's bridge into the pod)", Path: "host->NodePort", Base: "host->host"},
+}
+
+// Metrics of the hop costs: how many times the hop divides throughput (base over path) and multiplies the latency
+// percentiles (path over base), by connection mode (labels hop, path, base, conn).
+const (
+	MetricHopThroughputCost = "hop_throughput_cost"
+	MetricHopP50Cost        = "hop_p50_cost"
+	MetricHopP99Cost        = "hop_p99_cost"
+)
+
+// HopCosts adds each hop's cost, from the medians over the rounds, to the result, and one record per connection
+// mode that reads as "pod network across nodes 1.3x, Service 2.1x" with the path against host->host (pure).
+func HopCosts(res *result.Result, samples map[string][]float64) {
+	med := func(path, metric, conn string) float64 {
+		m, _, _ := stats.Spread(samples[SampleKey(path, metric, conn)])
+		return m
+	}
+	for _, c := range []struct{ conn, rps, p50, p99 string }{
+		{"keepalive", "rps", "latency_p50", "latency_p99"}, {"new", "rps", "latency_p50", "latency_p99"}, {"stream", "stream_gbit", "", "rr_latency_p99"},
+	} {
+		var parts []string
+		for _, h := range Hops {
+			base, path := med(h.Base, c.rps, c.conn), med(h.Path, c.rps, c.conn)
+			if base <= 0 || path <= 0 {
+				continue
+			}
+			l := map[string]string{"hop": h.Name, "path": h.Path, "base": h.Base, "conn": c.conn}
+			res.Metrics = append(res.Metrics, result.Metric{Name: MetricHopThroughputCost, Unit: "ratio", Value: base / path, Labels: l})
+			text := fmt.Sprintf("%s %.2fx", h.Name, base/path)
+			for _, q := range []struct{ metric, name, label string }{{c.p50, MetricHopP50Cost, "p50"}, {c.p99, MetricHopP99Cost, "p99"}} {
+				if q.metric == "" {
+					continue
+				}
+				if b, p := med(h.Base, q.metric, c.conn), med(h.Path, q.metric, c.conn); b > 0 && p > 0 {
+					res.Metrics = append(res.Metrics, result.Metric{Name: q.name, Unit: "ratio", Value: p / b, Labels: l})
+					text += fmt.Sprintf(", %s %.2fx", q.label, p/b)
+				}
+			}
+			if host := med("host->host", c.rps, c.conn); host > 0 {
+				text += fmt.Sprintf(" (%s at %.2fx host->host's throughput)", h.Path, path/host)
+			}
+			parts = append(parts, text)
+		}
+		if len(parts) > 0 {
+			res.Records = append(res.Records, result.Record{ID: "hops " + c.conn, Labels: map[string]string{"conn": c.conn, "hops": strings.Join(parts, "; ")}})
 		}
 	}
 }

@@ -3,6 +3,7 @@ package netpath
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -94,5 +95,39 @@ func TestWidestPath(t *testing.T) {
 	// Narrow everywhere: none.
 	if p, ok := WidestPath(paths[:1], s, map[string]int{}, 3); ok {
 		t.Errorf("narrow spread got extra rounds: %s", p.Name)
+	}
+}
+
+// TestHopCosts: each hop is costed between the two paths that differ by it alone, in throughput and latency.
+func TestHopCosts(t *testing.T) {
+	s := map[string][]float64{}
+	put := func(path, metric, conn string, v float64) {
+		s[SampleKey(path, metric, conn)] = []float64{v * 0.98, v, v * 1.03}
+	}
+	for path, f := range map[string]float64{"host->host": 1, "host->pod": 1.1, "pod->pod other node": 1.25, "pod->Service": 2.5, "host->NodePort": 3.3} {
+		put(path, "rps", "new", 10000/f)
+		put(path, "latency_p50", "new", 0.001*f)
+		put(path, "latency_p99", "new", 0.004*f)
+	}
+	var res result.Result
+	HopCosts(&res, s)
+	got := map[string]float64{}
+	for _, m := range res.Metrics {
+		got[m.Name+"/"+m.Labels["path"]+"/"+m.Labels["conn"]] = m.Value
+	}
+	near := func(k string, want float64) {
+		if v := got[k]; v < want*0.999 || v > want*1.001 {
+			t.Errorf("%s = %v, want %v", k, v, want)
+		}
+	}
+	near("hop_throughput_cost/pod->pod other node/new", 1.25)
+	near("hop_throughput_cost/pod->Service/new", 2)
+	near("hop_p99_cost/pod->Service/new", 2)
+	near("hop_p50_cost/host->NodePort/new", 3.3)
+	if _, ok := got["hop_throughput_cost/pod->pod other node/keepalive"]; ok {
+		t.Error("a hop costed without samples")
+	}
+	if len(res.Records) != 1 || !strings.Contains(res.Records[0].Labels["hops"], "Service (kube-proxy DNAT, conntrack) 2.00x, p50 2.00x, p99 2.00x (pod->Service at 0.40x host->host's throughput)") {
+		t.Errorf("records %+v", res.Records)
 	}
 }

@@ -44,3 +44,9 @@ func (o *Options) FromFlags(fl *pflag.FlagSet) error {
 	}
 	return nil
 }
+
+// AddFlags implements the bench command's options: the MTU check has none but --image.
+func (o *MTUOptions) AddFlags(*pflag.FlagSet) {}
+
+// Validate implements the bench command's options.
+func (o *MTUOptions) Validate() error { return nil }

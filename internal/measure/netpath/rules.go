@@ -2,6 +2,7 @@ package netpath
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/kubeslow/kubeslow/internal/rule"
@@ -15,6 +16,10 @@ var (
 	netRules     = rule.Metric{Result: Name, Name: MetricKubeProxyRules}
 	netConntrack = rule.Metric{Result: Name, Name: MetricConntrackUsage}
 	netNeighbour = rule.Metric{Result: Name, Name: MetricNeighbourUsage}
+	mtuExcess    = rule.Metric{Result: MTUName, Name: MetricMTUExcess}
+	mtuDFShort   = rule.Metric{Result: MTUName, Name: MetricDFShortfall}
+	mtuUnreach   = rule.Metric{Result: MTUName, Name: MetricFragNeededSent}
+	mtuFragFails = rule.Metric{Result: MTUName, Name: MetricFragFails}
 )
 
 // Rules are the rules over the network path benchmark.
@@ -41,7 +46,81 @@ func Rules() []rule.Rule {
 		Source:      "Linux neighbour table: past gc_thresh3 entries are refused (\"neighbor table overflow\"), which broke case B's cluster at 2,500 nodes",
 		Summary:     "{{.where}} has {{.value}} of gc_thresh3 neighbour entries: new peers fail to resolve once it is full",
 		Remediation: "Raise net.ipv4.neigh.default.gc_thresh1/2/3 (case B: 80000/90000/100000), or use a datapath that does not need an ARP entry per pod (routed /32s with a gateway, overlay).",
+	}, {
+		ID: "KS-NET-MTU", Title: "A link on the pod path has a larger MTU than the path carries", Severity: result.SeverityError, Cases: []string{"D"},
+		When:  rule.Condition{Metric: mtuExcess, Op: ">", Value: 0, Unit: "bytes"},
+		Also:  []rule.Condition{{Metric: mtuDFShort, Op: ">", Value: 0, Unit: "bytes"}},
+		Reads: []rule.Metric{mtuUnreach, mtuFragFails},
+		Source: "RFC 7348 sections 4.3 and 5: a VXLAN packet carries 50 bytes more (outer IPv4 20, UDP 8, VXLAN 8, inner Ethernet 14) and VTEPs do not " +
+			"fragment, so the overlay and the pods must be at the uplink's MTU minus 50 (flannel sets flannel.1 so; IP-in-IP 20, WireGuard 60/80); " +
+			"flannel#1614 and #1999: pods above the path's MTU pass small requests and stall on large responses and TLS handshakes. A DF-set echo " +
+			"filling the pod's MTU (ping -M do -s MTU-28) must cross to a pod on another node (RFC 1191)",
+		Summary: "{{.link}}: {{.detail}}",
+		Remediation: "Set the pods' and the overlay's MTU to the uplink's minus the overlay's overhead: with flannel leave the MTU to flannel " +
+			"(FLANNEL_MTU in subnet.env) or set it in net-conf.json's backend, never hard-code 1500 in a CNI config on an overlay; Calico: veth_mtu; " +
+			"Cilium: --mtu. When the links agree but DF probes stop short, a link between the nodes is narrower (a VPN, a cloud network at 1460, " +
+			"a switch port): lower the uplink or overlay MTU to what crosses, let ICMP \"fragmentation needed\" (type 3 code 4) through every " +
+			"firewall on the way, and consider net.ipv4.tcp_mtu_probing=1 on the nodes.",
+		Match: mtuMatch,
 	}}
+}
+
+// mtuMatch: one item per pod-path link above the MTU its node's uplink and overlay allow; when every link
+// agrees but the DF probe stops short of the pod's MTU, one item for the path (a narrower link between the
+// nodes). The DF probe and the ICMP counters are evidence of each.
+func mtuMatch(r *result.Report, rl rule.Rule) []rule.Hit {
+	also := rl.AlsoOn(mtuDFShort)
+	var dfEv []result.Evidence
+	dfText := ""
+	var short *result.Metric
+	for _, m := range mtuDFShort.Samples(r) {
+		dfEv = append(dfEv, mtuDFShort.Evidence(m))
+		if m.Labels["frag_needed"] != "" {
+			dfText = fmt.Sprintf("; a DF probe from the %s to the %s: %s (largest crossing %s bytes; ICMP fragmentation needed: %s)",
+				m.Labels["from"], m.Labels["to"], m.Labels["probes"], m.Labels["path_mtu"], m.Labels["frag_needed"])
+		}
+		if also.Holds(m.Value) {
+			short = &m
+		}
+	}
+	var sent []string
+	for _, m := range append(mtuUnreach.Samples(r), mtuFragFails.Samples(r)...) {
+		dfEv = append(dfEv, rule.EvidenceOf(m, MTUName))
+		if m.Value > 0 {
+			sent = append(sent, fmt.Sprintf("%s %s +%s", m.Labels["where"], m.Name, result.FormatValue(m.Value)))
+		}
+	}
+	icmp := "the nodes sent no ICMP destination-unreachable and had no fragmentation failure meanwhile (a black hole: the sender never learns)"
+	if len(sent) > 0 {
+		icmp = "meanwhile " + strings.Join(sent, ", ")
+	}
+	var hits []rule.Hit
+	for _, m := range mtuExcess.Samples(r) {
+		if !rl.When.Holds(m.Value) {
+			continue
+		}
+		l := m.Labels
+		mtu := result.FormatValue(m.Value + atof(l["expected"]))
+		hits = append(hits, rule.Hit{Key: "link=" + l["where"] + "/" + l["iface"], Value: m.Value,
+			Evidence: append([]result.Evidence{mtuExcess.Evidence(m)}, dfEv...),
+			Vars: map[string]string{"link": fmt.Sprintf("%s of the %s (%s)", l["iface"], l["where"], l["role"]),
+				"detail": fmt.Sprintf("MTU %s, %s bytes above the %s it should have (uplink %s minus the overlay's overhead: %s): packets it takes that are larger cannot cross%s; %s",
+					mtu, result.FormatValue(m.Value), l["expected"], l["uplink"], l["overlay"], dfText, icmp)}})
+	}
+	if len(hits) == 0 && short != nil {
+		l := short.Labels
+		hits = append(hits, rule.Hit{Key: "path=" + l["from"] + "->" + l["to"], Value: short.Value, Evidence: dfEv,
+			Vars: map[string]string{"link": fmt.Sprintf("the path from the %s to the %s", l["from"], l["to"]),
+				"detail": fmt.Sprintf("packets of at most %s bytes cross with DF set, %s below the pod's MTU %s on %s, while every link on the nodes agrees with its uplink: "+
+					"a link between the nodes is narrower; the pods (and the overlay) should be at %s or that link widened. Probes: %s; ICMP fragmentation needed received: %s; %s",
+					l["path_mtu"], result.FormatValue(short.Value), l["pod_mtu"], l["iface"], l["path_mtu"], l["probes"], l["frag_needed"], icmp)}})
+	}
+	return hits
+}
+
+func atof(s string) float64 {
+	v, _ := strconv.ParseFloat(s, 64)
+	return v
 }
 
 var connMeaning = map[string]string{

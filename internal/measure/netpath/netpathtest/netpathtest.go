@@ -56,5 +56,64 @@ func RuleFixtures() map[string]ruletest.Fixture {
 		"KS-NET-POD":        {Fire: net(Run{PodRatio: 0.06, ConntrackFill: 0.1}), Clear: net(healthy)},
 		"KS-NODE-CONNTRACK": {Fire: net(Run{PodRatio: 0.95, ConntrackFill: 0.93}), Clear: net(healthy)},
 		"KS-NODE-NEIGH":     {Fire: net(Run{PodRatio: 0.95, Neighbours: 0.85}), Clear: net(healthy)},
+		"KS-NET-MTU":        {Fire: mtu(MTUPodWrong), Clear: mtu(MTUHealthyFlannel)},
 	}
 }
+
+// MTURun is what the MTU check's agents read on a two-node lab: the overlay (none, or flannel's VXLAN), the
+// pods' MTU, and the largest packet the DF probe got across (0: the pod's MTU crossed).
+type MTURun struct {
+	Overlay bool
+	PodMTU  int
+	PathMTU int
+	// FragNeeded: flannel.1 refused the pod's full-size packets with ICMP fragmentation needed.
+	FragNeeded bool
+}
+
+// nodeNet is a node's namespace: eth0 at 1500, cni0 at the pods' MTU, flannel.1 at 1450 with the overlay.
+func (m MTURun) nodeNet(icmpOut float64) *agent.NodeNet {
+	n := &agent.NodeNet{Uplink: "eth0", Interfaces: []agent.Iface{{Name: "eth0", MTU: 1500, Up: true}, {Name: "cni0", MTU: m.PodMTU, Kind: "bridge", Up: true}},
+		Snmp: &agent.SnmpCounters{ICMPOutType3: icmpOut}}
+	if m.Overlay {
+		n.Interfaces = append(n.Interfaces, agent.Iface{Name: "flannel.1", MTU: 1450, Kind: "vxlan", Up: true})
+	}
+	return n
+}
+
+// Input is the agents' readings.
+func (m MTURun) Input() netpath.MTUInput {
+	sent := 0.0
+	df := &agent.DFPing{Target: "198.18.2.5", LocalMTU: m.PodMTU, Iface: "eth0", PathMTU: m.PodMTU,
+		Probes: []agent.DFSend{{Bytes: m.PodMTU, OK: true}, {Bytes: m.PodMTU + 1, Error: "message too long"}}}
+	if m.PathMTU > 0 && m.PathMTU < m.PodMTU {
+		df.PathMTU = m.PathMTU
+		df.Probes[0] = agent.DFSend{Bytes: m.PodMTU, Error: "timeout"}
+		if m.FragNeeded {
+			df.Probes[0].Error = "fragmentation needed (MTU 1450) from 198.18.1.1"
+			df.FragNeeded = []agent.FragNeeded{{From: "198.18.1.1", MTU: 1450}}
+			sent = 2
+		}
+		df.Probes = append(df.Probes, agent.DFSend{Bytes: m.PathMTU, OK: true}, agent.DFSend{Bytes: m.PathMTU + 1, Error: "timeout"})
+	}
+	return netpath.MTUInput{NodeA: "n1", NodeB: "n2", NetA: m.nodeNet(10), NetB: m.nodeNet(3), AfterA: m.nodeNet(10 + sent), AfterB: m.nodeNet(3),
+		Pod: &agent.NodeNet{Uplink: "eth0", Interfaces: []agent.Iface{{Name: "eth0", MTU: m.PodMTU, Up: true}}}, DF: df}
+}
+
+// Result is the MTU check's result of the readings.
+func (m MTURun) Result() result.Result {
+	res := result.Result{Name: netpath.MTUName, Status: result.StatusPass}
+	netpath.MTUResult(&res, m.Input())
+	return res
+}
+
+func mtu(m MTURun) func(t *testing.T) *result.Report {
+	return func(*testing.T) *result.Report { return ruletest.Report(nil, m.Result()) }
+}
+
+// MTU runs: healthy flannel and bridge labs, and the two scenarios' mechanisms.
+var (
+	MTUHealthyFlannel = MTURun{Overlay: true, PodMTU: 1450}
+	MTUHealthyBridge  = MTURun{PodMTU: 1500}
+	MTUPodWrong       = MTURun{Overlay: true, PodMTU: 1500, PathMTU: 1450, FragNeeded: true}
+	MTUTransit        = MTURun{Overlay: true, PodMTU: 1450, PathMTU: 1350}
+)

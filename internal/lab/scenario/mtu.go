@@ -1,0 +1,58 @@
+package scenario
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/kubeslow/kubeslow/internal/lab"
+)
+
+// The MTU scenarios' figures: the lab's links are at 1500 (veth defaults), flannel.1 at 1450.
+const (
+	// MTUPodWrong is the pods' MTU in mtu-pod: the uplink's, as a CNI configuration hard-coding 1500 on a VXLAN
+	// overlay sets it (flannel.1 stays at 1450).
+	MTUPodWrong = 1500
+	// MTUTransit is the transit link's MTU in mtu-transit: 100 bytes below the nodes' uplinks.
+	MTUTransit = 1400
+	// MTUTransitNode is the real node whose transit link mtu-transit narrows.
+	MTUTransitNode = 2
+)
+
+// mtuPodScenario: flannel's VXLAN overlay with the pods' MTU set to the uplink's instead of flannel's, once the
+// lab is up (the lab's own pods keep flannel's; `lab up --pod-mtu` sets it from the start).
+func mtuPodScenario() Scenario {
+	return Scenario{Name: "mtu-pod", Case: "D", Description: fmt.Sprintf("flannel (VXLAN) on 2 real nodes; once up, the nodes' CNI configuration "+
+		"gives new pods eth0 (and cni0) at MTU %d, the uplink's, while flannel.1 is at %d: full-size packets from a pod to another node are "+
+		"refused at flannel.1 (ICMP fragmentation needed to the pod)", MTUPodWrong, MTUPodWrong-lab.VXLANOverhead),
+		Configure: func(c *lab.Config) {
+			c.RealNodes = max(c.RealNodes, 2)
+			c.CNI = lab.CNIFlannel
+		},
+		Start: func(ctx context.Context, d lab.Dirs, c *lab.Config, progress lab.Progress) error {
+			if err := lab.SetPodMTU(d, c, MTUPodWrong); err != nil {
+				return err
+			}
+			progress("new pods get MTU %d (flannel.1 at %d)", MTUPodWrong, MTUPodWrong-lab.VXLANOverhead)
+			return nil
+		}, Expect: []string{"KS-NET-MTU"}}
+}
+
+// mtuTransitScenario: every link on the nodes right, but the transit link to one node narrower (its port on the
+// lab bridge, like a switch port, a VPN or a cloud network with a smaller MTU): the bridge drops the larger
+// frames and, being layer 2, sends no ICMP.
+func mtuTransitScenario() Scenario {
+	return Scenario{Name: "mtu-transit", Case: "D", Description: fmt.Sprintf("flannel (VXLAN) on 2 real nodes, every MTU on the nodes right, but %s's "+
+		"port on the lab bridge (the transit link to it) at MTU %d: frames above it are dropped without ICMP (a black hole for VXLAN packets over %d bytes, "+
+		"pod packets over %d)", lab.RealNodeName(MTUTransitNode), MTUTransit, MTUTransit, MTUTransit-lab.VXLANOverhead),
+		Configure: func(c *lab.Config) {
+			c.RealNodes = max(c.RealNodes, 2)
+			c.CNI = lab.CNIFlannel
+		},
+		Start: func(ctx context.Context, d lab.Dirs, c *lab.Config, progress lab.Progress) error {
+			if err := lab.SetTransitMTU(ctx, MTUTransitNode, MTUTransit); err != nil {
+				return err
+			}
+			progress("%s's transit link at MTU %d", lab.RealNodeName(MTUTransitNode), MTUTransit)
+			return nil
+		}, Expect: []string{"KS-NET-MTU"}}
+}

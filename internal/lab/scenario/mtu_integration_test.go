@@ -1,0 +1,176 @@
+package scenario_test
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kubeslow/kubeslow/internal/check"
+	"github.com/kubeslow/kubeslow/internal/lab"
+	"github.com/kubeslow/kubeslow/internal/lab/scenario"
+	"github.com/kubeslow/kubeslow/internal/labtest"
+	"github.com/kubeslow/kubeslow/internal/measure"
+	"github.com/kubeslow/kubeslow/internal/measure/netpath"
+	"github.com/kubeslow/kubeslow/internal/runner"
+	"github.com/kubeslow/kubeslow/pkg/result"
+)
+
+// inNode runs a command in real node i's network namespace.
+func inNode(ctx context.Context, t *testing.T, i int, args ...string) string {
+	t.Helper()
+	out, err := exec.CommandContext(ctx, "ip", append([]string{"netns", "exec", lab.RealNodeNetNS(i)}, args...)...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v in %s: %v: %s", args, lab.RealNodeNetNS(i), err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// TestIntegrationFlannelMTU brings up a flannel lab (--cni flannel, 2 real nodes) and checks: flannel.1 is a VXLAN
+// device at the uplink's MTU minus 50 on each node, the other node's pod CIDR is routed over it (no static
+// route), pods on the two nodes reach each other through it (the DF probe crosses and flannel.1's counters
+// grow), the probe's full size passes and one byte more is refused, and KS-NET-MTU stays quiet; then the two MTU
+// scenarios' faults on the same lab — a narrower transit link (mtu-transit) and pods at the uplink's MTU
+// (mtu-pod) — are each named by KS-NET-MTU.
+func TestIntegrationFlannelMTU(t *testing.T) {
+	d := labtest.Dirs(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
+	cfg := lab.Config{Nodes: 1, RealNodes: 2, CNI: lab.CNIFlannel, AgentBinary: labtest.Binary(t), Etcd: lab.EtcdStorage{Kind: "tmpfs"},
+		ImagePulls: lab.ImagePullSettings{Serialize: true}}
+	began := time.Now()
+	rc, down := labtest.Up(t, d, func() error {
+		_, err := lab.Up(ctx, d, cfg, t.Logf)
+		return err
+	})
+	defer down()
+	t.Logf("lab up --cni flannel --real-nodes 2: %s", time.Since(began).Round(100*time.Millisecond))
+
+	cidr := map[int]string{}
+	for i := 1; i <= 2; i++ {
+		link := inNode(ctx, t, i, "ip", "-d", "link", "show", "flannel.1")
+		eth0 := inNode(ctx, t, i, "cat", "/sys/class/net/eth0/mtu")
+		up, _ := strconv.Atoi(eth0)
+		if !strings.Contains(link, "vxlan id 1") || !strings.Contains(link, "mtu "+strconv.Itoa(up-lab.VXLANOverhead)+" ") {
+			t.Errorf("node %d: flannel.1 is not VXLAN at eth0's MTU %d - 50: %s", i, up, link)
+		}
+		env := inNode(ctx, t, i, "cat", lab.RealNodeDir(d, i)+"/flannel/subnet.env")
+		for _, l := range strings.Split(env, "\n") {
+			if v, ok := strings.CutPrefix(l, "FLANNEL_SUBNET="); ok {
+				cidr[i] = v
+			}
+		}
+	}
+	for i, other := range map[int]int{1: 2, 2: 1} {
+		routes := inNode(ctx, t, i, "ip", "route")
+		net := strings.TrimSuffix(cidr[other], ".1/24") + ".0/24"
+		if !strings.Contains(routes, net+" via "+strings.TrimSuffix(net, "/24")+" dev flannel.1 onlink") || strings.Contains(routes, net+" via 198.19.255.") {
+			t.Errorf("node %d: %s not routed over flannel.1 only:\n%s", i, net, routes)
+		}
+	}
+	txPackets := func() int {
+		v, _ := strconv.Atoi(inNode(ctx, t, 1, "cat", "/sys/class/net/flannel.1/statistics/tx_packets"))
+		return v
+	}
+
+	run := func(phase string) (*result.Result, []result.Finding) {
+		t.Helper()
+		rep, err := runner.Execute(ctx, runner.Plan{Target: runner.Target{Config: rc, Name: "lab", Lab: lab.MeasureInfo(d)},
+			Measurements: []measure.Measurement{netpath.NewMTU(netpath.MTUOptions{Image: lab.AgentImage})}, Rules: check.Rules(),
+			Progress: t.Logf, Log: slog.New(slog.NewTextHandler(os.Stderr, nil))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := rep.Result(netpath.MTUName)
+		if r == nil || r.Status != result.StatusPass {
+			t.Fatalf("%s: %s not measured: %+v", phase, netpath.MTUName, r)
+		}
+		for _, f := range rep.Findings {
+			t.Logf("%s: finding %s: %s", phase, f.ID, f.Summary)
+			for _, it := range f.Items {
+				t.Logf("  %s", it.Summary)
+			}
+		}
+		return r, rep.Findings
+	}
+	metric := func(r *result.Result, name string, kv ...string) (result.Metric, bool) {
+		for _, m := range r.Metrics {
+			ok := m.Name == name
+			for i := 0; ok && i+1 < len(kv); i += 2 {
+				ok = m.Labels[kv[i]] == kv[i+1]
+			}
+			if ok {
+				return m, true
+			}
+		}
+		return result.Metric{}, false
+	}
+
+	// Healthy: every link at 1450 but the uplink, the full-size DF probe crosses the overlay.
+	tx := txPackets()
+	r, fs := run("healthy")
+	if len(fs) != 0 {
+		t.Errorf("healthy flannel lab: findings %+v", fs)
+	}
+	for _, l := range [][]string{{"iface", "flannel.1"}, {"iface", "cni0"}, {"role", "pod"}} {
+		if m, ok := metric(r, netpath.MetricMTU, l...); !ok || m.Value != 1450 {
+			t.Errorf("healthy: MTU of %v: %+v (found %v), want 1450", l, m, ok)
+		}
+	}
+	df, ok := metric(r, netpath.MetricDFShortfall)
+	if !ok || df.Value != 0 || df.Labels["path_mtu"] != "1450" || !strings.HasPrefix(df.Labels["probes"], "1450 ok, 1451 failed (message too long)") {
+		t.Errorf("healthy: DF probe %+v (found %v)", df, ok)
+	}
+	if grew := txPackets() - tx; grew < 1 {
+		t.Errorf("flannel.1 on node 1 sent %d packets during the probe: the pods did not talk through the overlay", grew)
+	}
+
+	// mtu-transit: the probe stops at 1350, no ICMP; the path is named.
+	transit, err := scenario.Get("mtu-transit")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := transit.Start(ctx, d, &cfg, t.Logf); err != nil {
+		t.Fatal(err)
+	}
+	r, fs = run("mtu-transit")
+	if len(fs) != 1 || fs[0].ID != "KS-NET-MTU" || len(fs[0].Items) != 1 || !strings.HasPrefix(fs[0].Items[0].Key, "path=") {
+		t.Errorf("mtu-transit: findings %+v", fs)
+	}
+	// The bridge drops a frame above the port's MTU plus 4 bytes (the kernel's is_skb_forwardable leaves room for
+	// a VLAN tag): 1350 to 1354 bytes cross.
+	df, _ = metric(r, netpath.MetricDFShortfall)
+	if p, _ := strconv.Atoi(df.Labels["path_mtu"]); p < scenario.MTUTransit-lab.VXLANOverhead || p > scenario.MTUTransit-lab.VXLANOverhead+4 {
+		t.Errorf("mtu-transit: DF probe %+v, want a path MTU of %d (+4)", df, scenario.MTUTransit-lab.VXLANOverhead)
+	}
+	if err := lab.SetTransitMTU(ctx, scenario.MTUTransitNode, 1500); err != nil {
+		t.Fatal(err)
+	}
+
+	// mtu-pod: new pods at 1500 on the 1450 overlay: the pod's eth0 is named with 1450, flannel.1's node sent
+	// ICMP fragmentation needed.
+	pod, err := scenario.Get("mtu-pod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pod.Start(ctx, d, &cfg, t.Logf); err != nil {
+		t.Fatal(err)
+	}
+	r, fs = run("mtu-pod")
+	keys := map[string]bool{}
+	for _, f := range fs {
+		for _, it := range f.Items {
+			keys[f.ID+" "+it.Key] = true
+		}
+	}
+	if !keys["KS-NET-MTU link=pod on "+lab.RealNodeName(1)+"/eth0"] {
+		t.Errorf("mtu-pod: the pod's eth0 not named: %v", keys)
+	}
+	if m, _ := metric(r, netpath.MetricFragNeededSent, "where", "node "+lab.RealNodeName(1)); m.Value < 1 {
+		t.Errorf("mtu-pod: node 1 sent %v ICMP destination-unreachable during the probe", m.Value)
+	}
+}

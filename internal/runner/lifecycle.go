@@ -190,7 +190,7 @@ func Execute(ctx context.Context, p Plan) (*result.Report, error) {
 	}
 	rep := Run(ctx, o, p.Measurements)
 	// kubeslow's own cost up to the end of the measurements (the cleanup that follows is not counted).
-	rep.Results = append(rep.Results, overhead(start, c.Requests))
+	rep.Results = append(rep.Results, overhead(start, c.Requests, c.Backoff))
 	rep.End = clk.Now().UTC()
 	return rep, nil
 }

@@ -40,7 +40,7 @@ func Rules() []rule.Rule {
 			"(etcd_disk_wal_fsync_duration_seconds, the node's I/O pressure), or it lost its leader (etcd_server_has_leader); " +
 			"etcd's log at that time says which ('slow fdatasync', 'apply request took too long', 'lost leader').",
 	}, {
-		ID: RuleUnreachable, Title: "the apiserver was unreachable during the run", Severity: result.SeverityWarning,
+		ID: RuleUnreachable, Title: "The apiserver was unreachable during the run", Severity: result.SeverityWarning,
 		When: rule.Condition{Metric: rule.Metric{Result: Name, Name: MetricUnreachableLongest}, Op: ">=", Value: StallMin, Unit: "seconds"},
 		Also: []rule.Condition{{Metric: rule.Metric{Result: Name, Name: MetricUnreachable}, Op: ">=", Value: StallMin, Unit: "seconds"}},
 		Source: "Kubernetes API availability: clients, kubelets and controllers need the apiserver to answer; " +

@@ -21,6 +21,9 @@ const (
 	// SlowResponse is the latency above which a response is a congestion signal: the apiserver's own SLO for
 	// a mutating or single-object call is 1 s at p99 (the Kubernetes API call latency SLO).
 	SlowResponse = time.Second
+	// SlowList is the same for a LIST: the SLO's 30 s for a cluster-wide LIST (a LIST of many objects is
+	// slow by its size, not by congestion).
+	SlowList = 30 * time.Second
 	// DecreaseHold is the least time between two decreases: one window of rejections halves the rate once,
 	// not once per rejected request.
 	DecreaseHold = time.Second
@@ -112,9 +115,9 @@ func (b *Backoff) QPS() float32 {
 	return float32(b.cur)
 }
 
-// Observe feeds one response back: its status code (0 for a transport error) and latency; long-running
-// requests (watches) pass slowOK so their duration is not read as congestion.
-func (b *Backoff) Observe(code int, latency time.Duration, slowOK bool) {
+// Observe feeds one response back: its status code (0 for a transport error), its latency, and the
+// latency above which it is slow (0: never, for long-running requests such as watches).
+func (b *Backoff) Observe(code int, latency, slowAfter time.Duration) {
 	t := b.now()
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -126,7 +129,7 @@ func (b *Backoff) Observe(code int, latency time.Duration, slowOK bool) {
 	switch {
 	case code == http.StatusTooManyRequests:
 		b.decrease(t, DecreaseOn429)
-	case !slowOK && code != 0 && latency > SlowResponse:
+	case slowAfter > 0 && code != 0 && latency > slowAfter:
 		b.slow++
 		b.decrease(t, DecreaseOnSlow)
 	case code != 0 && code < 500:
@@ -216,12 +219,18 @@ func (b *Backoff) Wrap(rt http.RoundTripper) http.RoundTripper {
 	return roundTripFunc(func(r *http.Request) (*http.Response, error) {
 		start := b.now()
 		resp, err := rt.RoundTrip(r)
-		longRunning := longRunning(r)
 		code := 0
 		if err == nil {
 			code = resp.StatusCode
 		}
-		b.Observe(code, b.now().Sub(start), longRunning)
+		slowAfter := SlowResponse
+		switch {
+		case longRunning(r):
+			slowAfter = 0
+		case Classify(r.Method, r.URL.Path, r.URL.Query().Get("watch")).Verb == "list":
+			slowAfter = SlowList
+		}
+		b.Observe(code, b.now().Sub(start), slowAfter)
 		return resp, err
 	})
 }

@@ -23,37 +23,37 @@ func TestBackoffAIMD(t *testing.T) {
 	b := newBackoff(40, 80, ft.now)
 	// A window of rejections halves the rate once per DecreaseHold, not once per 429.
 	for i := 0; i < 10; i++ {
-		b.Observe(http.StatusTooManyRequests, 10*time.Millisecond, false)
+		b.Observe(http.StatusTooManyRequests, 10*time.Millisecond, SlowResponse)
 	}
 	if got := b.QPS(); got != 20 {
 		t.Fatalf("after one window of 429s: %v/s, want 20", got)
 	}
 	ft.add(DecreaseHold)
-	b.Observe(http.StatusTooManyRequests, 10*time.Millisecond, false)
+	b.Observe(http.StatusTooManyRequests, 10*time.Millisecond, SlowResponse)
 	if got := b.QPS(); got != 10 {
 		t.Fatalf("after a second window: %v/s, want 10", got)
 	}
 	// A slow response cuts by a fifth; a slow watch does not.
 	ft.add(DecreaseHold)
-	b.Observe(http.StatusOK, 30*time.Second, true)
+	b.Observe(http.StatusOK, 30*time.Second, 0)
 	if got := b.QPS(); got != 11 { // a second clean since the cut: +1/s
 		t.Fatalf("a long watch changed the rate to %v, want 11", got)
 	}
-	b.Observe(http.StatusOK, 2*time.Second, false)
+	b.Observe(http.StatusOK, 2*time.Second, SlowResponse)
 	if got := b.QPS(); got < 8.79 || got > 8.81 {
 		t.Fatalf("after a slow response: %v/s, want 8.8", got)
 	}
 	// Additive increase: +1/s per second of clean responses, from DecreaseHold after the last cut.
 	for i := 0; i < 5; i++ {
 		ft.add(time.Second)
-		b.Observe(http.StatusOK, 5*time.Millisecond, false)
+		b.Observe(http.StatusOK, 5*time.Millisecond, SlowResponse)
 	}
 	if got := b.QPS(); got < 13.79 || got > 13.81 {
 		t.Fatalf("after 5 s clean: %v/s, want 13.8", got)
 	}
 	for i := 0; i < 100; i++ {
 		ft.add(time.Second)
-		b.Observe(http.StatusCreated, 5*time.Millisecond, false)
+		b.Observe(http.StatusCreated, 5*time.Millisecond, SlowResponse)
 	}
 	if got := b.QPS(); got != 40 {
 		t.Fatalf("never above the configured rate: %v", got)
@@ -61,18 +61,28 @@ func TestBackoffAIMD(t *testing.T) {
 	// The floor.
 	for i := 0; i < 20; i++ {
 		ft.add(DecreaseHold)
-		b.Observe(http.StatusTooManyRequests, 0, false)
+		b.Observe(http.StatusTooManyRequests, 0, SlowResponse)
 	}
 	if got := b.QPS(); got != MinRate {
 		t.Fatalf("floor: %v", got)
 	}
-	b.Observe(0, 0, false) // connection refused: counted, no cut
+	b.Observe(0, 0, SlowResponse) // connection refused: counted, no cut
 	s := b.Stats()
 	if s.Configured != 40 || s.Min != MinRate || s.Throttled != 31 || s.Slow != 1 || s.TransportErrors != 1 {
 		t.Fatalf("stats %+v", s)
 	}
 	if !strings.Contains(s.Summary(), "throttled by the apiserver (429, APF) 31 times") || !strings.Contains(s.Summary(), "fell from 40/s to 1/s") {
 		t.Fatalf("summary %q", s.Summary())
+	}
+	// A LIST is slow by the LIST SLO (30 s), not the single-call one.
+	l := newBackoff(40, 80, ft.now)
+	l.Observe(http.StatusOK, 20*time.Second, SlowList)
+	if l.QPS() != 40 || l.Stats().Slow != 0 {
+		t.Fatalf("a 20 s LIST cut the rate: %v", l.QPS())
+	}
+	l.Observe(http.StatusOK, 31*time.Second, SlowList)
+	if l.QPS() != 32 {
+		t.Fatalf("a 31 s LIST: %v", l.QPS())
 	}
 	if (BackoffStats{Configured: 5, Min: 5, Final: 5}).Summary() != "" {
 		t.Fatal("an unthrottled run has no summary")

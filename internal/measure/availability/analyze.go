@@ -130,15 +130,23 @@ func Analyze(ps []Probe) result.Result {
 	return r
 }
 
+// checks names the failing checks, the first three and how many more.
+func checks(names []string) string {
+	if len(names) <= 3 {
+		return strings.Join(names, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(names[:3], ", "), len(names)-3)
+}
+
 func describe(w Window) string {
 	span := fmt.Sprintf("for %.1f s (%s to %s UTC, %d probes)", w.Seconds(), w.Start.UTC().Format(timeLayout), w.End.UTC().Format(timeLayout), w.Probes)
 	switch w.Cause {
 	case CauseEtcd:
-		return "etcd did not answer the apiserver " + span + ": readyz's " + strings.Join(w.Failing, ", ") + " check failed"
+		return "etcd did not answer the apiserver " + span + ": readyz's " + checks(w.Failing) + " check failed"
 	case CauseUnreachable:
 		return "the apiserver was unreachable " + span
 	default:
-		return "the apiserver was not ready " + span + ": failing " + strings.Join(w.Failing, ", ")
+		return "the apiserver was not ready " + span + ": failing " + checks(w.Failing)
 	}
 }
 

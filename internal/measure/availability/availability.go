@@ -174,11 +174,17 @@ func Classify(body []byte, err error) Probe {
 		body = append(body, se.ErrStatus.Message...)
 	}
 	p.Failing = failingChecks(body)
+	// etcd's checks alone: etcd does not answer a running apiserver. With other checks (post-start hooks,
+	// informer sync) failing too, the apiserver itself is starting (a restart): not ready, not etcd's stall.
 	p.Cause = CauseNotReady
+	etcd := 0
 	for _, c := range p.Failing {
 		if c == "etcd" || c == "etcd-readiness" {
-			p.Cause = CauseEtcd
+			etcd++
 		}
+	}
+	if etcd > 0 && etcd == len(p.Failing) {
+		p.Cause = CauseEtcd
 	}
 	return p
 }

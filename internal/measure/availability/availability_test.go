@@ -28,6 +28,16 @@ func TestClassify(t *testing.T) {
 	if p.Cause != availability.CauseNotReady || !slices.Equal(p.Failing, []string{"poststarthook/rbac/bootstrap-roles"}) {
 		t.Errorf("not ready: %+v", p)
 	}
+	// An apiserver starting (after a restart) fails etcd's check with its post-start hooks: not an etcd stall
+	// (seen on the lab: the restarted apiserver's first answer).
+	starting := "[+]ping ok\n[-]etcd failed: reason withheld\n[-]informer-sync failed: reason withheld\n[-]poststarthook/start-apiextensions-controllers failed: reason withheld\n" +
+		"[-]poststarthook/crd-informer-synced failed: reason withheld\n[-]poststarthook/rbac/bootstrap-roles failed: reason withheld\nreadyz check failed\n"
+	if p := availability.Classify([]byte(starting), apierrors.NewInternalError(errors.New("x"))); p.Cause != availability.CauseNotReady || len(p.Failing) != 5 {
+		t.Errorf("starting: %+v", p)
+	}
+	if r := availability.Analyze([]availability.Probe{availability.Classify([]byte(starting), apierrors.NewInternalError(errors.New("x")))}); !strings.Contains(r.Reason, "failing etcd, informer-sync, poststarthook/start-apiextensions-controllers and 2 more") {
+		t.Errorf("reason %q", r.Reason)
+	}
 	if p := availability.Classify(nil, errors.New("connect: connection refused")); p.Cause != availability.CauseUnreachable {
 		t.Errorf("refused: %+v", p)
 	}

@@ -11,7 +11,7 @@ DEMO_NODES ?= 50
 # A fault for the demo to diagnose (`bin/kubeslow lab scenarios` lists them; "healthy" for none).
 DEMO_SCENARIO ?= conflict-storm
 
-.PHONY: all deps build lint unit integration test lab-build demo demo-down clean
+.PHONY: all deps build lint unit fuzz integration test lab-build demo demo-down clean
 
 all: build
 
@@ -33,6 +33,10 @@ unit:
 	@mkdir -p out
 	$(GOTESTSUM) --jsonfile out/unit.json -- -count=1 ./...
 
+# Every fuzz target for FUZZTIME (default 3s) each; a crash fails (hack/fuzz.sh).
+fuzz:
+	@hack/fuzz.sh
+
 lab-build: build
 	$(BIN) lab build
 
@@ -41,7 +45,7 @@ integration: lab-build
 	@mkdir -p out
 	KUBESLOW_INTEGRATION=1 $(GOTESTSUM) --jsonfile out/integration.json -- -p 1 -count=1 -timeout 60m -run '^TestIntegration' ./...
 
-test: deps build lint unit integration
+test: deps build lint unit fuzz integration
 	@hack/summary.sh out/unit.json out/integration.json
 
 demo: deps lab-build

@@ -92,6 +92,9 @@ type KernelLog struct {
 	// Source is where it was read ("/dev/kmsg" or a log file) and Lines how many lines were read.
 	Source string `json:"source"`
 	Lines  int    `json:"lines"`
+	// Unreadable counts the records or lines skipped: a kmsg record that does not parse, a log line over
+	// maxKernelLine. The scan goes on after each.
+	Unreadable int `json:"unreadable,omitempty"`
 	// Counts and Newest (the newest line's text) by class; classes without a line are absent.
 	Counts map[string]int    `json:"counts,omitempty"`
 	Newest map[string]string `json:"newest,omitempty"`
@@ -136,6 +139,8 @@ func ScanKmsg(r io.Reader, uptime time.Duration) (KernelLog, error) {
 			rec, perr := ParseKmsgRecord(buf[:n])
 			if perr == nil {
 				k.add(rec.Msg, uptime-rec.Since)
+			} else {
+				k.Unreadable++
 			}
 		}
 		switch {
@@ -155,18 +160,44 @@ func ScanKmsg(r io.Reader, uptime time.Duration) (KernelLog, error) {
 // earlier boot has an unknown age).
 func ScanKernelLogFile(r io.Reader, source string, uptime time.Duration) (KernelLog, error) {
 	k := KernelLog{Source: source}
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		ago := time.Duration(-1)
-		if since, ok := kernelStamp(line); ok && uptime > 0 && since <= uptime {
-			ago = uptime - since
+	br := bufio.NewReaderSize(r, 64<<10)
+	var line []byte
+	long := false
+	for {
+		frag, err := br.ReadSlice('\n')
+		switch {
+		case long:
+			// The rest of a line over maxKernelLine: dropped with it.
+		case len(line)+len(frag) > maxKernelLine:
+			k.Unreadable++
+			long, line = true, line[:0]
+		default:
+			line = append(line, frag...)
 		}
-		k.add(line, ago)
+		if errors.Is(err, bufio.ErrBufferFull) {
+			continue
+		}
+		if !long && len(line) > 0 {
+			text := strings.TrimSuffix(strings.TrimSuffix(string(line), "\n"), "\r")
+			ago := time.Duration(-1)
+			if since, ok := kernelStamp(text); ok && uptime > 0 && since <= uptime {
+				ago = uptime - since
+			}
+			k.add(text, ago)
+		}
+		long, line = false, line[:0]
+		if errors.Is(err, io.EOF) {
+			return k, nil
+		}
+		if err != nil {
+			return k, err
+		}
 	}
-	return k, sc.Err()
 }
+
+// maxKernelLine is the longest kernel log line read (a kernel message is at most 1 KiB; a syslog line adds
+// its prefix): a longer one is counted in Unreadable and skipped, the lines after it are read.
+const maxKernelLine = 1 << 20
 
 // kernelStamp is the "[ seconds.micros]" stamp of a kernel log line (seconds since boot).
 func kernelStamp(line string) (time.Duration, bool) {

@@ -155,7 +155,7 @@ func TestParsers(t *testing.T) {
 		t.Errorf("kmsg %+v %v", r, err)
 	}
 	k, err := ScanKmsg(&records{recs: []string{"6,1,1000000,-;hello", "3,2,2000000,-;INFO: task dd:99 blocked for more than 122 seconds.", "garbage"}}, 3*time.Second)
-	if err != nil || k.Lines != 2 || k.Counts[KernHungTask] != 1 || k.NewestAgoSeconds[KernHungTask] != 1 {
+	if err != nil || k.Lines != 2 || k.Unreadable != 1 || k.Counts[KernHungTask] != 1 || k.NewestAgoSeconds[KernHungTask] != 1 {
 		t.Errorf("ScanKmsg %+v %v", k, err)
 	}
 	// A log file's lines are aged by the kernel's own stamp against the uptime; a stamp past the uptime (an
@@ -185,4 +185,14 @@ func (r *records) Read(b []byte) (int, error) {
 	n := copy(b, r.recs[0])
 	r.recs = r.recs[1:]
 	return n, nil
+}
+
+// TestKernelLogBadLines: a line too long to be a kernel message is counted and skipped, and the lines after
+// it are read (a bufio.Scanner stopped there, losing the rest of the log).
+func TestKernelLogBadLines(t *testing.T) {
+	log := "kernel: a\n" + strings.Repeat("x", maxKernelLine+10) + "\nkernel: INFO: task dd:99 blocked for more than 122 seconds.\r\nlast"
+	k, err := ScanKernelLogFile(strings.NewReader(log), "f", 0)
+	if err != nil || k.Lines != 3 || k.Unreadable != 1 || k.Counts[KernHungTask] != 1 || strings.HasSuffix(k.Newest[KernHungTask], "\r") {
+		t.Fatalf("%+v %v", k, err)
+	}
 }

@@ -5,6 +5,7 @@ package check
 import (
 	"github.com/kubeslow/kubeslow/internal/auditlog/auditlogtest"
 	"github.com/kubeslow/kubeslow/internal/measure/apislo/apislotest"
+	"github.com/kubeslow/kubeslow/internal/measure/availability/availabilitytest"
 	"github.com/kubeslow/kubeslow/internal/measure/churn/churntest"
 	"github.com/kubeslow/kubeslow/internal/measure/disk/disktest"
 	"github.com/kubeslow/kubeslow/internal/measure/dnsfacts/dnsfactstest"
@@ -25,6 +26,7 @@ import (
 var measurementFixtures = []func() map[string]ruletest.Fixture{
 	auditlogtest.RuleFixtures,
 	apislotest.RuleFixtures,
+	availabilitytest.RuleFixtures,
 	churntest.RuleFixtures,
 	disktest.RuleFixtures,
 	dnsfactstest.RuleFixtures,

@@ -27,6 +27,9 @@ type Cluster struct {
 	Context string
 	// Requests counts every request sent through Config and Client.
 	Requests *RequestCounter
+	// Backoff is the client-side rate limiter every request through Config and Client waits on (AIMD on
+	// 429s and slow responses), with its counts of the responses by status code.
+	Backoff *Backoff
 }
 
 // Connect loads the kubeconfig (explicit path, $KUBECONFIG, ~/.kube/config, or in-cluster) and builds a client.
@@ -57,7 +60,7 @@ func Connect(o ClientOptions) (*Cluster, error) {
 }
 
 // FromConfig builds kubeslow's client from a REST config (a copy of it is changed): its own user agent, the
-// client-side rate limit (qps and burst when > 0), and the request counter.
+// client-side rate limit (qps and burst when > 0; AIMD below it, see Backoff), and the request counter.
 func FromConfig(base *rest.Config, name string, qps float32, burst int) (*Cluster, error) {
 	cfg := rest.CopyConfig(base)
 	if qps > 0 {
@@ -69,9 +72,20 @@ func FromConfig(base *rest.Config, name string, qps float32, burst int) (*Cluste
 	cfg.UserAgent = "kubeslow"
 	reqs := &RequestCounter{}
 	cfg.Wrap(reqs.Wrap)
+	// One limiter for every client made from cfg (rest.CopyConfig keeps the pointer): reads, load and
+	// cleanup all yield together when the apiserver pushes back.
+	q, b := cfg.QPS, cfg.Burst
+	if q == 0 { // client-go's defaults when unset
+		q, b = rest.DefaultQPS, rest.DefaultBurst
+	} else if q < 0 { // no client-side limit asked for: AIMD still cuts it under 429s
+		q = 1e6
+	}
+	bo := NewBackoff(q, b)
+	cfg.RateLimiter = bo
+	cfg.Wrap(bo.Wrap)
 	client, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("building client: %w", err)
 	}
-	return &Cluster{Config: cfg, Client: client, Context: name, Requests: reqs}, nil
+	return &Cluster{Config: cfg, Client: client, Context: name, Requests: reqs, Backoff: bo}, nil
 }

@@ -4,6 +4,7 @@
 package prom
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -24,6 +25,9 @@ import (
 type Snapshot struct {
 	At       time.Time
 	Families map[string]*dto.MetricFamily
+	// BadLines counts the lines Parse skipped; FirstBad says where the first was and why.
+	BadLines int
+	FirstBad string
 }
 
 // Keep drops every family but families (a node's /metrics or /metrics/cadvisor is thousands of series; an
@@ -36,19 +40,59 @@ func (s *Snapshot) Keep(families ...string) {
 	}
 }
 
-// Parse reads the text exposition format. Anything else (garbage, protobuf, truncated input) is a clear
-// error, never a panic; an empty input is an error too (there is nothing to analyse).
+// Parse reads the text exposition format. A line the parser rejects (a bad value, broken labels, a sample
+// of the wrong type) is skipped and counted in BadLines, and the rest is read: one bad exporter line loses
+// that line, not the scrape. Anything that is not the text format (garbage, protobuf, HTML, truncated
+// input), with no sample read or more lines rejected than samples read, is a clear error, never a panic;
+// an empty input is an error too (there is nothing to analyse).
 func Parse(r io.Reader, at time.Time) (*Snapshot, error) {
-	p := expfmt.NewTextParser(model.UTF8Validation)
-	fams, err := p.TextToMetricFamilies(r)
+	b, err := io.ReadAll(r)
 	if err != nil {
-		return nil, fmt.Errorf("parsing metrics (Prometheus text format expected): %w", err)
+		return nil, fmt.Errorf("reading metrics: %w", err)
 	}
-	if len(fams) == 0 {
-		return nil, errors.New("no metrics in the response")
+	lines := bytes.SplitAfter(b, []byte("\n"))
+	orig := make([]int, len(lines)) // line numbers in b of the lines left
+	for i := range orig {
+		orig[i] = i + 1
 	}
-	return &Snapshot{At: at, Families: fams}, nil
+	var bad []string
+	for {
+		p := expfmt.NewTextParser(model.UTF8Validation)
+		fams, err := p.TextToMetricFamilies(bytes.NewReader(bytes.Join(lines, nil)))
+		var pe expfmt.ParseError
+		switch {
+		case err == nil:
+			samples := 0
+			for _, f := range fams {
+				samples += len(f.GetMetric())
+			}
+			if len(bad) > 0 && (samples == 0 || len(bad) > samples) {
+				return nil, fmt.Errorf("parsing metrics (Prometheus text format expected): %d lines rejected, %d samples read; first: %s", len(bad), samples, bad[0])
+			}
+			if len(fams) == 0 {
+				return nil, errors.New("no metrics in the response")
+			}
+			s := &Snapshot{At: at, Families: fams, BadLines: len(bad)}
+			if len(bad) > 0 {
+				s.FirstBad = bad[0]
+			}
+			return s, nil
+		case errors.As(err, &pe) && pe.Line >= 1 && pe.Line <= len(lines) && len(bad) < maxBadLines:
+			bad = append(bad, fmt.Sprintf("line %d: %s", orig[pe.Line-1], pe.Msg))
+			lines = slices.Delete(lines, pe.Line-1, pe.Line)
+			orig = slices.Delete(orig, pe.Line-1, pe.Line)
+		default:
+			if len(bad) > 0 {
+				return nil, fmt.Errorf("parsing metrics (Prometheus text format expected): %w (after %d lines rejected, first: %s)", err, len(bad), bad[0])
+			}
+			return nil, fmt.Errorf("parsing metrics (Prometheus text format expected): %w", err)
+		}
+	}
 }
+
+// maxBadLines bounds the lines Parse skips (each skip parses the rest again): more is not a scrape with a
+// bad line but something else.
+const maxBadLines = 20
 
 // Labels of one series.
 type Labels map[string]string

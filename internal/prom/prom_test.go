@@ -1,7 +1,9 @@
 package prom
 
 import (
+	"bytes"
 	"compress/gzip"
+	"fmt"
 	"io"
 	"math"
 	"os"
@@ -223,10 +225,20 @@ func FuzzParse(f *testing.F) {
 	for _, seed := range []string{"# TYPE c counter\nc{a=\"x\"} 1\n", "h_bucket{le=\"+Inf\"} 3\nh_sum 1\nh_count 3\n", "x 1e308\n", "", "# HELP\n"} {
 		f.Add(seed)
 	}
+	// The lab's real scrapes: etcd's, and the head of the apiserver's (each family's header and first series).
+	if b, err := os.ReadFile("testdata/etcd-metrics-1.txt"); err == nil {
+		f.Add(string(b))
+	}
+	if b := readGz(f, "apiserver-metrics-conflict-storm-1.txt.gz"); len(b) > 0 {
+		f.Add(string(b[:min(len(b), 16<<10)]))
+	}
 	f.Fuzz(func(t *testing.T, in string) {
 		s, err := Parse(strings.NewReader(in), time.Now())
 		if err != nil {
 			return
+		}
+		if s.BadLines > 0 && s.FirstBad == "" || s.BadLines > maxBadLines {
+			t.Fatalf("bad lines %d, first %q", s.BadLines, s.FirstBad)
 		}
 		for name := range s.Families {
 			for _, se := range s.Series(name) {
@@ -249,4 +261,60 @@ func TestKeep(t *testing.T) {
 	if len(s.Families) != 2 || s.Families["a"] == nil || s.Families["c"] == nil {
 		t.Fatalf("kept %v", s.Families)
 	}
+}
+
+// TestParseSkipsBadLines: a bad line among good ones is counted and skipped, the rest read — including the
+// samples after it and the real apiserver scrape it is spliced into.
+func TestParseSkipsBadLines(t *testing.T) {
+	in := "# TYPE a counter\na 1\na{x=\"1\"} abc\n# TYPE b gauge\nb 2\nb{broken 3\nb{y=\"2\"} 4\n"
+	s, err := Parse(strings.NewReader(in), time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.BadLines != 2 || !strings.HasPrefix(s.FirstBad, "line 3: ") {
+		t.Fatalf("bad lines %d, first %q", s.BadLines, s.FirstBad)
+	}
+	if v, ok := s.Gauge("b", Labels{"y": "2"}); !ok || v != 4 {
+		t.Errorf("b{y=2} after the bad lines: %v %v", v, ok)
+	}
+	if len(s.Series("a")) != 1 {
+		t.Errorf("a: %+v", s.Series("a"))
+	}
+	// The lab's etcd scrape with a garbage line in its middle: one line lost, every family kept.
+	raw, err := os.ReadFile("testdata/etcd-metrics-1.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	good, err := Parse(bytes.NewReader(raw), time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.SplitAfter(string(raw), "\n")
+	mid := len(lines) / 2
+	spliced := strings.Join(lines[:mid], "") + "etcd_bogus{le=\"1\" 1 2 3\n" + strings.Join(lines[mid:], "")
+	got, err := Parse(strings.NewReader(spliced), time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.BadLines != 1 || len(got.Families) != len(good.Families) || !strings.HasPrefix(got.FirstBad, fmt.Sprintf("line %d: ", mid+1)) {
+		t.Errorf("spliced: %d bad (%q), %d families, want 1 and %d", got.BadLines, got.FirstBad, len(got.Families), len(good.Families))
+	}
+}
+
+// readGz reads a gzipped file of testdata (nil when absent).
+func readGz(f *testing.F, name string) []byte {
+	fh, err := os.Open(filepath.Join("testdata", name))
+	if err != nil {
+		return nil
+	}
+	defer fh.Close()
+	gz, err := gzip.NewReader(fh)
+	if err != nil {
+		f.Fatal(err)
+	}
+	b, err := io.ReadAll(gz)
+	if err != nil {
+		f.Fatal(err)
+	}
+	return b
 }

@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
@@ -190,7 +191,7 @@ func Execute(ctx context.Context, p Plan) (*result.Report, error) {
 	}
 	rep := Run(ctx, o, p.Measurements)
 	// kubeslow's own cost up to the end of the measurements (the cleanup that follows is not counted).
-	rep.Results = append(rep.Results, overhead(start, c.Requests))
+	rep.Results = append(rep.Results, overhead(start, c.Requests, c.Backoff))
 	rep.End = clk.Now().UTC()
 	return rep, nil
 }
@@ -210,7 +211,15 @@ func cleanup(cfg *rest.Config, runID string, log *slog.Logger, progress func(str
 	defer cancel()
 	dyn, err := dynamic.NewForConfig(cfg)
 	if err == nil {
-		_, err = kube.Cleanup(ctx, dyn, runID, log)
+		// An apiserver restarting or an etcd stalled at the end of the run refuses the cleanup for a while:
+		// it is tried again every 2 s within its 2 minutes, so a fault does not leave the run's objects behind.
+		_ = wait.PollUntilContextCancel(ctx, 2*time.Second, true, func(ctx context.Context) (bool, error) {
+			if _, err = kube.Cleanup(ctx, dyn, runID, log); err != nil {
+				progress("cleanup of run %s: %v (trying again)", runID, err)
+				return false, nil
+			}
+			return true, nil
+		})
 	}
 	if err != nil {
 		progress("cleanup of run %s failed: %v (run `kubeslow cleanup --run %s`)", runID, err, runID)

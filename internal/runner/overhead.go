@@ -65,8 +65,9 @@ func vmHWM() (float64, error) {
 	return 0, fmt.Errorf("no VmHWM in /proc/self/status")
 }
 
-// overhead measures the process since start.
-func overhead(start cpuMark, reqs *kube.RequestCounter) result.Result {
+// overhead measures the process since start; bo (may be nil) is the client's limiter, whose responses by
+// code and rate cuts say whether the apiserver throttled kubeslow (kubeslow's own status, not a finding).
+func overhead(start cpuMark, reqs *kube.RequestCounter, bo *kube.Backoff) result.Result {
 	r := result.Result{Name: OverheadName, Status: result.StatusPass, Start: start.wall, End: time.Now()}
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
@@ -95,9 +96,44 @@ func overhead(start cpuMark, reqs *kube.RequestCounter) result.Result {
 		}
 	}
 	r.Metrics = append(r.Metrics, result.Metric{Name: "api_requests_total", Unit: "count", Value: float64(total)})
+	var why []string
+	if bo != nil {
+		s := bo.Stats()
+		r.Metrics = append(r.Metrics, backoffMetrics(s)...)
+		if len(s.Rate) > 1 {
+			ser := result.Series{Name: "client_rate_limit", Unit: "requests/s"}
+			for _, p := range s.Rate {
+				ser.Points = append(ser.Points, result.Point{T: p.At, V: p.Rate})
+			}
+			r.Series = append(r.Series, ser)
+		}
+		if sum := s.Summary(); sum != "" {
+			why = append(why, sum)
+		}
+	}
 	if peak > peakRSSTarget {
-		r.Status = result.StatusWarn
-		r.Reason = fmt.Sprintf("peak RSS %.0f MiB above the %d MiB budget", peak/(1<<20), peakRSSTarget>>20)
+		why = append(why, fmt.Sprintf("peak RSS %.0f MiB above the %d MiB budget", peak/(1<<20), peakRSSTarget>>20))
+	}
+	if len(why) > 0 {
+		r.Status, r.Reason = result.StatusWarn, strings.Join(why, "; ")
 	}
 	return r
+}
+
+// backoffMetrics are the client limiter's counts: responses by code, 429s, slow responses, requests with no
+// response, and the rate it started at, fell to and ended at.
+func backoffMetrics(s kube.BackoffStats) []result.Metric {
+	var ms []result.Metric
+	for _, c := range s.Codes {
+		ms = append(ms, result.Metric{Name: "api_responses", Unit: "count", Value: float64(c.N), Labels: map[string]string{"code": strconv.Itoa(c.Code)}})
+	}
+	return append(ms,
+		result.Metric{Name: "api_throttled", Unit: "count", Value: float64(s.Throttled)},
+		result.Metric{Name: "api_slow_responses", Unit: "count", Value: float64(s.Slow)},
+		result.Metric{Name: "api_transport_errors", Unit: "count", Value: float64(s.TransportErrors)},
+		result.Metric{Name: "client_rate_cuts", Unit: "count", Value: float64(s.Decreases)},
+		result.Metric{Name: "client_rate_configured", Unit: "requests/s", Value: s.Configured},
+		result.Metric{Name: "client_rate_min", Unit: "requests/s", Value: s.Min},
+		result.Metric{Name: "client_rate_final", Unit: "requests/s", Value: s.Final},
+	)
 }

@@ -3,6 +3,7 @@ package runner
 import (
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"github.com/kubeslow/kubeslow/internal/kube"
@@ -29,7 +30,7 @@ func TestOverhead(t *testing.T) {
 		}
 		resp.Body.Close()
 	}
-	r := overhead(start, &reqs)
+	r := overhead(start, &reqs, nil)
 	get := func(name string) float64 {
 		for _, m := range r.Metrics {
 			if m.Name == name {
@@ -52,4 +53,36 @@ func TestOverhead(t *testing.T) {
 		t.Errorf("status %s %s", r.Status, r.Reason)
 	}
 	sink = nil
+}
+
+// TestOverheadThrottled: a run the apiserver throttled says so in kubeslow's own result (Warn, with the
+// count and the rate's fall), with the responses by code; no finding is made of it.
+func TestOverheadThrottled(t *testing.T) {
+	bo := kube.NewBackoff(40, 80)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.WriteHeader(http.StatusTooManyRequests)
+	}))
+	defer srv.Close()
+	hc := &http.Client{Transport: bo.Wrap(http.DefaultTransport)}
+	for range 2 {
+		resp, err := hc.Get(srv.URL + "/api/v1/pods")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+	}
+	r := overhead(markNow(), &kube.RequestCounter{}, bo)
+	if r.Status != result.StatusWarn || !strings.Contains(r.Reason, "throttled by the apiserver (429, APF) 2 times") ||
+		!strings.Contains(r.Reason, "fell from 40/s to 20/s") {
+		t.Fatalf("status %s %q", r.Status, r.Reason)
+	}
+	var n429 float64
+	for _, m := range r.Metrics {
+		if m.Name == "api_responses" && m.Labels["code"] == "429" {
+			n429 = m.Value
+		}
+	}
+	if n429 != 2 || len(r.Series) != 1 || r.Series[0].Name != "client_rate_limit" {
+		t.Fatalf("429s %v, series %+v", n429, r.Series)
+	}
 }

@@ -180,6 +180,7 @@ func Run(ctx context.Context, o Options, ms []measure.Measurement) *result.Repor
 	findings, evals := rule.Evaluate(rep, o.Rules)
 	rep.Findings = append(rep.Findings, findings...)
 	rep.Rules = evals
+	markOutages(rep)
 	rep.End = o.Clock.Now().UTC()
 	return rep
 }

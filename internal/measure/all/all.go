@@ -9,6 +9,7 @@ import (
 	"github.com/kubeslow/kubeslow/internal/measure"
 	"github.com/kubeslow/kubeslow/internal/measure/apiaudit"
 	"github.com/kubeslow/kubeslow/internal/measure/apislo"
+	"github.com/kubeslow/kubeslow/internal/measure/availability"
 	"github.com/kubeslow/kubeslow/internal/measure/churn"
 	"github.com/kubeslow/kubeslow/internal/measure/cpusage"
 	"github.com/kubeslow/kubeslow/internal/measure/disk"
@@ -64,6 +65,7 @@ func Registry(o Options) *measure.Registry {
 	lookups := dnslookup.DefaultOptions()
 	lookups.Image = o.Image
 	return measure.NewRegistry(
+		availability.New(o.Window), // first: its probe watches the whole run
 		nodes.New(),
 		apislo.New(o.Window),
 		etcdhealth.New(o.Window, o.EtcdEndpoint),

@@ -263,6 +263,22 @@ func (s stream) consume(ctx context.Context, clk clock.PassiveClock, w watch.Int
 	}
 }
 
+// SetWant lowers the number of pods AllRunning waits for to n, when fewer pods than asked were created
+// (creates refused while the apiserver restarted or etcd stalled): the run must not wait out its time-out
+// for pods that do not exist. n above the current count is ignored.
+func (c *Collector) SetWant(n int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.want <= 0 || n >= c.want {
+		return
+	}
+	closed := c.running >= c.want
+	c.want = n
+	if !closed && c.running >= n {
+		close(c.allRunning)
+	}
+}
+
 // Stop ends the watches.
 func (c *Collector) Stop() {
 	if c.stop != nil {

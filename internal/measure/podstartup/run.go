@@ -135,6 +135,9 @@ func (m *Measurement) Run(ctx context.Context, env *measure.Env) (result.Result,
 	if err != nil {
 		return result.Result{}, fmt.Errorf("creating the workload: %w", err)
 	}
+	if spec.Kind == workload.Pods {
+		col.SetWant(spec.Count - out.Failed()) // creates refused by a failing control plane: no pod to wait for
+	}
 	timeout := m.Opts.Timeout
 	if timeout <= 0 {
 		timeout = 5 * time.Minute

@@ -1,0 +1,407 @@
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/utils/ptr"
+
+	"github.com/kubeslow/kubeslow/internal/kube"
+	"github.com/kubeslow/kubeslow/internal/lab"
+	"github.com/kubeslow/kubeslow/internal/labtest"
+	"github.com/kubeslow/kubeslow/internal/measure/availability"
+	"github.com/kubeslow/kubeslow/pkg/result"
+)
+
+// TestIntegrationFaults runs `kubeslow run`, given only the lab's kubeconfig, through a fault injected
+// mid-measurement, on one lab, one fault after the other (docs/faults.md): the apiserver killed and started
+// again, etcd stopped for 10 s, the real node's uplink down for 20 s, the node agent's pod deleted; and
+// `kubeslow bench pods` under an APF priority level that rejects it. Each run finishes with an honest exit
+// code, marks what the fault interrupted, names the outage it lived through (etcd's stall as KS-ETCD-STALL)
+// and leaves no kubeslow-labelled object behind.
+func TestIntegrationFaults(t *testing.T) {
+	d := labtest.Dirs(t)
+	t.Setenv("KUBESLOW_STATE_DIR", d.State)
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
+	rc, down := labtest.Up(t, d, func() error {
+		_, err := lab.Up(ctx, d, lab.Config{Nodes: 3, RealNodes: 1, AgentBinary: labtest.Binary(t)}, t.Logf)
+		return err
+	})
+	defer down()
+	c := kubernetes.NewForConfigOrDie(rc)
+	kc := d.AdminKubeconfig()
+	// A short run: the probe, the API and pod start-up (its pods are what the fault hits), the window 20 s.
+	cpArgs := []string{"run", "--kubeconfig", kc, "--only", "controlplane.availability,api.responsiveness,pods.startup,nodes.health",
+		"--window", "20s", "--budget", "3m", "--out-dir", "", "-o", "json"}
+	nodeArgs := []string{"run", "--kubeconfig", kc, "--agent-image", lab.AgentImage, "--only", "controlplane.availability,nodes.kubelet,nodes.agent,nodes.health",
+		"--window", "20s", "--budget", "3m", "--out-dir", "", "-o", "json"}
+
+	t.Run("apiserver-restart", func(t *testing.T) {
+		rep, code := runThrough(ctx, t, c, cpArgs, func() {
+			waitKubeslowPod(ctx, t, c, false)
+			restart, err := lab.KillComponent(d, lab.KubeAPIServer)
+			if err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(8 * time.Second) // the outage's length, a property of the fault
+			if err := restart(ctx); err != nil {
+				t.Fatal(err)
+			}
+		})
+		assertOutage(t, rep, code, availability.CauseUnreachable, availability.RuleUnreachable)
+		assertNothingLeft(ctx, t, c)
+	})
+	t.Run("etcd-stall", func(t *testing.T) {
+		rep, code := runThrough(ctx, t, c, cpArgs, func() {
+			waitKubeslowPod(ctx, t, c, false)
+			resume, err := lab.PauseComponent(d, lab.Etcd)
+			if err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(10 * time.Second) // the stall's length
+			if err := resume(); err != nil {
+				t.Fatal(err)
+			}
+		})
+		assertOutage(t, rep, code, availability.CauseEtcd, availability.RuleEtcdStall)
+		assertNothingLeft(ctx, t, c)
+	})
+	t.Run("node-uplink-down", func(t *testing.T) {
+		rep, code := runThrough(ctx, t, c, nodeArgs, func() {
+			waitKubeslowPod(ctx, t, c, false)
+			if err := lab.SetRealNodeUplink(ctx, 1, false); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(20 * time.Second) // the outage's length
+			if err := lab.SetRealNodeUplink(ctx, 1, true); err != nil {
+				t.Fatal(err)
+			}
+		})
+		assertFinished(t, rep, code)
+		assertNoBlame(t, rep, "nodes.agent", "nodes.kubelet")
+		assertNothingLeft(ctx, t, c)
+	})
+	t.Run("agent-deleted", func(t *testing.T) {
+		rep, code := runThrough(ctx, t, c, nodeArgs, func() {
+			p := waitKubeslowPod(ctx, t, c, true)
+			if err := c.CoreV1().Pods(p.ns).Delete(ctx, p.name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}); err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("deleted the agent pod %s/%s", p.ns, p.name)
+		})
+		assertFinished(t, rep, code)
+		assertNoBlame(t, rep, "nodes.agent")
+		if r := findRes(rep, "nodes.agent"); r == nil || r.Status == "" {
+			t.Errorf("nodes.agent: %+v", r)
+		}
+		assertNothingLeft(ctx, t, c)
+	})
+	t.Run("apf-rejects-kubeslow", func(t *testing.T) {
+		testAPF(ctx, t, c, kc)
+	})
+}
+
+// testAPF puts a dedicated user (kubeslow impersonates it through its kubeconfig) into a priority level of
+// one concurrency share that rejects what it cannot run at once, and runs a pod start-up load of 150 pods
+// created in bursts of 100: kubeslow is rejected (429), its client rate falls, the report says so.
+func testAPF(ctx context.Context, t *testing.T, c kubernetes.Interface, adminKubeconfig string) {
+	const user, name = "kubeslow-apf-test", "kubeslow-apf-test"
+	crb := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name},
+		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "cluster-admin"},
+		Subjects: []rbacv1.Subject{{Kind: "User", APIGroup: "rbac.authorization.k8s.io", Name: user}}}
+	plc := &flowcontrolv1.PriorityLevelConfiguration{ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: flowcontrolv1.PriorityLevelConfigurationSpec{Type: flowcontrolv1.PriorityLevelEnablementLimited,
+			Limited: &flowcontrolv1.LimitedPriorityLevelConfiguration{NominalConcurrencyShares: ptr.To[int32](1),
+				LendablePercent: ptr.To[int32](0), BorrowingLimitPercent: ptr.To[int32](0),
+				LimitResponse: flowcontrolv1.LimitResponse{Type: flowcontrolv1.LimitResponseTypeReject}}}}
+	fs := &flowcontrolv1.FlowSchema{ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: flowcontrolv1.FlowSchemaSpec{PriorityLevelConfiguration: flowcontrolv1.PriorityLevelConfigurationReference{Name: name},
+			MatchingPrecedence: 100, DistinguisherMethod: &flowcontrolv1.FlowDistinguisherMethod{Type: flowcontrolv1.FlowDistinguisherMethodByUserType},
+			Rules: []flowcontrolv1.PolicyRulesWithSubjects{{
+				Subjects:         []flowcontrolv1.Subject{{Kind: flowcontrolv1.SubjectKindUser, User: &flowcontrolv1.UserSubject{Name: user}}},
+				ResourceRules:    []flowcontrolv1.ResourcePolicyRule{{Verbs: []string{"*"}, APIGroups: []string{"*"}, Resources: []string{"*"}, ClusterScope: true, Namespaces: []string{"*"}}},
+				NonResourceRules: []flowcontrolv1.NonResourcePolicyRule{{Verbs: []string{"*"}, NonResourceURLs: []string{"*"}}}}}}}
+	defer func() {
+		// The test's own objects: deleted whatever happened, and checked gone.
+		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+		defer cancel()
+		_ = c.FlowcontrolV1().FlowSchemas().Delete(dctx, name, metav1.DeleteOptions{})
+		_ = c.FlowcontrolV1().PriorityLevelConfigurations().Delete(dctx, name, metav1.DeleteOptions{})
+		_ = c.RbacV1().ClusterRoleBindings().Delete(dctx, name, metav1.DeleteOptions{})
+		if _, err := c.FlowcontrolV1().FlowSchemas().Get(dctx, name, metav1.GetOptions{}); err == nil {
+			t.Errorf("FlowSchema %s left behind", name)
+		}
+		if _, err := c.FlowcontrolV1().PriorityLevelConfigurations().Get(dctx, name, metav1.GetOptions{}); err == nil {
+			t.Errorf("PriorityLevelConfiguration %s left behind", name)
+		}
+	}()
+	if _, err := c.RbacV1().ClusterRoleBindings().Create(ctx, crb, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.FlowcontrolV1().PriorityLevelConfigurations().Create(ctx, plc, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.FlowcontrolV1().FlowSchemas().Create(ctx, fs, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// The apiserver's APF configuration controller picks the new objects up asynchronously: wait for the
+	// FlowSchema's Dangling condition to be set False (it is then in effect).
+	if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		f, err := c.FlowcontrolV1().FlowSchemas().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		for _, cond := range f.Status.Conditions {
+			if cond.Type == flowcontrolv1.FlowSchemaConditionDangling && cond.Status == flowcontrolv1.ConditionFalse {
+				return true, nil
+			}
+		}
+		return false, nil
+	}); err != nil {
+		t.Fatalf("FlowSchema never in effect: %v", err)
+	}
+	// kubeslow's kubeconfig: the admin's, impersonating the throttled user.
+	cfg, err := clientcmd.LoadFromFile(adminKubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ai := range cfg.AuthInfos {
+		ai.Impersonate = user
+	}
+	kc := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := clientcmd.WriteToFile(*cfg, kc); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := runArgs(t, "bench", "pods", "--kubeconfig", kc, "--count", "150", "--create-qps", "200", "--create-burst", "100", "-o", "json")
+	t.Logf("exit %d\n%s", code, lastLines(errOut, 15))
+	var rep result.Report
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("json: %v\n%s", err, errOut)
+	}
+	if code == 2 {
+		t.Fatalf("exit 2: nothing measured under APF")
+	}
+	ov := findRes(rep, result.SelfPrefix+"overhead")
+	if ov == nil {
+		t.Fatal("no kubeslow.overhead")
+	}
+	throttled, configured, low := metric(ov, "api_throttled", nil), metric(ov, "client_rate_configured", nil), metric(ov, "client_rate_min", nil)
+	t.Logf("kubeslow throttled %v times; client rate %v/s -> %v/s; %s", throttled, configured, low, ov.Reason)
+	if throttled < 1 || low >= configured || !strings.Contains(ov.Reason, "throttled by the apiserver (429, APF)") || !strings.Contains(ov.Reason, "request rate fell from") {
+		t.Errorf("kubeslow did not say it was throttled and backed off: %v 429s, rate %v -> %v, %s %q", throttled, configured, low, ov.Status, ov.Reason)
+	}
+	for _, f := range rep.Findings {
+		if strings.Contains(f.Summary, "429") && f.Severity.Rank() >= result.SeverityWarning.Rank() {
+			t.Logf("finding on 429s (the cluster's APF counters, true of this lab): %s %s", f.ID, f.Summary)
+		}
+	}
+	assertNothingLeft(ctx, t, c)
+}
+
+// runThrough runs kubeslow with args while inject runs the fault, and returns its report and exit code.
+func runThrough(ctx context.Context, t *testing.T, c kubernetes.Interface, args []string, inject func()) (result.Report, int) {
+	t.Helper()
+	var (
+		wg          sync.WaitGroup
+		code        int
+		out, errOut string
+	)
+	start := time.Now()
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		code, out, errOut = runArgs(t, args...)
+	}()
+	inject()
+	t.Logf("fault over after %s", time.Since(start).Round(time.Second))
+	wg.Wait()
+	t.Logf("exit %d after %s; last progress lines:\n%s", code, time.Since(start).Round(time.Second), lastLines(errOut, 25))
+	var rep result.Report
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("json: %v\nstdout %s\nstderr %s", err, out, errOut)
+	}
+	for _, r := range rep.Results {
+		t.Logf("  %-28s %-5s %s", r.Name, r.Status, r.Reason)
+	}
+	for _, f := range rep.Findings {
+		t.Logf("  finding %s [%s] %s", f.ID, f.Severity, f.Summary)
+	}
+	return rep, code
+}
+
+// assertFinished: the run finished with a report and an exit code that says what it found (0 or 1), not
+// "could not run".
+func assertFinished(t *testing.T, rep result.Report, code int) {
+	t.Helper()
+	if code != 0 && code != 1 {
+		t.Errorf("exit %d", code)
+	}
+	if code == 0 {
+		for _, f := range rep.Findings {
+			if f.Severity.Rank() >= result.SeverityWarning.Rank() {
+				t.Errorf("exit 0 with finding %s [%s]", f.ID, f.Severity)
+			}
+		}
+	}
+	if r := findRes(rep, availability.Name); r == nil || !r.Status.Measured() {
+		t.Errorf("%s: %+v", availability.Name, r)
+	}
+}
+
+// assertOutage: the run names the outage of cause by its rule, with exit 1, and every other finding at
+// warning or above is not one resting on a result that ran through it (those are explained by the outage).
+func assertOutage(t *testing.T, rep result.Report, code int, cause, ruleID string) {
+	t.Helper()
+	assertFinished(t, rep, code)
+	if code != 1 {
+		t.Errorf("exit %d after an outage, want 1 (the outage is a finding)", code)
+	}
+	var named bool
+	for _, f := range rep.Findings {
+		if f.ID == ruleID {
+			named = f.Severity.Rank() >= result.SeverityWarning.Rank()
+		}
+		// The other outage's rule must not fire: a restarted apiserver failing its etcd check while it
+		// starts is not an etcd stall, and a stalled etcd behind an answering apiserver is not the
+		// apiserver unreachable.
+		if (f.ID == availability.RuleEtcdStall || f.ID == availability.RuleUnreachable) && f.ID != ruleID {
+			t.Errorf("%s fired on a %s outage: %s", f.ID, cause, f.Summary)
+		}
+	}
+	if !named {
+		t.Errorf("the %s outage is not named (%s)", cause, ruleID)
+	}
+	av := findRes(rep, availability.Name)
+	if av == nil {
+		return
+	}
+	var outage *availability.Window
+	for _, w := range availability.Outages(*av) {
+		if w.Cause == cause {
+			outage = &w
+		}
+	}
+	if outage == nil {
+		t.Fatalf("no %s window in %s: %q", cause, availability.Name, av.Reason)
+	}
+	marked := 0
+	for _, r := range rep.Results {
+		if strings.Contains(r.Reason, "ran through an outage") {
+			marked++
+		}
+	}
+	if marked == 0 {
+		t.Error("no result says it ran through the outage")
+	}
+	for _, f := range rep.Findings {
+		if f.ID == ruleID || f.Severity.Rank() < result.SeverityWarning.Rank() {
+			continue
+		}
+		for _, name := range f.Results {
+			if r := findRes(rep, name); r != nil && strings.Contains(r.Reason, "ran through an outage") {
+				t.Errorf("finding %s [%s] rests on %s, which ran through the outage, and is not explained by it: %s", f.ID, f.Severity, name, f.Summary)
+			}
+		}
+	}
+}
+
+// assertNoBlame: no finding at warning or above rests on the named results (whose data the fault took).
+func assertNoBlame(t *testing.T, rep result.Report, names ...string) {
+	t.Helper()
+	for _, f := range rep.Findings {
+		if f.Severity.Rank() < result.SeverityWarning.Rank() {
+			continue
+		}
+		for _, n := range f.Results {
+			for _, want := range names {
+				if n == want {
+					t.Errorf("finding %s [%s] on %s after the fault: %s", f.ID, f.Severity, n, f.Summary)
+				}
+			}
+		}
+	}
+}
+
+type podRef struct{ ns, name string }
+
+// waitKubeslowPod waits for a pod of the run (any kubeslow-labelled pod; with agent, a Running pod of its
+// node agent DaemonSet) and returns it.
+func waitKubeslowPod(ctx context.Context, t *testing.T, c kubernetes.Interface, agent bool) podRef {
+	t.Helper()
+	var got podRef
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		pods, err := c.CoreV1().Pods("").List(ctx, metav1.ListOptions{LabelSelector: kube.Selector("").String()})
+		if err != nil {
+			return false, nil
+		}
+		for _, p := range pods.Items {
+			if !agent {
+				got = podRef{p.Namespace, p.Name}
+				return true, nil
+			}
+			for _, o := range p.OwnerReferences {
+				if o.Kind == "DaemonSet" && p.Status.Phase == "Running" {
+					got = podRef{p.Namespace, p.Name}
+					return true, nil
+				}
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		t.Fatalf("no pod of the run appeared: %v", err)
+	}
+	return got
+}
+
+// assertNothingLeft waits (up to 2 minutes: a namespace's deletion finishes after its pods are finalised)
+// until no kubeslow-labelled namespace, pod or DaemonSet exists.
+func assertNothingLeft(ctx context.Context, t *testing.T, c kubernetes.Interface) {
+	t.Helper()
+	sel := metav1.ListOptions{LabelSelector: kube.Selector("").String()}
+	var left []string
+	start := time.Now()
+	err := wait.PollUntilContextTimeout(ctx, time.Second, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		left = nil
+		if l, err := c.CoreV1().Namespaces().List(ctx, sel); err == nil {
+			for _, o := range l.Items {
+				left = append(left, "namespace/"+o.Name)
+			}
+		}
+		if l, err := c.CoreV1().Pods("").List(ctx, sel); err == nil {
+			for _, o := range l.Items {
+				left = append(left, "pod/"+o.Namespace+"/"+o.Name)
+			}
+		}
+		if l, err := c.AppsV1().DaemonSets("").List(ctx, sel); err == nil {
+			for _, o := range l.Items {
+				left = append(left, "daemonset/"+o.Namespace+"/"+o.Name)
+			}
+		}
+		return len(left) == 0, nil
+	})
+	if err != nil {
+		t.Errorf("kubeslow objects left after 2 minutes: %v", left)
+		return
+	}
+	t.Logf("no kubeslow object left (checked %s after the run)", time.Since(start).Round(time.Second))
+}
+
+func findRes(r result.Report, name string) *result.Result { return find(r, name) }
+
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
+}

@@ -64,7 +64,7 @@ type ControlPlane struct {
 	// PSI is the node's cpu pressure (/proc/pressure/cpu), nil where the kernel has no PSI.
 	PSI *PSIPair `json:"psi,omitempty"`
 	// IntervalSeconds is the time between the two samples the rates come from.
-	IntervalSeconds float64  `json:"interval_seconds"`
+	IntervalSeconds float64 `json:"interval_seconds"`
 	// ManifestDirs are the static-pod directories read, as the host names them.
 	ManifestDirs []string `json:"manifest_dirs,omitempty"`
 	Unread       []string `json:"unread,omitempty"`
@@ -85,8 +85,8 @@ type Component struct {
 	Manifest      string            `json:"manifest,omitempty"`
 	ManifestFlags map[string]string `json:"manifest_flags,omitempty"`
 	// AllowedCPUs is the number of CPUs its threads may run on (Cpus_allowed_list).
-	AllowedCPUs int    `json:"allowed_cpus,omitempty"`
-	CPU         ProcCPU `json:"cpu"`
+	AllowedCPUs int        `json:"allowed_cpus,omitempty"`
+	CPU         ProcCPU    `json:"cpu"`
 	Cgroup      *CgroupCPU `json:"cgroup,omitempty"`
 	Unread      []string   `json:"unread,omitempty"`
 }

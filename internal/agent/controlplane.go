@@ -561,6 +561,9 @@ func (cp *ControlPlane) manifestDirs(o ControlPlaneOptions) [][2]string {
 			out = append(out, [2]string{d, filepath.Join(o.Proc, strconv.Itoa(cp.kubelet), "root", d)})
 		}
 	}
+	if len(out) > 0 {
+		return out // the kubelet's own directory is the one its static pods come from
+	}
 	for _, d := range o.ManifestDirs {
 		out = append(out, [2]string{d, filepath.Join(o.Proc, "1", "root", d)})
 	}

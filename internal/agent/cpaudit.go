@@ -200,7 +200,10 @@ func ReadAuditChunk(h *AuditHeader, dir, active string, cur AuditCursor, maxByte
 	// Whole lines only: the apiserver may be half-way through writing the last one.
 	cut := bytes.LastIndexByte(buf, '\n') + 1
 	if cut == 0 && int64(n) == maxBytes {
-		return nil, fmt.Errorf("%s: a line at offset %d is longer than the %d bytes read at once", f.Name, cur.Offset, maxBytes)
+		if hasNewline(fd, cur.Offset+int64(n)) {
+			return nil, fmt.Errorf("%s: a line at offset %d is longer than the %d bytes read at once", f.Name, cur.Offset, maxBytes)
+		}
+		n = 0 // an unterminated last line, being written: as at the end of the file
 	}
 	buf = buf[:cut]
 	h.Bytes = len(buf)
@@ -223,4 +226,19 @@ func ReadAuditChunk(h *AuditHeader, dir, active string, cur AuditCursor, maxByte
 // root (/proc/<pid>/root), which is its mount namespace's view whatever hostPath holds it.
 func AuditDir(proc string, pid int, logPath string) string {
 	return filepath.Join(proc, strconv.Itoa(pid), "root", path.Dir(logPath))
+}
+
+// hasNewline reports whether f has a newline after off.
+func hasNewline(f *os.File, off int64) bool {
+	buf := make([]byte, 64<<10)
+	for {
+		n, err := f.ReadAt(buf, off)
+		if bytes.IndexByte(buf[:n], '\n') >= 0 {
+			return true
+		}
+		if err != nil || n == 0 {
+			return false
+		}
+		off += int64(n)
+	}
 }

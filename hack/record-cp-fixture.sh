@@ -15,7 +15,7 @@ cp /proc/stat "$dst/proc/stat"
 [ -r /proc/pressure/cpu ] && mkdir -p "$dst/proc/pressure" && cp /proc/pressure/cpu "$dst/proc/pressure/cpu"
 self=""
 for pid in $(ls /proc | grep -E '^[0-9]+$'); do
-  argv0=$(tr '\0' '\n' < /proc/$pid/cmdline 2>/dev/null | head -1) || continue
+  argv0=$( (tr "\0" "\n" < /proc/$pid/cmdline | head -1) 2>/dev/null) || continue
   case "$(basename -- "${argv0:-x}")" in
     kube-apiserver|etcd|kube-scheduler|kube-controller-manager|kubelet) ;;
     *) continue ;;
@@ -40,7 +40,7 @@ for pid in $(ls /proc | grep -E '^[0-9]+$'); do
           [ "$p" = / ] && break
           p=$(dirname "$p")
         done ;;
-      "") if [ -d /sys/fs/cgroup/unified ]; then
+      ,,) if [ -d /sys/fs/cgroup/unified ]; then
           mkdir -p "$dst/cgroup/unified$path"
           cp /sys/fs/cgroup/unified/cgroup.controllers "$dst/cgroup/unified/" 2>/dev/null || true
           cp "/sys/fs/cgroup/unified$path/cpu.pressure" "$dst/cgroup/unified$path/" 2>/dev/null || true

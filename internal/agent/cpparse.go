@@ -51,6 +51,7 @@ var valueFlags = map[string]bool{
 	"audit-log-path": true, "audit-policy-file": true, "listen-metrics-urls": true, "listen-client-urls": true,
 	"etcd-servers": true, "bind-address": true, "secure-port": true, "kube-apiserver-arg": true,
 	"kube-controller-manager-arg": true, "kube-scheduler-arg": true, "etcd-arg": true, "advertise-client-urls": true,
+	"pod-manifest-path": true, "config": true,
 }
 
 // ParseFlags reads a component's command line (argv[0] excluded) as flags: "--name=value", "--name value"

@@ -34,7 +34,9 @@ func cpNodeOnWorker(t *testing.T, rc *rest.Config) {
 	if _, err := c.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	defer func() { _ = c.CoreV1().Namespaces().Delete(context.WithoutCancel(ctx), ns.Name, metav1.DeleteOptions{}) }()
+	defer func() {
+		_ = c.CoreV1().Namespaces().Delete(context.WithoutCancel(ctx), ns.Name, metav1.DeleteOptions{})
+	}()
 	env := &measure.Env{Client: c, Config: rc, Clock: clock.RealClock{}, Log: slog.New(slog.NewTextHandler(os.Stderr, nil)), Namespace: ns.Name, RunID: runID}
 
 	if _, err := cpnode.Start(ctx, env, cpnode.DefaultOptions(lab.AgentImage)); err == nil {

@@ -463,9 +463,9 @@ func (r cgroupRoots) psiDir(c *CgroupCPU) string {
 	p := c.Path
 	if c.Version == 1 {
 		p = r.v2Path
-		if p == "" {
-			return ""
-		}
+	}
+	if p == "" || p == "/" {
+		return "" // the root cgroup's pressure is the node's (ControlPlane.PSI)
 	}
 	return filepath.Join(r.v2, p)
 }

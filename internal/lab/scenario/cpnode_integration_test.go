@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -20,12 +21,14 @@ import (
 	"github.com/kubeslow/kubeslow/internal/measure/cpnode"
 )
 
-// cpNodeOnWorker runs the control-plane agent on the lab's real node, where no control-plane component runs:
-// the lab's control plane runs outside every node (in a network namespace of its own, in the machine's PID
-// namespace, which the agent shares through hostPID). The agent must see those processes and not claim them,
-// and the session must say the control plane is out of reach; with no node labelled control-plane, Start
-// must say so before deploying anything.
-func cpNodeOnWorker(t *testing.T, rc *rest.Config) {
+// cpNodeCheck runs the control-plane agent on the lab's nodes. On the lab's real worker, where no
+// control-plane component runs (on the default layout the control plane runs outside every node, in a network
+// namespace of its own, in the machine's PID namespace, which the agent shares through hostPID), the agent
+// must see those processes and not claim them, and the session must say the control plane is out of reach;
+// with no node labelled control-plane, Start must say so before deploying anything. On a node labelled
+// control-plane (`lab up --layout kubeadm`), the agent must find the four components, scrape etcd on
+// 127.0.0.1:2381 and the scheduler with its token bound to system:monitoring, and stream the audit log.
+func cpNodeCheck(t *testing.T, rc *rest.Config) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	c := kubernetes.NewForConfigOrDie(rc)
@@ -38,13 +41,73 @@ func cpNodeOnWorker(t *testing.T, rc *rest.Config) {
 		_ = c.CoreV1().Namespaces().Delete(context.WithoutCancel(ctx), ns.Name, metav1.DeleteOptions{})
 	}()
 	env := &measure.Env{Client: c, Config: rc, Clock: clock.RealClock{}, Log: slog.New(slog.NewTextHandler(os.Stderr, nil)), Namespace: ns.Name, RunID: runID}
-
-	if _, err := cpnode.Start(ctx, env, cpnode.DefaultOptions(lab.AgentImage)); err == nil {
-		t.Error("Start on a lab without control-plane nodes succeeded")
-	} else if u, ok := cpnode.IsUnreachable(err); !ok || u.Reason != cpnode.NoControlPlaneNodes {
-		t.Errorf("Start without control-plane nodes: %v, want %q", err, cpnode.NoControlPlaneNodes)
+	nodes, err := env.ListNodes(ctx)
+	if err != nil {
+		t.Fatal(err)
 	}
+	var cpNodes []string
+	for _, n := range nodes {
+		if _, ok := n.Labels[cpnode.LabelControlPlane]; ok {
+			cpNodes = append(cpNodes, n.Name)
+		}
+	}
+	if len(cpNodes) == 0 {
+		if _, err := cpnode.Start(ctx, env, cpnode.DefaultOptions(lab.AgentImage)); err == nil {
+			t.Error("Start on a lab without control-plane nodes succeeded")
+		} else if u, ok := cpnode.IsUnreachable(err); !ok || u.Reason != cpnode.NoControlPlaneNodes {
+			t.Errorf("Start without control-plane nodes: %v, want %q", err, cpnode.NoControlPlaneNodes)
+		}
+	} else {
+		cpNodeOnControlPlane(ctx, t, env)
+	}
+	cpNodeOnWorker(ctx, t, env)
+}
 
+func cpNodeOnControlPlane(ctx context.Context, t *testing.T, env *measure.Env) {
+	o := cpnode.DefaultOptions(lab.AgentImage)
+	o.MetricsAccess, o.Interval = true, time.Second
+	s, err := cpnode.Start(ctx, env, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close(ctx)
+	comps, err := s.ControlPlane(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]cpnode.Component{}
+	for _, c := range comps {
+		seen[c.Name] = c
+		t.Logf("%s on %s: pid %d, %.3f cores, run-queue wait %.3f s/s, cgroup %+v, manifest %s", c.Name, c.Node, c.PID, c.CPU.Rate, c.CPU.SchedWaitRate, c.Cgroup, c.Manifest)
+		if c.CPU.Seconds <= 0 || c.NodeCores < 1 || c.Cgroup == nil || c.Manifest == "" {
+			t.Errorf("%s: %+v", c.Name, c)
+		}
+	}
+	for _, comp := range []string{agent.CompAPIServer, agent.CompEtcd, agent.CompScheduler, agent.CompController} {
+		if _, ok := seen[comp]; !ok {
+			t.Errorf("%s not found on the control-plane node (found %v)", comp, comps)
+		}
+	}
+	node := seen[agent.CompEtcd].Node
+	sc, err := s.Scrape(ctx, node, agent.CompEtcd)
+	if err != nil || sc.URL != "http://127.0.0.1:2381/metrics" || !strings.Contains(string(sc.Body), "etcd_server_has_leader") {
+		t.Errorf("etcd scrape: %s %d bytes: %v", sc.URL, len(sc.Body), err)
+	}
+	if sc, err := s.Scrape(ctx, node, agent.CompScheduler); err != nil || !strings.Contains(string(sc.Body), "scheduler_") {
+		t.Errorf("scheduler scrape with the bound token: %+v: %v", sc.ScrapeHeader, err)
+	}
+	var lines int
+	cur, lost, err := s.ReadAudit(ctx, node, agent.AuditCursor{}, 256<<10, 64<<20, func(b []byte) error {
+		lines += strings.Count(string(b), "\n")
+		return nil
+	})
+	if err != nil || lines == 0 || lost || cur.Offset == 0 {
+		t.Errorf("audit log: %d lines, cursor %+v, lost %v: %v", lines, cur, lost, err)
+	}
+	t.Logf("audit log: %d lines read, cursor %+v", lines, cur)
+}
+
+func cpNodeOnWorker(ctx context.Context, t *testing.T, env *measure.Env) {
 	o := cpnode.DefaultOptions(lab.AgentImage)
 	o.Nodes, o.Interval = []string{lab.RealNodeName(1)}, 500*time.Millisecond
 	s, err := cpnode.Start(ctx, env, o)

@@ -35,7 +35,7 @@ func TestIntegrationNodeSweep(t *testing.T) {
 	// The lab's nodes share this machine's kernel, so their PSI is the machine's: the agent measures pressure
 	// over its own watch (the growth of PSI's stall counters), not avg60, which holds the lab's start-up.
 	rep := runScenarioWith(t, sc, []measure.Measurement{kubelet.New(), nodeagent.New(nodeagent.DefaultOptions(lab.AgentImage))},
-		func(rc *rest.Config, _ lab.Dirs) { proxyThroughput(t, rc, 200) }, func(rc *rest.Config, _ lab.Dirs) { cpNodeOnWorker(t, rc) })
+		func(rc *rest.Config, _ lab.Dirs) { proxyThroughput(t, rc, 200) }, func(rc *rest.Config, _ lab.Dirs) { cpNodeCheck(t, rc) })
 	if k := rep.Result(kubelet.Name); k == nil || k.Status != result.StatusPass || k.Metric(kubelet.MetricNodesRead, nil).Value < 1 {
 		t.Errorf("nodes.kubelet: %+v", k)
 	} else {

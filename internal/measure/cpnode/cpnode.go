@@ -327,7 +327,7 @@ func Start(ctx context.Context, env *measure.Env, o Options) (*Session, error) {
 		return nil, ctx.Err()
 	}
 	for _, p := range last {
-		if targets[p.Spec.NodeName] == nil {
+		if targets[p.Spec.NodeName] == nil || p.DeletionTimestamp != nil {
 			continue
 		}
 		if p.Status.Phase == corev1.PodRunning && allStarted(&p) {
@@ -400,7 +400,12 @@ func tolerates(tl corev1.Toleration, t corev1.Taint) bool {
 	return tl.Operator == corev1.TolerationOpExists || tl.Value == t.Value
 }
 
+// allStarted: every container runs, and the pod is not going away (a previous session's pod of the same
+// labels may still be terminating).
 func allStarted(p *corev1.Pod) bool {
+	if p.DeletionTimestamp != nil {
+		return false
+	}
 	for _, cs := range p.Status.ContainerStatuses {
 		if cs.State.Running == nil {
 			return false

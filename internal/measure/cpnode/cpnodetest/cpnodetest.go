@@ -1,4 +1,7 @@
-package scenario_test
+// Package cpnodetest checks the node tier on a running lab, for the lab's integration tests: on the real
+// worker the agent claims no control-plane process, and on a node labelled control-plane (`lab up --layout
+// kubeadm`) it finds the four components, scrapes them and streams the audit log.
+package cpnodetest
 
 import (
 	"context"
@@ -16,19 +19,19 @@ import (
 
 	"github.com/kubeslow/kubeslow/internal/agent"
 	"github.com/kubeslow/kubeslow/internal/kube"
-	"github.com/kubeslow/kubeslow/internal/lab"
 	"github.com/kubeslow/kubeslow/internal/measure"
 	"github.com/kubeslow/kubeslow/internal/measure/cpnode"
 )
 
-// cpNodeCheck runs the control-plane agent on the lab's nodes. On the lab's real worker, where no
+// Check runs the control-plane agent (image) on a lab's nodes. On the lab's real worker, where no
 // control-plane component runs (on the default layout the control plane runs outside every node, in a network
 // namespace of its own, in the machine's PID namespace, which the agent shares through hostPID), the agent
 // must see those processes and not claim them, and the session must say the control plane is out of reach;
 // with no node labelled control-plane, Start must say so before deploying anything. On a node labelled
 // control-plane (`lab up --layout kubeadm`), the agent must find the four components, scrape etcd on
 // 127.0.0.1:2381 and the scheduler with its token bound to system:monitoring, and stream the audit log.
-func cpNodeCheck(t *testing.T, rc *rest.Config) {
+func Check(t *testing.T, rc *rest.Config, image, worker string) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	c := kubernetes.NewForConfigOrDie(rc)
@@ -52,19 +55,20 @@ func cpNodeCheck(t *testing.T, rc *rest.Config) {
 		}
 	}
 	if len(cpNodes) == 0 {
-		if _, err := cpnode.Start(ctx, env, cpnode.DefaultOptions(lab.AgentImage)); err == nil {
+		if _, err := cpnode.Start(ctx, env, cpnode.DefaultOptions(image)); err == nil {
 			t.Error("Start on a lab without control-plane nodes succeeded")
 		} else if u, ok := cpnode.IsUnreachable(err); !ok || u.Reason != cpnode.NoControlPlaneNodes {
 			t.Errorf("Start without control-plane nodes: %v, want %q", err, cpnode.NoControlPlaneNodes)
 		}
 	} else {
-		cpNodeOnControlPlane(ctx, t, env)
+		onControlPlane(ctx, t, env, image)
 	}
-	cpNodeOnWorker(ctx, t, env)
+	onWorker(ctx, t, env, image, worker)
 }
 
-func cpNodeOnControlPlane(ctx context.Context, t *testing.T, env *measure.Env) {
-	o := cpnode.DefaultOptions(lab.AgentImage)
+func onControlPlane(ctx context.Context, t *testing.T, env *measure.Env, image string) {
+	t.Helper()
+	o := cpnode.DefaultOptions(image)
 	o.MetricsAccess, o.Interval = true, time.Second
 	s, err := cpnode.Start(ctx, env, o)
 	if err != nil {
@@ -107,9 +111,10 @@ func cpNodeOnControlPlane(ctx context.Context, t *testing.T, env *measure.Env) {
 	t.Logf("audit log: %d lines read, cursor %+v", lines, cur)
 }
 
-func cpNodeOnWorker(ctx context.Context, t *testing.T, env *measure.Env) {
-	o := cpnode.DefaultOptions(lab.AgentImage)
-	o.Nodes, o.Interval = []string{lab.RealNodeName(1)}, 500*time.Millisecond
+func onWorker(ctx context.Context, t *testing.T, env *measure.Env, image, worker string) {
+	t.Helper()
+	o := cpnode.DefaultOptions(image)
+	o.Nodes, o.Interval = []string{worker}, 500*time.Millisecond
 	s, err := cpnode.Start(ctx, env, o)
 	if err != nil {
 		t.Fatal(err)
@@ -139,12 +144,12 @@ func cpNodeOnWorker(ctx context.Context, t *testing.T, env *measure.Env) {
 	} else {
 		t.Logf("out of reach, as it should be: %v", err)
 	}
-	if _, err := s.Scrape(ctx, lab.RealNodeName(1), agent.CompEtcd); err == nil {
+	if _, err := s.Scrape(ctx, worker, agent.CompEtcd); err == nil {
 		t.Error("etcd scraped from a worker")
 	} else {
 		t.Logf("etcd scrape on a worker: %v", err)
 	}
-	if _, err := s.AuditLog(ctx, lab.RealNodeName(1), agent.AuditCursor{}, 1<<16); err == nil {
+	if _, err := s.AuditLog(ctx, worker, agent.AuditCursor{}, 1<<16); err == nil {
 		t.Error("audit log read on a worker")
 	}
 }

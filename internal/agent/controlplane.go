@@ -252,8 +252,10 @@ func ReadControlPlane(ctx context.Context, o ControlPlaneOptions) (*ControlPlane
 	} else {
 		cp.Unread = append(cp.Unread, fmt.Sprintf("cores: %v", err))
 	}
-	manifests, read := readManifests(cp.manifestDirs(o), &cp.Unread)
-	cp.ManifestDirs = read
+	manifests := map[string]manifest{}
+	if len(cp.Components) > 0 { // none to attach a manifest to otherwise
+		manifests, cp.ManifestDirs = readManifests(cp.manifestDirs(o), &cp.Unread)
+	}
 	cgRoot := cgroupLayout(o.Cgroup)
 	for i := range cp.Components {
 		c := &cp.Components[i]

@@ -580,7 +580,7 @@ func (s *Session) Scrape(ctx context.Context, node, comp string) (agentproto.Scr
 		fix := ""
 		if sc.Status == 401 || sc.Status == 403 {
 			fix = "bind the agent's service account to ClusterRole system:monitoring (Options.MetricsAccess)"
-		} else if comp == agent.CompEtcd && sc.URL == "" {
+		} else if comp == agent.CompEtcd && sc.PID != 0 && sc.URL == "" {
 			fix = "give etcd --listen-metrics-urls=http://127.0.0.1:2381 (kubeadm's default)"
 		}
 		return sc, &Unreachable{Reason: NotServed, Detail: fmt.Sprintf("%s on %s: %s", comp, node, sc.Reason), Fix: fix}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/kubeslow/kubeslow/internal/lab"
 	"github.com/kubeslow/kubeslow/internal/labtest"
+	"github.com/kubeslow/kubeslow/internal/measure/cpnode/cpnodetest"
 )
 
 // TestIntegrationKubeadmLayout brings up `lab up --layout kubeadm` with one kwok and one real node and checks,
@@ -148,6 +149,10 @@ func TestIntegrationKubeadmLayout(t *testing.T) {
 	if staticShown != 4 {
 		t.Errorf("lab status shows %d running static pods with a PID and a log, want 4: %+v", staticShown, st.Components)
 	}
+
+	// The node tier: the agent on lab-control-plane finds the four components, scrapes etcd and the scheduler
+	// and streams the audit log; the worker's agent claims none of them.
+	cpnodetest.Check(t, rc, lab.AgentImage, lab.RealNodeName(1))
 
 	// The static pods' processes are not lab records: check them gone too.
 	var static []labtest.Process

@@ -37,21 +37,9 @@ type Env struct {
 	Namespace string
 	// RunID is the value of the run label that every created object must carry (see internal/kube).
 	RunID string
-	// Lab is set when the cluster is kubeslow's own lab; it gives access to what a real cluster hides
-	// (etcd's endpoint, the audit log).
-	Lab *LabInfo
-}
-
-// LabInfo describes the local lab to measurements that can use it.
-type LabInfo struct {
-	EtcdEndpoint string
-	AuditLogPath string
-	StateDir     string
-	// ControlPlaneCores is the CPU quota of kube-apiserver and etcd when a scenario set one (0: the host's CPUs).
-	ControlPlaneCores float64
-	// ControlPlaneCPUCgroup and ControlPlaneCPUAcctCgroup are the cgroup directories (v1 cpu and cpuacct) that
-	// kube-apiserver and etcd share on the lab ("": none): the kernel's own CPU counters of the control plane.
-	ControlPlaneCPUCgroup, ControlPlaneCPUAcctCgroup string
+	// There is no lab here on purpose: a measurement learns about the cluster only from the cluster (the API,
+	// the kubelet through the node proxy, the node agent, an optional Prometheus) and from what the user states
+	// in flags, so kubeslow's own lab is measured as any other cluster (TestNoLabImports enforces the imports).
 }
 
 // Measurement is one kind of measurement.

@@ -2,6 +2,7 @@ package scenario_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -167,6 +168,8 @@ func pastWindowSaturated(t *testing.T, started time.Time) {
 			t.Fatal(err)
 		}
 		src := promwindow.NewSource(c, w, nil)
+		// The lab's control plane shares one raw cgroup, named as its user would name it to kubeslow.
+		src.ControlPlaneCgroups = []string{fmt.Sprintf("id=%q", lab.ControlPlaneCgroupID())}
 		src.ControlPlaneCores = stated
 		rep := &result.Report{}
 		for _, m := range []measure.Measurement{promwindow.NewAPI(src), promwindow.NewControlPlane(src)} {

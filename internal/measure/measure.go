@@ -94,7 +94,11 @@ func ReadOnlyOf(ms []Measurement) []Measurement {
 
 // SkipError says a measurement could not run for a reason that is not a fault: missing permission,
 // a capability the cluster lacks, a source that is unreachable by design.
-type SkipError struct{ Reason string }
+type SkipError struct {
+	Reason string
+	// OutOfReach are the signals the skip leaves unread, each with why and the fix (the result carries them).
+	OutOfReach []result.OutOfReach
+}
 
 func (e *SkipError) Error() string { return "skipped: " + e.Reason }
 
@@ -203,6 +207,7 @@ func Complete(env *Env, name string, start time.Time, res result.Result, err err
 	switch {
 	case errors.As(err, &skip):
 		res.Status, res.Reason = result.StatusSkip, skip.Reason
+		res.OutOfReach = append(res.OutOfReach, skip.OutOfReach...)
 	case err != nil:
 		res.Status, res.Reason = result.StatusError, err.Error()
 	case !res.Status.Valid():

@@ -42,7 +42,8 @@ func (m *Measurement) files() ([]string, error) {
 	if len(m.Paths) > 0 {
 		return auditlog.Expand(m.Paths)
 	}
-	return nil, measure.Skipf("no audit log: pass --audit-log with the apiserver's audit log file or its directory (the file of its --audit-log-path, with the rotated ones), or run `kubeslow audit` on a copy")
+	return nil, &measure.SkipError{Reason: "no audit log: pass --audit-log with the apiserver's audit log file or its directory (the file of its --audit-log-path, with the rotated ones), or run `kubeslow audit` on a copy",
+		OutOfReach: []result.OutOfReach{measure.OutOfReachAudit}}
 }
 
 // Run observes the window on its own.

@@ -314,6 +314,7 @@ func Analyze(first, last *prom.Snapshot, cores float64, source string) result.Re
 	}
 	if _, ok := used[Etcd]; !ok {
 		notes = append(notes, "etcd's metrics were not reachable: its usage is not counted")
+		res.OutOfReach = append(res.OutOfReach, measure.OutOfReachEtcd)
 	}
 	if secs > 0 {
 		total := 0.0
@@ -338,6 +339,7 @@ func Analyze(first, last *prom.Snapshot, cores float64, source string) result.Re
 		// Unknown is not healthy: the saturation is absent, so KS-CP-SATURATED is not evaluated (never clear).
 		reason := "the cores kube-apiserver and etcd may use are unknown (no node labelled node-role.kubernetes.io/control-plane: a managed control plane); no saturation ratio"
 		notes = append(notes, reason)
+		res.OutOfReach = append(res.OutOfReach, measure.OutOfReachComponentCPU)
 		series := "capacity of the control-plane nodes"
 		res.Absent = append(res.Absent, result.Absence{Metric: MetricCoresAvailable, Series: series, Reason: reason},
 			result.Absence{Metric: MetricCPUSaturation, Series: series, Reason: reason})
@@ -378,6 +380,17 @@ func Analyze(first, last *prom.Snapshot, cores float64, source string) result.Re
 		}
 		if period, ok := last.Gauge(famCgroupPeriodSeconds, nil); ok && period > 0 && secs > 0 {
 			add(MetricCgroupThrottledWindowShare, "ratio", min(1, throttled*period/secs), nil)
+		}
+	}
+	if cores <= 0 {
+		// No cores to hold the CPU against: the verdict rests on the API tier's signs of a starved apiserver
+		// (its goroutines' wait for a CPU here; API latency and APF queueing in api.responsiveness), and says
+		// so. Without them there is nothing to judge by, which is not a pass.
+		if res.Metric(MetricGoSchedP99, map[string]string{"component": APIServer}) != nil {
+			notes = append([]string{"saturation judged from the API tier only (kube-apiserver's goroutine scheduling delay, API latency and APF queueing: KS-CP-SATURATED-API)"}, notes...)
+		} else {
+			res.Status = result.StatusSkip
+			notes = append([]string{"nothing to judge the control plane's saturation by: the cores are unknown and kube-apiserver exposes no go_sched_latencies_seconds"}, notes...)
 		}
 	}
 	res.Reason = strings.Join(notes, "; ")

@@ -132,7 +132,8 @@ func (m *Measurement) Run(ctx context.Context, env *measure.Env) (result.Result,
 func (m *Measurement) Start(ctx context.Context, env *measure.Env) (measure.Observation, error) {
 	ep := m.endpoint()
 	if ep == "" {
-		return nil, measure.Skipf("no etcd metrics endpoint: etcd is usually not reachable from outside the control plane; pass --etcd-endpoint (e.g. through a port-forward to an etcd member)")
+		return nil, &measure.SkipError{Reason: "no etcd metrics endpoint: etcd is usually not reachable from outside the control plane; pass --etcd-endpoint (e.g. through a port-forward to an etcd member)",
+			OutOfReach: []result.OutOfReach{measure.OutOfReachEtcd}}
 	}
 	s := &measure.Scrapes{
 		Scrape: func(ctx context.Context) (*prom.Snapshot, error) { return m.scrape(ctx, env, ep) },

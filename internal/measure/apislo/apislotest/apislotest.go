@@ -53,7 +53,9 @@ func (a Server) Result(t *testing.T) result.Result {
 		snap := e.Snapshot(t, ruletest.T0.Add(time.Duration(scale[i]*float64(time.Minute))))
 		i++
 		return snap, nil
-	}, Step: apislo.Step, Analyze: func(_ context.Context, first, last *prom.Snapshot) (result.Result, error) { return apislo.Analyze(first, last), nil }}
+	}, Step: apislo.Step, Analyze: func(_ context.Context, first, last *prom.Snapshot) (result.Result, error) {
+		return apislo.Analyze(first, last), nil
+	}}
 	obs, err := s.Start(context.Background())
 	if err != nil {
 		t.Fatal(err)

@@ -80,13 +80,13 @@ func apiTierSaturatedRule() rule.Rule {
 		ID: "KS-CP-SATURATED-API", Title: "kube-apiserver is short of CPU (from the API tier)", Severity: result.SeverityError, Cases: []string{"E"},
 		When:  rule.Condition{Metric: cpSchedP99, Op: ">", Value: SchedDelayMax, Unit: "seconds"},
 		Also:  []rule.Condition{{Metric: apiLatencySingle, Op: ">", Value: apislo.SLOSingle, Unit: "seconds"}},
-		Reads: []rule.Metric{cpAPICores, cpScrapes, cpMissed, apiAPFWait, apiAPFQueue, apiAPFReject, apiReplica},
+		Reads: []rule.Metric{cpAPICores, cpScrapes, cpMissed, apiAPFWait, apiAPFQueue, apiAPFReject, apiReplica, apiConflicts, apiRequests},
 		Needs: []string{apislo.Name},
 		Source: "Linux CFS's targeted scheduling latency (sysctl_sched_latency: at most 24 ms by default, kernel/sched/fair.c) for the p99 of " +
 			"kube-apiserver's goroutines' wait for a CPU (go_sched_latencies_seconds), with the API call latency SLO (p99 <= 1 s, SIG Scalability) " +
 			"breached or half the apiserver's own /metrics scrapes unanswered; case E's starved master",
 		Summary: "kube-apiserver's goroutines waited {{.sched}} (p99) for a CPU while API p99 was {{.api}}{{.apf}}; it used {{.cpu}} cores by its own count " +
-			"({{.replica}}); source: the API tier (the apiserver's /metrics); the cores it has are out of reach{{.gaps}}",
+			"({{.replica}}); source: the API tier (the apiserver's /metrics); the cores it has are out of reach{{.gaps}}{{.retries}}",
 		Remediation: "Give kube-apiserver more CPU: on a managed control plane, a larger tier or a scale-up through the provider (EKS: AWS support; " +
 			"AKS: the Standard/Premium tier; GKE: the control plane scales with the load it sees), elsewhere its node or its limit; and take load off " +
 			"it: `kubeslow audit` on the audit log names the heaviest clients, APF's queueing names their priority level.",
@@ -157,6 +157,11 @@ func apiTierSaturatedMatch(r *result.Report, rl rule.Rule) []rule.Hit {
 		if !silent {
 			h.Vars["gaps"] = fmt.Sprintf("; it did not answer %.0f of its %.0f scrapes in the window", m.Value, a.Value)
 		}
+	}
+	h.Vars["retries"] = ""
+	if share := conflictShare(r); share >= retryFeedback {
+		h.Vars["retries"] = fmt.Sprintf("; 409 Conflict retries are %.0f%% of the API requests, each one more load on the starved apiserver", share*100)
+		h.Evidence = append(h.Evidence, result.Evidence{Name: "conflict_share", Value: share, Unit: "ratio", Result: apislo.Name})
 	}
 	return []rule.Hit{h}
 }

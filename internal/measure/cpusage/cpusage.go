@@ -382,6 +382,10 @@ func Analyze(first, last *prom.Snapshot, cores float64, source string) result.Re
 			add(MetricCgroupThrottledWindowShare, "ratio", min(1, throttled*period/secs), nil)
 		}
 	}
+	if res.Metric(MetricGoSchedP99, map[string]string{"component": APIServer}) == nil {
+		res.Absent = append(res.Absent, result.Absence{Metric: MetricGoSchedP99, Series: "go_sched_latencies_seconds of kube-apiserver",
+			Reason: "kube-apiserver exposes no go_sched_latencies_seconds (or none in the window)"})
+	}
 	if cores <= 0 {
 		// No cores to hold the CPU against: the verdict rests on the API tier's signs of a starved apiserver
 		// (its goroutines' wait for a CPU here; API latency and APF queueing in api.responsiveness), and says

@@ -10,6 +10,7 @@ import (
 	"github.com/kubeslow/kubeslow/internal/measure/apiaudit"
 	"github.com/kubeslow/kubeslow/internal/measure/apislo"
 	"github.com/kubeslow/kubeslow/internal/measure/churn"
+	"github.com/kubeslow/kubeslow/internal/measure/cpapi"
 	"github.com/kubeslow/kubeslow/internal/measure/cpusage"
 	"github.com/kubeslow/kubeslow/internal/measure/disk"
 	"github.com/kubeslow/kubeslow/internal/measure/dnsfacts"
@@ -64,6 +65,7 @@ func Registry(o Options) *measure.Registry {
 		apislo.New(o.Window),
 		etcdhealth.New(o.Window, o.EtcdEndpoint),
 		cpusage.New(o.Window, o.EtcdEndpoint),
+		cpapi.New(),
 		apiaudit.New(o.Window, o.AuditLogs),
 		podsM,
 		dnsfacts.New(o.Window),

@@ -81,11 +81,12 @@ func apiTierSaturatedRule() rule.Rule {
 		When:  rule.Condition{Metric: cpSchedP99, Op: ">", Value: SchedDelayMax, Unit: "seconds"},
 		Also:  []rule.Condition{{Metric: apiLatencySingle, Op: ">", Value: apislo.SLOSingle, Unit: "seconds"}},
 		Reads: []rule.Metric{cpAPICores, cpScrapes, cpMissed, apiAPFWait, apiAPFQueue, apiAPFReject, apiReplica, apiConflicts, apiRequests},
+		// The pod start-up SLO (cpPodsSLO) is read only when the run had that benchmark: not an input.
 		Needs: []string{apislo.Name},
 		Source: "Linux CFS's targeted scheduling latency (sysctl_sched_latency: at most 24 ms by default, kernel/sched/fair.c) for the p99 of " +
 			"kube-apiserver's goroutines' wait for a CPU (go_sched_latencies_seconds), with the API call latency SLO (p99 <= 1 s, SIG Scalability) " +
-			"breached or half the apiserver's own /metrics scrapes unanswered; case E's starved master",
-		Summary: "kube-apiserver's goroutines waited {{.sched}} (p99) for a CPU while API p99 was {{.api}}{{.apf}}; it used {{.cpu}} cores by its own count " +
+			"or, when the run had the benchmark, the pod start-up SLO (p99 <= 5 s) breached, or half the apiserver's own /metrics scrapes unanswered; case E's starved master",
+		Summary: "kube-apiserver's goroutines waited {{.sched}} (p99) for a CPU while API p99 was {{.api}}{{.pods}}{{.apf}}; it used {{.cpu}} cores by its own count " +
 			"({{.replica}}); source: the API tier (the apiserver's /metrics); the cores it has are out of reach{{.gaps}}{{.retries}}",
 		Remediation: "Give kube-apiserver more CPU: on a managed control plane, a larger tier or a scale-up through the provider (EKS: AWS support; " +
 			"AKS: the Standard/Premium tier; GKE: the control plane scales with the load it sees), elsewhere its node or its limit; and take load off " +
@@ -109,14 +110,27 @@ func apiTierSaturatedMatch(r *result.Report, rl rule.Rule) []rule.Hit {
 		}
 	}
 	silent, attempted, missed := unanswered(r)
+	var podsEv *result.Metric
+	if p := podsSLIP99.In(r, nil); p != nil && r.Result(podstartup.Name).Status.Measured() && cpPodsSLO.Holds(p.Value) {
+		podsEv = p
+	}
+	apiBreached := apiEv != nil && rl.AlsoOn(apiLatencySingle).Holds(apiEv.Value)
+	if !apiBreached && !silent && podsEv == nil {
+		return nil // short of CPU but within the SLOs: not a finding
+	}
 	switch {
-	case apiEv != nil && rl.AlsoOn(apiLatencySingle).Holds(apiEv.Value):
+	case apiEv != nil:
 		h.Vars["api"] = result.FormatQuantity(apiEv.Value, "seconds") + " (" + apiEv.Labels["verb"] + " " + apiEv.Labels["resource"] + ")"
 		h.Evidence = append(h.Evidence, apiLatencySingle.Evidence(*apiEv))
 	case silent:
 		h.Vars["api"] = fmt.Sprintf("not readable: kube-apiserver did not answer %.0f of its %.0f scrapes of /metrics in the window", missed, attempted)
 	default:
-		return nil // short of CPU but within the SLO: not a finding
+		h.Vars["api"] = "not measured"
+	}
+	h.Vars["pods"] = ""
+	if podsEv != nil {
+		h.Vars["pods"] = " and pod start-up p99 " + result.FormatQuantity(podsEv.Value, "seconds")
+		h.Evidence = append(h.Evidence, podsSLIP99.Evidence(*podsEv))
 	}
 	h.Vars["apf"] = ""
 	var apf []string

@@ -156,6 +156,7 @@ var starvedManaged = controlPlane{apiCores: 0.09, sched: 0.08}
 // replica that answered; waiting within the SLO, an apiserver with CPU to spare under a slow API (a slow etcd
 // disk), and the same apiserver where KS-CP-SATURATED names it with the cores are not this finding.
 func TestAPITierSaturated(t *testing.T) {
+	slowPods := podstartuptest.SlowScheduler
 	slowAPI := apislotest.With(func(a *apislotest.Server) { a.GetLatency, a.APFWait, a.APFQueued = 1.8, 0.9, 14 })
 	for _, c := range []struct {
 		name  string
@@ -166,6 +167,7 @@ func TestAPITierSaturated(t *testing.T) {
 		{"starved, API slow", cpSaturated(starvedManaged, slowAPI, nil), true, []string{"waited 0.0995 s (p99) for a CPU", "API p99 was 2.48 s (GET pods)",
 			"workload-low requests queued 0.995 s p99 in APF", "up to 14 workload-low requests in APF queues", "used 0.09 cores", "one replica answered, started 2025-11-24", "source: the API tier"}},
 		{"starved within the SLO", cpSaturated(starvedManaged, apislotest.Healthy, nil), false, nil},
+		{"starved, pods slow", cpSaturated(starvedManaged, apislotest.Healthy, &slowPods), true, []string{"and pod start-up p99 20.1 s"}},
 		{"CPU to spare, API slow", cpSaturated(controlPlane{apiCores: 0.3}, slowAPI, nil), false, nil},
 	} {
 		t.Run(c.name, func(t *testing.T) {

@@ -138,7 +138,7 @@ func TestIntegrationRealNodes(t *testing.T) {
 	t.Logf("pulled: %s", evs.Items[0].Message)
 
 	// The MTU check on the bridge CNI: every link at 1500, no overlay, the full-size DF probe crosses, no finding.
-	rep, err := runner.Execute(ctx, runner.Plan{Target: runner.Target{Config: rc, Name: "lab", Lab: lab.MeasureInfo(d)},
+	rep, err := runner.Execute(ctx, runner.Plan{Target: runner.Target{Config: rc, Name: "lab", Lab: true},
 		Measurements: []measure.Measurement{netpath.NewMTU(netpath.MTUOptions{Image: lab.AgentImage})}, Rules: check.Rules(), Progress: t.Logf})
 	if err != nil {
 		t.Fatal(err)

@@ -79,7 +79,7 @@ func TestIntegrationFlannelMTU(t *testing.T) {
 
 	run := func(phase string) (*result.Result, []result.Finding) {
 		t.Helper()
-		rep, err := runner.Execute(ctx, runner.Plan{Target: runner.Target{Config: rc, Name: "lab", Lab: lab.MeasureInfo(d)},
+		rep, err := runner.Execute(ctx, runner.Plan{Target: runner.Target{Config: rc, Name: "lab", Lab: true},
 			Measurements: []measure.Measurement{netpath.NewMTU(netpath.MTUOptions{Image: lab.AgentImage})}, Rules: check.Rules(),
 			Progress: t.Logf, Log: slog.New(slog.NewTextHandler(os.Stderr, nil))})
 		if err != nil {

@@ -8,12 +8,12 @@ import "github.com/kubeslow/kubeslow/internal/rule"
 // findings); these cross measurements, so they are kept in one place, where the chain reads as a whole:
 // etcd's disk → the apiserver's latency → slow pod creates → the start-up SLO missed.
 var causes = map[string][]string{
-	"KS-API-LATENCY":      {"KS-ETCD-FSYNC", "KS-DISK-SYNC", "KS-ETCD-COMMIT", "KS-ETCD-NOSPACE", "KS-CP-SATURATED"},
-	"KS-API-LIST-LATENCY": {"KS-API-LIST-BYTES", "KS-AUDIT-LIST", "KS-CP-SATURATED"},
-	"KS-POD-CREATE":       {"KS-API-LATENCY", "KS-API-THROTTLED", "KS-CP-SATURATED", "KS-ETCD-FSYNC"},
+	"KS-API-LATENCY":      {"KS-ETCD-STALL", "KS-ETCD-FSYNC", "KS-DISK-SYNC", "KS-ETCD-COMMIT", "KS-ETCD-NOSPACE", "KS-CP-SATURATED", "KS-CP-SATURATED-API"},
+	"KS-API-LIST-LATENCY": {"KS-API-LIST-BYTES", "KS-AUDIT-LIST", "KS-CP-SATURATED", "KS-CP-SATURATED-API"},
+	"KS-POD-CREATE":       {"KS-ETCD-STALL", "KS-API-LATENCY", "KS-API-THROTTLED", "KS-CP-SATURATED", "KS-CP-SATURATED-API", "KS-ETCD-FSYNC"},
 	// A slow start: what held the slow pods (their Events), then a node or its CNI, then the control plane.
 	"KS-POD-SLO": {"KS-POD-EVENTS", "KS-CNI-IPAM", "KS-POD-NODE", "KS-CHURN-DISK-KNEE", "KS-CHURN-DISK-SLOW", "KS-NODE-PAUSE-REMOTE",
-		"KS-NODE-PULL-QUEUE", "KS-NODE-START-OUTLIER", "KS-NODE-RUNTIME-OUTLIER", "KS-POD-CREATE", "KS-API-LATENCY", "KS-CP-SATURATED"},
+		"KS-NODE-PULL-QUEUE", "KS-NODE-START-OUTLIER", "KS-NODE-RUNTIME-OUTLIER", "KS-POD-CREATE", "KS-API-LATENCY", "KS-CP-SATURATED", "KS-CP-SATURATED-API"},
 	"KS-POD-PHASE": {"KS-CNI-IPAM", "KS-API-LATENCY"},
 	"KS-POD-STUCK": {"KS-NODE-001"},
 	// Lookups that wait out the resolver's time-out: the conntrack race, or a full conntrack table.

@@ -3,6 +3,7 @@ package check
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/kubeslow/kubeslow/internal/measure/apislo"
 	"github.com/kubeslow/kubeslow/internal/measure/cpusage"
@@ -49,7 +50,134 @@ func CombinedRules() []rule.Rule {
 		Remediation: "Stop the race: serialise IPAM per node (Calico's IPAM lock / strict affinity), give each node its own larger block (Calico blockSize), " +
 			"size the control plane for the churn, and reduce pod churn; confirm the writers with `kubeslow audit` on the audit log.",
 		Match: cniIPAMMatch,
-	}, controlPlaneSaturatedRule(), dnsConntrackRaceRule()}
+	}, controlPlaneSaturatedRule(), dnsConntrackRaceRule(), apiTierSaturatedRule()}
+}
+
+// SchedDelayMax is the p99 of kube-apiserver's goroutines' wait for a CPU above which it is short of CPU: Linux
+// CFS's targeted scheduling latency (sysctl_sched_latency, 6 ms × (1 + log2 CPUs), capped at 24 ms from 8 CPUs
+// up; kernel/sched/fair.c) is how long a runnable task waits at most among fair-share neighbours, so a p99
+// beyond it means the apiserver's threads are held off the CPU (a CPU limit, or more runnable work than cores).
+const SchedDelayMax = 0.024
+
+// The API tier's metrics the managed-control-plane saturation rule reads.
+var (
+	cpSchedP99   = rule.Metric{Result: cpusage.Name, Name: cpusage.MetricGoSchedP99}
+	cpAPICores   = rule.Metric{Result: cpusage.Name, Name: cpusage.MetricCPUCores}
+	apiAPFWait   = rule.Metric{Result: apislo.Name, Name: apislo.MetricAPFWaitP99}
+	apiAPFQueue  = rule.Metric{Result: apislo.Name, Name: apislo.MetricAPFInqueuePeak}
+	apiAPFReject = rule.Metric{Result: apislo.Name, Name: apislo.MetricAPFRejectedPerMinute}
+	apiReplica   = rule.Metric{Result: apislo.Name, Name: apislo.MetricReplicaStart}
+)
+
+// apiTierSaturatedRule is KS-CP-SATURATED where the cores are out of reach (a managed control plane, or one
+// outside every node): kube-apiserver's own /metrics say it is short of CPU — its goroutines wait for a CPU
+// beyond what the kernel's scheduler targets — while the API is over its latency SLO (or the apiserver left
+// half its scrapes unanswered). Its numbers: the wait, the API latency, APF queueing and rejections, the cores
+// its own process_cpu_seconds_total counts, and which replica answered. Where the cores are known,
+// KS-CP-SATURATED says it with them and this finding folds under it.
+func apiTierSaturatedRule() rule.Rule {
+	return rule.Rule{
+		ID: "KS-CP-SATURATED-API", Title: "kube-apiserver is short of CPU (from the API tier)", Severity: result.SeverityError, Cases: []string{"E"},
+		When:  rule.Condition{Metric: cpSchedP99, Op: ">", Value: SchedDelayMax, Unit: "seconds"},
+		Also:  []rule.Condition{{Metric: apiLatencySingle, Op: ">", Value: apislo.SLOSingle, Unit: "seconds"}},
+		Reads: []rule.Metric{cpAPICores, cpScrapes, cpMissed, apiAPFWait, apiAPFQueue, apiAPFReject, apiReplica, apiConflicts, apiRequests},
+		// The pod start-up SLO (cpPodsSLO) is read only when the run had that benchmark: not an input.
+		Needs: []string{apislo.Name},
+		Source: "Linux CFS's targeted scheduling latency (sysctl_sched_latency: at most 24 ms by default, kernel/sched/fair.c) for the p99 of " +
+			"kube-apiserver's goroutines' wait for a CPU (go_sched_latencies_seconds), with the API call latency SLO (p99 <= 1 s, SIG Scalability) " +
+			"or, when the run had the benchmark, the pod start-up SLO (p99 <= 5 s) breached, or half the apiserver's own /metrics scrapes unanswered; case E's starved master",
+		Summary: "kube-apiserver's goroutines waited {{.sched}} (p99) for a CPU while API p99 was {{.api}}{{.pods}}{{.apf}}; it used {{.cpu}} cores by its own count " +
+			"({{.replica}}); source: the API tier (the apiserver's /metrics); the cores it has are out of reach{{.gaps}}{{.retries}}",
+		Remediation: "Give kube-apiserver more CPU: on a managed control plane, a larger tier or a scale-up through the provider (EKS: AWS support; " +
+			"AKS: the Standard/Premium tier; GKE: the control plane scales with the load it sees), elsewhere its node or its limit; and take load off " +
+			"it: `kubeslow audit` on the audit log names the heaviest clients, APF's queueing names their priority level.",
+		SameCause: []string{"KS-CP-SATURATED"},
+		Match:     apiTierSaturatedMatch,
+	}
+}
+
+func apiTierSaturatedMatch(r *result.Report, rl rule.Rule) []rule.Hit {
+	sched := cpSchedP99.In(r, map[string]string{"component": cpusage.APIServer})
+	if sched == nil || !rl.When.Holds(sched.Value) {
+		return nil
+	}
+	h := rule.Hit{Value: sched.Value, Vars: map[string]string{}, Evidence: []result.Evidence{cpSchedP99.Evidence(*sched)}}
+	h.Vars["sched"] = result.FormatQuantity(sched.Value, "seconds")
+	var apiEv *result.Metric
+	for _, m := range apiLatencySingle.Samples(r) {
+		if apiEv == nil || m.Value > apiEv.Value {
+			apiEv = &m
+		}
+	}
+	silent, attempted, missed := unanswered(r)
+	var podsEv *result.Metric
+	if p := podsSLIP99.In(r, nil); p != nil && r.Result(podstartup.Name).Status.Measured() && cpPodsSLO.Holds(p.Value) {
+		podsEv = p
+	}
+	apiBreached := apiEv != nil && rl.AlsoOn(apiLatencySingle).Holds(apiEv.Value)
+	if !apiBreached && !silent && podsEv == nil {
+		return nil // short of CPU but within the SLOs: not a finding
+	}
+	switch {
+	case apiEv != nil:
+		h.Vars["api"] = result.FormatQuantity(apiEv.Value, "seconds") + " (" + apiEv.Labels["verb"] + " " + apiEv.Labels["resource"] + ")"
+		h.Evidence = append(h.Evidence, apiLatencySingle.Evidence(*apiEv))
+	case silent:
+		h.Vars["api"] = fmt.Sprintf("not readable: kube-apiserver did not answer %.0f of its %.0f scrapes of /metrics in the window", missed, attempted)
+	default:
+		h.Vars["api"] = "not measured"
+	}
+	h.Vars["pods"] = ""
+	if podsEv != nil {
+		h.Vars["pods"] = " and pod start-up p99 " + result.FormatQuantity(podsEv.Value, "seconds")
+		h.Evidence = append(h.Evidence, podsSLIP99.Evidence(*podsEv))
+	}
+	h.Vars["apf"] = ""
+	var apf []string
+	for _, w := range apiAPFWait.Samples(r) {
+		if w.Value > 0.1 {
+			apf = append(apf, fmt.Sprintf("%s requests queued %s p99 in APF", w.Labels["priority_level"], result.FormatQuantity(w.Value, "seconds")))
+			h.Evidence = append(h.Evidence, apiAPFWait.Evidence(w))
+		}
+	}
+	for _, q := range apiAPFQueue.Samples(r) {
+		apf = append(apf, fmt.Sprintf("up to %.0f %s requests in APF queues", q.Value, q.Labels["priority_level"]))
+		h.Evidence = append(h.Evidence, apiAPFQueue.Evidence(q))
+	}
+	for _, j := range apiAPFReject.Samples(r) {
+		apf = append(apf, fmt.Sprintf("%.0f/min %s requests rejected by APF (%s)", j.Value, j.Labels["priority_level"], j.Labels["reason"]))
+		h.Evidence = append(h.Evidence, apiAPFReject.Evidence(j))
+	}
+	if len(apf) > 0 {
+		h.Vars["apf"] = "; " + strings.Join(apf, ", ")
+	}
+	h.Vars["cpu"] = "?"
+	if c := cpAPICores.In(r, map[string]string{"component": cpusage.APIServer}); c != nil {
+		h.Vars["cpu"] = fmt.Sprintf("%.2f", c.Value)
+		h.Evidence = append(h.Evidence, cpAPICores.Evidence(*c))
+	}
+	h.Vars["replica"] = "replica unknown"
+	first, last := apiReplica.In(r, map[string]string{"scrape": "first"}), apiReplica.In(r, map[string]string{"scrape": "last"})
+	switch {
+	case first != nil && last != nil && first.Value == last.Value:
+		h.Vars["replica"] = "one replica answered, started " + time.Unix(int64(last.Value), 0).UTC().Format(time.RFC3339)
+	case first != nil && last != nil:
+		h.Vars["replica"] = "two replicas answered, started " + time.Unix(int64(first.Value), 0).UTC().Format(time.RFC3339) + " and " +
+			time.Unix(int64(last.Value), 0).UTC().Format(time.RFC3339)
+	}
+	h.Vars["gaps"] = ""
+	if a, m := cpScrapes.In(r, map[string]string{"component": cpusage.APIServer}), cpMissed.In(r, map[string]string{"component": cpusage.APIServer}); a != nil && m != nil && m.Value > 0 {
+		h.Evidence = append(h.Evidence, cpScrapes.Evidence(*a), cpMissed.Evidence(*m))
+		if !silent {
+			h.Vars["gaps"] = fmt.Sprintf("; it did not answer %.0f of its %.0f scrapes in the window", m.Value, a.Value)
+		}
+	}
+	h.Vars["retries"] = ""
+	if share := conflictShare(r); share >= retryFeedback {
+		h.Vars["retries"] = fmt.Sprintf("; 409 Conflict retries are %.0f%% of the API requests, each one more load on the starved apiserver", share*100)
+		h.Evidence = append(h.Evidence, result.Evidence{Name: "conflict_share", Value: share, Unit: "ratio", Result: apislo.Name})
+	}
+	return []rule.Hit{h}
 }
 
 // The metrics the control-plane saturation rule reads.

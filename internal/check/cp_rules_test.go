@@ -28,6 +28,9 @@ type controlPlane struct {
 	// throttled is the share of CFS periods in which the lab's control-plane cgroup ran out of its quota
 	// (written as the kernel's cpu.stat and cpuacct.usage files, read by the measurement's own reader).
 	throttled float64
+	// sched is how long kube-apiserver's goroutines wait for a CPU (go_sched_latencies_seconds; 0: 50 µs, an
+	// apiserver with CPU to spare).
+	sched float64
 }
 
 // result runs the measurement's own observation (start, a sample every step, gather) over scripted scrapes.
@@ -45,6 +48,11 @@ func (c controlPlane) result(t *testing.T) result.Result {
 		e.Gauge("apiserver_flowcontrol_nominal_limit_seats", `priority_level="workload-low"`, 24)
 		e.Gauge("apiserver_flowcontrol_current_executing_seats", `priority_level="workload-low"`, 20*c.apiCores)
 		e.Gauge("apiserver_current_inflight_requests", `request_kind="mutating"`, 30*c.apiCores)
+		sched := c.sched
+		if sched == 0 {
+			sched = 50e-6
+		}
+		e.Hist("go_sched_latencies_seconds", "", 5000*i, sched)
 		s := e.Snapshot(t, ruletest.T0.Add(time.Duration(i)*measure.ObserveStep))
 		if c.throttled > 0 {
 			periods := int64(secs * 10) // 100 ms CFS periods
@@ -58,7 +66,7 @@ func (c controlPlane) result(t *testing.T) result.Result {
 		return s, nil
 	}
 	s := &measure.Scrapes{Scrape: next, Step: cpusage.Step, Analyze: func(_ context.Context, first, last *prom.Snapshot) (result.Result, error) {
-		return cpusage.Analyze(first, last, c.cores, "lab host CPUs"), nil
+		return cpusage.Analyze(first, last, c.cores, "control-plane node capacity"), nil
 	}}
 	obs, err := s.Start(context.Background())
 	if err != nil {
@@ -113,7 +121,7 @@ func TestControlPlaneSaturated(t *testing.T) {
 		fires bool
 		want  []string
 	}{
-		{"slow API", cpSaturated(saturated, slowAPI, nil), true, []string{"used 1.9 of 2 (lab host CPUs) cores", "throttled in 80% of its CFS periods", "API p99 was 2.48 s", "pod start-up p99 not measured"}},
+		{"slow API", cpSaturated(saturated, slowAPI, nil), true, []string{"used 1.9 of 2 (control-plane node capacity) cores", "throttled in 80% of its CFS periods", "API p99 was 2.48 s", "pod start-up p99 not measured"}},
 		{"slow pods", cpSaturated(saturated, apislotest.Healthy, &slowPods), true, []string{"used 1.9 of 2", "pod start-up p99 20.1 s"}},
 		{"conflict storm", cpSaturated(saturated, storm, nil), true, []string{"409 Conflict retries are"}},
 		{"busy within SLOs", cpSaturated(saturated, apislotest.Healthy, nil), false, nil},
@@ -136,5 +144,49 @@ func TestControlPlaneSaturated(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// starvedManaged is case E's starved apiserver where its cores are out of reach: its goroutines wait 80 ms for
+// a CPU (a 0.1-core quota's 100 ms CFS periods), its own count says 0.09 cores.
+var starvedManaged = controlPlane{apiCores: 0.09, sched: 0.08}
+
+// TestAPITierSaturated: with the cores out of reach, a starved apiserver is named from its own /metrics — its
+// goroutines' wait for a CPU with the API over its SLO — with APF's queueing, its own CPU count and the
+// replica that answered; waiting within the SLO, an apiserver with CPU to spare under a slow API (a slow etcd
+// disk), and the same apiserver where KS-CP-SATURATED names it with the cores are not this finding.
+func TestAPITierSaturated(t *testing.T) {
+	slowPods := podstartuptest.SlowScheduler
+	slowAPI := apislotest.With(func(a *apislotest.Server) { a.GetLatency, a.APFWait, a.APFQueued = 1.8, 0.9, 14 })
+	for _, c := range []struct {
+		name  string
+		rep   func(t *testing.T) *result.Report
+		fires bool
+		want  []string
+	}{
+		{"starved, API slow", cpSaturated(starvedManaged, slowAPI, nil), true, []string{"waited 0.0995 s (p99) for a CPU", "API p99 was 2.48 s (GET pods)",
+			"workload-low requests queued 0.995 s p99 in APF", "up to 14 workload-low requests in APF queues", "used 0.09 cores", "one replica answered, started 2025-11-24", "source: the API tier"}},
+		{"starved within the SLO", cpSaturated(starvedManaged, apislotest.Healthy, nil), false, nil},
+		{"starved, pods slow", cpSaturated(starvedManaged, apislotest.Healthy, &slowPods), true, []string{"and pod start-up p99 20.1 s"}},
+		{"CPU to spare, API slow", cpSaturated(controlPlane{apiCores: 0.3}, slowAPI, nil), false, nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			fs, evals := rule.Evaluate(c.rep(t), []rule.Rule{apiTierSaturatedRule()})
+			if got := len(fs) == 1; got != c.fires {
+				t.Fatalf("fired %v, want %v (%+v)", got, c.fires, evals)
+			}
+			for _, w := range c.want {
+				if !strings.Contains(fs[0].Summary, w) {
+					t.Errorf("summary %q lacks %q", fs[0].Summary, w)
+				}
+			}
+		})
+	}
+	// Where the cores are known the same starvation is KS-CP-SATURATED's, and this finding folds under it.
+	known := starvedManaged
+	known.cores, known.throttled = 0.1, 0.9
+	fs, _ := rule.Evaluate(cpSaturated(known, slowAPI, nil)(t), []rule.Rule{controlPlaneSaturatedRule(), apiTierSaturatedRule()})
+	if len(fs) != 1 || fs[0].ID != "KS-CP-SATURATED" || len(fs[0].SeenAlso) != 1 || fs[0].SeenAlso[0].ID != "KS-CP-SATURATED-API" {
+		t.Errorf("cores known: %d findings %+v, want KS-CP-SATURATED with the API tier's view under it", len(fs), fs)
 	}
 }

@@ -48,6 +48,8 @@ func combinedFixtures() map[string]ruletest.Fixture {
 		"KS-CNI-IPAM":           {Fire: ipam("ipamblocks"), Clear: ipam("configmaps")},
 		"KS-CP-SATURATED": {Fire: cpSaturated(saturated, apislotest.With(func(a *apislotest.Server) { a.GetLatency = 1.8 }), nil),
 			Clear: cpSaturated(saturated, apislotest.Healthy, nil)}, // busy but within the SLOs
+		"KS-CP-SATURATED-API": {Fire: cpSaturated(starvedManaged, apislotest.With(func(a *apislotest.Server) { a.GetLatency, a.APFWait, a.APFQueued = 1.8, 0.9, 14 }), nil),
+			Clear: cpSaturated(controlPlane{apiCores: 0.3}, apislotest.With(func(a *apislotest.Server) { a.GetLatency = 1.8 }), nil)}, // a slow API with CPU to spare
 	}
 }
 

@@ -13,7 +13,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kubeslow/kubeslow/internal/measure/cpusage"
+	"github.com/kubeslow/kubeslow/internal/hostfs"
 )
 
 // The lab's control plane (kube-apiserver and etcd) shares one cgroup that no scrape target exports: Debian's
@@ -46,12 +46,12 @@ func WriteCgroupMetrics(w io.Writer, id, cpuDir, acctDir string) error {
 		fmt.Fprintf(&b, "# TYPE %s %s\n%s%s %s\n", name, typ, name, lbl, strconv.FormatFloat(v, 'g', -1, 64))
 	}
 	if raw, err := os.ReadFile(filepath.Join(acctDir, "cpuacct.usage")); err == nil {
-		if ns, err := cpusage.ParseCPUAcctUsage(raw); err == nil {
+		if ns, err := hostfs.ParseCPUAcctUsage(raw); err == nil {
 			emit("container_cpu_usage_seconds_total", "counter", float64(ns)/1e9)
 		}
 	}
 	if raw, err := os.ReadFile(filepath.Join(cpuDir, "cpu.stat")); err == nil {
-		if s, err := cpusage.ParseCPUStat(raw); err == nil {
+		if s, err := hostfs.ParseCPUStat(raw); err == nil {
 			emit("container_cpu_cfs_periods_total", "counter", float64(s.Periods))
 			emit("container_cpu_cfs_throttled_periods_total", "counter", float64(s.Throttled))
 			emit("container_cpu_cfs_throttled_seconds_total", "counter", float64(s.ThrottledNanos)/1e9)

@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"github.com/kubeslow/kubeslow/internal/lab/host"
-	"github.com/kubeslow/kubeslow/internal/measure"
 )
 
 // cpuPeriodMicros is the CFS period of the control plane's CPU quota.
@@ -86,18 +85,4 @@ func ControlPlaneCores() float64 {
 		return 0
 	}
 	return quota / period
-}
-
-// MeasureInfo is what measurements may read of the lab: etcd's endpoint, the audit log, the state directory,
-// and the control plane's CPU quota and cgroups (those that exist).
-func MeasureInfo(d Dirs) *measure.LabInfo {
-	info := &measure.LabInfo{EtcdEndpoint: EtcdEndpoint(), AuditLogPath: d.AuditLog(), StateDir: d.State, ControlPlaneCores: ControlPlaneCores()}
-	cpu, acct := ControlPlaneCgroups()
-	if _, err := os.Stat(filepath.Join(cpu, "cpu.stat")); err == nil {
-		info.ControlPlaneCPUCgroup = cpu
-	}
-	if _, err := os.Stat(filepath.Join(acct, "cpuacct.usage")); err == nil {
-		info.ControlPlaneCPUAcctCgroup = acct
-	}
-	return info
 }

@@ -14,8 +14,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/kubeslow/kubeslow/internal/hostfs"
 	"github.com/kubeslow/kubeslow/internal/lab/host"
-	"github.com/kubeslow/kubeslow/internal/measure/disk"
 )
 
 // A real node's disk on a loop device, and a burst-credit model over it (the burst-credits scenario, case C):
@@ -196,7 +196,7 @@ func RunCredits(ctx context.Context, dev string, b CreditBucket, tick time.Durat
 		if err != nil {
 			return 0, err
 		}
-		all, err := disk.ParseDiskStats(raw)
+		all, err := hostfs.ParseDiskStats(raw)
 		if err != nil {
 			return 0, err
 		}

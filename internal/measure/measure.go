@@ -37,21 +37,9 @@ type Env struct {
 	Namespace string
 	// RunID is the value of the run label that every created object must carry (see internal/kube).
 	RunID string
-	// Lab is set when the cluster is kubeslow's own lab; it gives access to what a real cluster hides
-	// (etcd's endpoint, the audit log).
-	Lab *LabInfo
-}
-
-// LabInfo describes the local lab to measurements that can use it.
-type LabInfo struct {
-	EtcdEndpoint string
-	AuditLogPath string
-	StateDir     string
-	// ControlPlaneCores is the CPU quota of kube-apiserver and etcd when a scenario set one (0: the host's CPUs).
-	ControlPlaneCores float64
-	// ControlPlaneCPUCgroup and ControlPlaneCPUAcctCgroup are the cgroup directories (v1 cpu and cpuacct) that
-	// kube-apiserver and etcd share on the lab ("": none): the kernel's own CPU counters of the control plane.
-	ControlPlaneCPUCgroup, ControlPlaneCPUAcctCgroup string
+	// There is no lab here on purpose: a measurement learns about the cluster only from the cluster (the API,
+	// the kubelet through the node proxy, the node agent, an optional Prometheus) and from what the user states
+	// in flags, so kubeslow's own lab is measured as any other cluster (TestNoLabImports enforces the imports).
 }
 
 // Measurement is one kind of measurement.
@@ -106,7 +94,11 @@ func ReadOnlyOf(ms []Measurement) []Measurement {
 
 // SkipError says a measurement could not run for a reason that is not a fault: missing permission,
 // a capability the cluster lacks, a source that is unreachable by design.
-type SkipError struct{ Reason string }
+type SkipError struct {
+	Reason string
+	// OutOfReach are the signals the skip leaves unread, each with why and the fix (the result carries them).
+	OutOfReach []result.OutOfReach
+}
 
 func (e *SkipError) Error() string { return "skipped: " + e.Reason }
 
@@ -215,6 +207,7 @@ func Complete(env *Env, name string, start time.Time, res result.Result, err err
 	switch {
 	case errors.As(err, &skip):
 		res.Status, res.Reason = result.StatusSkip, skip.Reason
+		res.OutOfReach = append(res.OutOfReach, skip.OutOfReach...)
 	case err != nil:
 		res.Status, res.Reason = result.StatusError, err.Error()
 	case !res.Status.Valid():

@@ -67,7 +67,9 @@ type htmlResult struct {
 
 type unmeasured struct {
 	What, Reason string
-	Anchor       string
+	// Fix is the exact fix of a signal out of reach ("": none known).
+	Fix    string
+	Anchor string
 }
 
 type htmlPage struct {
@@ -155,6 +157,9 @@ func WriteHTML(w io.Writer, r *result.Report) error {
 			}
 			p.Unmeasured = append(p.Unmeasured, unmeasured{What: res.Name + ": " + a.Metric, Reason: reason, Anchor: hr.Anchor})
 		}
+		for _, o := range res.OutOfReach {
+			p.Unmeasured = append(p.Unmeasured, unmeasured{What: res.Name + ": " + o.Signal + " (out of reach)", Reason: o.Why, Fix: o.Fix, Anchor: hr.Anchor})
+		}
 		rows, rest := QuantileRows(res.Metrics)
 		for _, q := range rows {
 			hq := htmlQuantile{QuantileRow: q}
@@ -234,7 +239,7 @@ var pageTmpl = template.Must(template.New("report").Funcs(template.FuncMap{
 {{if gt (len .Items) 1}}{{$u := .Threshold.Unit}}<table><tr><th>{{items .Finding}}</th><th>value</th><th></th></tr>{{range .Items}}<tr><td>{{item .}}</td><td class="n">{{quantity .Value $u}}</td><td>{{.Summary}}</td></tr>{{end}}</table>{{end}}
 </details></div>{{end}}
 {{if .Unmeasured}}<div class="unmeasured" id="unmeasured"><h2>Could not measure ({{len .Unmeasured}})</h2><ul>
-{{range .Unmeasured}}<li>{{if .Anchor}}<a href="#{{.Anchor}}">{{.What}}</a>{{else}}{{.What}}{{end}}: {{.Reason}}</li>{{end}}</ul></div>{{end}}
+{{range .Unmeasured}}<li>{{if .Anchor}}<a href="#{{.Anchor}}">{{.What}}</a>{{else}}{{.What}}{{end}}: {{.Reason}}{{if .Fix}} <b>Fix:</b> {{.Fix}}{{end}}</li>{{end}}</ul></div>{{end}}
 <h2 id="rules">Rules</h2>
 <p class="lead">{{.Count.Fired}} fired, {{.Count.Clear}} clear, {{.Count.NotEvaluated}} not evaluated (their inputs were not measured: not a pass).</p>
 <h2 id="results">Measurements</h2>

@@ -53,7 +53,8 @@ func TestWriteHTML(t *testing.T) {
 		"pod start-up: CDF per phase over 60 pods", "phases per node", "change point", "wal_fsync_p99 (seconds)",
 		"lab &lt;test&gt;", "&lt;script&gt;alert(1)&lt;/script&gt;", // escaped
 		"no audit log given", "could not create the probe pod", "not evaluated (their inputs were not measured",
-		"KS-AUDIT-LIST (not evaluated): api.audit was not measured", "Could not measure (3)",
+		"KS-AUDIT-LIST (not evaluated): api.audit was not measured", "Could not measure (4)",
+		"api.audit: the apiserver&#39;s audit log (out of reach)</a>: a managed control plane <b>Fix:</b> EKS: enable the audit log type",
 	} {
 		if !strings.Contains(page, want) {
 			t.Errorf("page lacks %q", want)

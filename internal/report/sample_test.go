@@ -45,7 +45,8 @@ func sampleReport() *result.Report {
 	return &result.Report{APIVersion: result.APIVersion, Kind: result.Kind, RunID: "r1", Tool: result.Tool{Name: "kubeslow", Version: "test"},
 		Cluster: result.Cluster{Name: "lab <test>", Server: "https://198.19.255.1:6443", Nodes: result.NodeCounts{Total: 4, Ready: 4, Simulated: 3}},
 		Start:   t0, End: t0.Add(time.Minute),
-		Results: []result.Result{ps, etcd, {Name: "api.audit", Status: result.StatusSkip, Reason: "no audit log given"},
+		Results: []result.Result{ps, etcd, {Name: "api.audit", Status: result.StatusSkip, Reason: "no audit log given",
+			OutOfReach: []result.OutOfReach{{Signal: "the apiserver's audit log", Why: "a managed control plane", Fix: "EKS: enable the audit log type"}}},
 			{Name: "nodes.agent", Status: result.StatusError, Reason: "could not create the probe pod: forbidden"}},
 		Findings: []result.Finding{
 			{ID: "KS-POD-NODE", Severity: result.SeverityWarning, Title: "One node starts pods much slower", Summary: "kwok-node-2: median 3.5 s",

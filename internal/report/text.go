@@ -80,6 +80,16 @@ func WriteText(w io.Writer, r *result.Report) error {
 		ew.printf("\n")
 	}
 
+	var out []string
+	for _, res := range r.Results {
+		for _, o := range res.OutOfReach {
+			out = append(out, fmt.Sprintf("  %s: %s — %s\n      fix: %s\n", res.Name, o.Signal, o.Why, o.Fix))
+		}
+	}
+	if len(out) > 0 {
+		ew.printf("OUT OF REACH (%d): not read on this cluster, so not judged (missing is never healthy)\n%s\n", len(out), strings.Join(out, ""))
+	}
+
 	ew.printf("RESULTS: %s\n", r.Tally())
 	tw := tabwriter.NewWriter(ew, 2, 4, 2, ' ', 0)
 	for _, res := range r.Results {

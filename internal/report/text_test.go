@@ -17,7 +17,8 @@ func TestWriteText(t *testing.T) {
 			Evidence: []result.Evidence{{Name: "x", Value: 1}}, Threshold: result.Threshold{Op: ">", Value: 0.5, Unit: "seconds", Source: "src"}, Remediation: "fix " + id}
 	}
 	r := &result.Report{RunID: "r1", Start: t0, End: t0.Add(2 * time.Second), Cluster: result.Cluster{Name: "c", Server: "s", Nodes: result.NodeCounts{Total: 3, Ready: 2}},
-		Results: []result.Result{{Name: "a.b", Status: result.StatusSkip, Reason: "no permission"},
+		Results: []result.Result{{Name: "a.b", Status: result.StatusSkip, Reason: "no permission",
+			OutOfReach: []result.OutOfReach{{Signal: "etcd WAL fsync latency", Why: "a managed control plane", Fix: "pass --etcd-endpoint"}}},
 			{Name: "c.d", Status: result.StatusWarn, Metrics: []result.Metric{{Name: "lat", Unit: "seconds", Value: 0.123456, Labels: map[string]string{"verb": "GET", "a": "1"}}}}},
 		Findings: []result.Finding{f("KS-B", result.SeverityWarning), f("KS-A", result.SeverityCritical), f("KS-C", result.SeverityWarning)},
 		Rules:    []result.RuleEvaluation{{ID: "KS-A", Status: result.RuleFired}, {ID: "KS-X", Status: result.RuleNotEvaluated, Reason: "a.b was not measured"}},
@@ -39,6 +40,7 @@ func TestWriteText(t *testing.T) {
 	}
 	for _, want := range []string{"FINDINGS (3)", "[CRITICAL] KS-A", "seen also by KS-B-AUDIT (api.audit): 800 409s from calico-node", "threshold: > 0.5 seconds (src)", "fix: fix KS-A",
 		"RULES: 1 fired, 0 clear, 1 not evaluated",
+		"OUT OF REACH (1)", "a.b: etcd WAL fsync latency — a managed control plane", "fix: pass --etcd-endpoint",
 		"1200 items, worst first (the first 50 listed):", "node=n0  100 s", "node=n9  91 s", "... and 1190 more (-o json lists 50)", "not evaluated: KS-X (a.b was not measured)", "a.b", "Skip", "no permission", "0.123", "a=1 verb=GET"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("text output lacks %q:\n%s", want, out)

@@ -28,8 +28,9 @@ type Target struct {
 	// Config, when set, is used instead of loading a kubeconfig; Name then names the cluster.
 	Config *rest.Config
 	Name   string
-	// Lab is set when the target is kubeslow's own lab.
-	Lab *measure.LabInfo
+	// Lab is true when the target is kubeslow's own lab: it names the context "lab" and marks the report's
+	// cluster; no measurement reads it (the lab is measured as any cluster, from its kubeconfig).
+	Lab bool
 }
 
 // Plan is one run: what to measure where, the rules that turn results into findings, and the run's bounds.
@@ -122,7 +123,7 @@ func (t Target) connect(qps float32, burst int) (*kube.Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	if t.Lab != nil {
+	if t.Lab {
 		c.Context = "lab"
 	}
 	return c, nil
@@ -167,13 +168,13 @@ func Execute(ctx context.Context, p Plan) (*result.Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	cl.Lab = p.Target.Lab != nil
+	cl.Lab = p.Target.Lab
 	progress("cluster %s: %d nodes (%d ready, %d simulated)", cl.Version, cl.Nodes.Total, cl.Nodes.Ready, cl.Nodes.Simulated)
 
 	runID := kube.NewRunID(clk.Now())
 	ns := "kubeslow-" + runID
 	o := Options{Client: c.Client, Config: c.Config, Cluster: cl, Clock: clk, Log: log, RunID: runID, Namespace: ns,
-		Lab: p.Target.Lab, Budget: p.Budget, Progress: progress, Rules: p.Rules}
+		Budget: p.Budget, Progress: progress, Rules: p.Rules}
 	if !p.NoPreflight {
 		o.Skip = Preflight(ctx, &measure.Reviewer{Client: c.Client}, p.Measurements, progress)
 	}

@@ -29,7 +29,6 @@ type Options struct {
 	RunID   string
 	// Namespace is the run's own namespace (created by benchmarks that need one).
 	Namespace string
-	Lab       *measure.LabInfo
 	// Budget bounds the benchmarks' total time; read-only checks always run.
 	Budget time.Duration
 	// Progress gets one line per measurement.
@@ -63,7 +62,7 @@ func Run(ctx context.Context, o Options, ms []measure.Measurement) *result.Repor
 	if progress == nil {
 		progress = func(string, ...any) {}
 	}
-	env := &measure.Env{Client: o.Client, Config: o.Config, Clock: o.Clock, Log: log, Namespace: o.Namespace, RunID: o.RunID, Lab: o.Lab}
+	env := &measure.Env{Client: o.Client, Config: o.Config, Clock: o.Clock, Log: log, Namespace: o.Namespace, RunID: o.RunID}
 	results := make([]*result.Result, len(ms))
 	set := func(i int, r result.Result) {
 		results[i] = &r

@@ -136,6 +136,10 @@ type Result struct {
 	// Absent lists metrics the measurement could not take from its source (a series the Prometheus it read
 	// does not have): a rule reading one of them is "not evaluated", never "clear".
 	Absent []Absence `json:"absent,omitempty"`
+	// OutOfReach lists the signals the measurement could not read on this cluster (etcd's disk behind a
+	// managed control plane, an audit log nobody named, a 403 on /metrics), each with why and the fix: missing
+	// is never healthy, and a reader sees what the verdict does not cover.
+	OutOfReach []OutOfReach `json:"outOfReach,omitempty"`
 	// Load lists what kubeslow ran during an observation's window (Start to End): its benchmarks, each with
 	// its own span, so that the observed figures are read against the load; empty when the window saw none.
 	Load []Span `json:"load,omitempty"`
@@ -150,6 +154,15 @@ type Absence struct {
 	Metric string `json:"metric"`
 	Series string `json:"series"`
 	Reason string `json:"reason,omitempty"`
+}
+
+// OutOfReach is one signal a measurement could not read: what it is, why it was out of reach (a managed
+// control plane, a 127.0.0.1 bind with no agent on the control-plane nodes, audit off, a 403), and the exact
+// fix (a flag, an RBAC rule, a cloud's log switch).
+type OutOfReach struct {
+	Signal string `json:"signal"`
+	Why    string `json:"why"`
+	Fix    string `json:"fix"`
 }
 
 // Span is one named interval, e.g. a benchmark that ran during an observation.
@@ -339,6 +352,11 @@ func (r *Report) Validate() error {
 		}
 		if (res.Status == StatusSkip || res.Status == StatusError) && res.Reason == "" {
 			return fmt.Errorf("result %q: status %s needs a reason", res.Name, res.Status)
+		}
+		for j, o := range res.OutOfReach {
+			if o.Signal == "" || o.Why == "" || o.Fix == "" {
+				return fmt.Errorf("result %q: outOfReach[%d] needs a signal, why and fix: %+v", res.Name, j, o)
+			}
 		}
 		for _, m := range res.Metrics {
 			if math.IsNaN(m.Value) || math.IsInf(m.Value, 0) {

@@ -86,6 +86,9 @@ func TestValidate(t *testing.T) {
 		{"finding without evidence", func(r *result.Report) { r.Findings[0].Evidence = nil }, "no evidence"},
 		{"threshold without source", func(r *result.Report) { r.Findings[0].Threshold.Source = "" }, "no source"},
 		{"no remediation", func(r *result.Report) { r.Findings[0].Remediation = "" }, "no remediation"},
+		{"out of reach without a fix", func(r *result.Report) {
+			r.Results[1].OutOfReach = []result.OutOfReach{{Signal: "etcd WAL fsync", Why: "managed control plane"}}
+		}, "needs a signal, why and fix"},
 		{"bad severity", func(r *result.Report) { r.Findings[0].Severity = "huge" }, "invalid severity"},
 	}
 	for _, c := range cases {

@@ -26,6 +26,7 @@ type promFlags struct {
 	step     time.Duration
 	jobs     []string
 	cpCores  float64
+	cgroups  []string
 }
 
 func (p *promFlags) add(cmd *cobra.Command) {
@@ -37,6 +38,7 @@ func (p *promFlags) add(cmd *cobra.Command) {
 	fl.DurationVar(&p.step, "prometheus-step", 0, "resolution of the time profiles (default: the window / 120, at least 5s)")
 	fl.StringSliceVar(&p.jobs, "prometheus-job", nil, "ROLE=JOB: the job label of a role instead of discovering it (roles: apiserver, etcd, scheduler, controller-manager, kubelet, cadvisor, node-exporter, coredns)")
 	fl.Float64Var(&p.cpCores, "prometheus-control-plane-cores", 0, "the cores kube-apiserver and etcd may use together, when no series says (default: cAdvisor's CPU quota of their containers, else node_exporter's CPU count on their hosts)")
+	fl.StringArrayVar(&p.cgroups, "prometheus-control-plane-cgroup", nil, "cAdvisor's label matchers of the control plane's cgroup, repeatable (default: namespace=\"kube-system\",container=~\"kube-apiserver|etcd\", kubeadm's static pods; e.g. id=\"/system.slice/k3s.service\" for k3s)")
 	fl.StringVar(&p.opts.BearerTokenFile, "prometheus-bearer-token-file", "", "file holding a bearer token for Prometheus")
 	fl.StringVar(&p.opts.BasicAuthUser, "prometheus-user", "", "basic auth user for Prometheus")
 	fl.StringVar(&p.opts.BasicAuthPasswordFile, "prometheus-password-file", "", "file holding the basic auth password")
@@ -72,12 +74,18 @@ func (p *promFlags) source(now time.Time) (*promwindow.Source, error) {
 	if p.cpCores < 0 || math.IsNaN(p.cpCores) || math.IsInf(p.cpCores, 0) {
 		return nil, fmt.Errorf("--prometheus-control-plane-cores %g: want > 0 cores", p.cpCores)
 	}
+	for _, sel := range p.cgroups {
+		if err := promwindow.ValidCgroupSelector(sel); err != nil {
+			return nil, fmt.Errorf("--prometheus-control-plane-cgroup %w", err)
+		}
+	}
 	c, err := promql.New(p.opts)
 	if err != nil {
 		return nil, err
 	}
 	src := promwindow.NewSource(c, w, jobs)
 	src.ControlPlaneCores = p.cpCores
+	src.ControlPlaneCgroups = p.cgroups
 	return src, nil
 }
 

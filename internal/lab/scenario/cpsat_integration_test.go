@@ -2,6 +2,7 @@ package scenario_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -25,14 +26,15 @@ import (
 )
 
 // TestIntegrationControlPlaneSaturation reproduces case E's starved master: the observers and the pod
-// benchmark of `kubeslow run --lab` (the run lifecycle and the registry as the CLI builds them) on a control
-// plane confined to a CPU quota must name KS-CP-SATURATED with its numbers — the cores used of the quota, the
-// API's and the pods' p99 under that load, and the kernel's throttling of the control plane's cgroup. Two
-// mechanisms load the same quota: case E's 409 retry storm on top of the quick profile's 50 pods (the
-// small-control-plane scenario; the finding names the retries' share), and no storm but a larger pod
-// benchmark (300 pods at 50/s), the run's own load. The storm alone on the host's full CPUs is
-// TestIntegrationControlPlaneScenarios' conflict-storm, where this finding must not fire; the quota alone
-// under the quick profile's 50 pods was measured saturated but within the SLOs (docs/control-plane.md).
+// benchmark of `kubeslow run` given only the lab's kubeconfig (the run lifecycle and the registry as the CLI
+// builds them, no lab hints) on a control plane confined to a CPU quota must name KS-CP-SATURATED-API with its
+// numbers — kube-apiserver's goroutines' wait for a CPU, the API's latency under that load (or the scrapes it
+// left unanswered), its own CPU count — and say that the components' CPU and etcd's metrics are out of reach:
+// the lab's control plane runs outside every node, as a managed one does, so KS-CP-SATURATED (the cores) is not
+// evaluated. Two mechanisms load the same quota: case E's 409 retry storm on top of the quick profile's 50 pods
+// (the finding names the retries' share), and no storm but a larger pod benchmark (300 pods at 50/s), the run's
+// own load. The storm alone on the host's full CPUs is TestIntegrationControlPlaneScenarios' conflict-storm,
+// where no saturation finding may fire.
 func TestIntegrationControlPlaneSaturation(t *testing.T) {
 	small, err := scenario.Get("small-control-plane")
 	if err != nil {
@@ -86,45 +88,56 @@ func TestIntegrationControlPlaneSaturation(t *testing.T) {
 			rep := runScenarioWith(t, c.sc, ms, extra...)
 			t.Logf("scenario and run took %s", time.Since(start).Round(time.Second))
 			logUsage(t, rep)
+			// Given only the kubeconfig, the lab's control plane runs outside every node, as a managed one does:
+			// the cores and the kernel's counts are out of reach, and the starvation is named from the API tier.
 			var f *result.Finding
 			for i := range rep.Findings {
 				t.Logf("finding %s: %s", rep.Findings[i].ID, rep.Findings[i].Summary)
 				switch rep.Findings[i].ID {
-				case "KS-CP-SATURATED":
+				case "KS-CP-SATURATED-API":
 					f = &rep.Findings[i]
 				case "KS-POD-PHASE":
 					// The slow phase is the starved apiserver's doing (kwok's status writes queue there), not
 					// the kubelets': one cause, reported once.
-					if p := rep.Findings[i]; p.ExplainedBy != "KS-CP-SATURATED" || p.Severity != result.SeverityInfo {
-						t.Errorf("KS-POD-PHASE not explained by KS-CP-SATURATED: %s %q %s", p.Severity, p.ExplainedBy, p.Summary)
+					if p := rep.Findings[i]; p.ExplainedBy != "KS-CP-SATURATED-API" || p.Severity != result.SeverityInfo {
+						t.Errorf("KS-POD-PHASE not explained by KS-CP-SATURATED-API: %s %q %s", p.Severity, p.ExplainedBy, p.Summary)
 					}
 				}
 			}
+			for _, e := range rep.Rules {
+				if e.ID == "KS-CP-SATURATED" && e.Status != result.RuleNotEvaluated {
+					t.Errorf("KS-CP-SATURATED %s with the cores out of reach, want not evaluated (%s)", e.Status, e.Reason)
+				}
+			}
 			if f == nil {
-				t.Fatal("KS-CP-SATURATED not reported")
+				t.Fatal("KS-CP-SATURATED-API not reported")
+			}
+			if !strings.Contains(f.Summary, "source: the API tier") {
+				t.Errorf("the finding does not name its tier: %s", f.Summary)
 			}
 			ev := map[string]result.Evidence{}
 			for _, e := range f.Evidence {
 				ev[e.Name] = e
 			}
-			// Its numbers: the cores used in the busiest 6 s against the quota, the latency under the load,
-			// the kernel's throttling, and (with the storm) the retries' share of the requests.
-			if e, ok := ev[cpusage.MetricCoresAvailable]; !ok || e.Value != scenario.SmallControlPlaneCores {
-				t.Errorf("cores available %+v, want the quota %g", e, scenario.SmallControlPlaneCores)
-			}
-			if e, ok := ev[cpusage.MetricCPUCoresBusiest]; !ok || e.Value < 0.9*scenario.SmallControlPlaneCores {
-				t.Errorf("busiest cores %+v, want >= 90%% of %g", e, scenario.SmallControlPlaneCores)
+			// Its numbers: the apiserver's goroutines' wait for a CPU, the API latency under the load (or the
+			// scrapes it left unanswered), its own CPU count, and (with the storm) the retries' share.
+			if e, ok := ev[cpusage.MetricGoSchedP99]; !ok || e.Value <= check.SchedDelayMax {
+				t.Errorf("scheduling delay %+v, want > %g s", e, check.SchedDelayMax)
 			}
 			_, api := ev[apislo.MetricLatencyP99Single]
-			_, pods := ev[podstartup.MetricSLIP99]
-			if !api || !pods {
-				t.Errorf("the API and pod latency under load are not both in the evidence: %+v", f.Evidence)
-			}
-			if e, ok := ev[cpusage.MetricCgroupThrottledRatio]; !ok || e.Value < 0.5 {
-				t.Errorf("the cgroup's throttling is not in the evidence (or under half the periods): %+v", f.Evidence)
+			if !api && !strings.Contains(f.Summary, "did not answer") {
+				t.Errorf("neither the API latency nor the unanswered scrapes in the finding: %s %+v", f.Summary, f.Evidence)
 			}
 			if _, ok := ev["conflict_share"]; ok != c.retries {
 				t.Errorf("409 retries named: %v, want %v (%s)", ok, c.retries, f.Summary)
+			}
+			// What it could not read is said, with the fix: the components' CPU and etcd's own metrics.
+			cp := rep.Result(cpusage.Name)
+			if cp == nil || cp.Status == result.StatusPass && len(cp.OutOfReach) < 2 {
+				t.Fatalf("controlplane.usage does not say what is out of reach: %+v", cp)
+			}
+			for _, o := range cp.OutOfReach {
+				t.Logf("out of reach: %s: %s; fix: %s", o.Signal, o.Why, o.Fix)
 			}
 		})
 	}
@@ -167,6 +180,8 @@ func pastWindowSaturated(t *testing.T, started time.Time) {
 			t.Fatal(err)
 		}
 		src := promwindow.NewSource(c, w, nil)
+		// The lab's control plane shares one raw cgroup, named as its user would name it to kubeslow.
+		src.ControlPlaneCgroups = []string{fmt.Sprintf("id=%q", lab.ControlPlaneCgroupID())}
 		src.ControlPlaneCores = stated
 		rep := &result.Report{}
 		for _, m := range []measure.Measurement{promwindow.NewAPI(src), promwindow.NewControlPlane(src)} {

@@ -61,7 +61,7 @@ func TestIntegrationDNSHotspot(t *testing.T) {
 		for _, n := range []string{"a", "b", "c"} {
 			o.ExternalNames = append(o.ExternalNames, n+"."+lab.ExternalZone+".")
 		}
-		rep, err := runner.Execute(ctx, runner.Plan{Target: runner.Target{Config: rc, Name: "lab", Lab: lab.MeasureInfo(d)},
+		rep, err := runner.Execute(ctx, runner.Plan{Target: runner.Target{Config: rc, Name: "lab", Lab: true},
 			Measurements: []measure.Measurement{dnsfacts.New(15 * time.Second), throttle.New(15 * time.Second), dnsbench.New(o)}, Rules: check.Rules(),
 			Progress: t.Logf, Log: slog.New(slog.NewTextHandler(os.Stderr, nil))})
 		if err != nil {

@@ -180,7 +180,7 @@ func runIn(ctx context.Context, t *testing.T, c kubernetes.Interface, rc *rest.C
 		t.Fatal(err)
 	}
 	rep := runner.Run(ctx, runner.Options{Client: c, Config: rc, Clock: clock.RealClock{}, RunID: name, Namespace: ns,
-		Log: slog.New(slog.NewTextHandler(os.Stderr, nil)), Lab: &measure.LabInfo{StateDir: d.State}, Rules: rules, Progress: t.Logf},
+		Log: slog.New(slog.NewTextHandler(os.Stderr, nil)), Rules: rules, Progress: t.Logf},
 		[]measure.Measurement{m})
 	return rep
 }

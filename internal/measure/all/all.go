@@ -10,6 +10,7 @@ import (
 	"github.com/kubeslow/kubeslow/internal/measure/apiaudit"
 	"github.com/kubeslow/kubeslow/internal/measure/apislo"
 	"github.com/kubeslow/kubeslow/internal/measure/churn"
+	"github.com/kubeslow/kubeslow/internal/measure/cpapi"
 	"github.com/kubeslow/kubeslow/internal/measure/cpusage"
 	"github.com/kubeslow/kubeslow/internal/measure/disk"
 	"github.com/kubeslow/kubeslow/internal/measure/dnsfacts"
@@ -30,9 +31,9 @@ import (
 type Options struct {
 	// Window is how long window-based measurements observe (two metric scrapes this far apart).
 	Window time.Duration
-	// EtcdEndpoint is etcd's metrics endpoint when it is reachable (the lab's is found automatically).
+	// EtcdEndpoint is etcd's metrics endpoint when the user can reach it (--etcd-endpoint).
 	EtcdEndpoint string
-	// AuditLogs are apiserver audit log files or directories (the lab's is found automatically).
+	// AuditLogs are apiserver audit log files or directories (--audit-log).
 	AuditLogs []string
 	// Pods is the most pods the pod start-up benchmark creates (0: 50): it lowers the count to the free pod
 	// slots of the nodes its pods may use, read from the cluster, and says so.
@@ -68,6 +69,7 @@ func Registry(o Options) *measure.Registry {
 		apislo.New(o.Window),
 		etcdhealth.New(o.Window, o.EtcdEndpoint),
 		cpusage.New(o.Window, o.EtcdEndpoint),
+		cpapi.New(),
 		apiaudit.New(o.Window, o.AuditLogs),
 		podsM,
 		dnsfacts.New(o.Window),

@@ -1,13 +1,11 @@
 // Package apiaudit attributes apiserver load to clients from the apiserver's audit log over the
-// measurement window: on the lab the log is known; on a real cluster it is read when a path is given
-// (`kubeslow audit` reads saved logs offline).
+// measurement window, read from the files the user names (--audit-log; the node agent streams it where it runs);
+// `kubeslow audit` reads saved logs offline.
 package apiaudit
 
 import (
 	"context"
 	"fmt"
-	"path/filepath"
-	"sort"
 	"time"
 
 	"github.com/kubeslow/kubeslow/internal/auditlog"
@@ -19,7 +17,7 @@ import (
 // Measurement reads the audit log for the events of its window.
 type Measurement struct {
 	Length time.Duration
-	// Paths are audit log files or directories; default: the lab's audit log and its rotated files.
+	// Paths are audit log files or directories, as the user states them (--audit-log); none skips.
 	Paths []string
 	Top   int
 }
@@ -40,17 +38,12 @@ func (m *Measurement) Description() string {
 // Window implements measure.Observer.
 func (m *Measurement) Window() time.Duration { return m.Length }
 
-func (m *Measurement) files(env *measure.Env) ([]string, error) {
+func (m *Measurement) files() ([]string, error) {
 	if len(m.Paths) > 0 {
 		return auditlog.Expand(m.Paths)
 	}
-	if env.Lab == nil || env.Lab.AuditLogPath == "" {
-		return nil, measure.Skipf("no audit log: on a real cluster pass --audit-log with the apiserver's audit log (or run `kubeslow audit` on a copy)")
-	}
-	// The live file and the apiserver's rotated ones (audit-<timestamp>.log), oldest first.
-	rotated, _ := filepath.Glob(filepath.Join(filepath.Dir(env.Lab.AuditLogPath), "audit-*.log"))
-	sort.Strings(rotated)
-	return append(rotated, env.Lab.AuditLogPath), nil
+	return nil, &measure.SkipError{Reason: "no audit log: pass --audit-log with the apiserver's audit log file or its directory (the file of its --audit-log-path, with the rotated ones), or run `kubeslow audit` on a copy",
+		OutOfReach: []result.OutOfReach{measure.OutOfReachAudit}}
 }
 
 // Run observes the window on its own.
@@ -60,7 +53,7 @@ func (m *Measurement) Run(ctx context.Context, env *measure.Env) (result.Result,
 
 // Start implements measure.Observer: the window's events are read at Gather.
 func (m *Measurement) Start(_ context.Context, env *measure.Env) (measure.Observation, error) {
-	files, err := m.files(env)
+	files, err := m.files()
 	if err != nil {
 		return nil, err
 	}

@@ -1,7 +1,10 @@
-// Package apislo is the API responsiveness measurement: apiserver metrics scraped through the API twice, and
-// analysed over the window between them — latency percentiles per verb/resource/scope against the SIG
-// Scalability SLOs, response codes (409 conflicts, 429 throttling), API Priority and Fairness rejections,
-// LIST response volume by resource, and the apiserver's own view of etcd latency.
+// Package apislo is the API responsiveness measurement and the API tier of the control plane: apiserver
+// metrics scraped through the API at the window's start, every step and its end, and analysed over the window —
+// latency percentiles per verb/resource/scope against the SIG Scalability SLOs, response codes (409 conflicts,
+// 429 throttling), API Priority and Fairness rejections, queueing and seats, LIST response volume and the
+// objects LISTs read from storage by resource, stored objects, etcd's database size and latency as the
+// apiserver sees them, and which apiserver replica answered. It needs only the grant on /metrics, so it works
+// on managed control planes.
 package apislo
 
 import (
@@ -9,6 +12,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -69,7 +73,7 @@ func (*Measurement) Permissions() []measure.Permission {
 
 // Description implements measure.Measurement.
 func (m *Measurement) Description() string {
-	return fmt.Sprintf("API latency p99 per verb/resource vs SLO, 409/429 rates, APF rejections, LIST bytes, over %s of apiserver metrics", m.Length)
+	return fmt.Sprintf("API latency p99 per verb/resource vs SLO, 409/429 rates, APF rejections and queues, LIST bytes and objects, etcd as the apiserver sees it, over %s of apiserver metrics", m.Length)
 }
 
 func scrape(ctx context.Context, env *measure.Env) (*prom.Snapshot, error) {
@@ -95,7 +99,11 @@ func (m *Measurement) Start(ctx context.Context, env *measure.Env) (measure.Obse
 			return Analyze(first, last), nil
 		},
 		Log: env.Log.Debug}
-	return s.Start(ctx)
+	obs, err := s.Start(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &observation{Scrapes: obs}, nil
 }
 
 // Step is one step of the series (pure): requests/s, 409 conflicts/min and the p99 of single-object calls
@@ -126,7 +134,7 @@ func Step(prev, cur *prom.Snapshot) []result.Metric {
 			}
 		}
 	}
-	return out
+	return append(out, apfStep(cur)...)
 }
 
 // latencyFamily is the SLI histogram (without webhook and APF waiting), or on older apiservers the plain one.
@@ -209,7 +217,7 @@ func Analyze(before, after *prom.Snapshot) result.Result {
 			continue
 		}
 		if p99, ok := g.Hist.QuantileEstimate(0.99); ok {
-			res.Metrics = append(res.Metrics, p99.Metric("apf_wait_p99", "seconds", map[string]string{"priority_level": g.Labels["priority_level"]}))
+			res.Metrics = append(res.Metrics, p99.Metric(MetricAPFWaitP99, "seconds", map[string]string{"priority_level": g.Labels["priority_level"]}))
 		}
 	}
 
@@ -244,12 +252,14 @@ func Analyze(before, after *prom.Snapshot) result.Result {
 			continue
 		}
 		if p99, ok := g.Hist.QuantileEstimate(0.99); ok {
-			res.Metrics = append(res.Metrics, p99.Metric("etcd_request_p99", "seconds", map[string]string{"operation": g.Labels["operation"], "type": g.Labels["type"]}))
+			res.Metrics = append(res.Metrics, p99.Metric(MetricEtcdRequestP99, "seconds", map[string]string{"operation": g.Labels["operation"], "type": g.Labels["type"]}))
 		}
 	}
+	notes := apiTier(&res, before, after, secs)
 	if breaches > 0 {
 		res.Status = result.StatusFail
-		res.Reason = fmt.Sprintf("%d verb/resource groups over their latency SLO", breaches)
+		notes = append([]string{fmt.Sprintf("%d verb/resource groups over their latency SLO", breaches)}, notes...)
 	}
+	res.Reason = strings.Join(notes, "; ")
 	return res
 }

@@ -3,6 +3,7 @@ package apislo
 import (
 	"compress/gzip"
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -112,5 +113,106 @@ func TestRunGarbledMetrics(t *testing.T) {
 	res := measure.RunOne(context.Background(), &measure.Env{Client: c, Clock: clock.RealClock{}}, New(time.Millisecond))
 	if res.Status != result.StatusError || !strings.Contains(res.Reason, "parsing metrics") {
 		t.Fatalf("status %s reason %q", res.Status, res.Reason)
+	}
+}
+
+// TestAPITier: etcd's database size is read under each of its names by version, stored objects and the
+// objects LISTs read from storage by resource, and two replicas answering the window's two ends are said.
+func TestAPITier(t *testing.T) {
+	t0 := time.Date(2026, 11, 25, 20, 0, 0, 0, time.UTC)
+	parse := func(at time.Time, text string) *prom.Snapshot {
+		t.Helper()
+		s, err := prom.Parse(strings.NewReader(text), at)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	for _, fam := range []string{"etcd_db_total_size_in_bytes", "apiserver_storage_db_total_size_in_bytes", "apiserver_storage_size_bytes"} {
+		text := fmt.Sprintf("# TYPE %s gauge\n%s{endpoint=\"a\"} 1e6\n%s{endpoint=\"b\"} 3e6\n", fam, fam, fam)
+		res := Analyze(parse(t0, text), parse(t0.Add(time.Minute), text))
+		if m := res.Metric(MetricEtcdDBBytes, map[string]string{"series": fam}); m == nil || m.Value != 3e6 {
+			t.Errorf("%s: %+v, want the largest member's 3e6", fam, m)
+		}
+	}
+	before := parse(t0, `# TYPE apiserver_storage_list_evaluated_objects_total counter
+apiserver_storage_list_evaluated_objects_total{resource="pods"} 1000
+apiserver_storage_list_evaluated_objects_total{resource="events"} 0
+# TYPE apiserver_storage_list_returned_objects_total counter
+apiserver_storage_list_returned_objects_total{resource="pods"} 10
+# TYPE apiserver_storage_objects gauge
+apiserver_storage_objects{resource="pods"} 500
+# TYPE process_start_time_seconds gauge
+process_start_time_seconds 1.7e9
+`)
+	after := parse(t0.Add(time.Minute), `# TYPE apiserver_storage_list_evaluated_objects_total counter
+apiserver_storage_list_evaluated_objects_total{resource="pods"} 61000
+apiserver_storage_list_evaluated_objects_total{resource="events"} 600
+# TYPE apiserver_storage_list_returned_objects_total counter
+apiserver_storage_list_returned_objects_total{resource="pods"} 70
+apiserver_storage_list_returned_objects_total{resource="events"} 600
+# TYPE apiserver_storage_objects gauge
+apiserver_storage_objects{resource="pods"} 520
+apiserver_storage_objects{resource="events"} 3000
+# TYPE process_start_time_seconds gauge
+process_start_time_seconds 1.7000001e9
+`)
+	res := Analyze(before, after)
+	pods := map[string]string{"resource": "pods"}
+	for name, want := range map[string]float64{MetricListEvaluatedPerSecond: 1000, MetricListReturnedPerSecond: 1, MetricListEvaluatedPerReturned: 1000, MetricObjects: 520} {
+		if m := res.Metric(name, pods); m == nil || m.Value != want {
+			t.Errorf("%s{pods} = %+v, want %g", name, m, want)
+		}
+	}
+	if m := res.Metric(MetricListEvaluatedPerReturned, map[string]string{"resource": "events"}); m == nil || m.Value != 1 {
+		t.Errorf("events evaluated per returned %+v, want 1", m)
+	}
+	if res.Metrics[len(res.Metrics)-1].Name != MetricReplicaStart || !strings.Contains(res.Reason, "two apiserver processes") {
+		t.Errorf("two replicas not said: %q", res.Reason)
+	}
+	same := Analyze(before, before)
+	if strings.Contains(same.Reason, "two apiserver processes") {
+		t.Errorf("one replica said to be two: %q", same.Reason)
+	}
+}
+
+// TestAPFPeaks: the most requests queued and seats executing at a step, per priority level, from the steps.
+func TestAPFPeaks(t *testing.T) {
+	t0 := time.Date(2026, 11, 25, 20, 0, 0, 0, time.UTC)
+	snap := func(i int, inq float64) *prom.Snapshot {
+		s, err := prom.Parse(strings.NewReader(fmt.Sprintf(`# TYPE apiserver_flowcontrol_current_inqueue_requests gauge
+apiserver_flowcontrol_current_inqueue_requests{priority_level="workload-low",flow_schema="a"} %g
+apiserver_flowcontrol_current_inqueue_requests{priority_level="global-default",flow_schema="b"} 0
+# TYPE apiserver_flowcontrol_current_executing_seats gauge
+apiserver_flowcontrol_current_executing_seats{priority_level="workload-low"} 12
+`, inq)), t0.Add(time.Duration(i)*2*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	i := 0
+	queued := []float64{0, 3, 17, 5, 0}
+	sc := &measure.Scrapes{Scrape: func(context.Context) (*prom.Snapshot, error) { s := snap(i, queued[i]); i++; return s, nil },
+		Step: Step, Analyze: func(_ context.Context, a, b *prom.Snapshot) (result.Result, error) { return Analyze(a, b), nil }}
+	obs, err := sc.Start(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range len(queued) - 2 {
+		obs.Sample(context.Background())
+	}
+	res, err := (&observation{Scrapes: obs}).Gather(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := res.Metric(MetricAPFInqueuePeak, map[string]string{"priority_level": "workload-low"}); m == nil || m.Value != 17 {
+		t.Errorf("queue peak %+v, want 17", m)
+	}
+	if m := res.Metric(MetricAPFInqueuePeak, map[string]string{"priority_level": "global-default"}); m != nil {
+		t.Errorf("a level that queued nothing has a peak: %+v", m)
+	}
+	if m := res.Metric(MetricAPFExecutingSeatsPeak, map[string]string{"priority_level": "workload-low"}); m == nil || m.Value != 12 {
+		t.Errorf("seats peak %+v, want 12", m)
 	}
 }

@@ -1,9 +1,6 @@
 package cpusage
 
 import (
-	"bufio"
-	"bytes"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -11,6 +8,7 @@ import (
 
 	dto "github.com/prometheus/client_model/go"
 
+	"github.com/kubeslow/kubeslow/internal/hostfs"
 	"github.com/kubeslow/kubeslow/internal/prom"
 )
 
@@ -26,51 +24,14 @@ const (
 	famCgroupPeriodSeconds = cgroupPrefix + "cfs_period_seconds"      // cpu.cfs_period_us (a gauge)
 )
 
-// CPUStat is what cgroup v1's cpu.stat counts: CFS periods with runnable tasks, those in which the quota ran
-// out, and the time the group spent throttled.
-type CPUStat struct {
-	Periods, Throttled int64
-	ThrottledNanos     int64
-}
+// CPUStat is cgroup v1's cpu.stat (hostfs.CPUStat).
+type CPUStat = hostfs.CPUStat
 
-// ParseCPUStat reads cgroup v1's cpu.stat ("nr_periods N" lines; unknown keys are ignored, a malformed
-// value is an error).
-func ParseCPUStat(b []byte) (CPUStat, error) {
-	var s CPUStat
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	for sc.Scan() {
-		f := strings.Fields(sc.Text())
-		if len(f) != 2 {
-			continue
-		}
-		var dst *int64
-		switch f[0] {
-		case "nr_periods":
-			dst = &s.Periods
-		case "nr_throttled":
-			dst = &s.Throttled
-		case "throttled_time":
-			dst = &s.ThrottledNanos
-		default:
-			continue
-		}
-		v, err := strconv.ParseInt(f[1], 10, 64)
-		if err != nil || v < 0 {
-			return CPUStat{}, fmt.Errorf("cpu.stat %s: %q is not a count", f[0], f[1])
-		}
-		*dst = v
-	}
-	return s, sc.Err()
-}
+// ParseCPUStat is hostfs.ParseCPUStat.
+func ParseCPUStat(b []byte) (CPUStat, error) { return hostfs.ParseCPUStat(b) }
 
-// ParseCPUAcctUsage reads cgroup v1's cpuacct.usage: the group's CPU time in nanoseconds.
-func ParseCPUAcctUsage(b []byte) (int64, error) {
-	v, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
-	if err != nil || v < 0 {
-		return 0, fmt.Errorf("cpuacct.usage: %q is not a count of nanoseconds", strings.TrimSpace(string(b)))
-	}
-	return v, nil
-}
+// ParseCPUAcctUsage is hostfs.ParseCPUAcctUsage.
+func ParseCPUAcctUsage(b []byte) (int64, error) { return hostfs.ParseCPUAcctUsage(b) }
 
 // AddCgroup reads the control plane's cgroup counters (cpuDir's cpu.stat, acctDir's cpuacct.usage; "" skips
 // one) into snap. A counter that cannot be read is left out (the result then has no cgroup figure).

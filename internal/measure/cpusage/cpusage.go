@@ -12,7 +12,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"runtime"
 	"strings"
 	"time"
 
@@ -107,7 +106,7 @@ const etcdPrefix = "etcd:"
 // Measurement observes the control plane's usage over a window.
 type Measurement struct {
 	Length time.Duration
-	// EtcdEndpoint is etcd's metrics endpoint ("" : the lab's, or none).
+	// EtcdEndpoint is etcd's metrics endpoint as the user states it (--etcd-endpoint); "": none.
 	EtcdEndpoint string
 	Client       *http.Client
 }
@@ -140,24 +139,14 @@ func (m *Measurement) Run(ctx context.Context, env *measure.Env) (result.Result,
 	return measure.Observe(ctx, env, m)
 }
 
-func (m *Measurement) etcdEndpoint(env *measure.Env) string {
-	if m.EtcdEndpoint != "" {
-		return strings.TrimRight(m.EtcdEndpoint, "/")
-	}
-	if env.Lab != nil {
-		return strings.TrimRight(env.Lab.EtcdEndpoint, "/")
-	}
-	return ""
+func (m *Measurement) etcdEndpoint() string {
+	return strings.TrimRight(m.EtcdEndpoint, "/")
 }
 
 // scrape reads the apiserver's /metrics and, when reachable, etcd's, merged into one snapshot (etcd's
 // families prefixed).
 func (m *Measurement) scrape(ctx context.Context, env *measure.Env, etcd string) (*prom.Snapshot, error) {
-	snap, err := m.scrapeMetrics(ctx, env, etcd)
-	if err == nil && env.Lab != nil {
-		AddCgroup(snap, env.Lab.ControlPlaneCPUCgroup, env.Lab.ControlPlaneCPUAcctCgroup)
-	}
-	return snap, err
+	return m.scrapeMetrics(ctx, env, etcd)
 }
 
 func (m *Measurement) scrapeMetrics(ctx context.Context, env *measure.Env, etcd string) (*prom.Snapshot, error) {
@@ -201,7 +190,7 @@ func (m *Measurement) scrapeMetrics(ctx context.Context, env *measure.Env, etcd 
 // Start implements measure.Observer.
 func (m *Measurement) Start(ctx context.Context, env *measure.Env) (measure.Observation, error) {
 	cores, source := coresAvailable(ctx, env)
-	etcd := m.etcdEndpoint(env)
+	etcd := m.etcdEndpoint()
 	s := &measure.Scrapes{
 		Scrape: func(ctx context.Context) (*prom.Snapshot, error) { return m.scrape(ctx, env, etcd) },
 		Step:   Step,
@@ -240,16 +229,10 @@ func AddScrapeGaps(res *result.Result, component string) func(attempted, missed 
 	}
 }
 
-// coresAvailable is how many cores kube-apiserver and etcd may use, and how that is known: on the lab the
-// host's CPUs (or the control plane's cgroup CPU quota when a scenario set one), else the capacity of the
-// control-plane nodes when they are visible; 0 when unknown.
+// coresAvailable is how many cores kube-apiserver and etcd may use, and how that is known: the capacity of the
+// control-plane nodes when they are visible; 0 when unknown (a managed control plane, or one outside every
+// node as on the lab: never the CLI host's CPUs, which say nothing of the cluster).
 func coresAvailable(ctx context.Context, env *measure.Env) (float64, string) {
-	if env.Lab != nil {
-		if env.Lab.ControlPlaneCores > 0 {
-			return env.Lab.ControlPlaneCores, "lab control-plane CPU quota"
-		}
-		return float64(runtime.NumCPU()), "lab host CPUs"
-	}
 	nodes, err := env.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: "node-role.kubernetes.io/control-plane"})
 	if err != nil || len(nodes.Items) == 0 {
 		return 0, ""
@@ -331,6 +314,7 @@ func Analyze(first, last *prom.Snapshot, cores float64, source string) result.Re
 	}
 	if _, ok := used[Etcd]; !ok {
 		notes = append(notes, "etcd's metrics were not reachable: its usage is not counted")
+		res.OutOfReach = append(res.OutOfReach, measure.OutOfReachEtcd)
 	}
 	if secs > 0 {
 		total := 0.0
@@ -355,6 +339,7 @@ func Analyze(first, last *prom.Snapshot, cores float64, source string) result.Re
 		// Unknown is not healthy: the saturation is absent, so KS-CP-SATURATED is not evaluated (never clear).
 		reason := "the cores kube-apiserver and etcd may use are unknown (no node labelled node-role.kubernetes.io/control-plane: a managed control plane); no saturation ratio"
 		notes = append(notes, reason)
+		res.OutOfReach = append(res.OutOfReach, measure.OutOfReachComponentCPU)
 		series := "capacity of the control-plane nodes"
 		res.Absent = append(res.Absent, result.Absence{Metric: MetricCoresAvailable, Series: series, Reason: reason},
 			result.Absence{Metric: MetricCPUSaturation, Series: series, Reason: reason})
@@ -395,6 +380,21 @@ func Analyze(first, last *prom.Snapshot, cores float64, source string) result.Re
 		}
 		if period, ok := last.Gauge(famCgroupPeriodSeconds, nil); ok && period > 0 && secs > 0 {
 			add(MetricCgroupThrottledWindowShare, "ratio", min(1, throttled*period/secs), nil)
+		}
+	}
+	if res.Metric(MetricGoSchedP99, map[string]string{"component": APIServer}) == nil {
+		res.Absent = append(res.Absent, result.Absence{Metric: MetricGoSchedP99, Series: "go_sched_latencies_seconds of kube-apiserver",
+			Reason: "kube-apiserver exposes no go_sched_latencies_seconds (or none in the window)"})
+	}
+	if cores <= 0 {
+		// No cores to hold the CPU against: the verdict rests on the API tier's signs of a starved apiserver
+		// (its goroutines' wait for a CPU here; API latency and APF queueing in api.responsiveness), and says
+		// so. Without them there is nothing to judge by, which is not a pass.
+		if res.Metric(MetricGoSchedP99, map[string]string{"component": APIServer}) != nil {
+			notes = append([]string{"saturation judged from the API tier only (kube-apiserver's goroutine scheduling delay, API latency and APF queueing: KS-CP-SATURATED-API)"}, notes...)
+		} else {
+			res.Status = result.StatusSkip
+			notes = append([]string{"nothing to judge the control plane's saturation by: the cores are unknown and kube-apiserver exposes no go_sched_latencies_seconds"}, notes...)
 		}
 	}
 	res.Reason = strings.Join(notes, "; ")

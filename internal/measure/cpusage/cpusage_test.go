@@ -1,6 +1,7 @@
 package cpusage
 
 import (
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -12,39 +13,6 @@ import (
 	"github.com/kubeslow/kubeslow/internal/prom"
 	"github.com/kubeslow/kubeslow/pkg/result"
 )
-
-// cpuStatV1 is cgroup v1's cpu.stat as this machine's kernel writes it.
-const cpuStatV1 = "nr_periods 1200\nnr_throttled 1104\nthrottled_time 96830112233\nnr_bursts 0\nburst_time 0\n"
-
-func TestParseCPUStat(t *testing.T) {
-	s, err := ParseCPUStat([]byte(cpuStatV1))
-	if err != nil || s != (CPUStat{Periods: 1200, Throttled: 1104, ThrottledNanos: 96830112233}) {
-		t.Fatalf("%+v %v", s, err)
-	}
-	for _, bad := range []string{"nr_periods x\n", "nr_throttled -1\n"} {
-		if _, err := ParseCPUStat([]byte(bad)); err == nil {
-			t.Errorf("%q: no error", bad)
-		}
-	}
-	if ns, err := ParseCPUAcctUsage([]byte("123456789\n")); err != nil || ns != 123456789 {
-		t.Fatalf("%d %v", ns, err)
-	}
-	if _, err := ParseCPUAcctUsage([]byte("")); err == nil {
-		t.Error("empty cpuacct.usage: no error")
-	}
-}
-
-func FuzzParseCPUStat(f *testing.F) {
-	f.Add([]byte(cpuStatV1))
-	f.Add([]byte("nr_periods 9223372036854775808\n"))
-	f.Fuzz(func(t *testing.T, b []byte) {
-		s, err := ParseCPUStat(b)
-		if err == nil && (s.Periods < 0 || s.Throttled < 0 || s.ThrottledNanos < 0) {
-			t.Fatalf("negative count %+v", s)
-		}
-		_, _ = ParseCPUAcctUsage(b)
-	})
-}
 
 func snapshot(t *testing.T, at time.Time, text string) *prom.Snapshot {
 	t.Helper()
@@ -159,5 +127,31 @@ func TestSaturationBases(t *testing.T) {
 				t.Errorf("saturation %+v, want %g by %s", s, c.wantSat, c.wantBase)
 			}
 		})
+	}
+}
+
+// TestCoresOutOfReach: with the cores unknown (a control plane outside every node), the verdict rests on the
+// API tier and says so, listing the components' CPU and etcd as out of reach; without even the apiserver's
+// scheduling delay there is nothing to judge by, which is a Skip, never a Pass.
+func TestCoresOutOfReach(t *testing.T) {
+	t0 := time.Date(2026, 11, 25, 20, 0, 0, 0, time.UTC)
+	cpuOnly := "# TYPE process_cpu_seconds_total counter\nprocess_cpu_seconds_total %g\n"
+	sched := "# TYPE go_sched_latencies_seconds histogram\ngo_sched_latencies_seconds_bucket{le=\"0.001\"} %d\ngo_sched_latencies_seconds_bucket{le=\"+Inf\"} %d\ngo_sched_latencies_seconds_sum 0\ngo_sched_latencies_seconds_count %d\n"
+	with := Analyze(snapshot(t, t0, fmt.Sprintf(cpuOnly, 10.0)+fmt.Sprintf(sched, 0, 0, 0)), snapshot(t, t0.Add(20*time.Second), fmt.Sprintf(cpuOnly, 12.0)+fmt.Sprintf(sched, 900, 1000, 1000)), 0, "")
+	if with.Status != result.StatusPass || !strings.Contains(with.Reason, "judged from the API tier only") || len(with.OutOfReach) != 2 {
+		t.Errorf("API tier readable: %s %q, %d out of reach", with.Status, with.Reason, len(with.OutOfReach))
+	}
+	without := Analyze(snapshot(t, t0, fmt.Sprintf(cpuOnly, 10.0)), snapshot(t, t0.Add(20*time.Second), fmt.Sprintf(cpuOnly, 12.0)), 0, "")
+	if without.Status != result.StatusSkip || !strings.Contains(without.Reason, "nothing to judge") {
+		t.Errorf("nothing to judge by: %s %q", without.Status, without.Reason)
+	}
+	for _, o := range append(with.OutOfReach, without.OutOfReach...) {
+		if o.Fix == "" || o.Why == "" {
+			t.Errorf("out of reach without why or fix: %+v", o)
+		}
+	}
+	known := Analyze(snapshot(t, t0, fmt.Sprintf(cpuOnly, 10.0)), snapshot(t, t0.Add(20*time.Second), fmt.Sprintf(cpuOnly, 12.0)), 4, "control-plane node capacity")
+	if known.Status != result.StatusPass {
+		t.Errorf("cores known: %s %q", known.Status, known.Reason)
 	}
 }

@@ -44,7 +44,8 @@ const (
 // Measurement reads etcd's metrics endpoint.
 type Measurement struct {
 	Length time.Duration
-	// Endpoint overrides the lab's etcd endpoint (e.g. a port-forward to an etcd member, plain http).
+	// Endpoint is etcd's metrics endpoint as the user states it (--etcd-endpoint: a port-forward to an etcd
+	// member, kubeadm's http://127.0.0.1:2381 from a control-plane node; plain http); "" skips the measurement.
 	Endpoint string
 	Client   *http.Client
 }
@@ -65,14 +66,8 @@ func (m *Measurement) Description() string {
 // Window implements measure.Observer.
 func (m *Measurement) Window() time.Duration { return m.Length }
 
-func (m *Measurement) endpoint(env *measure.Env) string {
-	if m.Endpoint != "" {
-		return strings.TrimRight(m.Endpoint, "/")
-	}
-	if env.Lab != nil {
-		return strings.TrimRight(env.Lab.EtcdEndpoint, "/")
-	}
-	return ""
+func (m *Measurement) endpoint() string {
+	return strings.TrimRight(m.Endpoint, "/")
 }
 
 func (m *Measurement) scrape(ctx context.Context, env *measure.Env, ep string) (*prom.Snapshot, error) {
@@ -135,9 +130,10 @@ func (m *Measurement) Run(ctx context.Context, env *measure.Env) (result.Result,
 
 // Start implements measure.Observer: scrapes at the start, every step and at the end; the alarms at the end.
 func (m *Measurement) Start(ctx context.Context, env *measure.Env) (measure.Observation, error) {
-	ep := m.endpoint(env)
+	ep := m.endpoint()
 	if ep == "" {
-		return nil, measure.Skipf("no etcd metrics endpoint: etcd is usually not reachable from outside the control plane; pass --etcd-endpoint (e.g. through a port-forward to an etcd member)")
+		return nil, &measure.SkipError{Reason: "no etcd metrics endpoint: etcd is usually not reachable from outside the control plane; pass --etcd-endpoint (e.g. through a port-forward to an etcd member)",
+			OutOfReach: []result.OutOfReach{measure.OutOfReachEtcd}}
 	}
 	s := &measure.Scrapes{
 		Scrape: func(ctx context.Context) (*prom.Snapshot, error) { return m.scrape(ctx, env, ep) },

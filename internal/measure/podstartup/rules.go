@@ -143,7 +143,7 @@ func PhaseRule() rule.Rule {
 		Match:       tailPhaseMatch,
 		// Every phase that ends with an API write (a binding, a status update) queues at a starved apiserver:
 		// on the small-control-plane lab the start phase held the tail while the cause was the control plane.
-		ExplainedBy: []string{"KS-CP-SATURATED", EventsRuleID},
+		ExplainedBy: []string{"KS-CP-SATURATED", "KS-CP-SATURATED-API", EventsRuleID},
 	}
 }
 

@@ -36,25 +36,42 @@ func (c *ControlPlane) Description() string {
 	return fmt.Sprintf("kube-apiserver and etcd CPU vs the cores they have (stated, cAdvisor quota or node_exporter CPUs), from Prometheus over %s", c.src.Window)
 }
 
-// ControlPlaneCgroups select the control plane's cgroups in cAdvisor's series: kubeadm's static pods'
-// containers, and the lab's control-plane cgroup (a raw cgroup, named by its id, that kube-apiserver and etcd
-// share; `lab up --prometheus` exports it). They are read from every job that has them (a cAdvisor of the
-// control-plane nodes need not be the one discovery picked), each cgroup once.
-var ControlPlaneCgroups = []string{`namespace="kube-system",container=~"kube-apiserver|etcd"`, `id="/kubeslow-lab/control-plane"`}
+// DefaultControlPlaneCgroups select the control plane's cgroups in cAdvisor's series where no
+// --prometheus-control-plane-cgroup says otherwise: kubeadm's static pods' containers. A control plane kept
+// elsewhere (k3s's or rke2's server in a systemd unit, a raw cgroup such as the lab's) is named by the user with
+// cAdvisor's labels of it (e.g. id="/system.slice/k3s.service"). They are read from every job that has them (a
+// cAdvisor of the control-plane nodes need not be the one discovery picked), each cgroup once.
+var DefaultControlPlaneCgroups = []string{`namespace="kube-system",container=~"kube-apiserver|etcd"`}
+
+// cgroups are the selectors of the control plane's cgroups this source reads.
+func (s *Source) cgroups() []string {
+	if len(s.ControlPlaneCgroups) > 0 {
+		return s.ControlPlaneCgroups
+	}
+	return DefaultControlPlaneCgroups
+}
+
+// ValidCgroupSelector reports whether sel is a list of PromQL label matchers that can go between braces.
+func ValidCgroupSelector(sel string) error {
+	if strings.TrimSpace(sel) == "" || strings.ContainsAny(sel, "{}\n") || !strings.Contains(sel, "=") {
+		return fmt.Errorf("%q: want PromQL label matchers, e.g. id=\"/system.slice/k3s.service\"", sel)
+	}
+	return nil
+}
 
 // cgroupsQuery is fn(family{sel}) for each of ControlPlaneCgroups, deduplicated by cgroup (max by id, pod,
 // container: a second job scraping the same cAdvisor repeats its series) and joined with or; fn gets the
 // selector and returns the expression.
-func cgroupsQuery(family string, fn func(sel string) string) string {
+func (s *Source) cgroupsQuery(family string, fn func(sel string) string) string {
 	var parts []string
-	for _, c := range ControlPlaneCgroups {
+	for _, c := range s.cgroups() {
 		parts = append(parts, fmt.Sprintf("max by (id, pod, container) (%s)", fn(family+"{"+c+"}")))
 	}
 	return strings.Join(parts, " or ")
 }
 
 // cgroupsText names the cgroups read, for reasons and labels.
-func cgroupsText() string { return "{" + strings.Join(ControlPlaneCgroups, "} or {") + "}" }
+func (s *Source) cgroupsText() string { return "{" + strings.Join(s.cgroups(), "} or {") + "}" }
 
 // Sources of the cores available, as the finding names them.
 const (
@@ -74,7 +91,10 @@ func (c *ControlPlane) Run(ctx context.Context, _ *measure.Env) (result.Result, 
 	if !apiOK {
 		return result.Result{}, measure.Skipf("%s", s.absentReason("apiserver"))
 	}
-	res := result.Result{Name: cpusage.Name, Status: result.StatusPass, Start: s.Window.From, End: s.Window.To}
+	res := result.Result{Name: cpusage.Name, Status: result.StatusPass, Start: s.Window.From, End: s.Window.To,
+		// The Go scheduler's latency is a histogram of the live scrapes only: its absence leaves the API tier's
+		// saturation rule not evaluated, never clear.
+		Absent: []result.Absence{{Metric: cpusage.MetricGoSchedP99, Series: "go_sched_latencies_seconds", Reason: "not read from Prometheus (a live run reads it)"}}}
 	add := func(name, unit string, v float64, labels map[string]string) {
 		res.Metrics = append(res.Metrics, result.Metric{Name: name, Unit: unit, Value: v, Labels: labels})
 	}
@@ -130,7 +150,7 @@ func (c *ControlPlane) Run(ctx context.Context, _ *measure.Env) (result.Result, 
 	if cores > 0 {
 		add(cpusage.MetricCoresAvailable, "cores", cores, map[string]string{"source": source})
 	} else {
-		series := fmt.Sprintf("container_spec_cpu_quota%s, node_cpu_seconds_total of %s", cgroupsText(), strings.Join(slices.Sorted(maps.Keys(hosts)), ", "))
+		series := fmt.Sprintf("container_spec_cpu_quota%s, node_cpu_seconds_total of %s", c.src.cgroupsText(), strings.Join(slices.Sorted(maps.Keys(hosts)), ", "))
 		reason := "neither cAdvisor's CPU quota of the kube-apiserver and etcd containers nor a node_exporter on their hosts is scraped " +
 			"(a managed control plane); state the cores with --prometheus-control-plane-cores"
 		res.Absent = append(res.Absent, result.Absence{Metric: cpusage.MetricCoresAvailable, Series: series, Reason: reason},
@@ -162,7 +182,7 @@ func (c *ControlPlane) Run(ctx context.Context, _ *measure.Env) (result.Result, 
 	}
 	if err := s.addProfile(ctx, &res, profile{Result: cpusage.Name, Metric: cpusage.MetricCgroupCPUCores, Unit: "cores", Op: ">=", Threshold: thr,
 		What: "the control plane's cgroup CPU",
-		Query: "sum(" + cgroupsQuery("container_cpu_usage_seconds_total", func(sel string) string {
+		Query: "sum(" + c.src.cgroupsQuery("container_cpu_usage_seconds_total", func(sel string) string {
 			return fmt.Sprintf("rate(%s[%s])", sel, s.rate())
 		}) + ")"}); err != nil {
 		return res, err
@@ -180,7 +200,7 @@ func (c *ControlPlane) Run(ctx context.Context, _ *measure.Env) (result.Result, 
 	}
 	busiest := "process_cpu_seconds_total"
 	if b := res.Metric(cpusage.MetricCPUCoresBusiest, nil); b != nil && b.Labels["source"] == cpusage.BasisCgroupCPU {
-		busiest = "container_cpu_usage_seconds_total" + cgroupsText()
+		busiest = "container_cpu_usage_seconds_total" + c.src.cgroupsText()
 	}
 	s.label(&res, job, map[string]string{cpusage.MetricCPUCores: "process_cpu_seconds_total", cpusage.MetricCPUCoresBusiest: busiest})
 	res.Reason = strings.Join(notes, "; ")
@@ -200,8 +220,8 @@ func (c *ControlPlane) cores(ctx context.Context, hosts map[string]bool) (float6
 		return func(sel string) string { return fmt.Sprintf("%s(%s[%s])", fn, sel, w) }
 	}
 	q := fmt.Sprintf(`label_replace((%s) / (%s), "what", "quota", "", "") or label_replace(%s, "what", "seen", "", "")`,
-		cgroupsQuery("container_spec_cpu_quota", overW("max_over_time")), cgroupsQuery("container_spec_cpu_period", overW("max_over_time")),
-		cgroupsQuery("container_cpu_usage_seconds_total", overW("count_over_time")))
+		c.src.cgroupsQuery("container_spec_cpu_quota", overW("max_over_time")), c.src.cgroupsQuery("container_spec_cpu_period", overW("max_over_time")),
+		c.src.cgroupsQuery("container_cpu_usage_seconds_total", overW("count_over_time")))
 	v, err := s.Client.Instant(ctx, q, s.Window.To)
 	if err != nil {
 		return 0, "", err
@@ -256,7 +276,7 @@ func (c *ControlPlane) cores(ctx context.Context, hosts map[string]bool) (float6
 func (c *ControlPlane) throttling(ctx context.Context, notes *[]string) ([]result.Metric, error) {
 	s := c.src
 	inc := func(f string) string {
-		return "sum(" + cgroupsQuery(f, func(sel string) string { return fmt.Sprintf("increase(%s[%s])", sel, s.window()) }) + ")"
+		return "sum(" + c.src.cgroupsQuery(f, func(sel string) string { return fmt.Sprintf("increase(%s[%s])", sel, s.window()) }) + ")"
 	}
 	q := fmt.Sprintf(`label_replace(%s / %s, "what", "ratio", "", "") or label_replace(%s, "what", "seconds", "", "")`,
 		inc("container_cpu_cfs_throttled_periods_total"), inc("container_cpu_cfs_periods_total"), inc("container_cpu_cfs_throttled_seconds_total"))
@@ -270,7 +290,7 @@ func (c *ControlPlane) throttling(ctx context.Context, notes *[]string) ([]resul
 		if math.IsNaN(f) || math.IsInf(f, 0) {
 			continue
 		}
-		lab := map[string]string{"prometheus": fmt.Sprintf("container_cpu_cfs_throttled_periods_total%s %s", cgroupsText(), s.Window)}
+		lab := map[string]string{"prometheus": fmt.Sprintf("container_cpu_cfs_throttled_periods_total%s %s", c.src.cgroupsText(), s.Window)}
 		if smp.Metric["what"] == "ratio" {
 			out = append(out, result.Metric{Name: cpusage.MetricCgroupThrottledRatio, Unit: "ratio", Value: f, Labels: lab})
 		} else {
@@ -278,7 +298,7 @@ func (c *ControlPlane) throttling(ctx context.Context, notes *[]string) ([]resul
 		}
 	}
 	if len(out) == 0 {
-		*notes = append(*notes, fmt.Sprintf("no CFS throttling series of the control plane (cAdvisor's container_cpu_cfs_periods_total%s): not scraped, or no CPU limit", cgroupsText()))
+		*notes = append(*notes, fmt.Sprintf("no CFS throttling series of the control plane (cAdvisor's container_cpu_cfs_periods_total%s): not scraped, or no CPU limit", c.src.cgroupsText()))
 		return out, nil
 	}
 	share, err := c.throttledShare(ctx)
@@ -310,8 +330,8 @@ func (c *ControlPlane) hosts(ctx context.Context, jobs []struct{ comp, sel strin
 func (c *ControlPlane) throttledShare(ctx context.Context) ([]result.Metric, error) {
 	s := c.src
 	w := s.window()
-	thr := cgroupsQuery("container_cpu_cfs_throttled_periods_total", func(sel string) string { return fmt.Sprintf("increase(%s[%s])", sel, w) })
-	period := cgroupsQuery("container_spec_cpu_period", func(sel string) string { return fmt.Sprintf("max_over_time(%s[%s])", sel, w) })
+	thr := c.src.cgroupsQuery("container_cpu_cfs_throttled_periods_total", func(sel string) string { return fmt.Sprintf("increase(%s[%s])", sel, w) })
+	period := c.src.cgroupsQuery("container_spec_cpu_period", func(sel string) string { return fmt.Sprintf("max_over_time(%s[%s])", sel, w) })
 	q := fmt.Sprintf("clamp_max(max((%s) * (%s)) / 1e6 / %g, 1)", thr, period, s.Window.Duration().Seconds())
 	v, err := s.Client.Instant(ctx, q, s.Window.To)
 	if err != nil {
@@ -321,7 +341,7 @@ func (c *ControlPlane) throttledShare(ctx context.Context) ([]result.Metric, err
 	for _, smp := range v {
 		if f := float64(smp.Value); !math.IsNaN(f) && !math.IsInf(f, 0) {
 			out = append(out, result.Metric{Name: cpusage.MetricCgroupThrottledWindowShare, Unit: "ratio", Value: f,
-				Labels: map[string]string{"prometheus": fmt.Sprintf("container_cpu_cfs_throttled_periods_total × container_spec_cpu_period%s %s", cgroupsText(), s.Window)}})
+				Labels: map[string]string{"prometheus": fmt.Sprintf("container_cpu_cfs_throttled_periods_total × container_spec_cpu_period%s %s", c.src.cgroupsText(), s.Window)}})
 		}
 	}
 	return out, nil

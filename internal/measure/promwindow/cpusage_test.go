@@ -120,6 +120,10 @@ func starvedControlPlaneScrapes(t *testing.T, t0 time.Time, apiCores, apiSeen, e
 	return out
 }
 
+// labCgroupSel names a raw cgroup shared by kube-apiserver and etcd (the lab's) as cAdvisor labels it: not
+// one of DefaultControlPlaneCgroups, so the user names it.
+const labCgroupSel = `id="/kubeslow-lab/control-plane"`
+
 // TestControlPlaneFromHistory: controlplane.usage from Prometheus counts kube-apiserver's and etcd's CPU from
 // their process_cpu_seconds_total over the window and takes the cores they may use from the first source that
 // has them (stated, cAdvisor's quota of their containers, node_exporter on their host), naming it; a 0.1-core
@@ -151,6 +155,9 @@ func TestControlPlaneFromHistory(t *testing.T) {
 			url := promtest.Start(t, controlPlaneScrapes(t, t0, 0.07, 0.03, c.quota, 0.8, c.cadvisor, c.nodeExporter, c.labCgroup))
 			src := source(t, url, t0, t0.Add(3*time.Minute), nil)
 			src.ControlPlaneCores = c.stated
+			if c.labCgroup {
+				src.ControlPlaneCgroups = []string{labCgroupSel} // --prometheus-control-plane-cgroup, as its user states it
+			}
 			res := measure.RunOne(context.Background(), &measure.Env{Clock: clock.RealClock{}}, NewControlPlane(src))
 			if !res.Status.Measured() {
 				t.Fatalf("%s %s", res.Status, res.Reason)
@@ -218,6 +225,9 @@ func TestControlPlaneStarvedFromHistory(t *testing.T) {
 		t.Run(fmt.Sprintf("lab cgroup %v", labCgroup), func(t *testing.T) {
 			url := promtest.Start(t, starvedControlPlaneScrapes(t, t0, 0.09, 0.055, 0.01, 0.1, 1, 2, !labCgroup, true, labCgroup))
 			src := source(t, url, t0, t0.Add(3*time.Minute), nil)
+			if labCgroup {
+				src.ControlPlaneCgroups = []string{labCgroupSel}
+			}
 			res := measure.RunOne(context.Background(), &measure.Env{Clock: clock.RealClock{}}, NewControlPlane(src))
 			if !res.Status.Measured() {
 				t.Fatalf("%s %s", res.Status, res.Reason)

@@ -71,6 +71,9 @@ type Source struct {
 	// ControlPlaneCores are the cores kube-apiserver and etcd may use together, when stated
 	// (--prometheus-control-plane-cores; 0: from cAdvisor's quota or node_exporter's CPU count).
 	ControlPlaneCores float64
+	// ControlPlaneCgroups are cAdvisor's label matchers of the control plane's cgroups
+	// (--prometheus-control-plane-cgroup; none: DefaultControlPlaneCgroups).
+	ControlPlaneCgroups []string
 
 	once    sync.Once
 	targets map[string]*Target

@@ -3,11 +3,14 @@
 package apislotest
 
 import (
+	"context"
 	"fmt"
 	"testing"
 	"time"
 
+	"github.com/kubeslow/kubeslow/internal/measure"
 	"github.com/kubeslow/kubeslow/internal/measure/apislo"
+	"github.com/kubeslow/kubeslow/internal/prom"
 	"github.com/kubeslow/kubeslow/internal/prom/promtest"
 	"github.com/kubeslow/kubeslow/internal/rule/ruletest"
 	"github.com/kubeslow/kubeslow/pkg/result"
@@ -19,11 +22,55 @@ type Server struct {
 	Conflicts               map[string]int // per minute, by resource
 	APFRejected             int
 	ListBytes               map[string]float64 // per second, by resource
+	// APFWait is how long workload-low requests waited in APF queues (0: none queued); APFQueued is how many
+	// were queued at the middle scrape.
+	APFWait, APFQueued float64
 }
 
-// Result is apislo.Analyze over the minute's two scrapes.
+// ReplicaStart is process_start_time_seconds of the scripted apiserver (one replica answers every scrape).
+const ReplicaStart = 1.7640e9
+
+// Result is the measurement's observation over the minute: a scrape at its start, its middle and its end,
+// analysed as a run does (apislo.Analyze over the ends, the steps' APF peaks).
 func (a Server) Result(t *testing.T) result.Result {
-	before, after := promtest.Scrapes(t, time.Minute, func(e *promtest.Expo, k float64) {
+	scale := []float64{0, 0.5, 1}
+	i := 0
+	fill := func(e *promtest.Expo, k float64) {
+		e.Gauge("process_start_time_seconds", "", ReplicaStart)
+		queued := 0.0
+		if k == 0.5 {
+			queued = a.APFQueued
+		}
+		e.Gauge("apiserver_flowcontrol_current_inqueue_requests", `priority_level="workload-low",flow_schema="service-accounts"`, queued)
+		if a.APFWait > 0 {
+			e.Hist("apiserver_flowcontrol_request_wait_duration_seconds", `priority_level="workload-low",flow_schema="service-accounts",execute="true"`, int(100*k), a.APFWait)
+		}
+		a.fill(e, k)
+	}
+	s := &measure.Scrapes{Scrape: func(context.Context) (*prom.Snapshot, error) {
+		e := promtest.NewExpo()
+		fill(e, scale[i])
+		snap := e.Snapshot(t, ruletest.T0.Add(time.Duration(scale[i]*float64(time.Minute))))
+		i++
+		return snap, nil
+	}, Step: apislo.Step, Analyze: func(_ context.Context, first, last *prom.Snapshot) (result.Result, error) {
+		return apislo.Analyze(first, last), nil
+	}}
+	obs, err := s.Start(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	obs.Sample(context.Background())
+	res, err := obs.Gather(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	apislo.FromSteps(&res)
+	return res
+}
+
+func (a Server) fill(e *promtest.Expo, k float64) {
+	func(e *promtest.Expo, k float64) {
 		n := int(200 * k)
 		e.Hist("apiserver_request_sli_duration_seconds", `verb="GET",resource="pods",subresource="",scope="resource"`, n, a.GetLatency)
 		e.Hist("apiserver_request_sli_duration_seconds", `verb="LIST",resource="pods",subresource="",scope="cluster"`, n, a.ListLatency)
@@ -36,8 +83,7 @@ func (a Server) Result(t *testing.T) result.Result {
 			// 100 LISTs in the minute, each of the size that makes bps.
 			e.Hist("apiserver_response_sizes", fmt.Sprintf(`verb="LIST",resource=%q`, res), int(100*k), bps*60/100)
 		}
-	})
-	return apislo.Analyze(before, after)
+	}(e, k)
 }
 
 // Healthy is a healthy apiserver.

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"bytes"
+	"strings"
 	"testing"
 	"time"
 )
@@ -71,5 +72,65 @@ func FuzzParseSmallFiles(f *testing.F) {
 			t.Fatalf("%d CPUs from %q", n, b)
 		}
 		_ = ActiveScheduler(string(b))
+	})
+}
+
+func FuzzParseFlags(f *testing.F) {
+	f.Add("--audit-log-path /x --kube-apiserver-arg=a=b --kube-apiserver-arg c=d -- --=")
+	f.Fuzz(func(t *testing.T, s string) {
+		args := strings.Split(s, " ")
+		m := ParseFlags(args)
+		for k := range m {
+			if k == "" || strings.HasPrefix(k, "-") || strings.Contains(k, "=") {
+				t.Fatalf("flag name %q from %q", k, s)
+			}
+		}
+		_ = K3sComponentFlags(m, CompAPIServer)
+		_ = ReadFlags(CompK3s, args)
+	})
+}
+
+func FuzzParseCPUStat(f *testing.F) {
+	f.Add([]byte("nr_periods 1\nnr_throttled 1\nthrottled_time 5\n"))
+	f.Add([]byte("usage_usec 1\nnr_periods 1\nnr_throttled 0\nthrottled_usec 0\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		s, err := ParseCPUStat(b)
+		if err == nil && (s.ThrottledSeconds < 0 || (s.UsageSeconds < 0 && s.UsageSeconds != -1)) {
+			t.Fatalf("%q: %+v", b, s)
+		}
+	})
+}
+
+func FuzzParseQuota(f *testing.F) {
+	f.Add([]byte("max 100000"), []byte("-1"), []byte("100000"))
+	f.Fuzz(func(t *testing.T, max, quota, period []byte) {
+		if c, err := ParseCPUMax(max); err == nil && (c < 0 || c != c) {
+			t.Fatalf("cpu.max %q: %v", max, c)
+		}
+		if c, err := ParseCFSQuota(quota, period); err == nil && (c < 0 || c != c) {
+			t.Fatalf("cfs %q/%q: %v", quota, period, c)
+		}
+	})
+}
+
+func FuzzRotatedOf(f *testing.F) {
+	f.Add("audit.log", "audit-2024-05-01T10-00-00.000.log")
+	f.Fuzz(func(t *testing.T, active, file string) {
+		stamp, _, ok := RotatedOf(active, file)
+		if ok && (len(stamp) != len(lumberjackTime) || file == active) {
+			t.Fatalf("%q of %q: %q", file, active, stamp)
+		}
+	})
+}
+
+func FuzzManifestCommands(f *testing.F) {
+	f.Add([]byte("spec: {containers: [{command: [etcd], args: [--x=y]}]}"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		for _, argv := range ManifestCommands(b) {
+			if len(argv) == 0 {
+				t.Fatal("empty command line")
+			}
+		}
+		_ = KubeletStaticPodPath(b)
 	})
 }

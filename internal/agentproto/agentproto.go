@@ -60,6 +60,15 @@ const (
 	FlagBlockSize  = "block-size"
 	FlagThreads    = "threads"
 	FlagMemory     = "memory"
+	// The control-plane tier's flags.
+	FlagCgroupfs    = "path.cgroupfs"
+	FlagManifestDir = "manifest-dir"
+	FlagComponent   = "component"
+	FlagMaxBytes    = "max-bytes"
+	FlagTokenFile   = "token-file"
+	FlagFile        = "file"
+	FlagInode       = "inode"
+	FlagOffset      = "offset"
 )
 
 // Request is one agent command: Args are its arguments after the binary (what an agent pod's container
@@ -445,3 +454,130 @@ func (b BenchDNSLoad) Args() []string {
 
 // Decode reads the benchmark's one result.
 func (BenchDNSLoad) Decode(out []byte) (*result.Result, error) { return decodeOne(out) }
+
+// CPRoots are where an agent pod reaches the host for the control-plane tier: a procfs of the host's PID
+// namespace and the host's cgroup root ("" each: the agent's own /proc and /sys/fs/cgroup).
+type CPRoots struct{ Proc, Cgroup string }
+
+func (r CPRoots) args() []string {
+	var a []string
+	if r.Proc != "" {
+		a = append(a, "--"+FlagProcfs, r.Proc)
+	}
+	if r.Cgroup != "" {
+		a = append(a, "--"+FlagCgroupfs, r.Cgroup)
+	}
+	return a
+}
+
+// ControlPlane is `agent control-plane`: the control-plane components in the node's network namespace with
+// their CPU sampled Interval apart (agent.ControlPlane, one JSON line).
+type ControlPlane struct {
+	Roots    CPRoots
+	Interval time.Duration
+}
+
+// Args implements Request.
+func (c ControlPlane) Args() []string {
+	return append(append([]string{"agent", "control-plane"}, c.Roots.args()...), "--"+FlagInterval, c.Interval.String())
+}
+
+// Decode reads the report.
+func (ControlPlane) Decode(out []byte) (*agent.ControlPlane, error) {
+	var cp agent.ControlPlane
+	if err := json.Unmarshal(bytes.TrimSpace(out), &cp); err != nil {
+		return nil, fmt.Errorf("control-plane report: %w", err)
+	}
+	if cp.NetNS == "" {
+		return nil, fmt.Errorf("control-plane report: no network namespace (not a control-plane report?)")
+	}
+	return &cp, nil
+}
+
+// Scraped is a control-plane component's /metrics as its node's agent fetched it.
+type Scraped struct {
+	agent.ScrapeHeader
+	Body []byte
+}
+
+// CPScrape is `agent cp-scrape`: one component's /metrics from its node, at most MaxBytes.
+type CPScrape struct {
+	Roots     CPRoots
+	Component string
+	MaxBytes  int64
+	Timeout   time.Duration
+}
+
+// Args implements Request.
+func (c CPScrape) Args() []string {
+	return append(append([]string{"agent", "cp-scrape"}, c.Roots.args()...), "--"+FlagComponent, c.Component,
+		"--"+FlagMaxBytes, strconv.FormatInt(c.MaxBytes, 10), "--"+FlagTimeout, c.Timeout.String())
+}
+
+// Decode reads the header line and the body after it.
+func (c CPScrape) Decode(out []byte) (Scraped, error) {
+	var s Scraped
+	body, err := headerBody(out, &s.ScrapeHeader, c.MaxBytes)
+	if err != nil {
+		return s, fmt.Errorf("cp-scrape: %w", err)
+	}
+	if s.Bytes != len(body) {
+		return s, fmt.Errorf("cp-scrape: header says %d bytes, %d came", s.Bytes, len(body))
+	}
+	s.Body = body
+	return s, nil
+}
+
+// AuditChunk is a piece of the apiserver's audit log as its node's agent read it: whole lines.
+type AuditChunk struct {
+	agent.AuditHeader
+	Data []byte
+}
+
+// CPAudit is `agent cp-audit`: at most MaxBytes of the audit log from Cursor (MaxBytes 0: only the cursor
+// at the log's end).
+type CPAudit struct {
+	Roots    CPRoots
+	Cursor   agent.AuditCursor
+	MaxBytes int64
+}
+
+// Args implements Request.
+func (c CPAudit) Args() []string {
+	a := append([]string{"agent", "cp-audit"}, c.Roots.args()...)
+	if c.Cursor.File != "" {
+		a = append(a, "--"+FlagFile, c.Cursor.File)
+	}
+	return append(a, "--"+FlagInode, strconv.FormatUint(c.Cursor.Inode, 10), "--"+FlagOffset, strconv.FormatInt(c.Cursor.Offset, 10),
+		"--"+FlagMaxBytes, strconv.FormatInt(c.MaxBytes, 10))
+}
+
+// Decode reads the header line and the chunk after it.
+func (c CPAudit) Decode(out []byte) (AuditChunk, error) {
+	var a AuditChunk
+	data, err := headerBody(out, &a.AuditHeader, c.MaxBytes)
+	if err != nil {
+		return a, fmt.Errorf("cp-audit: %w", err)
+	}
+	if a.Bytes != len(data) {
+		return a, fmt.Errorf("cp-audit: header says %d bytes, %d came", a.Bytes, len(data))
+	}
+	a.Data = data
+	return a, nil
+}
+
+// headerBody splits an agent's output into its first line (JSON, into h) and the bytes after it, which
+// may be at most limit.
+func headerBody(out []byte, h any, limit int64) ([]byte, error) {
+	line, body, ok := bytes.Cut(out, []byte("\n"))
+	if !ok {
+		return nil, fmt.Errorf("no header line in %d bytes", len(out))
+	}
+	if err := json.Unmarshal(line, h); err != nil {
+		return nil, fmt.Errorf("header: %w", err)
+	}
+	if int64(len(body)) > limit {
+		return nil, fmt.Errorf("%d bytes after the header, more than the %d asked for", len(body), limit)
+	}
+	return body, nil
+}

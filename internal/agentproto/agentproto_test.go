@@ -140,3 +140,43 @@ func TestNodeHostDecodeSkipsStderr(t *testing.T) {
 		t.Error("no report decoded")
 	}
 }
+
+// TestControlPlaneDecode: the header line and the bytes after it; a count that does not match, a body over
+// the bound or no header is an error.
+func TestControlPlaneDecode(t *testing.T) {
+	s, err := CPScrape{MaxBytes: 100}.Decode([]byte("{\"component\":\"etcd\",\"status\":200,\"bytes\":6}\nm 1\n\n\n"))
+	if err != nil || s.Status != 200 || string(s.Body) != "m 1\n\n\n" {
+		t.Fatalf("scrape: %+v %v", s, err)
+	}
+	for _, bad := range []string{"", "{\"bytes\":1}", "{\"bytes\":3}\nab", "{\"bytes\":200}\n" + strings.Repeat("x", 200), "x\n"} {
+		if _, err := (CPScrape{MaxBytes: 100}).Decode([]byte(bad)); err == nil {
+			t.Errorf("scrape %q: no error", bad)
+		}
+		if _, err := (CPAudit{MaxBytes: 100}).Decode([]byte(bad)); err == nil {
+			t.Errorf("audit %q: no error", bad)
+		}
+	}
+	a, err := CPAudit{MaxBytes: 100}.Decode([]byte("{\"next\":{\"file\":\"audit.log\",\"inode\":5,\"offset\":9},\"bytes\":4,\"eof\":true}\n{}\n\n"))
+	if err != nil || a.Next.Inode != 5 || a.Next.Offset != 9 || !a.EOF || string(a.Data) != "{}\n\n" {
+		t.Fatalf("audit: %+v %v", a, err)
+	}
+	if _, err := (ControlPlane{}).Decode([]byte(`{"cores":2}`)); err == nil {
+		t.Error("a report without its network namespace decoded")
+	}
+	cp, err := ControlPlane{}.Decode([]byte(`{"cores":2,"netns":"net:[1]","components":[{"name":"etcd","pid":3,"flags":{},"cpu":{"rate":0.5}}]}` + "\n"))
+	if err != nil || len(cp.Components) != 1 || cp.Components[0].CPU.Rate != 0.5 {
+		t.Fatalf("control-plane: %+v %v", cp, err)
+	}
+}
+
+func FuzzHeaderBody(f *testing.F) {
+	f.Add([]byte("{\"bytes\":2}\nab"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if s, err := (CPScrape{MaxBytes: 64}).Decode(b); err == nil && (len(s.Body) != s.Bytes || len(s.Body) > 64) {
+			t.Fatalf("%q: %+v", b, s)
+		}
+		if a, err := (CPAudit{MaxBytes: 64}).Decode(b); err == nil && len(a.Data) != a.Bytes {
+			t.Fatalf("%q: %+v", b, a)
+		}
+	})
+}

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kubeslow/kubeslow/internal/agent"
 	"github.com/kubeslow/kubeslow/internal/agentproto"
 	"github.com/kubeslow/kubeslow/internal/cli/common"
 )
@@ -47,6 +48,12 @@ func TestAgentRequestsParse(t *testing.T) {
 			map[string]string{"root": "/host", "dir": "/var/lib/containerd", "interval": "2s", "duration": "1h0m0s", "probe-bytes": "8192"}, 0},
 		{agentproto.BenchDisk{Path: "/data", Size: 1 << 20, BlockSize: 4096},
 			map[string]string{"path": "/data", "size": "1048576", "block-size": "4096", "output": "json"}, 0},
+		{agentproto.ControlPlane{Roots: agentproto.CPRoots{Proc: "/host/proc", Cgroup: "/host/sys/fs/cgroup"}, Interval: 2 * time.Second},
+			map[string]string{"path.procfs": "/host/proc", "path.cgroupfs": "/host/sys/fs/cgroup", "interval": "2s"}, 0},
+		{agentproto.CPScrape{Roots: agentproto.CPRoots{Proc: "/host/proc"}, Component: "etcd", MaxBytes: 1 << 20, Timeout: 5 * time.Second},
+			map[string]string{"path.procfs": "/host/proc", "component": "etcd", "max-bytes": "1048576", "timeout": "5s"}, 0},
+		{agentproto.CPAudit{Roots: agentproto.CPRoots{Proc: "/host/proc"}, Cursor: agent.AuditCursor{File: "audit.log", Inode: 12, Offset: 34}, MaxBytes: 4096},
+			map[string]string{"path.procfs": "/host/proc", "file": "audit.log", "inode": "12", "offset": "34", "max-bytes": "4096"}, 0},
 	}...)
 	reqs = append(reqs, struct {
 		req   agentproto.Request

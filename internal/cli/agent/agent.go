@@ -63,6 +63,7 @@ func NewCommand(streams common.IOStreams) *cobra.Command {
 	serve.Flags().StringVar(&engine, "engine", defEngine, "HTTP server: epoll (an epoll loop per thread, little more than the kernel's cost per request) or go (net/http)")
 	serve.Flags().StringVar(&listen, agentproto.FlagListen, "127.0.0.1:8080", "address to serve HTTP on")
 	serve.Flags().StringVar(&tcpListen, agentproto.FlagTCPListen, "", "address to serve the TCP stream and request/response tests on (empty: none)")
-	cmd.AddCommand(serve, newDiskSample(streams), newNode(streams), newExists(streams), newDNSUpstream(streams), newJobPeer(streams), newBurn(streams))
+	cmd.AddCommand(serve, newDiskSample(streams), newNode(streams), newExists(streams), newDNSUpstream(streams), newJobPeer(streams), newBurn(streams),
+		newControlPlane(streams), newCPScrape(streams), newCPAudit(streams))
 	return cmd
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/kubeslow/kubeslow/internal/lab"
 	"github.com/kubeslow/kubeslow/internal/lab/scenario"
 	"github.com/kubeslow/kubeslow/internal/measure"
+	"github.com/kubeslow/kubeslow/internal/measure/cpnode/cpnodetest"
 	"github.com/kubeslow/kubeslow/internal/measure/kubelet"
 	"github.com/kubeslow/kubeslow/internal/measure/nodeagent"
 	"github.com/kubeslow/kubeslow/internal/rule"
@@ -35,7 +36,7 @@ func TestIntegrationNodeSweep(t *testing.T) {
 	// The lab's nodes share this machine's kernel, so their PSI is the machine's: the agent measures pressure
 	// over its own watch (the growth of PSI's stall counters), not avg60, which holds the lab's start-up.
 	rep := runScenarioWith(t, sc, []measure.Measurement{kubelet.New(), nodeagent.New(nodeagent.DefaultOptions(lab.AgentImage))},
-		func(rc *rest.Config, _ lab.Dirs) { proxyThroughput(t, rc, 200) })
+		func(rc *rest.Config, _ lab.Dirs) { proxyThroughput(t, rc, 200) }, func(rc *rest.Config, _ lab.Dirs) { cpnodetest.Check(t, rc, lab.AgentImage, lab.RealNodeName(1)) })
 	if k := rep.Result(kubelet.Name); k == nil || k.Status != result.StatusPass || k.Metric(kubelet.MetricNodesRead, nil).Value < 1 {
 		t.Errorf("nodes.kubelet: %+v", k)
 	} else {

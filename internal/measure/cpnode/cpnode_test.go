@@ -1,0 +1,130 @@
+package cpnode
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/utils/clock"
+
+	"github.com/kubeslow/kubeslow/internal/agent"
+	"github.com/kubeslow/kubeslow/internal/measure"
+)
+
+func node(name string, labels map[string]string, taints ...corev1.Taint) *corev1.Node {
+	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}, Spec: corev1.NodeSpec{Taints: taints}}
+}
+
+func env(objs ...*corev1.Node) *measure.Env {
+	c := fake.NewSimpleClientset()
+	for _, n := range objs {
+		_, _ = c.CoreV1().Nodes().Create(context.Background(), n, metav1.CreateOptions{})
+	}
+	return &measure.Env{Client: c, Clock: clock.RealClock{}, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Namespace: "ks", RunID: "r1"}
+}
+
+// The DaemonSet asks for what the node tier needs and no more: host PID and network, the two read-only
+// host mounts, SYS_PTRACE and DAC_READ_SEARCH with every other capability dropped, not privileged; it
+// tolerates the control-plane taints and goes to the labelled nodes (or the named ones).
+func TestDaemonSet(t *testing.T) {
+	ds := DaemonSet("ks", "r1", "img", nil, "")
+	ps := ds.Spec.Template.Spec
+	if !ps.HostPID || !ps.HostNetwork || ps.HostIPC || ps.AutomountServiceAccountToken == nil || !*ps.AutomountServiceAccountToken {
+		t.Errorf("namespaces/token: %+v", ps)
+	}
+	for _, v := range ps.Volumes {
+		if v.HostPath == nil || (v.HostPath.Path != "/proc" && v.HostPath.Path != "/sys/fs/cgroup") {
+			t.Errorf("volume %+v", v)
+		}
+	}
+	c := ps.Containers[0]
+	for _, m := range c.VolumeMounts {
+		if !m.ReadOnly {
+			t.Errorf("mount %s writable", m.MountPath)
+		}
+	}
+	sc := c.SecurityContext
+	if sc.Privileged != nil && *sc.Privileged || !*sc.ReadOnlyRootFilesystem || *sc.AllowPrivilegeEscalation ||
+		len(sc.Capabilities.Drop) != 1 || sc.Capabilities.Drop[0] != "ALL" || len(sc.Capabilities.Add) != 2 {
+		t.Errorf("security context %+v caps %+v", sc, sc.Capabilities)
+	}
+	if strings.Join(c.Args, " ") != "pause" || c.Image != "img" {
+		t.Errorf("container %v %s", c.Args, c.Image)
+	}
+	for _, taint := range []corev1.Taint{{Key: LabelControlPlane, Effect: corev1.TaintEffectNoSchedule}, {Key: LabelMaster, Effect: corev1.TaintEffectNoSchedule},
+		{Key: "CriticalAddonsOnly", Value: "true", Effect: corev1.TaintEffectNoExecute}} {
+		if why := untolerated(node("n", nil, taint)); why != "" {
+			t.Errorf("%v: %s", taint, why)
+		}
+	}
+	if why := untolerated(node("n", nil, corev1.Taint{Key: "dedicated", Value: "infra", Effect: corev1.TaintEffectNoSchedule})); !strings.Contains(why, "dedicated=infra:NoSchedule") {
+		t.Errorf("a foreign taint: %q", why)
+	}
+	terms := ps.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms
+	if len(terms) != 2 || terms[0].MatchExpressions[0].Key != LabelControlPlane || terms[1].MatchExpressions[0].Key != LabelMaster {
+		t.Errorf("affinity %+v", terms)
+	}
+	named := DaemonSet("ks", "r1", "img", []string{"a", "b"}, "sa").Spec.Template.Spec
+	if f := named.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms[0].MatchFields[0]; f.Key != "metadata.name" || len(f.Values) != 2 || named.ServiceAccountName != "sa" {
+		t.Errorf("named nodes %+v", f)
+	}
+}
+
+func TestStartOutOfReach(t *testing.T) {
+	ctx := context.Background()
+	_, err := Start(ctx, env(), Options{})
+	if u, ok := IsUnreachable(err); !ok || u.Reason != NoImage {
+		t.Errorf("no image: %v", err)
+	}
+	// A managed cluster: workers only.
+	e := env(node("w1", map[string]string{"kubernetes.io/os": "linux"}), node("w2", nil))
+	_, err = Start(ctx, e, DefaultOptions("img"))
+	if u, ok := IsUnreachable(err); !ok || u.Reason != NoControlPlaneNodes || !strings.Contains(u.Detail, "none of the 2 nodes") || !strings.Contains(u.Fix, "EKS") {
+		t.Errorf("managed: %v", err)
+	}
+	if l, _ := e.Client.AppsV1().DaemonSets("ks").List(ctx, metav1.ListOptions{}); len(l.Items) != 0 {
+		t.Error("a DaemonSet was created for no node")
+	}
+	// A control-plane node on which no agent pod ever runs (the fake API server runs no controller):
+	// NotRunning, the node named with the reason, the DaemonSet deleted.
+	e = env(node("cp1", map[string]string{LabelControlPlane: ""}, corev1.Taint{Key: "dedicated", Value: "x", Effect: corev1.TaintEffectNoSchedule}), node("w1", nil))
+	o := DefaultOptions("img")
+	o.Timeout = 1500 * time.Millisecond
+	_, err = Start(ctx, e, o)
+	if u, ok := IsUnreachable(err); !ok || u.Reason != NotRunning || !strings.Contains(u.Detail, "cp1: the agent does not tolerate its taint dedicated=x:NoSchedule") {
+		t.Errorf("not running: %v", err)
+	}
+	if l, _ := e.Client.AppsV1().DaemonSets("ks").List(ctx, metav1.ListOptions{}); len(l.Items) != 0 {
+		t.Error("the DaemonSet was left behind")
+	}
+}
+
+func TestComponents(t *testing.T) {
+	reps := []NodeReport{
+		{Node: "w1", Report: &agent.ControlPlane{Cores: 4, Elsewhere: map[string]int{"etcd": 1}}},
+		{Node: "cp1", Report: &agent.ControlPlane{Cores: 8, PSI: &agent.PSIPair{SomeWindow: 12},
+			Components: []agent.Component{{Name: agent.CompEtcd, PID: 10, Flags: map[string]string{"listen-metrics-urls": "http://127.0.0.1:2381"}, CPU: agent.ProcCPU{Rate: 1.5, SchedWaitRate: 0.4}}}}},
+		{Node: "cp2", Err: "exec: timeout"},
+	}
+	cs, err := Components(reps)
+	if err != nil || len(cs) != 1 {
+		t.Fatalf("%+v %v", cs, err)
+	}
+	c := cs[0]
+	if c.Node != "cp1" || c.NodeCores != 8 || c.NodePSI.SomeWindow != 12 || c.CPU.Rate != 1.5 || c.CPU.SchedWaitRate != 0.4 {
+		t.Errorf("%+v", c)
+	}
+	if v, ok := c.Flag(agent.CompEtcd, "listen-metrics-urls"); !ok || v != "http://127.0.0.1:2381" || !c.Embeds(agent.CompEtcd) {
+		t.Errorf("flag %q %v", v, ok)
+	}
+	_, err = Components(reps[:1])
+	if u, ok := IsUnreachable(err); !ok || u.Reason != NoComponents || !strings.Contains(u.Detail, "w1: no control-plane process") || !strings.Contains(u.Detail, "etcd:1") {
+		t.Errorf("workers only: %v", err)
+	}
+}

@@ -88,6 +88,9 @@ func controllerManagerArgs(d Dirs, c *Config, bin string) []string {
 	if b := c.EndpointSliceBatch.Duration; b > 0 {
 		args = append(args, "--endpointslice-updates-batch-period="+b.String())
 	}
+	if c.Kubeadm() {
+		return kubeadmArgs(args)
+	}
 	return args
 }
 
@@ -95,7 +98,9 @@ func controllerManagerArgs(d Dirs, c *Config, bin string) []string {
 func schedulerConfig(d Dirs, c *Config) File {
 	kc := d.componentKubeconfig("scheduler")
 	var cc strings.Builder
-	fmt.Fprintf(&cc, "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\nleaderElection:\n  leaderElect: false\nclientConnection:\n  kubeconfig: %q\n", kc)
+	// kubeadm's scheduler elects a leader (one replica still holds the kube-scheduler Lease); the managed
+	// layout's does not.
+	fmt.Fprintf(&cc, "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\nleaderElection:\n  leaderElect: %v\nclientConnection:\n  kubeconfig: %q\n", c.Kubeadm(), kc)
 	if c.Scheduler.QPS > 0 {
 		fmt.Fprintf(&cc, "  qps: %g\n", c.Scheduler.QPS)
 	}
@@ -107,8 +112,12 @@ func schedulerConfig(d Dirs, c *Config) File {
 
 func schedulerArgs(d Dirs, c *Config, bin string) []string {
 	kc := d.componentKubeconfig("scheduler")
-	return []string{bin, "--config=" + schedulerConfig(d, c).Path,
+	args := []string{bin, "--config=" + schedulerConfig(d, c).Path,
 		"--authentication-kubeconfig=" + kc, "--authorization-kubeconfig=" + kc, "--bind-address=" + ControlPlaneIP}
+	if c.Kubeadm() {
+		return kubeadmArgs(args)
+	}
+	return args
 }
 
 // kwokStagesPath is kwok's --config (its stages, kwokStages).

@@ -18,6 +18,9 @@ import (
 type Config struct {
 	// Scenario names the fault scenario the lab was started with ("" for none).
 	Scenario string `json:"scenario,omitempty"`
+	// Layout is the lab's shape (LayoutManaged or LayoutKubeadm; "" is LayoutManaged): where the control
+	// plane runs.
+	Layout string `json:"layout,omitempty"`
 	// Nodes is the number of kwok (simulated) nodes.
 	Nodes int `json:"nodes"`
 	// Etcd is where etcd keeps its data.
@@ -154,6 +157,12 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 
 // Validate checks the configuration before anything is started.
 func (c *Config) Validate() error {
+	if l := c.Layout; l != "" && l != LayoutManaged && l != LayoutKubeadm {
+		return fmt.Errorf("--layout %q: want %s or %s", l, LayoutManaged, LayoutKubeadm)
+	}
+	if c.Kubeadm() && c.AgentBinary == "" {
+		return errors.New("--layout kubeadm needs the kubeslow binary for the control-plane node's pause image (Config.AgentBinary)")
+	}
 	if c.Nodes < 0 || c.Nodes > MaxKwokNodes {
 		return fmt.Errorf("--nodes %d: want 0..%d (the lab gives each node a /%d of %s)", c.Nodes, MaxKwokNodes, NodeCIDRMask, PodCIDR)
 	}

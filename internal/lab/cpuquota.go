@@ -25,7 +25,8 @@ func ControlPlaneCgroups() (cpu, cpuacct string) {
 }
 
 // JoinControlPlaneCgroups moves kube-apiserver and etcd into their shared cpu and cpuacct cgroups (no quota:
-// the cgroup only counts). A hierarchy that is not mounted (cgroup v2 only) is left out.
+// the cgroup only counts). In the kubeadm layout they are the static pods' processes (ControlPlanePID), taken
+// out of their kubepods cgroups in those two hierarchies only. A hierarchy that is not mounted (cgroup v2 only) is left out.
 func JoinControlPlaneCgroups(d Dirs) ([]string, error) {
 	cpu, acct := ControlPlaneCgroups()
 	var joined []string
@@ -37,12 +38,12 @@ func JoinControlPlaneCgroups(d Dirs) ([]string, error) {
 			return nil, err
 		}
 		for _, name := range []string{KubeAPIServer, Etcd} {
-			p, err := d.procs().Read(name)
+			pid, err := ControlPlanePID(d, name)
 			if err != nil {
-				return nil, fmt.Errorf("%s: %w", name, err)
+				return nil, err
 			}
-			if err := os.WriteFile(filepath.Join(cg, "cgroup.procs"), []byte(strconv.Itoa(p.PID)), 0o644); err != nil {
-				return nil, fmt.Errorf("moving %s (pid %d) into %s: %w", name, p.PID, cg, err)
+			if err := os.WriteFile(filepath.Join(cg, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0o644); err != nil {
+				return nil, fmt.Errorf("moving %s (pid %d) into %s: %w", name, pid, cg, err)
 			}
 		}
 		joined = append(joined, cg)

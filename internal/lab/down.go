@@ -24,8 +24,10 @@ func Down(ctx context.Context, d Dirs, progress Progress) error {
 		errs = append(errs, err)
 	}
 	// Real nodes first, gracefully: kubelet off, then containerd removes its containers while it still runs.
+	// Node 0 is the kubeadm layout's control-plane node: its kubelet stops first, then its containerd kills
+	// the static pods' containers (etcd, kube-apiserver, ...).
 	nodeIDs := map[int][]string{}
-	for i := 1; i <= MaxRealNodes; i++ {
+	for i := 0; i <= MaxRealNodes; i++ {
 		nodeIDs[i] = nodeContainerIDs(d, i)
 		drainNode(ctx, d, i, progress)
 	}

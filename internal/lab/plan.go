@@ -29,6 +29,8 @@ type Step struct {
 	Component *Component
 	// Do is the work: the whole step without a component, the wait after it with one (nil: none).
 	Do func(ctx context.Context, u *upRun) error
+	// Files are written before Do runs (after the component, if any, is healthy).
+	Files []File
 }
 
 // Component is one lab process.
@@ -72,8 +74,9 @@ type upRun struct {
 	st     *State
 	client kubernetes.Interface
 	step   func(string, ...any)
-	// images is the lab images' archive, once built.
-	images string
+	// images is the lab images' archive, once built; cpImages the kubeadm layout's control-plane images.
+	images   string
+	cpImages []string
 }
 
 // NewPlan builds the plan of the lab c from the component binaries bins (component name to path). It only
@@ -90,6 +93,14 @@ func NewPlan(d Dirs, c Config, bins map[string]string) (*Plan, error) {
 	cp, err := controlPlaneSteps(d, &c, bin)
 	if err != nil {
 		return nil, err
+	}
+	if c.Kubeadm() {
+		// The control plane's four processes are static pods of the control-plane node; kwok follows as before.
+		kcp, err := kubeadmSteps(d, &c, bin)
+		if err != nil {
+			return nil, err
+		}
+		cp = append(kcp, cp[len(cp)-1])
 	}
 	p.Steps = append(p.Steps, cp...)
 	if c.RealNodes > 0 {
@@ -110,6 +121,8 @@ func plannedBinaries(c *Config) []string {
 	out := []string{Etcd, KubeAPIServer, KubeControllerMgr, KubeScheduler, Kwok}
 	if c.RealNodes > 0 {
 		out = append(out, CoreDNS, Kubelet, KubeProxy)
+	} else if c.Kubeadm() {
+		out = append(out, Kubelet)
 	}
 	if c.Prometheus {
 		out = append(out, NodeExporterComponent, PrometheusComponent)
@@ -132,7 +145,7 @@ func (p *Plan) Components() []*Component {
 // argv, environment, files, health check and what follows it.
 func (p *Plan) Render() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "lab plan: %d kwok nodes, %d real nodes, etcd on %s", p.Config.Nodes, p.Config.RealNodes, p.Config.Etcd)
+	fmt.Fprintf(&b, "lab plan: layout %s, %d kwok nodes, %d real nodes, etcd on %s", p.Config.LayoutName(), p.Config.Nodes, p.Config.RealNodes, p.Config.Etcd)
 	if p.Config.Scenario != "" {
 		fmt.Fprintf(&b, ", scenario %s", p.Config.Scenario)
 	}
@@ -140,6 +153,9 @@ func (p *Plan) Render() string {
 	for i, s := range p.Steps {
 		if s.Component == nil {
 			fmt.Fprintf(&b, "\n%2d. %s: %s\n", i+1, s.Name, s.What)
+			for _, f := range s.Files {
+				fmt.Fprintf(&b, "    file:   %s (%d bytes)\n", f.Path, len(f.Data))
+			}
 			continue
 		}
 		c := s.Component
@@ -164,13 +180,8 @@ func (p *Plan) Render() string {
 func (p *Plan) run(ctx context.Context, u *upRun) error {
 	for _, s := range p.Steps {
 		if c := s.Component; c != nil {
-			for _, f := range c.Files {
-				if err := os.MkdirAll(filepath.Dir(f.Path), 0o700); err != nil {
-					return err
-				}
-				if err := os.WriteFile(f.Path, []byte(f.Data), f.Mode); err != nil {
-					return err
-				}
+			if err := writeFiles(c.Files); err != nil {
+				return err
 			}
 			if c.Before != nil {
 				if err := c.Before(ctx); err != nil {
@@ -182,10 +193,26 @@ func (p *Plan) run(ctx context.Context, u *upRun) error {
 				return err
 			}
 		}
+		if err := writeFiles(s.Files); err != nil {
+			return fmt.Errorf("%s: %w", s.Name, err)
+		}
 		if s.Do != nil {
 			if err := s.Do(ctx, u); err != nil {
 				return fmt.Errorf("%s: %w", s.Name, err)
 			}
+		}
+	}
+	return nil
+}
+
+// writeFiles writes files (and their directories).
+func writeFiles(files []File) error {
+	for _, f := range files {
+		if err := os.MkdirAll(filepath.Dir(f.Path), 0o700); err != nil {
+			return err
+		}
+		if err := os.WriteFile(f.Path, []byte(f.Data), f.Mode); err != nil {
+			return err
 		}
 	}
 	return nil

@@ -22,7 +22,7 @@ func planBinaries() map[string]string {
 	return bins
 }
 
-// TestPlanGolden renders the plans of four labs (the plan is pure: no root, nothing written) with every file
+// TestPlanGolden renders the plans of five labs (one of the kubeadm layout, with its static pods' manifests) (the plan is pure: no root, nothing written) with every file
 // their components read, and compares them with testdata/plan-*.golden (go test ./internal/lab -run
 // TestPlanGolden -update regenerates them).
 func TestPlanGolden(t *testing.T) {
@@ -37,6 +37,8 @@ func TestPlanGolden(t *testing.T) {
 			APIServerExtraArgs: []string{"--max-requests-inflight=10"}},
 		"full": {Nodes: 5, RealNodes: 2, Etcd: EtcdStorage{Kind: "dir", Path: "/var/tmp/etcd"}, AgentBinary: "/usr/local/bin/kubeslow", Prometheus: true,
 			ImagePulls: ImagePullSettings{MaxParallel: 2}, Registry: RegistrySettings{BytesPerSecond: 1 << 20, Latency: ms(50 * time.Millisecond)}},
+		"kubeadm": {Layout: LayoutKubeadm, Nodes: 2, RealNodes: 1, Etcd: EtcdStorage{Kind: "loop"}, EtcdWriteIOPS: 30, AgentBinary: "/usr/local/bin/kubeslow",
+			Scenario: "slow-etcd-disk", ImagePulls: ImagePullSettings{Serialize: true}},
 		"dns-replicas": {Nodes: 3, RealNodes: 2, Etcd: EtcdStorage{Kind: "tmpfs"}, AgentBinary: "/usr/local/bin/kubeslow", Scenario: "dns-hotspot",
 			ImagePulls: ImagePullSettings{Serialize: true}, DNS: DNSSettings{Replicas: 2, Placement: DNSPacked}},
 	} {
@@ -50,9 +52,13 @@ func TestPlanGolden(t *testing.T) {
 			}
 			var b strings.Builder
 			b.WriteString(p.Render())
-			for _, comp := range p.Components() {
-				for _, f := range comp.Files {
-					b.WriteString("\n--- " + f.Path + " (" + comp.Name + ", mode " + f.Mode.String() + ")\n" + f.Data)
+			for _, s := range p.Steps {
+				files, owner := s.Files, s.Name
+				if comp := s.Component; comp != nil {
+					files, owner = append(slices.Clone(comp.Files), s.Files...), comp.Name
+				}
+				for _, f := range files {
+					b.WriteString("\n--- " + f.Path + " (" + owner + ", mode " + f.Mode.String() + ")\n" + f.Data)
 				}
 			}
 			path := filepath.Join("testdata", "plan-"+name+".golden")

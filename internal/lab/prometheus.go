@@ -49,8 +49,8 @@ func prometheusConfig(d Dirs, c *Config) string {
 	fmt.Fprintf(&b, "global:\n  scrape_interval: %s\n  scrape_timeout: %s\n  evaluation_interval: 1m\nscrape_configs:\n", PrometheusScrapeInterval, PrometheusScrapeInterval)
 	b.WriteString(job("lab-apiserver", "https", "/metrics", cp(APIServerPort), tls(true)))
 	b.WriteString(job("lab-etcd", "http", "/metrics", cp(EtcdPort), ""))
-	b.WriteString(job("lab-scheduler", "https", "/metrics", cp(10259), tls(false)))
-	b.WriteString(job("lab-controller-manager", "https", "/metrics", cp(10257), tls(false)))
+	b.WriteString(job("lab-scheduler", "https", "/metrics", []string{componentHealthAddr(c, KubeSchedulerPort)}, tls(false)))
+	b.WriteString(job("lab-controller-manager", "https", "/metrics", []string{componentHealthAddr(c, KubeControllerManagerPort)}, tls(false)))
 	b.WriteString(job("lab-node-exporter", "http", "/metrics", cp(NodeExporterPort), ""))
 	if c.AgentBinary != "" {
 		b.WriteString(job("lab-control-plane-cgroup", "http", "/metrics", cp(CgroupMetricsPort), ""))

@@ -17,12 +17,32 @@ const MaxRealNodes = 2
 // RealNodeLabel marks nodes backed by a real kubelet.
 const RealNodeLabel = "kubeslow.dev/lab-node"
 
-// realNode is the i-th real node (1-based).
+// realNode is the i-th real node (1-based); index 0 is the control-plane node of the kubeadm layout, which
+// lives in the lab's own namespace (NetNS) at ControlPlaneIP, so that every address is the same in both
+// layouts.
 type realNode struct{ index int }
 
-func (n realNode) name() string       { return fmt.Sprintf("lab-node-%d", n.index) }
-func (n realNode) netns() string      { return fmt.Sprintf("kubeslow-node-%d", n.index) }
-func (n realNode) ip() string         { return fmt.Sprintf("198.19.255.%d", 10+n.index) }
+// controlPlaneNode is the kubeadm layout's control-plane node.
+var controlPlaneNode = realNode{0}
+
+func (n realNode) name() string {
+	if n.index == 0 {
+		return ControlPlaneNodeName
+	}
+	return fmt.Sprintf("lab-node-%d", n.index)
+}
+func (n realNode) netns() string {
+	if n.index == 0 {
+		return NetNS
+	}
+	return fmt.Sprintf("kubeslow-node-%d", n.index)
+}
+func (n realNode) ip() string {
+	if n.index == 0 {
+		return ControlPlaneIP
+	}
+	return fmt.Sprintf("198.19.255.%d", 10+n.index)
+}
 func (n realNode) bridgePort() string { return fmt.Sprintf("ksl-n%d", n.index) }
 func (n realNode) dir(d Dirs) string  { return filepath.Join(d.State, "nodes", n.name()) }
 func (n realNode) proc(c string) string {
@@ -181,6 +201,12 @@ serializeImagePulls: %v
 		filepath.Join(n.dir(d), "resolv.conf"), filepath.Join(n.dir(d), "pod-logs"), c.ImagePulls.Serialize)
 	if !c.ImagePulls.Serialize && c.ImagePulls.MaxParallel > 0 {
 		fmt.Fprintf(&b, "maxParallelImagePulls: %d\n", c.ImagePulls.MaxParallel)
+	}
+	if n == controlPlaneNode {
+		// kubeadm's kubelet on a control-plane node: the static pods' manifests directory. syncFrequency (1 min
+		// by default) is how long a static pod that started before its Node was registered waits for its
+		// mirror pod: measured 69 s from the control plane up to the four mirror pods Running; 10 s bounds it.
+		fmt.Fprintf(&b, "staticPodPath: %q\nsyncFrequency: 10s\n", ManifestsDir(d))
 	}
 	return b.String()
 }

@@ -3,6 +3,7 @@ package lab
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"sort"
 	"time"
 
@@ -15,15 +16,19 @@ import (
 
 // Status describes a lab for `lab status`.
 type Status struct {
-	Up         bool              `json:"up"`
-	StateDir   string            `json:"stateDir"`
-	Kubeconfig string            `json:"kubeconfig,omitempty"`
-	APIServer  string            `json:"apiServer,omitempty"`
-	AuditLog   string            `json:"auditLog,omitempty"`
-	Etcd       string            `json:"etcdEndpoint,omitempty"`
-	EtcdData   string            `json:"etcdStorage,omitempty"`
-	Started    time.Time         `json:"started,omitzero"`
-	Scenario   string            `json:"scenario,omitempty"`
+	Up         bool      `json:"up"`
+	StateDir   string    `json:"stateDir"`
+	Kubeconfig string    `json:"kubeconfig,omitempty"`
+	APIServer  string    `json:"apiServer,omitempty"`
+	AuditLog   string    `json:"auditLog,omitempty"`
+	Etcd       string    `json:"etcdEndpoint,omitempty"`
+	EtcdData   string    `json:"etcdStorage,omitempty"`
+	Started    time.Time `json:"started,omitzero"`
+	Scenario   string    `json:"scenario,omitempty"`
+	// Layout is where the control plane runs (LayoutManaged or LayoutKubeadm); Manifests is the kubeadm
+	// layout's static-pod manifests directory.
+	Layout     string            `json:"layout,omitempty"`
+	Manifests  string            `json:"manifests,omitempty"`
 	Components []ComponentStatus `json:"components"`
 	Nodes      []NodeStatus      `json:"nodes,omitempty"`
 	// NodesError says why nodes could not be listed; LeasesError why their leases could not.
@@ -46,7 +51,7 @@ type ComponentStatus struct {
 // NodeStatus is one node as the apiserver sees it.
 type NodeStatus struct {
 	Name    string `json:"name"`
-	Kind    string `json:"kind"` // "kwok" or "real"
+	Kind    string `json:"kind"` // "kwok", "real" or "control-plane"
 	Ready   bool   `json:"ready"`
 	Kubelet string `json:"kubeletVersion"`
 	Runtime string `json:"containerRuntime"`
@@ -79,6 +84,10 @@ func GetStatus(ctx context.Context, d Dirs) (*Status, error) {
 	}
 	s.Kubeconfig, s.APIServer, s.AuditLog, s.Etcd = d.AdminKubeconfig(), APIServerURL(), d.AuditLog(), EtcdEndpoint()
 	s.EtcdData, s.Started, s.Scenario = st.Config.Etcd.String(), st.Started, st.Config.Scenario
+	s.Layout = st.Config.LayoutName()
+	if st.Config.Kubeadm() {
+		s.Manifests = ManifestsDir(d)
+	}
 	if st.Config.RealNodes > 0 {
 		s.Registry = RegistryHost()
 	}
@@ -92,6 +101,20 @@ func GetStatus(ctx context.Context, d Dirs) (*Status, error) {
 		alive := r.Alive()
 		up = up && alive
 		s.Components = append(s.Components, ComponentStatus{Name: r.Name, PID: r.PID, Running: alive, Version: st.Versions[r.Name], Log: r.Log})
+	}
+	if st.Config.Kubeadm() && up {
+		// The static pods: not lab records, found by PID through the control-plane node's pod cgroups.
+		for _, name := range staticPodComponents {
+			pid, err := ControlPlanePID(d, name)
+			logs, _ := filepath.Glob(filepath.Join(controlPlaneNode.dir(d), "pod-logs", "kube-system_"+name+"-"+ControlPlaneNodeName+"_*", name, "*.log"))
+			sort.Strings(logs)
+			cs := ComponentStatus{Name: name + " (static pod)", PID: pid, Running: err == nil, Version: st.Versions[name]}
+			if len(logs) > 0 {
+				cs.Log = logs[len(logs)-1]
+			}
+			up = up && cs.Running
+			s.Components = append(s.Components, cs)
+		}
 	}
 	s.Up = up
 	if !up {
@@ -123,6 +146,8 @@ func GetStatus(ctx context.Context, d Dirs) (*Status, error) {
 		kind := "real"
 		if kube.IsSimulated(n) {
 			kind = "kwok"
+		} else if n.Name == ControlPlaneNodeName {
+			kind = "control-plane"
 		}
 		s.Nodes = append(s.Nodes, NodeStatus{Name: n.Name, Kind: kind, Ready: kube.NodeReady(n),
 			Kubelet: n.Status.NodeInfo.KubeletVersion, Runtime: n.Status.NodeInfo.ContainerRuntimeVersion, Lease: leases[n.Name]})

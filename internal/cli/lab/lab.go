@@ -87,6 +87,7 @@ type upFlags struct {
 	registryLatency    time.Duration
 	prometheus         bool
 	scenario           string
+	layout             string
 	dryRun             bool
 }
 
@@ -108,9 +109,12 @@ func (f *upFlags) config() (lab.Config, error) {
 		ControllerManager:  lab.ClientSettings{QPS: f.kcmQPS, Burst: f.kcmBurst},
 		EndpointSliceBatch: lab.Duration{Duration: f.endpointSliceBatch},
 		Scheduler:          lab.ClientSettings{QPS: f.schedQPS, Burst: f.schedBur},
-		APIServerExtraArgs: f.apiserverArgs, Prometheus: f.prometheus,
+		APIServerExtraArgs: f.apiserverArgs, Prometheus: f.prometheus, Layout: f.layout,
 		Kwok: lab.KwokSettings{PodReadyDelay: lab.Duration{Duration: f.podReadyDelay}, PodReadyJitter: lab.Duration{Duration: f.podReadyJitter},
 			SlowNodes: f.slowNodes, SlowNodeDelay: lab.Duration{Duration: f.slowNodeDelay}},
+	}
+	if c.Layout == lab.LayoutManaged {
+		c.Layout = "" // the default, as a lab recorded before layouts existed
 	}
 	if c.DNS.Replicas == 0 {
 		// Process mode: the Deployment's settings do not apply (and do not make two labs differ).
@@ -161,6 +165,8 @@ func newUp(streams common.IOStreams) *cobra.Command {
 	fl := cmd.Flags()
 	fl.BoolVar(&f.dryRun, "dry-run", false, "print the lab's plan (every step and component: argv, namespace, files, health check, what it waits for) and start nothing")
 	fl.StringVar(&f.scenario, "scenario", "healthy", "fault scenario to reproduce (see `kubeslow lab scenarios`)")
+	fl.StringVar(&f.layout, "layout", lab.LayoutManaged, "where the control plane runs: "+lab.LayoutManaged+" (processes outside every node; only the apiserver's endpoint is reachable, as on EKS/GKE/AKS) or "+
+		lab.LayoutKubeadm+" (static pods with kubeadm's flags on a tainted control-plane node "+lab.ControlPlaneNodeName+" with its own kubelet and containerd); see docs/lab.md")
 	fl.IntVar(&f.nodes, "nodes", 10, fmt.Sprintf("number of simulated (kwok) nodes, 0..%d", lab.MaxKwokNodes))
 	fl.StringVar(&f.etcd, "etcd-storage", "tmpfs", "etcd data: tmpfs, loop (a loop device the lab makes), dir:/path, or device:/dev/name (a block device with a filesystem)")
 	fl.IntVar(&f.etcdWriteIOPS, "etcd-write-iops", 0, "throttle etcd's writes to its data device to this many IOPS (blkio cgroup; needs --etcd-storage loop or device:)")
@@ -240,6 +246,17 @@ func newStatus(streams common.IOStreams) *cobra.Command {
 	return cmd
 }
 
+// layoutLine says where the control plane runs.
+func layoutLine(s *lab.Status) string {
+	if s.Layout == lab.LayoutKubeadm {
+		return fmt.Sprintf("%s (control plane as static pods on node %s, manifests %s)", s.Layout, lab.ControlPlaneNodeName, s.Manifests)
+	}
+	if s.Layout == "" {
+		return lab.LayoutManaged
+	}
+	return s.Layout + " (control plane outside every node: only the apiserver's endpoint is the cluster's)"
+}
+
 func writeStatus(streams common.IOStreams, s *lab.Status) error {
 	w := streams.Out
 	if len(s.Components) == 0 {
@@ -253,8 +270,8 @@ func writeStatus(streams common.IOStreams, s *lab.Status) error {
 	if s.Scenario != "" {
 		state += ", scenario " + s.Scenario
 	}
-	fmt.Fprintf(w, "lab: %s since %s\n  apiserver  %s\n  kubeconfig %s\n  audit log  %s\n  etcd       %s (storage %s)\n",
-		state, s.Started.Local().Format(time.RFC3339), s.APIServer, s.Kubeconfig, s.AuditLog, s.Etcd, s.EtcdData)
+	fmt.Fprintf(w, "lab: %s since %s\n  layout     %s\n  apiserver  %s\n  kubeconfig %s\n  audit log  %s\n  etcd       %s (storage %s)\n",
+		state, s.Started.Local().Format(time.RFC3339), layoutLine(s), s.APIServer, s.Kubeconfig, s.AuditLog, s.Etcd, s.EtcdData)
 	for _, c := range s.Components {
 		if c.Name == lab.PrometheusComponent {
 			// `kubeslow run --prometheus URL` (and a browser) read it there; see docs/prometheus.md.
@@ -290,7 +307,7 @@ func writeStatus(streams common.IOStreams, s *lab.Status) error {
 		versions[n.Kind] = n.Kubelet + " / " + n.Runtime
 	}
 	fmt.Fprintln(w)
-	for _, kind := range []string{"real", "kwok"} {
+	for _, kind := range []string{"control-plane", "real", "kwok"} {
 		if k, ok := kinds[kind]; ok {
 			fmt.Fprintf(w, "nodes (%s): %d, %d Ready  (kubelet/runtime %s)\n", kind, k[0], k[1], versions[kind])
 			if s.LeasesError == "" {

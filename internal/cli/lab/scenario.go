@@ -2,6 +2,7 @@ package lab
 
 import (
 	"fmt"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -22,9 +23,9 @@ func newScenarios(streams common.IOStreams) *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
 			tw := tabwriter.NewWriter(streams.Out, 2, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "SCENARIO\tCASE\tEXPECTED FINDINGS\tWHAT IT DOES")
+			fmt.Fprintln(tw, "SCENARIO\tCASE\tLAYOUTS\tEXPECTED FINDINGS\tWHAT IT DOES")
 			for _, s := range scenario.All() {
-				fmt.Fprintf(tw, "%s\t%s\t%v\t%s\n", s.Name, s.Case, s.Expect, s.Description)
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%v\t%s\n", s.Name, s.Case, strings.Join(s.Layouts, ","), s.Expect, s.Description)
 			}
 			return tw.Flush()
 		},

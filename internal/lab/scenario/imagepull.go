@@ -32,7 +32,7 @@ func BigImage() string   { return lab.RegistryImages()[1].Ref }
 func SmallImage() string { return lab.RegistryImages()[0].Ref }
 
 func imagePullScenario() Scenario {
-	return Scenario{Name: "image-pull", Case: "B",
+	return Scenario{Name: "image-pull", Case: "B", Layouts: bothLayouts,
 		Description: fmt.Sprintf("lab-node-1 pulls one image at a time (serializeImagePulls: true) from a registry serving %d MiB/s with %s per request: "+
 			"a small image's pull waits behind a 33 MiB one", PullBytesPerSecond>>20, PullLatency),
 		Configure: func(c *lab.Config) {

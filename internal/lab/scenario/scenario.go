@@ -25,6 +25,34 @@ type Scenario struct {
 	Start func(ctx context.Context, d lab.Dirs, c *lab.Config, progress lab.Progress) error
 	// Expect lists the finding IDs kubeslow must report on this scenario (the scenario tests assert them).
 	Expect []string
+	// Layouts are the lab layouts (lab.Layouts) the scenario can be started on; Up refuses the others.
+	Layouts []string
+}
+
+// bothLayouts is every layout: the scenario's mechanism works whether the control plane runs as processes
+// (managed) or as static pods (kubeadm; control-plane processes are found through the control-plane node's
+// pod cgroups, lab.ControlPlanePID).
+var bothLayouts = []string{lab.LayoutManaged, lab.LayoutKubeadm}
+
+// Supports reports whether the scenario can run on the given layout.
+func (s Scenario) Supports(layout string) bool {
+	if layout == "" {
+		layout = lab.LayoutManaged
+	}
+	for _, l := range s.Layouts {
+		if l == layout {
+			return true
+		}
+	}
+	return false
+}
+
+// checkLayout refuses a scenario on a layout it does not support.
+func checkLayout(s Scenario, c *lab.Config) error {
+	if !s.Supports(c.LayoutName()) {
+		return fmt.Errorf("scenario %s does not run on --layout %s (it supports: %s)", s.Name, c.LayoutName(), strings.Join(s.Layouts, ", "))
+	}
+	return nil
 }
 
 // The small-control-plane scenario: kube-apiserver and etcd under one CPU quota of SmallControlPlaneCores, with
@@ -45,18 +73,18 @@ const SlowNode = "kwok-node-2"
 // All returns every scenario, by name.
 func All() []Scenario {
 	return []Scenario{
-		{Name: "healthy", Description: "no fault: kubeslow must report no finding", Configure: func(*lab.Config) {}},
-		{Name: "slow-node", Case: "E", Description: "kwok delays sandbox/network readiness of pods on " + SlowNode + " by 3 s; the others take 0.2-0.5 s",
+		{Name: "healthy", Layouts: bothLayouts, Description: "no fault: kubeslow must report no finding", Configure: func(*lab.Config) {}},
+		{Name: "slow-node", Layouts: bothLayouts, Case: "E", Description: "kwok delays sandbox/network readiness of pods on " + SlowNode + " by 3 s; the others take 0.2-0.5 s",
 			Configure: func(c *lab.Config) {
 				c.Nodes = max(c.Nodes, 4)
 				c.Kwok = lab.KwokSettings{PodReadyDelay: dur(200 * time.Millisecond), PodReadyJitter: dur(300 * time.Millisecond),
 					SlowNodes: []string{SlowNode}, SlowNodeDelay: dur(3 * time.Second)}
 			}, Expect: []string{"KS-POD-NODE"}},
-		{Name: "slow-scheduler", Case: "E", Description: "kube-scheduler's API client throttled to 5 QPS (burst 5): binding pods queues",
+		{Name: "slow-scheduler", Layouts: bothLayouts, Case: "E", Description: "kube-scheduler's API client throttled to 5 QPS (burst 5): binding pods queues",
 			Configure: func(c *lab.Config) { c.Scheduler = lab.ClientSettings{QPS: 5, Burst: 5} }, Expect: []string{"KS-POD-PHASE"}},
-		{Name: "cm-throttled", Case: "E", Description: "kube-controller-manager at its default 20 QPS (burst 30): a large Deployment's pods are created at ~20/s",
+		{Name: "cm-throttled", Layouts: bothLayouts, Case: "E", Description: "kube-controller-manager at its default 20 QPS (burst 30): a large Deployment's pods are created at ~20/s",
 			Configure: func(c *lab.Config) { c.ControllerManager = lab.ClientSettings{QPS: 20, Burst: 30} }, Expect: []string{"KS-POD-RATE"}},
-		{Name: "list-storm", Case: "B", Description: "20 clients with user agent node-monitor/1.0 LIST all Events every second (3,000 Events seeded)",
+		{Name: "list-storm", Layouts: bothLayouts, Case: "B", Description: "20 clients with user agent node-monitor/1.0 LIST all Events every second (3,000 Events seeded)",
 			Configure: func(*lab.Config) {},
 			Start: func(ctx context.Context, d lab.Dirs, c *lab.Config, progress lab.Progress) error {
 				client, err := lab.AdminClient(d)
@@ -70,13 +98,13 @@ func All() []Scenario {
 				return lab.StartLabProcess(d, "storm-list", []string{c.AgentBinary, "lab", "storm", "list-events", "--kubeconfig", d.AdminKubeconfig(),
 					"--clients", "20", "--interval", "1s", "--user-agent", ListStormUserAgent, "--seed-events", "0", "--duration", "30m"})
 			}, Expect: []string{"KS-API-LIST-BYTES", "KS-AUDIT-LIST"}},
-		{Name: "conflict-storm", Case: "E", Description: "8 IPAM clients (user agent calico-ipam/lab) race to update 2 IPAMBlock objects, retrying at once on 409",
+		{Name: "conflict-storm", Layouts: bothLayouts, Case: "E", Description: "8 IPAM clients (user agent calico-ipam/lab) race to update 2 IPAMBlock objects, retrying at once on 409",
 			Configure: func(*lab.Config) {},
 			Start: func(ctx context.Context, d lab.Dirs, c *lab.Config, progress lab.Progress) error {
 				return lab.StartLabProcess(d, "storm-conflict", []string{c.AgentBinary, "lab", "storm", "conflicts", "--kubeconfig", d.AdminKubeconfig(),
 					"--clients", "8", "--blocks", "2", "--qps", "20", "--user-agent", ConflictStormUserAgent, "--duration", "30m"})
 			}, Expect: []string{"KS-API-409", "KS-AUDIT-409"}},
-		{Name: "small-control-plane", Case: "E", Description: "kube-apiserver and etcd confined together to a CFS quota of " +
+		{Name: "small-control-plane", Layouts: bothLayouts, Case: "E", Description: "kube-apiserver and etcd confined together to a CFS quota of " +
 			fmt.Sprint(SmallControlPlaneCores) + " cores (a starved master), with " + fmt.Sprint(SmallControlPlaneStormClients) +
 			" IPAM clients (user agent calico-ipam/lab) racing on 4 IPAMBlocks on top, retrying at once on 409",
 			Configure: func(*lab.Config) {},
@@ -88,23 +116,23 @@ func All() []Scenario {
 				return lab.StartLabProcess(d, "storm-conflict", []string{c.AgentBinary, "lab", "storm", "conflicts", "--kubeconfig", d.AdminKubeconfig(),
 					"--clients", fmt.Sprint(SmallControlPlaneStormClients), "--blocks", "4", "--qps", "20", "--user-agent", ConflictStormUserAgent, "--duration", "30m"})
 			}, Expect: []string{"KS-CP-SATURATED"}},
-		{Name: "etcd-quota", Case: "B", Description: "etcd --quota-backend-bytes 48 MiB, filled with ConfigMaps until the NOSPACE alarm stops writes",
+		{Name: "etcd-quota", Layouts: bothLayouts, Case: "B", Description: "etcd --quota-backend-bytes 48 MiB, filled with ConfigMaps until the NOSPACE alarm stops writes",
 			Configure: func(c *lab.Config) { c.EtcdQuotaBytes = 48 << 20 },
 			Start: func(ctx context.Context, d lab.Dirs, c *lab.Config, progress lab.Progress) error {
 				return lab.FillEtcd(ctx, d, 64<<20, progress)
 			}, Expect: []string{"KS-ETCD-NOSPACE"}},
-		{Name: "dns-denial-cache", Case: "A", Description: "CoreDNS keeps negative answers (NXDOMAIN) for 20 s: a pod name asked for before the pod existed stays unresolvable ~20 s",
+		{Name: "dns-denial-cache", Layouts: bothLayouts, Case: "A", Description: "CoreDNS keeps negative answers (NXDOMAIN) for 20 s: a pod name asked for before the pod existed stays unresolvable ~20 s",
 			Configure: func(c *lab.Config) {
 				c.RealNodes = max(c.RealNodes, 1)
 				c.DNS.DenialTTL = lab.Duration{Duration: 20 * time.Second}
 			}, Expect: []string{"KS-DNS-LAG", "KS-DNS-BACKOFF"}},
-		{Name: "dns-endpoint-delay", Case: "A", Description: "kube-controller-manager batches EndpointSlice updates for 15 s (--endpointslice-updates-batch-period): " +
+		{Name: "dns-endpoint-delay", Layouts: bothLayouts, Case: "A", Description: "kube-controller-manager batches EndpointSlice updates for 15 s (--endpointslice-updates-batch-period): " +
 			"a new pod's per-pod DNS name is published up to 15 s after it is Ready",
 			Configure: func(c *lab.Config) {
 				c.RealNodes = max(c.RealNodes, 1)
 				c.EndpointSliceBatch = lab.Duration{Duration: 15 * time.Second}
 			}, Expect: []string{"KS-DNS-LAG"}},
-		{Name: "dns-hotspot", Case: "B", Description: fmt.Sprintf("cluster DNS as a CoreDNS Deployment of %d replicas, all on %s (a nodeSelector, no spread), "+
+		{Name: "dns-hotspot", Layouts: bothLayouts, Case: "B", Description: fmt.Sprintf("cluster DNS as a CoreDNS Deployment of %d replicas, all on %s (a nodeSelector, no spread), "+
 			"forwarding %s to an upstream that answers each source address at most %d queries/s (case B's per-VM limit; the nodes masquerade "+
 			"their pods' queries to it): external lookups through the packed replicas share one node's limit", HotspotReplicas, lab.RealNodeName(1),
 			lab.ExternalZone, lab.DefaultUpstreamQPS),
@@ -112,7 +140,7 @@ func All() []Scenario {
 				c.RealNodes = max(c.RealNodes, 2)
 				c.DNS.Replicas, c.DNS.Placement, c.DNS.UpstreamQPS = HotspotReplicas, lab.DNSPacked, lab.DefaultUpstreamQPS
 			}, Expect: []string{"KS-DNS-HOTSPOT"}},
-		{Name: "burst-credits", Case: "C", Description: fmt.Sprintf("lab-node-1's containerd and kubelet directories on a loop device metered like a gp2 volume, scaled down: "+
+		{Name: "burst-credits", Layouts: bothLayouts, Case: "C", Description: fmt.Sprintf("lab-node-1's containerd and kubelet directories on a loop device metered like a gp2 volume, scaled down: "+
 			"up to %d IOPS while a bucket of %d I/O credits lasts, then %d IOPS (the refill rate) until a tenth of it is back", BurstIOPS, BurstCredits, BaselineIOPS),
 			Configure: func(c *lab.Config) {
 				c.RealNodes = max(c.RealNodes, 1)
@@ -127,7 +155,7 @@ func All() []Scenario {
 					"--capacity", fmt.Sprint(BurstCredits), "--baseline-iops", fmt.Sprint(BaselineIOPS), "--burst-iops", fmt.Sprint(BurstIOPS), "--duration", "30m"})
 			}, Expect: []string{"KS-CHURN-DISK-KNEE"}},
 		imagePullScenario(),
-		{Name: "disk-throttle", Case: "C", Description: fmt.Sprintf("lab-node-1's containerd and kubelet directories on a loop device that a timer throttles to %d IOPS "+
+		{Name: "disk-throttle", Layouts: bothLayouts, Case: "C", Description: fmt.Sprintf("lab-node-1's containerd and kubelet directories on a loop device that a timer throttles to %d IOPS "+
 			"%s after the lab is up (blk-throttle, what io.max sets; unlike burst-credits, at a moment of its own, whatever I/O was done): "+
 			"start a churn at once to see the knee, or after it for a steadily slow disk", ThrottleIOPS, ThrottleAfter),
 			Configure: func(c *lab.Config) {
@@ -142,7 +170,7 @@ func All() []Scenario {
 				return lab.StartLabProcess(d, lab.StepThrottleProcess, []string{c.AgentBinary, "lab", "throttle", "--device", dev,
 					"--after", ThrottleAfter.String(), "--iops", fmt.Sprint(ThrottleIOPS), "--duration", "30m"})
 			}, Expect: []string{"KS-CHURN-DISK-KNEE"}},
-		{Name: "slow-etcd-disk", Case: "B", Description: "etcd on a loop device whose writes the blkio cgroup throttles to 30 IOPS: WAL fsync takes tens of ms",
+		{Name: "slow-etcd-disk", Layouts: bothLayouts, Case: "B", Description: "etcd on a loop device whose writes the blkio cgroup throttles to 30 IOPS: WAL fsync takes tens of ms",
 			Configure: func(c *lab.Config) { c.Etcd = lab.EtcdStorage{Kind: "loop"}; c.EtcdWriteIOPS = 30 }, Expect: []string{"KS-ETCD-FSYNC"}},
 	}
 }
@@ -193,6 +221,9 @@ func Get(name string) (Scenario, error) {
 
 // Plan is the plan of the lab the scenario starts (lab.NewPlan of its configuration), for `lab up --dry-run`.
 func Plan(d lab.Dirs, c lab.Config, s Scenario) (*lab.Plan, error) {
+	if err := checkLayout(s, &c); err != nil {
+		return nil, err
+	}
 	s.Configure(&c)
 	c.Scenario = s.Name
 	if err := c.Validate(); err != nil {
@@ -203,6 +234,9 @@ func Plan(d lab.Dirs, c lab.Config, s Scenario) (*lab.Plan, error) {
 
 // Up applies the scenario to c, starts the lab and then the scenario's load.
 func Up(ctx context.Context, d lab.Dirs, c lab.Config, s Scenario, progress lab.Progress) (*lab.State, error) {
+	if err := checkLayout(s, &c); err != nil {
+		return nil, err
+	}
 	s.Configure(&c)
 	c.Scenario = s.Name
 	st, err := lab.Up(ctx, d, c, progress)

@@ -47,6 +47,10 @@ type Plan struct {
 	Clock clock.Clock
 	// NoPreflight skips the permission checks (SelfSubjectAccessReviews) before the run.
 	NoPreflight bool
+	// NodeTier is the run's control-plane node tier (cpnode.NewShared), started by the first measurement that
+	// reads it and closed at the end of the run; nil: none, NodeTierOff says why.
+	NodeTier    measure.NodeTier
+	NodeTierOff string
 }
 
 // BenchmarkPermissions are what the run itself needs when a benchmark runs: its own namespace, and the
@@ -174,22 +178,27 @@ func Execute(ctx context.Context, p Plan) (*result.Report, error) {
 	runID := kube.NewRunID(clk.Now())
 	ns := "kubeslow-" + runID
 	o := Options{Client: c.Client, Config: c.Config, Cluster: cl, Clock: clk, Log: log, RunID: runID, Namespace: ns,
-		Budget: p.Budget, Progress: progress, Rules: p.Rules}
+		Budget: p.Budget, Progress: progress, Rules: p.Rules, NodeTier: p.NodeTier, NodeTierOff: p.NodeTierOff}
 	if !p.NoPreflight {
 		o.Skip = Preflight(ctx, &measure.Reviewer{Client: c.Client}, p.Measurements, progress)
 	}
-	if needsNamespace(p.Measurements, o.Skip) {
+	nodeTier := o.NodeTier != nil && measure.UsesNodeTier(p.Measurements)
+	if needsNamespace(p.Measurements, o.Skip) || nodeTier {
 		if _, err := c.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: kube.ObjectMeta(ns, "", runID)}, metav1.CreateOptions{}); err != nil {
 			// A cluster that refuses writes (etcd out of space, no permission) still gets its read-only
 			// checks; the benchmarks are skipped with the reason.
 			o.SkipBenchmarks = fmt.Sprintf("could not create the run's namespace %s: %v", ns, err)
 			progress("%s: benchmarks skipped", o.SkipBenchmarks)
+			o.NodeTier, o.NodeTierOff = nil, o.SkipBenchmarks+": no node agent can be deployed"
 		} else {
 			progress("run %s: objects in namespace %s (deleted at the end; `kubeslow cleanup --run %s` if interrupted)", runID, ns, runID)
 			defer cleanup(c.Config, runID, log, progress)
 		}
 	}
 	rep := Run(ctx, o, p.Measurements)
+	if o.NodeTier != nil {
+		o.NodeTier.Close(ctx)
+	}
 	// kubeslow's own cost up to the end of the measurements (the cleanup that follows is not counted).
 	rep.Results = append(rep.Results, overhead(start, c.Requests))
 	rep.End = clk.Now().UTC()

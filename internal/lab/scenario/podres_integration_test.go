@@ -218,7 +218,7 @@ func runPodRes(ctx context.Context, t *testing.T, c kubernetes.Interface, rc *re
 		}
 	}
 	rules := append(podres.Rules(), nodeagent.Rules()...)
-	rep, err := runner.Execute(ctx, runner.Plan{Target: runner.Target{Config: rc, Name: "lab", Lab: lab.MeasureInfo(d)},
+	rep, err := runner.Execute(ctx, runner.Plan{Target: runner.Target{Config: rc, Name: "lab", Lab: true},
 		Measurements: []measure.Measurement{m, nodeagent.New(nodeagent.DefaultOptions(lab.AgentImage))}, Rules: rules,
 		Progress: t.Logf, Log: slog.New(slog.NewTextHandler(os.Stderr, nil))})
 	if err != nil {

@@ -127,7 +127,7 @@ func TestIntegrationSlowPodsAndDNS(t *testing.T) {
 	lookups := func(phase string) *result.Report {
 		o := dnslookup.DefaultOptions()
 		o.Image = lab.AgentImage
-		rep, err := runner.Execute(ctx, runner.Plan{Target: runner.Target{Config: rc, Name: "lab", Lab: lab.MeasureInfo(d)},
+		rep, err := runner.Execute(ctx, runner.Plan{Target: runner.Target{Config: rc, Name: "lab", Lab: true},
 			Measurements: []measure.Measurement{dnslookup.New(o)}, Rules: check.Rules(), Progress: t.Logf, Log: slog.New(slog.NewTextHandler(os.Stderr, nil))})
 		if err != nil {
 			t.Fatal(err)

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/kubeslow/kubeslow/internal/agent"
+	"github.com/kubeslow/kubeslow/internal/agentproto"
 	"github.com/kubeslow/kubeslow/internal/measure"
 	"github.com/kubeslow/kubeslow/internal/measure/cpnode"
 	"github.com/kubeslow/kubeslow/internal/prom"
@@ -168,13 +169,22 @@ func (m *Measurement) startNodeTier(ctx context.Context, env *measure.Env) (meas
 	if err != nil {
 		return nil, skip(err)
 	}
-	node, url, err := FindEtcd(ctx, tier)
+	node, found, err := FindEtcd(ctx, tier)
 	if err != nil {
 		return nil, skip(err)
 	}
+	url := found.URL
 	env.Log.Debug("etcd.health: etcd through the node agent", "node", node, "url", url)
+	first := found.Body // the scrape that found etcd is the window's first
 	s := &measure.Scrapes{
-		Scrape: func(ctx context.Context) (*prom.Snapshot, error) { return ScrapeNode(ctx, env, tier, node) },
+		Scrape: func(ctx context.Context) (*prom.Snapshot, error) {
+			if first != nil {
+				b := first
+				first = nil
+				return prom.Parse(bytes.NewReader(b), env.Clock.Now())
+			}
+			return ScrapeNode(ctx, env, tier, node)
+		},
 		Step:   Step,
 		Analyze: func(_ context.Context, first, last *prom.Snapshot) (result.Result, error) {
 			return AnalyzeNodeTier(first, last, node, url), nil
@@ -184,18 +194,18 @@ func (m *Measurement) startNodeTier(ctx context.Context, env *measure.Env) (meas
 	return s.Start(ctx)
 }
 
-// FindEtcd is the first of the tier's nodes whose agent scrapes etcd, with the URL it scraped; the error is
-// the last node's when none does.
-func FindEtcd(ctx context.Context, tier cpnode.Tier) (node, url string, err error) {
-	err = &cpnode.Unreachable{Reason: cpnode.NoComponents, Detail: "no agent on a control-plane node"}
+// FindEtcd is the first of the tier's nodes whose agent scrapes etcd, with that scrape; the error is the last
+// node's when none does.
+func FindEtcd(ctx context.Context, tier cpnode.Tier) (string, agentproto.Scraped, error) {
+	var err error = &cpnode.Unreachable{Reason: cpnode.NoComponents, Detail: "no agent on a control-plane node"}
 	for _, n := range tier.Nodes() {
 		sc, e := tier.Scrape(ctx, n, agent.CompEtcd)
 		if e == nil {
-			return n, sc.URL, nil
+			return n, sc, nil
 		}
 		err = e
 	}
-	return "", "", err
+	return "", agentproto.Scraped{}, err
 }
 
 // ScrapeNode is etcd's /metrics on node, read by the node agent.

@@ -1,0 +1,78 @@
+package cpusage
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/kubeslow/kubeslow/internal/agent"
+	"github.com/kubeslow/kubeslow/internal/measure/cpnode"
+	"github.com/kubeslow/kubeslow/pkg/result"
+)
+
+func comp(name string, pid int, cpu, wait float64, limit float64, throttled uint64) cpnode.Component {
+	c := cpnode.Component{Node: "cp", Name: name, PID: pid, NodeCores: 2, AllowedCPUs: 2,
+		CPU:     agent.ProcCPU{Seconds: cpu, SchedWaitSeconds: wait},
+		NodePSI: &agent.PSIPair{SomeAvg60: 42}}
+	if limit > 0 {
+		c.Cgroup = &agent.CgroupCPU{Version: 1, Path: "/cp", LimitCores: limit, LimitPath: "/cp", Throttling: &agent.Throttling{Periods: 100, Throttled: throttled}}
+	}
+	return c
+}
+
+// Two mechanisms: etcd confined to a 0.1-core limit uses all of it (named by its limit); kube-apiserver with no
+// limit of its own, its threads waiting most of their runnable time (a hog beside it), is named as starved by
+// its neighbours. A component restarted between the reads (another PID) is left out, not counted from zero.
+func TestComponents(t *testing.T) {
+	first := []cpnode.Component{comp(agent.CompEtcd, 10, 100, 1, 0.1, 0), comp(agent.CompAPIServer, 20, 50, 5, 0, 0), comp(agent.CompScheduler, 30, 5, 0, 0, 0)}
+	last := []cpnode.Component{comp(agent.CompEtcd, 10, 102, 1.5, 0.1, 95), comp(agent.CompAPIServer, 20, 52, 25, 0, 0), comp(agent.CompScheduler, 31, 1, 0, 0, 0)}
+	figs := Components(first, last, 20)
+	if len(figs) != 2 {
+		t.Fatalf("%d figures, want 2 (the restarted scheduler left out): %+v", len(figs), figs)
+	}
+	by := map[string]ComponentFigure{}
+	for _, f := range figs {
+		by[f.Name] = f
+	}
+	e := by[Etcd]
+	if !e.OwnLimit || e.Available != 0.1 || e.Cores != 0.1 || e.Saturation < 0.99 || e.Throttled != 0.95 {
+		t.Errorf("etcd %+v", e)
+	}
+	a := by[APIServer]
+	if a.OwnLimit || a.Available != 2 || a.Cores != 0.1 || a.WaitRate != 1 || a.WaitShare < 0.9 {
+		t.Errorf("kube-apiserver %+v", a)
+	}
+	if d := Describe(a); !strings.Contains(d, "starved by its neighbours") {
+		t.Errorf("kube-apiserver not named starved: %s", d)
+	}
+	if d := Describe(e); strings.Contains(d, "neighbours") || !strings.Contains(d, "CPU limit of its cgroup /cp") {
+		t.Errorf("etcd: %s", d)
+	}
+
+	// The most saturated component replaces a lower window figure, with its component and basis.
+	res := result.Result{Metrics: []result.Metric{{Name: MetricCPUSaturation, Value: 0.3, Labels: map[string]string{"basis": BasisProcessCPU}}}}
+	AddComponents(&res, figs, last)
+	s := res.Metric(MetricCPUSaturation, nil)
+	if s.Value < 0.99 || s.Labels["component"] != Etcd || s.Labels["basis"] != BasisComponentLimit || s.Labels["source"] != cpnode.SourceNodeAgent {
+		t.Errorf("saturation %+v", s)
+	}
+	if p := res.Metric(MetricCPUPressure, map[string]string{"instance": "cp"}); p == nil || p.Value != 0.42 {
+		t.Errorf("node PSI %+v", p)
+	}
+	if m := res.Metric(MetricComponentWaitShare, map[string]string{"component": APIServer}); m == nil || m.Value < 0.9 {
+		t.Errorf("wait share %+v", m)
+	}
+
+	// Only the starved apiserver: the run-queue wait is the basis.
+	res = result.Result{}
+	AddComponents(&res, []ComponentFigure{a}, last)
+	if s := res.Metric(MetricCPUSaturation, nil); s == nil || s.Labels["basis"] != BasisRunQueueWait || s.Labels["component"] != APIServer {
+		t.Errorf("saturation %+v", s)
+	}
+
+	// A higher window figure stays.
+	res = result.Result{Metrics: []result.Metric{{Name: MetricCPUSaturation, Value: 1.2, Labels: map[string]string{"basis": BasisThrottled}}}}
+	AddComponents(&res, figs, last)
+	if s := res.Metric(MetricCPUSaturation, nil); s.Value != 1.2 || s.Labels["component"] != "" {
+		t.Errorf("saturation %+v", s)
+	}
+}

@@ -185,7 +185,7 @@ func (m *Measurement) startNodeTier(ctx context.Context, env *measure.Env) (meas
 			}
 			return ScrapeNode(ctx, env, tier, node)
 		},
-		Step:   Step,
+		Step: Step,
 		Analyze: func(_ context.Context, first, last *prom.Snapshot) (result.Result, error) {
 			return AnalyzeNodeTier(first, last, node, url), nil
 		},

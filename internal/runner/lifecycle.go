@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 
@@ -182,7 +183,9 @@ func Execute(ctx context.Context, p Plan) (*result.Report, error) {
 	if !p.NoPreflight {
 		o.Skip = Preflight(ctx, &measure.Reviewer{Client: c.Client}, p.Measurements, progress)
 	}
-	nodeTier := o.NodeTier != nil && measure.UsesNodeTier(p.Measurements)
+	// The node tier's agents need the run's namespace, where a node may run them (a managed control plane has
+	// none: the tier then says so without creating anything).
+	nodeTier := o.NodeTier != nil && measure.UsesNodeTier(p.Measurements) && controlPlaneNodes(ctx, c.Client)
 	if needsNamespace(p.Measurements, o.Skip) || nodeTier {
 		if _, err := c.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: kube.ObjectMeta(ns, "", runID)}, metav1.CreateOptions{}); err != nil {
 			// A cluster that refuses writes (etcd out of space, no permission) still gets its read-only
@@ -203,6 +206,18 @@ func Execute(ctx context.Context, p Plan) (*result.Report, error) {
 	rep.Results = append(rep.Results, overhead(start, c.Requests))
 	rep.End = clk.Now().UTC()
 	return rep, nil
+}
+
+// controlPlaneNodes reports whether a node carries a control-plane role label (true when the nodes cannot be
+// listed: the node tier then says why).
+func controlPlaneNodes(ctx context.Context, c kubernetes.Interface) bool {
+	for _, l := range []string{"node-role.kubernetes.io/control-plane", "node-role.kubernetes.io/master"} {
+		nl, err := c.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: l, Limit: 1})
+		if err != nil || len(nl.Items) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 func needsNamespace(ms []measure.Measurement, skip map[string]string) bool {

@@ -52,6 +52,10 @@ type ComponentFigure struct {
 	// OwnLimit: a CPU limit (a quota on its cgroup or an ancestor) bounds it, rather than its node.
 	OwnLimit  bool
 	Throttled float64
+	// LimitPath is the cgroup holding the limit; SharedWith the other components under the same limit on the
+	// node, whose CPU counts against it too (the saturation is then theirs together).
+	LimitPath  string
+	SharedWith []string
 }
 
 // Components are the node tier's figures of the window between two reads of the control plane (pure): each
@@ -82,7 +86,7 @@ func Components(first, last []cpnode.Component, secs float64) []ComponentFigure 
 		}
 		switch {
 		case c.Cgroup != nil && c.Cgroup.LimitCores > 0:
-			f.Available, f.OwnLimit = c.Cgroup.LimitCores, true
+			f.Available, f.OwnLimit, f.LimitPath = c.Cgroup.LimitCores, true, c.Cgroup.LimitPath
 			f.Basis = fmt.Sprintf("CPU limit of its cgroup %s", c.Cgroup.LimitPath)
 			if t := c.Cgroup.Throttling; t != nil && t.Periods > 0 {
 				f.Throttled = float64(t.Throttled) / float64(t.Periods)
@@ -96,6 +100,30 @@ func Components(first, last []cpnode.Component, secs float64) []ComponentFigure 
 			f.Saturation = f.Cores / f.Available
 		}
 		out = append(out, f)
+	}
+	// Components under one limit share it: each one's saturation is their CPU together against it.
+	type limit struct{ node, path string }
+	used := map[limit]float64{}
+	names := map[limit][]string{}
+	for _, f := range out {
+		if f.OwnLimit {
+			k := limit{f.Node, f.LimitPath}
+			used[k] += f.Cores
+			names[k] = append(names[k], f.Name)
+		}
+	}
+	for i, f := range out {
+		if !f.OwnLimit {
+			continue
+		}
+		k := limit{f.Node, f.LimitPath}
+		out[i].Saturation = used[k] / f.Available
+		for _, n := range names[k] {
+			if n != f.Name {
+				out[i].SharedWith = append(out[i].SharedWith, n)
+			}
+		}
+		sort.Strings(out[i].SharedWith)
 	}
 	sort.Slice(out, func(i, j int) bool {
 		if out[i].Node != out[j].Node {
@@ -169,7 +197,10 @@ func AddComponents(res *result.Result, figs []ComponentFigure, last []cpnode.Com
 func Describe(f ComponentFigure) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s on %s used %.2f cores", f.Name, f.Node, f.Cores)
-	if f.Available > 0 {
+	switch {
+	case len(f.SharedWith) > 0:
+		fmt.Fprintf(&b, " of %g (%s, shared with %s: %.0f%% used together)", f.Available, f.Basis, strings.Join(f.SharedWith, ", "), f.Saturation*100)
+	case f.Available > 0:
 		fmt.Fprintf(&b, " of %g (%s, %.0f%%)", f.Available, f.Basis, f.Saturation*100)
 	}
 	if f.OwnLimit && f.Throttled > 0 {

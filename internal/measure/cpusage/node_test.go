@@ -76,3 +76,19 @@ func TestComponents(t *testing.T) {
 		t.Errorf("saturation %+v", s)
 	}
 }
+
+// kube-apiserver and etcd under one 0.1-core limit (the small-control-plane scenario's cgroup): etcd's own
+// 0.01 core is not the figure, their 0.1 together is, and the sentence names the other component.
+func TestComponentsSharedLimit(t *testing.T) {
+	first := []cpnode.Component{comp(agent.CompEtcd, 10, 100, 0, 0.1, 0), comp(agent.CompAPIServer, 20, 50, 0, 0.1, 0)}
+	last := []cpnode.Component{comp(agent.CompEtcd, 10, 100.2, 0, 0.1, 100), comp(agent.CompAPIServer, 20, 51.8, 0, 0.1, 100)}
+	figs := Components(first, last, 20)
+	for _, f := range figs {
+		if f.Saturation < 0.99 || f.Saturation > 1.01 || len(f.SharedWith) != 1 {
+			t.Errorf("%s: saturation %g shared with %v, want 1 with the other", f.Name, f.Saturation, f.SharedWith)
+		}
+	}
+	if d := Describe(figs[0]); !strings.Contains(d, "shared with kube-apiserver: 100% used together") {
+		t.Errorf("%s", d)
+	}
+}

@@ -52,7 +52,7 @@ func TestIntegrationControlPlaneSaturation(t *testing.T) {
 		started = time.Now()
 		return err
 	}
-	quotaOnly := scenario.Scenario{Name: "small-control-plane-no-storm", Case: "E", Configure: small.Configure,
+	quotaOnly := scenario.Scenario{Name: "small-control-plane-no-storm", Case: "E", Configure: small.Configure, Layouts: small.Layouts,
 		Start: func(_ context.Context, d lab.Dirs, _ *lab.Config, progress lab.Progress) error {
 			progress("kube-apiserver and etcd limited to %g cores, no storm", scenario.SmallControlPlaneCores)
 			return lab.LimitControlPlaneCPU(d, scenario.SmallControlPlaneCores)

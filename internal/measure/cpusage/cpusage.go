@@ -236,10 +236,7 @@ func (m *Measurement) Start(ctx context.Context, env *measure.Env) (measure.Obse
 				}
 			}
 			if c.Embeds(APIServer) && c.NodeCores > 0 {
-				cores, source = float64(c.NodeCores), "node agent: cores of "+c.Node
-				if c.AllowedCPUs > 0 && c.AllowedCPUs < c.NodeCores {
-					cores, source = float64(c.AllowedCPUs), "node agent: kube-apiserver's cpuset on "+c.Node
-				}
+				cores, source = SharedCores(c, nt.first)
 			}
 		}
 	}
@@ -337,6 +334,26 @@ func coresAvailable(ctx context.Context, env *measure.Env) (float64, string) {
 		}
 	}
 	return least, "control-plane node capacity"
+}
+
+// SharedCores is what kube-apiserver (api) and etcd may use together by the node tier's read: the CPU limit
+// of a cgroup holding both, else its cpuset, else its node's cores; with the source.
+func SharedCores(api cpnode.Component, comps []cpnode.Component) (float64, string) {
+	if cg := api.Cgroup; cg != nil && cg.LimitCores > 0 {
+		shared := true
+		for _, c := range comps {
+			if c.Node == api.Node && c.Embeds(Etcd) && !c.Embeds(APIServer) && (c.Cgroup == nil || c.Cgroup.LimitPath != cg.LimitPath) {
+				shared = false
+			}
+		}
+		if shared {
+			return cg.LimitCores, "node agent: CPU limit of kube-apiserver's and etcd's cgroup " + cg.LimitPath + " on " + api.Node
+		}
+	}
+	if api.AllowedCPUs > 0 && api.AllowedCPUs < api.NodeCores {
+		return float64(api.AllowedCPUs), "node agent: kube-apiserver's cpuset on " + api.Node
+	}
+	return float64(api.NodeCores), "node agent: cores of " + api.Node
 }
 
 // cpu returns each component's CPU seconds between two snapshots (counter resets count from zero).

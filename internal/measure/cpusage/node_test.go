@@ -92,3 +92,16 @@ func TestComponentsSharedLimit(t *testing.T) {
 		t.Errorf("%s", d)
 	}
 }
+
+// The cores kube-apiserver and etcd have together: the limit of a cgroup holding both, not the node's cores;
+// etcd under another limit (or none): the node's cores.
+func TestSharedCores(t *testing.T) {
+	api, etcd := comp(agent.CompAPIServer, 1, 0, 0, 0.1, 0), comp(agent.CompEtcd, 2, 0, 0, 0.1, 0)
+	if c, src := SharedCores(api, []cpnode.Component{api, etcd}); c != 0.1 || !strings.Contains(src, "cgroup /cp") {
+		t.Errorf("shared limit: %g %s", c, src)
+	}
+	free := comp(agent.CompEtcd, 2, 0, 0, 0, 0)
+	if c, src := SharedCores(api, []cpnode.Component{api, free}); c != 2 || !strings.Contains(src, "cores of cp") {
+		t.Errorf("etcd unlimited: %g %s", c, src)
+	}
+}

@@ -132,6 +132,9 @@ func TestIntegrationNodeTierKubeadm(t *testing.T) {
 		if r == nil {
 			t.Fatal("no controlplane.usage")
 		}
+		if c := r.Metric(cpusage.MetricCoresAvailable, nil); c == nil || c.Value > scenario.SmallControlPlaneCores*1.01 || !strings.Contains(c.Labels["source"], "CPU limit") {
+			t.Errorf("cores available %+v, want the %g-core limit kube-apiserver and etcd share, from the node agent", c, scenario.SmallControlPlaneCores)
+		}
 		for _, comp := range []string{cpusage.APIServer, cpusage.Etcd} {
 			m := r.Metric(cpusage.MetricComponentCoresAvailable, map[string]string{"component": comp})
 			if m == nil || m.Value > scenario.SmallControlPlaneCores*1.01 {

@@ -214,8 +214,11 @@ func controlPlaneSaturatedRule() rule.Rule {
 			"90% of the cores in the busiest 6 s — by the processes' own CPU count or the kernel's count of their cgroup, whichever is higher " +
 			"(a starved process under-reports), or throttled in 90% of the window's CFS periods — while the API call latency SLO " +
 			"(p99 <= 1 s) or the pod start-up SLO (p99 <= 5 s) is breached, or, where the API's latency is not known, the apiserver " +
-			"left half its own /metrics scrapes unanswered (a scrape times out after 10 s by Prometheus's default)",
-		Summary: "kube-apiserver and etcd used {{.used}} of {{.cores}} cores{{.throttled}} while API p99 was {{.api}} and pod start-up p99 {{.pods}}{{.gaps}}{{.pressure}}{{.retries}}",
+			"left half its own /metrics scrapes unanswered (a scrape times out after 10 s by Prometheus's default); where the node agent runs " +
+			"on the control-plane nodes, the saturation is also each component's CPU against its own cores (its cgroup's limit, its cpuset or " +
+			"its node's cores), or the share of its runnable time its threads waited on a run queue (/proc/<pid>/schedstat; the USE method's " +
+			"saturation, Coroot's CPU delay: at 90% it got a tenth of the CPU it was ready to use), whichever is higher, named by component",
+		Summary: "kube-apiserver and etcd used {{.used}} of {{.cores}} cores{{.throttled}}{{.component}} while API p99 was {{.api}} and pod start-up p99 {{.pods}}{{.gaps}}{{.pressure}}{{.retries}}",
 		Remediation: "Give kube-apiserver and etcd more CPU (a larger control plane: case E went from 2 cores, p99 far over 5 s, to 4 mostly and 16 fully fixed) " +
 			"or fewer writers (`kubeslow audit` names the heaviest clients); when 409 retries are a large share of the requests, fix the conflicting " +
 			"writers first (KS-API-409, KS-CNI-IPAM): every retry is another request to the saturated apiserver, a feedback loop.",
@@ -266,6 +269,13 @@ func cpSaturatedMatch(r *result.Report, rl rule.Rule) []rule.Hit {
 		if c := cpCores.In(r, nil); c != nil {
 			h.Vars["cores"] = fmt.Sprintf("%g (%s)", c.Value, c.Labels["source"])
 			h.Evidence = append(h.Evidence, cpCores.Evidence(*c))
+		}
+		// The node tier names the component: its CPU against its own cores or limit, or its run-queue wait.
+		h.Vars["component"] = ""
+		for _, m := range cpSaturation.Samples(r) {
+			if d := m.Labels["detail"]; d != "" {
+				h.Vars["component"] = fmt.Sprintf("; the most saturated component, by %s: %s", m.Labels["basis"], d)
+			}
 		}
 		// On the lab the kernel says it too: the share of CFS periods in which their cgroup's quota ran out.
 		h.Vars["throttled"] = ""

@@ -9,8 +9,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kubeslow/kubeslow/internal/agent"
 	"github.com/kubeslow/kubeslow/internal/measure"
 	"github.com/kubeslow/kubeslow/internal/measure/apislo/apislotest"
+	"github.com/kubeslow/kubeslow/internal/measure/cpnode"
 	"github.com/kubeslow/kubeslow/internal/measure/cpusage"
 	"github.com/kubeslow/kubeslow/internal/measure/podstartup/podstartuptest"
 	"github.com/kubeslow/kubeslow/internal/prom"
@@ -31,6 +33,8 @@ type controlPlane struct {
 	// sched is how long kube-apiserver's goroutines wait for a CPU (go_sched_latencies_seconds; 0: 50 µs, an
 	// apiserver with CPU to spare).
 	sched float64
+	// node are the node tier's two reads of the components, 20 s apart (nil: no node tier).
+	node [2][]cpnode.Component
 }
 
 // result runs the measurement's own observation (start, a sample every step, gather) over scripted scrapes.
@@ -81,7 +85,26 @@ func (c controlPlane) result(t *testing.T) result.Result {
 	}
 	cpusage.AddScrapeGaps(&res, cpusage.APIServer)(obs.Gaps())
 	cpusage.FromSteps(&res)
+	if c.node[1] != nil {
+		cpusage.AddComponents(&res, cpusage.Components(c.node[0], c.node[1], 20), c.node[1])
+	}
 	return res
+}
+
+// nodeReads are the node tier's reads of kube-apiserver and etcd on node cp (2 cores) 20 s apart: each one's
+// CPU seconds and run-queue wait over the 20 s, and the CPU limit of its own cgroup (0: none).
+func nodeReads(apiCPU, apiWait, apiLimit, etcdCPU, etcdWait, etcdLimit float64) [2][]cpnode.Component {
+	read := func(k float64) []cpnode.Component {
+		mk := func(name string, pid int, cpu, wait, limit float64) cpnode.Component {
+			c := cpnode.Component{Node: "cp", Name: name, PID: pid, NodeCores: 2, CPU: agent.ProcCPU{Seconds: 100 + k*cpu*20, SchedWaitSeconds: 10 + k*wait*20}}
+			if limit > 0 {
+				c.Cgroup = &agent.CgroupCPU{Version: 2, Path: "/kubepods/" + name, LimitCores: limit, LimitPath: "/kubepods/" + name}
+			}
+			return c
+		}
+		return []cpnode.Component{mk(agent.CompAPIServer, 10, apiCPU, apiWait, apiLimit), mk(agent.CompEtcd, 20, etcdCPU, etcdWait, etcdLimit)}
+	}
+	return [2][]cpnode.Component{read(0), read(1)}
 }
 
 // saturated is case E's control plane: 1.9 of 2 cores, its cgroup throttled in 80% of the CFS periods.
@@ -127,6 +150,15 @@ func TestControlPlaneSaturated(t *testing.T) {
 		{"busy within SLOs", cpSaturated(saturated, apislotest.Healthy, nil), false, nil},
 		{"slow API, idle control plane", cpSaturated(controlPlane{apiCores: 0.3, etcdCores: 0.1, cores: 2}, slowAPI, nil), false, nil},
 		{"cores unknown", cpSaturated(controlPlane{apiCores: 1.5, etcdCores: 0.4}, slowAPI, nil), false, nil},
+		// The node tier: two mechanisms named by component, and a healthy read that is not a finding.
+		{"node tier: etcd's own limit used up", cpSaturated(controlPlane{apiCores: 0.3, etcdCores: 0.1, cores: 2,
+			node: nodeReads(0.3, 0.01, 0, 0.1, 0.2, 0.1)}, slowAPI, nil), true,
+			[]string{"the most saturated component, by " + cpusage.BasisComponentLimit + ": etcd on cp used 0.10 cores of 0.1 (CPU limit of its cgroup /kubepods/etcd, 100%)"}},
+		{"node tier: kube-apiserver starved by its neighbours", cpSaturated(controlPlane{apiCores: 0.1, etcdCores: 0.05, cores: 2,
+			node: nodeReads(0.1, 1.9, 0, 0.05, 0.01, 0)}, slowAPI, nil), true,
+			[]string{"by " + cpusage.BasisRunQueueWait + ": kube-apiserver on cp used 0.10 cores of 2", "starved by its neighbours on the node"}},
+		{"node tier: room to spare", cpSaturated(controlPlane{apiCores: 0.3, etcdCores: 0.1, cores: 2,
+			node: nodeReads(0.3, 0.01, 0, 0.1, 0.005, 0)}, slowAPI, nil), false, nil},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			r := c.rep(t)

@@ -37,6 +37,9 @@ type Env struct {
 	Namespace string
 	// RunID is the value of the run label that every created object must carry (see internal/kube).
 	RunID string
+	// NodeTier is the run's shared control-plane node tier (nil: none; NodeTierOff says why).
+	NodeTier    NodeTier
+	NodeTierOff string
 	// There is no lab here on purpose: a measurement learns about the cluster only from the cluster (the API,
 	// the kubelet through the node proxy, the node agent, an optional Prometheus) and from what the user states
 	// in flags, so kubeslow's own lab is measured as any other cluster (TestNoLabImports enforces the imports).
@@ -313,4 +316,28 @@ func (e *Env) ListNodes(ctx context.Context) ([]corev1.Node, error) {
 		}
 		opts.Continue = l.Continue
 	}
+}
+
+// NodeTier is the run's one handle on the control-plane node tier (the node agent on the control-plane
+// nodes: internal/measure/cpnode.Shared). It is started by the first measurement that needs it and shared by
+// every other (etcd.health, controlplane.usage, api.audit); the runner closes it at the end of the run, and
+// everything it creates carries the run's label (kubeslow cleanup removes what an interrupted run left).
+type NodeTier interface {
+	Close(ctx context.Context)
+}
+
+// NodeTierUser is implemented by measurements that read the node tier when no flag of the user gives them
+// the signal: the runner then gives the run a namespace for the agents.
+type NodeTierUser interface {
+	UsesNodeTier() bool
+}
+
+// UsesNodeTier reports whether any of ms may read the node tier.
+func UsesNodeTier(ms []Measurement) bool {
+	for _, m := range ms {
+		if u, ok := m.(NodeTierUser); ok && u.UsesNodeTier() {
+			return true
+		}
+	}
+	return false
 }

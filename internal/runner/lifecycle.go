@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 
@@ -48,6 +49,10 @@ type Plan struct {
 	Clock clock.Clock
 	// NoPreflight skips the permission checks (SelfSubjectAccessReviews) before the run.
 	NoPreflight bool
+	// NodeTier is the run's control-plane node tier (cpnode.NewShared), started by the first measurement that
+	// reads it and closed at the end of the run; nil: none, NodeTierOff says why.
+	NodeTier    measure.NodeTier
+	NodeTierOff string
 }
 
 // BenchmarkPermissions are what the run itself needs when a benchmark runs: its own namespace, and the
@@ -175,26 +180,45 @@ func Execute(ctx context.Context, p Plan) (*result.Report, error) {
 	runID := kube.NewRunID(clk.Now())
 	ns := "kubeslow-" + runID
 	o := Options{Client: c.Client, Config: c.Config, Cluster: cl, Clock: clk, Log: log, RunID: runID, Namespace: ns,
-		Budget: p.Budget, Progress: progress, Rules: p.Rules}
+		Budget: p.Budget, Progress: progress, Rules: p.Rules, NodeTier: p.NodeTier, NodeTierOff: p.NodeTierOff}
 	if !p.NoPreflight {
 		o.Skip = Preflight(ctx, &measure.Reviewer{Client: c.Client}, p.Measurements, progress)
 	}
-	if needsNamespace(p.Measurements, o.Skip) {
+	// The node tier's agents need the run's namespace, where a node may run them (a managed control plane has
+	// none: the tier then says so without creating anything).
+	nodeTier := o.NodeTier != nil && measure.UsesNodeTier(p.Measurements) && controlPlaneNodes(ctx, c.Client)
+	if needsNamespace(p.Measurements, o.Skip) || nodeTier {
 		if _, err := c.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: kube.ObjectMeta(ns, "", runID)}, metav1.CreateOptions{}); err != nil {
 			// A cluster that refuses writes (etcd out of space, no permission) still gets its read-only
 			// checks; the benchmarks are skipped with the reason.
 			o.SkipBenchmarks = fmt.Sprintf("could not create the run's namespace %s: %v", ns, err)
 			progress("%s: benchmarks skipped", o.SkipBenchmarks)
+			o.NodeTier, o.NodeTierOff = nil, o.SkipBenchmarks+": no node agent can be deployed"
 		} else {
 			progress("run %s: objects in namespace %s (deleted at the end; `kubeslow cleanup --run %s` if interrupted)", runID, ns, runID)
 			defer cleanup(c.Config, runID, log, progress)
 		}
 	}
 	rep := Run(ctx, o, p.Measurements)
+	if o.NodeTier != nil {
+		o.NodeTier.Close(ctx)
+	}
 	// kubeslow's own cost up to the end of the measurements (the cleanup that follows is not counted).
 	rep.Results = append(rep.Results, overhead(start, c.Requests, c.Backoff))
 	rep.End = clk.Now().UTC()
 	return rep, nil
+}
+
+// controlPlaneNodes reports whether a node carries a control-plane role label (true when the nodes cannot be
+// listed: the node tier then says why).
+func controlPlaneNodes(ctx context.Context, c kubernetes.Interface) bool {
+	for _, l := range []string{"node-role.kubernetes.io/control-plane", "node-role.kubernetes.io/master"} {
+		nl, err := c.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: l, Limit: 1})
+		if err != nil || len(nl.Items) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 func needsNamespace(ms []measure.Measurement, skip map[string]string) bool {

@@ -40,6 +40,9 @@ type Options struct {
 	SkipBenchmarks string
 	// Skip are measurements that will not run, by name, with the reason (e.g. a permission they lack).
 	Skip map[string]string
+	// NodeTier is the run's shared control-plane node tier (measure.Env.NodeTier); NodeTierOff why there is none.
+	NodeTier    measure.NodeTier
+	NodeTierOff string
 }
 
 // Run executes ms and returns the report, clusterloader2's way: observers (measure.Observer: the metric-based
@@ -62,7 +65,8 @@ func Run(ctx context.Context, o Options, ms []measure.Measurement) *result.Repor
 	if progress == nil {
 		progress = func(string, ...any) {}
 	}
-	env := &measure.Env{Client: o.Client, Config: o.Config, Clock: o.Clock, Log: log, Namespace: o.Namespace, RunID: o.RunID}
+	env := &measure.Env{Client: o.Client, Config: o.Config, Clock: o.Clock, Log: log, Namespace: o.Namespace, RunID: o.RunID,
+		NodeTier: o.NodeTier, NodeTierOff: o.NodeTierOff}
 	results := make([]*result.Result, len(ms))
 	set := func(i int, r result.Result) {
 		results[i] = &r

@@ -12,6 +12,7 @@ import (
 	"github.com/kubeslow/kubeslow/internal/cli/common"
 	"github.com/kubeslow/kubeslow/internal/measure"
 	"github.com/kubeslow/kubeslow/internal/measure/all"
+	"github.com/kubeslow/kubeslow/internal/measure/cpnode"
 	"github.com/kubeslow/kubeslow/internal/measure/dnsbench"
 	"github.com/kubeslow/kubeslow/internal/measure/dnsready"
 	"github.com/kubeslow/kubeslow/internal/measure/netpath"
@@ -71,6 +72,10 @@ func Needs() (readOnly, benchmarks []Need) {
 	}
 	for _, p := range runner.BenchmarkPermissions {
 		benchmarks = append(benchmarks, Need{"run", p})
+	}
+	// The node tier (the agent on the control-plane nodes) is deployed by a run that is not --read-only.
+	for _, p := range cpnode.Permissions() {
+		benchmarks = append(benchmarks, Need{"node tier", p})
 	}
 	return readOnly, benchmarks
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/kubeslow/kubeslow/internal/cli/common"
 	"github.com/kubeslow/kubeslow/internal/measure"
 	"github.com/kubeslow/kubeslow/internal/measure/all"
+	"github.com/kubeslow/kubeslow/internal/measure/cpnode"
 	"github.com/kubeslow/kubeslow/internal/measure/podstartup"
 	"github.com/kubeslow/kubeslow/internal/report"
 	"github.com/kubeslow/kubeslow/internal/runner"
@@ -144,8 +145,14 @@ func (f *flags) run(ctx context.Context, streams common.IOStreams) (*result.Repo
 	if err != nil {
 		return nil, err
 	}
-	return runner.Execute(ctx, runner.Plan{Target: t, Measurements: ms, Rules: check.Rules(), Budget: f.budget,
-		Progress: streams.Progressf, Log: streams.Logger(f.verbose)})
+	plan := runner.Plan{Target: t, Measurements: ms, Rules: check.Rules(), Budget: f.budget,
+		Progress: streams.Progressf, Log: streams.Logger(f.verbose)}
+	if f.readOnly {
+		plan.NodeTierOff = "--read-only: kubeslow deploys no agent on the control-plane nodes"
+	} else {
+		plan.NodeTier = cpnode.NewShared(cpnode.DefaultOptions(ao.Image))
+	}
+	return runner.Execute(ctx, plan)
 }
 
 // writeReportFiles saves the report as report.json in dir and returns its path.

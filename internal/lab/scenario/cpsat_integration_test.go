@@ -52,7 +52,7 @@ func TestIntegrationControlPlaneSaturation(t *testing.T) {
 		started = time.Now()
 		return err
 	}
-	quotaOnly := scenario.Scenario{Name: "small-control-plane-no-storm", Case: "E", Configure: small.Configure,
+	quotaOnly := scenario.Scenario{Name: "small-control-plane-no-storm", Case: "E", Configure: small.Configure, Layouts: small.Layouts,
 		Start: func(_ context.Context, d lab.Dirs, _ *lab.Config, progress lab.Progress) error {
 			progress("kube-apiserver and etcd limited to %g cores, no storm", scenario.SmallControlPlaneCores)
 			return lab.LimitControlPlaneCPU(d, scenario.SmallControlPlaneCores)
@@ -136,8 +136,14 @@ func TestIntegrationControlPlaneSaturation(t *testing.T) {
 			if cp == nil || cp.Status == result.StatusPass && len(cp.OutOfReach) < 2 {
 				t.Fatalf("controlplane.usage does not say what is out of reach: %+v", cp)
 			}
+			said := false
 			for _, o := range cp.OutOfReach {
 				t.Logf("out of reach: %s: %s; fix: %s", o.Signal, o.Why, o.Fix)
+				// The node tier, given as `kubeslow run` gives it, says why it cannot help on this layout.
+				said = said || o.Signal == measure.OutOfReachComponentCPU.Signal && strings.Contains(o.Why, "no control-plane node: none of the")
+			}
+			if !said {
+				t.Errorf("controlplane.usage: the components' CPU out of reach without the node tier's reason: %+v", cp.OutOfReach)
 			}
 		})
 	}

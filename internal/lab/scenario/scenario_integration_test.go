@@ -25,6 +25,7 @@ import (
 	"github.com/kubeslow/kubeslow/internal/labtest"
 	"github.com/kubeslow/kubeslow/internal/measure"
 	"github.com/kubeslow/kubeslow/internal/measure/all"
+	"github.com/kubeslow/kubeslow/internal/measure/cpnode"
 	"github.com/kubeslow/kubeslow/internal/measure/dnsready"
 	"github.com/kubeslow/kubeslow/internal/measure/nodes"
 	"github.com/kubeslow/kubeslow/internal/measure/podstartup"
@@ -124,7 +125,8 @@ func runScenarioOn(t *testing.T, d lab.Dirs, sc scenario.Scenario, ms []measure.
 	// The run lifecycle of `kubeslow run`: only benchmarks get a namespace (etcd-quota's full etcd refuses to
 	// create one), and what they created is deleted before the lab goes down.
 	rep, err := runner.Execute(ctx, runner.Plan{Target: runner.Target{Config: rc, Name: "lab", Lab: true},
-		Measurements: ms, Rules: check.Rules(), Progress: t.Logf, Log: slog.New(slog.NewTextHandler(os.Stderr, nil))})
+		Measurements: ms, Rules: check.Rules(), Progress: t.Logf, Log: slog.New(slog.NewTextHandler(os.Stderr, nil)),
+		NodeTier: cpnode.NewShared(cpnode.DefaultOptions(lab.AgentImage))}) // as `kubeslow run` gives it
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,6 +20,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubeslow/kubeslow/internal/measure"
+	"github.com/kubeslow/kubeslow/internal/measure/cpnode"
 	"github.com/kubeslow/kubeslow/internal/prom"
 	"github.com/kubeslow/kubeslow/pkg/result"
 )
@@ -143,13 +144,12 @@ func (m *Measurement) etcdEndpoint() string {
 	return strings.TrimRight(m.EtcdEndpoint, "/")
 }
 
+// etcdScrape reads etcd's /metrics (nil: etcd is not read).
+type etcdScrape func(ctx context.Context, now time.Time) (*prom.Snapshot, error)
+
 // scrape reads the apiserver's /metrics and, when reachable, etcd's, merged into one snapshot (etcd's
 // families prefixed).
-func (m *Measurement) scrape(ctx context.Context, env *measure.Env, etcd string) (*prom.Snapshot, error) {
-	return m.scrapeMetrics(ctx, env, etcd)
-}
-
-func (m *Measurement) scrapeMetrics(ctx context.Context, env *measure.Env, etcd string) (*prom.Snapshot, error) {
+func (m *Measurement) scrape(ctx context.Context, env *measure.Env, etcd etcdScrape) (*prom.Snapshot, error) {
 	raw, err := env.Client.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
 	if apierrors.IsForbidden(err) {
 		return nil, measure.Skipf("no permission to GET /metrics on the apiserver (needs the nonResourceURLs /metrics get permission): %v", err)
@@ -162,24 +162,12 @@ func (m *Measurement) scrapeMetrics(ctx context.Context, env *measure.Env, etcd 
 	if err != nil {
 		return nil, err
 	}
-	if etcd == "" {
+	if etcd == nil {
 		return snap, nil
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, etcd+"/metrics", nil)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := m.Client.Do(req)
+	es, err := etcd(ctx, now)
 	if err != nil {
 		return snap, nil // etcd's side is optional: the result says it is missing
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return snap, nil
-	}
-	es, err := prom.Parse(io.LimitReader(resp.Body, 64<<20), now)
-	if err != nil {
-		return snap, nil
 	}
 	for k, f := range es.Families {
 		snap.Families[etcdPrefix+k] = f
@@ -187,10 +175,71 @@ func (m *Measurement) scrapeMetrics(ctx context.Context, env *measure.Env, etcd 
 	return snap, nil
 }
 
-// Start implements measure.Observer.
+// httpEtcd reads etcd's /metrics at the endpoint the user gave.
+func (m *Measurement) httpEtcd(ep string) etcdScrape {
+	return func(ctx context.Context, now time.Time) (*prom.Snapshot, error) {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, ep+"/metrics", nil)
+		if err != nil {
+			return nil, err
+		}
+		resp, err := m.Client.Do(req)
+		if err != nil {
+			return nil, err
+		}
+		defer resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return nil, fmt.Errorf("GET %s/metrics: %s", ep, resp.Status)
+		}
+		return prom.Parse(io.LimitReader(resp.Body, 64<<20), now)
+	}
+}
+
+// UsesNodeTier implements measure.NodeTierUser: the components' CPU, and etcd's metrics without
+// --etcd-endpoint, come from the node agent.
+func (*Measurement) UsesNodeTier() bool { return true }
+
+// nodeTier is what the node tier gave at the window's start: the session, the components as first read, and
+// why it is out of reach (nil when it answered).
+type nodeTier struct {
+	tier  cpnode.Tier
+	first []cpnode.Component
+	at    time.Time
+	err   error
+}
+
+// Start implements measure.Observer. Tiers: etcd's metrics from --etcd-endpoint, else through the node agent
+// on etcd's node; the components' CPU, cgroup limits, run-queue wait and PSI from the node agent; the cores
+// from the agent's read of the apiserver's node, else the control-plane nodes' capacity; whatever the node
+// tier could not give is out of reach with its reason.
 func (m *Measurement) Start(ctx context.Context, env *measure.Env) (measure.Observation, error) {
 	cores, source := coresAvailable(ctx, env)
-	etcd := m.etcdEndpoint()
+	var etcd etcdScrape
+	if ep := m.etcdEndpoint(); ep != "" {
+		etcd = m.httpEtcd(ep)
+	}
+	nt := &nodeTier{}
+	nt.tier, nt.err = cpnode.From(ctx, env)
+	if nt.err == nil {
+		nt.at = env.Clock.Now()
+		nt.first, nt.err = nt.tier.ControlPlane(ctx)
+	}
+	if nt.err == nil {
+		for _, c := range nt.first {
+			if c.Embeds(Etcd) && etcd == nil {
+				node, tier := c.Node, nt.tier
+				etcd = func(ctx context.Context, now time.Time) (*prom.Snapshot, error) {
+					sc, err := tier.Scrape(ctx, node, Etcd)
+					if err != nil {
+						return nil, err
+					}
+					return prom.Parse(bytes.NewReader(sc.Body), now)
+				}
+			}
+			if c.Embeds(APIServer) && c.NodeCores > 0 {
+				cores, source = SharedCores(c, nt.first)
+			}
+		}
+	}
 	s := &measure.Scrapes{
 		Scrape: func(ctx context.Context) (*prom.Snapshot, error) { return m.scrape(ctx, env, etcd) },
 		Step:   Step,
@@ -203,10 +252,14 @@ func (m *Measurement) Start(ctx context.Context, env *measure.Env) (measure.Obse
 	if err != nil {
 		return nil, err
 	}
-	return &observation{Scrapes: obs}, nil
+	return &observation{Scrapes: obs, env: env, nt: nt}, nil
 }
 
-type observation struct{ *measure.Scrapes }
+type observation struct {
+	*measure.Scrapes
+	env *measure.Env
+	nt  *nodeTier
+}
 
 // Gather adds what only the steps show (the busiest interval, peak seats and inflight requests) to the
 // window's analysis.
@@ -217,7 +270,43 @@ func (o *observation) Gather(ctx context.Context) (result.Result, error) {
 	}
 	AddScrapeGaps(&res, APIServer)(o.Gaps())
 	FromSteps(&res)
+	o.nodeTier(ctx, &res)
 	return res, nil
+}
+
+// nodeTier adds the node tier's window of each component, or says why the node tier is out of reach.
+func (o *observation) nodeTier(ctx context.Context, res *result.Result) {
+	nt := o.nt
+	var last []cpnode.Component
+	if nt.err == nil {
+		secs := o.env.Clock.Since(nt.at).Seconds()
+		last, nt.err = nt.tier.ControlPlane(ctx)
+		if nt.err == nil {
+			AddComponents(res, Components(nt.first, last, secs), last)
+			var names []string
+			for _, c := range last {
+				names = append(names, c.Name+"@"+c.Node)
+			}
+			note := "components' CPU, cgroup limits, run-queue wait and PSI read by the node agent (" + strings.Join(names, ", ") + ")"
+			res.Reason = strings.TrimPrefix(note+"; "+res.Reason, "; ")
+			res.Reason = strings.TrimSuffix(res.Reason, "; ")
+		}
+	}
+	if nt.err == nil {
+		return
+	}
+	// The node tier's reason is the why of what it would have given.
+	replaced := false
+	for i, r := range res.OutOfReach {
+		if r.Signal == measure.OutOfReachEtcd.Signal || r.Signal == measure.OutOfReachComponentCPU.Signal {
+			res.OutOfReach[i] = cpnode.OutOfReach(r, nt.err)
+			replaced = replaced || r.Signal == measure.OutOfReachComponentCPU.Signal
+		}
+	}
+	if !replaced {
+		res.OutOfReach = append(res.OutOfReach, result.OutOfReach{Signal: measure.OutOfReachComponentCPU.Signal,
+			Why: cpnode.Why(nt.err), Fix: measure.OutOfReachComponentCPU.Fix})
+	}
 }
 
 // AddScrapeGaps returns a function adding the scrapes of component's /metrics attempted and missed to res.
@@ -245,6 +334,26 @@ func coresAvailable(ctx context.Context, env *measure.Env) (float64, string) {
 		}
 	}
 	return least, "control-plane node capacity"
+}
+
+// SharedCores is what kube-apiserver (api) and etcd may use together by the node tier's read: the CPU limit
+// of a cgroup holding both, else its cpuset, else its node's cores; with the source.
+func SharedCores(api cpnode.Component, comps []cpnode.Component) (float64, string) {
+	if cg := api.Cgroup; cg != nil && cg.LimitCores > 0 {
+		shared := true
+		for _, c := range comps {
+			if c.Node == api.Node && c.Embeds(Etcd) && !c.Embeds(APIServer) && (c.Cgroup == nil || c.Cgroup.LimitPath != cg.LimitPath) {
+				shared = false
+			}
+		}
+		if shared {
+			return cg.LimitCores, "node agent: CPU limit of kube-apiserver's and etcd's cgroup " + cg.LimitPath + " on " + api.Node
+		}
+	}
+	if api.AllowedCPUs > 0 && api.AllowedCPUs < api.NodeCores {
+		return float64(api.AllowedCPUs), "node agent: kube-apiserver's cpuset on " + api.Node
+	}
+	return float64(api.NodeCores), "node agent: cores of " + api.Node
 }
 
 // cpu returns each component's CPU seconds between two snapshots (counter resets count from zero).

@@ -1,6 +1,8 @@
 // Package etcdhealth is the etcd measurement: etcd's own metrics over a window (WAL fsync and backend commit
 // latency, database size against the quota, leader changes) and its active alarms (NOSPACE). etcd is rarely
-// reachable from outside the control plane: without an endpoint the measurement is skipped with the reason.
+// reachable from outside the control plane: without an endpoint it is read through the node agent on a
+// control-plane node (127.0.0.1:2381), and where no agent can run there the measurement is skipped with the
+// node tier's reason.
 package etcdhealth
 
 import (
@@ -13,7 +15,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kubeslow/kubeslow/internal/agent"
+	"github.com/kubeslow/kubeslow/internal/agentproto"
 	"github.com/kubeslow/kubeslow/internal/measure"
+	"github.com/kubeslow/kubeslow/internal/measure/cpnode"
 	"github.com/kubeslow/kubeslow/internal/prom"
 	"github.com/kubeslow/kubeslow/pkg/result"
 )
@@ -129,11 +134,12 @@ func (m *Measurement) Run(ctx context.Context, env *measure.Env) (result.Result,
 }
 
 // Start implements measure.Observer: scrapes at the start, every step and at the end; the alarms at the end.
+// Tiers: the endpoint the user gave (--etcd-endpoint), else etcd's metrics on 127.0.0.1:2381 of a
+// control-plane node through the node agent, else out of reach with the node tier's reason.
 func (m *Measurement) Start(ctx context.Context, env *measure.Env) (measure.Observation, error) {
 	ep := m.endpoint()
 	if ep == "" {
-		return nil, &measure.SkipError{Reason: "no etcd metrics endpoint: etcd is usually not reachable from outside the control plane; pass --etcd-endpoint (e.g. through a port-forward to an etcd member)",
-			OutOfReach: []result.OutOfReach{measure.OutOfReachEtcd}}
+		return m.startNodeTier(ctx, env)
 	}
 	s := &measure.Scrapes{
 		Scrape: func(ctx context.Context) (*prom.Snapshot, error) { return m.scrape(ctx, env, ep) },
@@ -148,6 +154,100 @@ func (m *Measurement) Start(ctx context.Context, env *measure.Env) (measure.Obse
 		Log: env.Log.Debug,
 	}
 	return s.Start(ctx)
+}
+
+// UsesNodeTier implements measure.NodeTierUser: without --etcd-endpoint etcd is read through the node agent.
+func (m *Measurement) UsesNodeTier() bool { return m.endpoint() == "" }
+
+// startNodeTier reads etcd through the node agent: the first control-plane node whose agent scrapes etcd.
+func (m *Measurement) startNodeTier(ctx context.Context, env *measure.Env) (measure.Observation, error) {
+	skip := func(err error) error {
+		return &measure.SkipError{Reason: "no etcd metrics: no --etcd-endpoint, and " + cpnode.Why(err),
+			OutOfReach: []result.OutOfReach{cpnode.OutOfReach(measure.OutOfReachEtcd, err)}}
+	}
+	tier, err := cpnode.From(ctx, env)
+	if err != nil {
+		return nil, skip(err)
+	}
+	node, found, err := FindEtcd(ctx, tier)
+	if err != nil {
+		return nil, skip(err)
+	}
+	url := found.URL
+	env.Log.Debug("etcd.health: etcd through the node agent", "node", node, "url", url)
+	first := found.Body // the scrape that found etcd is the window's first
+	s := &measure.Scrapes{
+		Scrape: func(ctx context.Context) (*prom.Snapshot, error) {
+			if first != nil {
+				b := first
+				first = nil
+				return prom.Parse(bytes.NewReader(b), env.Clock.Now())
+			}
+			return ScrapeNode(ctx, env, tier, node)
+		},
+		Step: Step,
+		Analyze: func(_ context.Context, first, last *prom.Snapshot) (result.Result, error) {
+			return AnalyzeNodeTier(first, last, node, url), nil
+		},
+		Log: env.Log.Debug,
+	}
+	return s.Start(ctx)
+}
+
+// FindEtcd is the first of the tier's nodes whose agent scrapes etcd, with that scrape; the error is the last
+// node's when none does.
+func FindEtcd(ctx context.Context, tier cpnode.Tier) (string, agentproto.Scraped, error) {
+	var err error = &cpnode.Unreachable{Reason: cpnode.NoComponents, Detail: "no agent on a control-plane node"}
+	for _, n := range tier.Nodes() {
+		sc, e := tier.Scrape(ctx, n, agent.CompEtcd)
+		if e == nil {
+			return n, sc, nil
+		}
+		err = e
+	}
+	return "", agentproto.Scraped{}, err
+}
+
+// ScrapeNode is etcd's /metrics on node, read by the node agent.
+func ScrapeNode(ctx context.Context, env *measure.Env, tier cpnode.Tier, node string) (*prom.Snapshot, error) {
+	sc, err := tier.Scrape(ctx, node, agent.CompEtcd)
+	if err != nil {
+		return nil, err
+	}
+	return prom.Parse(bytes.NewReader(sc.Body), env.Clock.Now())
+}
+
+// AnalyzeNodeTier is Analyze of etcd read by the node agent on node (pure): every metric is labelled
+// source=node-agent and node; the alarms, served only on etcd's client port behind its client certificates,
+// are absent (unknown, never zero).
+func AnalyzeNodeTier(first, last *prom.Snapshot, node, url string) result.Result {
+	res := Analyze(first, last, nil)
+	kept := res.Metrics[:0]
+	for _, mt := range res.Metrics {
+		if mt.Name == MetricAlarmNoSpace || mt.Name == "alarms" {
+			continue
+		}
+		mt.Labels = withSource(mt.Labels, node)
+		kept = append(kept, mt)
+	}
+	res.Metrics = kept
+	res.Absent = append(res.Absent, result.Absence{Metric: MetricAlarmNoSpace, Series: "(etcd alarm list)",
+		Reason: "etcd's alarms are served on its client port behind its client certificates, not in its metrics: whether NOSPACE is raised is unknown"})
+	where := fmt.Sprintf("etcd read by the node agent on %s (%s)", node, url)
+	if res.Reason == "" {
+		res.Reason = where
+	} else {
+		res.Reason = where + "; " + res.Reason
+	}
+	return res
+}
+
+func withSource(l map[string]string, node string) map[string]string {
+	out := map[string]string{"source": cpnode.SourceNodeAgent, "node": node}
+	for k, v := range l {
+		out[k] = v
+	}
+	return out
 }
 
 // Step is one step of the series (pure): the WAL fsync and backend commit p99 between two scrapes.

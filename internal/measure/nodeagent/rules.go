@@ -69,8 +69,13 @@ const KernelGrace = 2 * time.Minute
 
 // RunHorizon is how long before the node sweep's end the run began, plus KernelGrace: kernel lines older than
 // that at the sweep's read are older than the run. known is false when the times are not in the report.
-func RunHorizon(r *result.Report) (time.Duration, bool) {
-	res := r.Result(Name)
+func RunHorizon(r *result.Report) (time.Duration, bool) { return Horizon(r, Name, KernelGrace) }
+
+// Horizon is how long before the end of the result named name the run began (the run's start, else the
+// result's), plus grace: evidence older than that at the result's read is older than the run. known is false
+// when the times are not in the report.
+func Horizon(r *result.Report, name string, grace time.Duration) (time.Duration, bool) {
+	res := r.Result(name)
 	if res == nil || res.End.IsZero() {
 		return 0, false
 	}
@@ -81,7 +86,7 @@ func RunHorizon(r *result.Report) (time.Duration, bool) {
 	if start.IsZero() || !start.Before(res.End) {
 		return 0, false
 	}
-	return res.End.Sub(start) + KernelGrace, true
+	return res.End.Sub(start) + grace, true
 }
 
 // newestLine is the newest kernel log line of class on node, from the sweep's per-node record.

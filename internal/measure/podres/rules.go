@@ -83,20 +83,7 @@ func throttledPods(r *result.Report, ru rule.Rule) []rule.Hit {
 }
 
 // horizon is how long before pods.resources' end the run began, plus EventGrace.
-func horizon(r *result.Report) (time.Duration, bool) {
-	res := r.Result(Name)
-	if res == nil || res.End.IsZero() {
-		return 0, false
-	}
-	start := res.Start
-	if !r.Start.IsZero() && r.Start.Before(res.End) {
-		start = r.Start
-	}
-	if start.IsZero() || !start.Before(res.End) {
-		return 0, false
-	}
-	return res.End.Sub(start) + EventGrace, true
-}
+func horizon(r *result.Report) (time.Duration, bool) { return nodeagent.Horizon(r, Name, EventGrace) }
 
 func ago(seconds float64) time.Duration {
 	return time.Duration(seconds * float64(time.Second)).Round(time.Second)

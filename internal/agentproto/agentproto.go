@@ -84,18 +84,52 @@ type Call[T any] interface {
 	Decode(out []byte) (T, error)
 }
 
+// Reread marks the read-only requests (they change nothing on the node) that Exec runs again when an exec
+// ends with no output and no error.
+type Reread interface{ Reread() }
+
+// execFn runs a command in a pod (kube.Exec; a test replaces it).
+var execFn = kube.Exec
+
+// execAttempts bounds Exec's runs of a Reread request that came back empty.
+const execAttempts = 3
+
 // Exec runs r in the agent pod ns/pod (through the apiserver, as kubectl exec) and decodes its output.
+//
+// Every agent command writes a report, so an exec that ends with no error and no output lost it: the
+// exec stream can close before stdout is delivered, and an error stream closed with nothing on it reads
+// as success (kubernetes/kubernetes#137404; seen on the lab with the apiserver held to 0.1 cores). A
+// read-only request (Reread) is then run again, up to execAttempts times; any other is an error saying so.
 func Exec[T any](ctx context.Context, cfg *rest.Config, c kubernetes.Interface, ns, pod string, r Call[T]) (T, error) {
-	out, errOut, err := kube.Exec(ctx, cfg, c, ns, pod, Argv(r)...)
-	if err != nil {
-		var zero T
-		return zero, fmt.Errorf("exec in %s: %v: %s", pod, err, strings.TrimSpace(errOut))
+	var zero T
+	var out, errOut string
+	var err error
+	for attempt := 1; ; attempt++ {
+		out, errOut, err = execFn(ctx, cfg, c, ns, pod, Argv(r)...)
+		if err != nil {
+			return zero, fmt.Errorf("exec in %s: %v: %s", pod, err, strings.TrimSpace(errOut))
+		}
+		if strings.TrimSpace(out) != "" {
+			break
+		}
+		_, again := r.(Reread)
+		if !again || attempt >= execAttempts || ctx.Err() != nil {
+			return zero, fmt.Errorf("exec in %s: %s ended with no output after %d attempt(s): the exec stream closed before the agent's report arrived (kubernetes/kubernetes#137404)%s",
+				pod, strings.Join(r.Args()[:min(2, len(r.Args()))], " "), attempt, stderrNote(errOut))
+		}
 	}
 	v, err := r.Decode([]byte(out))
 	if err != nil {
 		return v, fmt.Errorf("%s: %w", pod, err)
 	}
 	return v, nil
+}
+
+func stderrNote(s string) string {
+	if s = strings.TrimSpace(s); s != "" {
+		return "; stderr: " + s
+	}
+	return ""
 }
 
 // Pause keeps an agent pod alive doing nothing (the client side of exec-driven benchmarks).
@@ -138,6 +172,9 @@ type ProbeNode struct{}
 
 // Args implements Request.
 func (ProbeNode) Args() []string { return []string{"probe", "node"} }
+
+// Reread implements Reread: it only reads.
+func (ProbeNode) Reread() {}
 
 // Decode reads the probe's output.
 func (ProbeNode) Decode(out []byte) (*agent.NodeNet, error) {
@@ -300,6 +337,9 @@ func (n NodeHost) Ready() []string { return Argv(exists{n.ReadyFile}) }
 type exists struct{ path string }
 
 func (e exists) Args() []string { return []string{"agent", "exists", e.path} }
+
+// Reread implements Reread: it only reads.
+func (NodeHost) Reread() {}
 
 // Decode reads the report: the first line of the agent's output or log that opens a JSON object (the
 // agent's stderr shares its log).
@@ -506,6 +546,9 @@ func (c ControlPlane) Args() []string {
 	return append(append([]string{"agent", "control-plane"}, c.Roots.args()...), "--"+FlagInterval, c.Interval.String())
 }
 
+// Reread implements Reread: it only reads.
+func (ControlPlane) Reread() {}
+
 // Decode reads the report.
 func (ControlPlane) Decode(out []byte) (*agent.ControlPlane, error) {
 	var cp agent.ControlPlane
@@ -537,6 +580,9 @@ func (c CPScrape) Args() []string {
 	return append(append([]string{"agent", "cp-scrape"}, c.Roots.args()...), "--"+FlagComponent, c.Component,
 		"--"+FlagMaxBytes, strconv.FormatInt(c.MaxBytes, 10), "--"+FlagTimeout, c.Timeout.String())
 }
+
+// Reread implements Reread: it only reads.
+func (CPScrape) Reread() {}
 
 // Decode reads the header line and the body after it.
 func (c CPScrape) Decode(out []byte) (Scraped, error) {
@@ -575,6 +621,9 @@ func (c CPAudit) Args() []string {
 	return append(a, "--"+FlagInode, strconv.FormatUint(c.Cursor.Inode, 10), "--"+FlagOffset, strconv.FormatInt(c.Cursor.Offset, 10),
 		"--"+FlagMaxBytes, strconv.FormatInt(c.MaxBytes, 10))
 }
+
+// Reread implements Reread: it only reads.
+func (CPAudit) Reread() {}
 
 // Decode reads the header line and the chunk after it.
 func (c CPAudit) Decode(out []byte) (AuditChunk, error) {

@@ -1,6 +1,7 @@
 package scenario_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
@@ -14,12 +15,15 @@ import (
 	"github.com/kubeslow/kubeslow/internal/lab/scenario"
 	"github.com/kubeslow/kubeslow/internal/labtest"
 	"github.com/kubeslow/kubeslow/internal/measure/all"
+	"github.com/kubeslow/kubeslow/internal/prom"
 	"github.com/kubeslow/kubeslow/internal/measure/cpnode"
 	"github.com/kubeslow/kubeslow/internal/measure/cpusage"
 	"github.com/kubeslow/kubeslow/internal/measure/etcdhealth"
 	"github.com/kubeslow/kubeslow/internal/runner"
 	"github.com/kubeslow/kubeslow/pkg/result"
 
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 )
 
@@ -113,8 +117,13 @@ func TestIntegrationNodeTierKubeadm(t *testing.T) {
 		if err := sc.Start(ctx, d, &cfg, t.Logf); err != nil {
 			t.Fatal(err)
 		}
-		// Let the storm build up its queue before the window.
-		time.Sleep(10 * time.Second)
+		// The storm has built up before the window: the apiserver has answered 200 of its 409s.
+		if err := wait.PollUntilContextTimeout(ctx, time.Second, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+			n, err := conflicts(ctx, rc)
+			return err == nil && n >= 200, nil
+		}); err != nil {
+			t.Fatalf("the conflict storm did not reach 200 409s: %v", err)
+		}
 		rep := run("api.responsiveness", cpusage.Name)
 		var f *result.Finding
 		for i := range rep.Findings {
@@ -149,4 +158,27 @@ func TestIntegrationNodeTierKubeadm(t *testing.T) {
 			}
 		}
 	})
+}
+
+// conflicts is the apiserver's count of 409 answers (apiserver_request_total{code="409"}) from its /metrics.
+func conflicts(ctx context.Context, rc *rest.Config) (float64, error) {
+	cs, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return 0, err
+	}
+	body, err := cs.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	if err != nil {
+		return 0, err
+	}
+	snap, err := prom.Parse(bytes.NewReader(body), time.Now())
+	if err != nil {
+		return 0, err
+	}
+	n := 0.0
+	for _, s := range snap.Series("apiserver_request_total") {
+		if s.Labels["code"] == "409" {
+			n += s.Value
+		}
+	}
+	return n, nil
 }

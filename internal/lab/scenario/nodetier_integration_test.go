@@ -15,10 +15,10 @@ import (
 	"github.com/kubeslow/kubeslow/internal/lab/scenario"
 	"github.com/kubeslow/kubeslow/internal/labtest"
 	"github.com/kubeslow/kubeslow/internal/measure/all"
-	"github.com/kubeslow/kubeslow/internal/prom"
 	"github.com/kubeslow/kubeslow/internal/measure/cpnode"
 	"github.com/kubeslow/kubeslow/internal/measure/cpusage"
 	"github.com/kubeslow/kubeslow/internal/measure/etcdhealth"
+	"github.com/kubeslow/kubeslow/internal/prom"
 	"github.com/kubeslow/kubeslow/internal/runner"
 	"github.com/kubeslow/kubeslow/pkg/result"
 

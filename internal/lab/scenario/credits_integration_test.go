@@ -47,7 +47,7 @@ func TestIntegrationBurstCredits(t *testing.T) {
 	}
 	node := lab.RealNodeName(1)
 	m := churn.New(churn.Options{Nodes: []string{node}, Count: CreditsRunCount, Duration: CreditsRunDuration, Concurrency: 1,
-		PodTimeout: 30 * time.Second, DiskDirs: map[string]string{node: lab.RealNodeDir(d, 1)}}, t.Logf)
+		PodTimeout: 30 * time.Second, StopAfterKnee: churn.DefaultStopAfterKnee, DiskDirs: map[string]string{node: lab.RealNodeDir(d, 1)}}, t.Logf)
 	rep := runner.Run(ctx, runner.Options{Client: c, Config: rc, Clock: clock.RealClock{}, RunID: "test", Namespace: ns,
 		Log:   slog.New(slog.NewTextHandler(os.Stderr, nil)),
 		Rules: churn.Rules(), Progress: t.Logf}, []measure.Measurement{m})

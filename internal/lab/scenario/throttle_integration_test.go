@@ -79,7 +79,8 @@ func TestIntegrationDiskThrottle(t *testing.T) {
 
 	// minSamples: about one a second, fewer on a throttled disk (each probe's write+fdatasync waits its turn).
 	churnOn := func(name string, dur time.Duration, minSamples int, viaAgent bool) *result.Report {
-		o := churn.Options{Nodes: []string{node}, Count: 1000, Duration: dur, Concurrency: 1, PodTimeout: 30 * time.Second}
+		o := churn.Options{Nodes: []string{node}, Count: 1000, Duration: dur, Concurrency: 1, PodTimeout: 30 * time.Second,
+			StopAfterKnee: churn.DefaultStopAfterKnee}
 		if viaAgent {
 			o.AgentImage, o.AgentDirs = lab.AgentImage, map[string]string{node: dir}
 		} else {

@@ -290,3 +290,26 @@ func Secs(v float64) string {
 	}
 	return fmt.Sprintf("%.0f µs", v*1e6)
 }
+
+// KneeHeld reports whether its so far show a knee that counts (a rise of KneeRatio or more to a median of
+// KneeMinAfter or more, Analyze's) followed by at least hold successful starts, and says so.
+func KneeHeld(its []Iteration, hold int) (string, bool) {
+	res := Analyze(Input{Iterations: its})
+	at, ratio, after := res.Metric(MetricKneeIteration, nil), res.Metric(MetricKneeRatio, nil), res.Metric(MetricKneeP50After, nil)
+	before := res.Metric(MetricKneeP50Before, nil)
+	if at == nil || ratio == nil || after == nil || before == nil || ratio.Value < KneeRatio || after.Value < KneeMinAfter {
+		return "", false
+	}
+	ok := 0
+	for _, it := range its {
+		if !math.IsNaN(it.Latency) && it.Err == "" {
+			ok++
+		}
+	}
+	past := ok - int(at.Value)
+	if past < hold {
+		return "", false
+	}
+	return fmt.Sprintf("stopped after %d pods: start latency's knee at start %d (p50 %s -> %s) held for %d starts; more load would only hurt the node",
+		len(its), int(at.Value), Secs(before.Value), Secs(after.Value), past), true
+}

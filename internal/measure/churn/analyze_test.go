@@ -130,3 +130,22 @@ func TestReportPlotsMarks(t *testing.T) {
 		}
 	}
 }
+
+// The run stops once the knee has held for the starts asked, not before, and never on a steady run.
+func TestKneeHeld(t *testing.T) {
+	all := churntest.Credits.Input().Iterations
+	knee := int(metric(t, churn.Analyze(churntest.Credits.Input()), churn.MetricKneeIteration))
+	if why, ok := churn.KneeHeld(all[:knee+5], 20); ok {
+		t.Errorf("5 starts past the knee: stopped (%s)", why)
+	}
+	why, ok := churn.KneeHeld(all[:knee+25], 20)
+	if !ok || !strings.Contains(why, "held for") {
+		t.Fatalf("25 starts past the knee at %d: not stopped (%q)", knee, why)
+	}
+	t.Log(why)
+	for name, m := range map[string]churntest.Model{"healthy": churntest.Healthy, "steady slow disk": churntest.SteadySlowDisk} {
+		if why, ok := churn.KneeHeld(m.Input().Iterations, 20); ok {
+			t.Errorf("%s: stopped (%s)", name, why)
+		}
+	}
+}

@@ -9,11 +9,15 @@ import (
 	"github.com/kubeslow/kubeslow/internal/measure/podstartup"
 )
 
+// DefaultStopAfterKnee is how many starts past a knee confirm it: PELT has placed the change and the
+// median after it rests on that many points, so more starts change nothing but the node's load.
+const DefaultStopAfterKnee = 20
+
 // DefaultOptions are `bench churn`'s defaults: 500 pods one after another (as `docker run` in a loop) for at
 // most 15 minutes, sampled every second.
 func DefaultOptions() Options {
 	return Options{Count: 500, Duration: 15 * time.Minute, Concurrency: 1, PodTimeout: 3 * time.Minute,
-		SampleInterval: time.Second, RuntimeDir: DefaultRuntimeDir}
+		SampleInterval: time.Second, RuntimeDir: DefaultRuntimeDir, StopAfterKnee: DefaultStopAfterKnee}
 }
 
 // AddFlags registers the options' flags, defaulting to o's values. How the nodes' disks are reached (the
@@ -26,5 +30,6 @@ func (o *Options) AddFlags(fl *pflag.FlagSet) {
 	fl.StringVar(&o.Image, "image", o.Image, "container image (default: a pause image the nodes already hold, else "+podstartup.ClusterImage+")")
 	fl.DurationVar(&o.PodTimeout, "pod-timeout", o.PodTimeout, "give up on one pod's start, or its deletion, after this long (at most 1h)")
 	fl.DurationVar(&o.SampleInterval, "sample-interval", o.SampleInterval, "disk sampling period (100ms..1m)")
+	fl.IntVar(&o.StopAfterKnee, "stop-after-knee", o.StopAfterKnee, "stop once start latency's knee has held for this many starts (0: run to --count or --duration)")
 	fl.StringVar(&o.RuntimeDir, "runtime-dir", o.RuntimeDir, "the container runtime's directory on the nodes (its disk is the one sampled)")
 }

@@ -60,6 +60,10 @@ type Options struct {
 	AgentDirs  map[string]string
 	// RuntimeDir is the container runtime's directory on the nodes (default /var/lib/containerd).
 	RuntimeDir string
+	// StopAfterKnee ends the run once start latency's knee (KneeRatio, KneeMinAfter) has held for this many
+	// pod starts: past it more load only hurts the node further and adds nothing to the diagnosis. 0 runs to
+	// Count or Duration.
+	StopAfterKnee int
 }
 
 // DefaultRuntimeDir is containerd's root directory.
@@ -78,6 +82,9 @@ func (o Options) Validate() error {
 	}
 	if o.PodTimeout <= 0 || o.PodTimeout > time.Hour {
 		return fmt.Errorf("--pod-timeout %s: want (0, 1h]", o.PodTimeout)
+	}
+	if o.StopAfterKnee < 0 || o.StopAfterKnee > MaxCount {
+		return fmt.Errorf("--stop-after-knee %d: want 0..%d", o.StopAfterKnee, MaxCount)
 	}
 	if o.SampleInterval != 0 && (o.SampleInterval < 100*time.Millisecond || o.SampleInterval > time.Minute) {
 		return fmt.Errorf("--sample-interval %s: want 100ms..1m", o.SampleInterval)
@@ -154,6 +161,7 @@ func (m *Measurement) Run(ctx context.Context, env *measure.Env) (result.Result,
 
 	var mu sync.Mutex
 	var its []Iteration
+	var stopped string // why the run stopped before its bounds
 	next := 0
 	start := env.Clock.Now()
 	var wg sync.WaitGroup
@@ -163,7 +171,7 @@ func (m *Measurement) Run(ctx context.Context, env *measure.Env) (result.Result,
 			defer wg.Done()
 			for {
 				mu.Lock()
-				if next >= o.Count || runCtx.Err() != nil {
+				if next >= o.Count || runCtx.Err() != nil || stopped != "" {
 					mu.Unlock()
 					return
 				}
@@ -176,6 +184,14 @@ func (m *Measurement) Run(ctx context.Context, env *measure.Env) (result.Result,
 				done := len(its)
 				if m.Progress != nil && (done%10 == 0 || done == o.Count) {
 					m.Progress("%s", progressLine(its, done, env.Clock.Since(start)))
+				}
+				if o.StopAfterKnee > 0 && stopped == "" && done%5 == 0 {
+					if why, ok := KneeHeld(its, o.StopAfterKnee); ok {
+						stopped = why
+						if m.Progress != nil {
+							m.Progress("churn: %s", why)
+						}
+					}
 				}
 				mu.Unlock()
 			}
@@ -193,8 +209,11 @@ func (m *Measurement) Run(ctx context.Context, env *measure.Env) (result.Result,
 	res.Metrics = append(res.Metrics,
 		result.Metric{Name: MetricFreePodSlots, Unit: "count", Value: float64(pl.Free()), Labels: map[string]string{"nodes": strconv.Itoa(len(pl.Nodes))}},
 		result.Metric{Name: MetricConcurrency, Unit: "count", Value: float64(concurrency), Labels: map[string]string{"requested": strconv.Itoa(m.Opts.Concurrency)}})
-	if limit != "" {
-		res.Reason = strings.Join(slices.DeleteFunc([]string{limit, res.Reason}, func(s string) bool { return s == "" }), "; ")
+	if stopped != "" {
+		res.Metrics = append(res.Metrics, result.Metric{Name: MetricStoppedAtKnee, Unit: "count", Value: float64(len(its))})
+	}
+	if limit != "" || stopped != "" {
+		res.Reason = strings.Join(slices.DeleteFunc([]string{limit, stopped, res.Reason}, func(s string) bool { return s == "" }), "; ")
 	}
 	if errors.Is(ctx.Err(), context.Canceled) {
 		return res, ctx.Err()
@@ -208,6 +227,9 @@ const (
 	MetricFreePodSlots = "free_pod_slots"
 	// MetricConcurrency is the pods in flight at once, as run (label requested: as asked).
 	MetricConcurrency = "concurrency"
+	// MetricStoppedAtKnee is the pods started when the run stopped because the knee had held
+	// (Options.StopAfterKnee); absent when it ran to its bounds.
+	MetricStoppedAtKnee = "stopped_at_knee"
 )
 
 // place reads the nodes churn may use from the cluster: the chosen ones, or every real node that takes

@@ -296,7 +296,14 @@ func Start(ctx context.Context, env *measure.Env, o Options) (*Session, error) {
 			sa = ""
 		}
 	}
-	ds := DaemonSet(env.Namespace, env.RunID, o.Image, o.Nodes, sa)
+	// Pinned to the nodes found by name: an affinity on the role labels would bring the apiserver's warning
+	// that node-role.kubernetes.io/master is deprecated into the user's output.
+	names := make([]string, 0, len(targets))
+	for name := range targets {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	ds := DaemonSet(env.Namespace, env.RunID, o.Image, names, sa)
 	dsc := env.Client.AppsV1().DaemonSets(env.Namespace)
 	if _, err := dsc.Create(ctx, ds, metav1.CreateOptions{}); err != nil {
 		s.Close(ctx)

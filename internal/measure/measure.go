@@ -40,6 +40,9 @@ type Env struct {
 	// NodeTier is the run's shared control-plane node tier (nil: none; NodeTierOff says why).
 	NodeTier    NodeTier
 	NodeTierOff string
+	// Scrapes shares each step's scrape of a source between the measurements that read it (nil: each
+	// fetches its own).
+	Scrapes *SharedScrapes
 	// There is no lab here on purpose: a measurement learns about the cluster only from the cluster (the API,
 	// the kubelet through the node proxy, the node agent, an optional Prometheus) and from what the user states
 	// in flags, so kubeslow's own lab is measured as any other cluster (TestNoLabImports enforces the imports).

@@ -8,14 +8,12 @@
 package apislo
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"sort"
 	"strings"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"github.com/kubeslow/kubeslow/internal/measure"
 	"github.com/kubeslow/kubeslow/internal/prom"
@@ -76,16 +74,7 @@ func (m *Measurement) Description() string {
 	return fmt.Sprintf("API latency p99 per verb/resource vs SLO, 409/429 rates, APF rejections and queues, LIST bytes and objects, etcd as the apiserver sees it, over %s of apiserver metrics", m.Length)
 }
 
-func scrape(ctx context.Context, env *measure.Env) (*prom.Snapshot, error) {
-	raw, err := env.Client.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
-	if apierrors.IsForbidden(err) {
-		return nil, measure.Skipf("no permission to GET /metrics on the apiserver (needs the nonResourceURLs /metrics get permission): %v", err)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("GET /metrics: %w", err)
-	}
-	return prom.Parse(bytes.NewReader(raw), env.Clock.Now())
-}
+func scrape(ctx context.Context, env *measure.Env) (*prom.Snapshot, error) { return env.APIServerMetrics(ctx) }
 
 // Run observes the window on its own.
 func (m *Measurement) Run(ctx context.Context, env *measure.Env) (result.Result, error) {

@@ -16,7 +16,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubeslow/kubeslow/internal/measure"
@@ -150,18 +149,11 @@ type etcdScrape func(ctx context.Context, now time.Time) (*prom.Snapshot, error)
 // scrape reads the apiserver's /metrics and, when reachable, etcd's, merged into one snapshot (etcd's
 // families prefixed).
 func (m *Measurement) scrape(ctx context.Context, env *measure.Env, etcd etcdScrape) (*prom.Snapshot, error) {
-	raw, err := env.Client.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
-	if apierrors.IsForbidden(err) {
-		return nil, measure.Skipf("no permission to GET /metrics on the apiserver (needs the nonResourceURLs /metrics get permission): %v", err)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("GET /metrics: %w", err)
-	}
-	now := env.Clock.Now()
-	snap, err := prom.Parse(bytes.NewReader(raw), now)
+	snap, err := env.APIServerMetrics(ctx)
 	if err != nil {
 		return nil, err
 	}
+	now := snap.At
 	if etcd == nil {
 		return snap, nil
 	}
@@ -215,7 +207,10 @@ func (m *Measurement) Start(ctx context.Context, env *measure.Env) (measure.Obse
 	cores, source := coresAvailable(ctx, env)
 	var etcd etcdScrape
 	if ep := m.etcdEndpoint(); ep != "" {
-		etcd = m.httpEtcd(ep)
+		fetch := m.httpEtcd(ep)
+		etcd = func(ctx context.Context, now time.Time) (*prom.Snapshot, error) {
+			return env.Scrape(ctx, measure.ScrapeEtcdAt(ep), func(ctx context.Context) (*prom.Snapshot, error) { return fetch(ctx, now) })
+		}
 	}
 	nt := &nodeTier{}
 	nt.tier, nt.err = cpnode.From(ctx, env)
@@ -228,11 +223,13 @@ func (m *Measurement) Start(ctx context.Context, env *measure.Env) (measure.Obse
 			if c.Embeds(Etcd) && etcd == nil {
 				node, tier := c.Node, nt.tier
 				etcd = func(ctx context.Context, now time.Time) (*prom.Snapshot, error) {
-					sc, err := tier.Scrape(ctx, node, Etcd)
-					if err != nil {
-						return nil, err
-					}
-					return prom.Parse(bytes.NewReader(sc.Body), now)
+					return env.Scrape(ctx, measure.ScrapeEtcdOn(node), func(ctx context.Context) (*prom.Snapshot, error) {
+						sc, err := tier.Scrape(ctx, node, Etcd)
+						if err != nil {
+							return nil, err
+						}
+						return prom.Parse(bytes.NewReader(sc.Body), now)
+					})
 				}
 			}
 			if c.Embeds(APIServer) && c.NodeCores > 0 {

@@ -142,7 +142,9 @@ func (m *Measurement) Start(ctx context.Context, env *measure.Env) (measure.Obse
 		return m.startNodeTier(ctx, env)
 	}
 	s := &measure.Scrapes{
-		Scrape: func(ctx context.Context) (*prom.Snapshot, error) { return m.scrape(ctx, env, ep) },
+		Scrape: func(ctx context.Context) (*prom.Snapshot, error) {
+			return env.Scrape(ctx, measure.ScrapeEtcdAt(ep), func(ctx context.Context) (*prom.Snapshot, error) { return m.scrape(ctx, env, ep) })
+		},
 		Step:   Step,
 		Analyze: func(ctx context.Context, first, last *prom.Snapshot) (result.Result, error) {
 			alarms, err := m.alarms(ctx, ep)
@@ -210,11 +212,13 @@ func FindEtcd(ctx context.Context, tier cpnode.Tier) (string, agentproto.Scraped
 
 // ScrapeNode is etcd's /metrics on node, read by the node agent.
 func ScrapeNode(ctx context.Context, env *measure.Env, tier cpnode.Tier, node string) (*prom.Snapshot, error) {
-	sc, err := tier.Scrape(ctx, node, agent.CompEtcd)
-	if err != nil {
-		return nil, err
-	}
-	return prom.Parse(bytes.NewReader(sc.Body), env.Clock.Now())
+	return env.Scrape(ctx, measure.ScrapeEtcdOn(node), func(ctx context.Context) (*prom.Snapshot, error) {
+		sc, err := tier.Scrape(ctx, node, agent.CompEtcd)
+		if err != nil {
+			return nil, err
+		}
+		return prom.Parse(bytes.NewReader(sc.Body), env.Clock.Now())
+	})
 }
 
 // AnalyzeNodeTier is Analyze of etcd read by the node agent on node (pure): every metric is labelled

@@ -14,7 +14,6 @@ import (
 	"strings"
 	"time"
 
-
 	"github.com/kubeslow/kubeslow/internal/measure"
 	"github.com/kubeslow/kubeslow/internal/prom"
 	"github.com/kubeslow/kubeslow/pkg/result"
@@ -74,7 +73,9 @@ func (m *Measurement) Description() string {
 	return fmt.Sprintf("API latency p99 per verb/resource vs SLO, 409/429 rates, APF rejections and queues, LIST bytes and objects, etcd as the apiserver sees it, over %s of apiserver metrics", m.Length)
 }
 
-func scrape(ctx context.Context, env *measure.Env) (*prom.Snapshot, error) { return env.APIServerMetrics(ctx) }
+func scrape(ctx context.Context, env *measure.Env) (*prom.Snapshot, error) {
+	return env.APIServerMetrics(ctx)
+}
 
 // Run observes the window on its own.
 func (m *Measurement) Run(ctx context.Context, env *measure.Env) (result.Result, error) {

@@ -145,7 +145,7 @@ func (m *Measurement) Start(ctx context.Context, env *measure.Env) (measure.Obse
 		Scrape: func(ctx context.Context) (*prom.Snapshot, error) {
 			return env.Scrape(ctx, measure.ScrapeEtcdAt(ep), func(ctx context.Context) (*prom.Snapshot, error) { return m.scrape(ctx, env, ep) })
 		},
-		Step:   Step,
+		Step: Step,
 		Analyze: func(ctx context.Context, first, last *prom.Snapshot) (result.Result, error) {
 			alarms, err := m.alarms(ctx, ep)
 			if err != nil {

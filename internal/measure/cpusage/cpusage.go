@@ -17,6 +17,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/clock"
 
 	"github.com/kubeslow/kubeslow/internal/measure"
 	"github.com/kubeslow/kubeslow/internal/measure/cpnode"
@@ -144,7 +145,7 @@ func (m *Measurement) etcdEndpoint() string {
 }
 
 // etcdScrape reads etcd's /metrics (nil: etcd is not read).
-type etcdScrape func(ctx context.Context, now time.Time) (*prom.Snapshot, error)
+type etcdScrape func(ctx context.Context) (*prom.Snapshot, error)
 
 // scrape reads the apiserver's /metrics and, when reachable, etcd's, merged into one snapshot (etcd's
 // families prefixed).
@@ -153,11 +154,10 @@ func (m *Measurement) scrape(ctx context.Context, env *measure.Env, etcd etcdScr
 	if err != nil {
 		return nil, err
 	}
-	now := snap.At
 	if etcd == nil {
 		return snap, nil
 	}
-	es, err := etcd(ctx, now)
+	es, err := etcd(ctx)
 	if err != nil {
 		return snap, nil // etcd's side is optional: the result says it is missing
 	}
@@ -168,8 +168,8 @@ func (m *Measurement) scrape(ctx context.Context, env *measure.Env, etcd etcdScr
 }
 
 // httpEtcd reads etcd's /metrics at the endpoint the user gave.
-func (m *Measurement) httpEtcd(ep string) etcdScrape {
-	return func(ctx context.Context, now time.Time) (*prom.Snapshot, error) {
+func (m *Measurement) httpEtcd(ep string, clk clock.PassiveClock) etcdScrape {
+	return func(ctx context.Context) (*prom.Snapshot, error) {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, ep+"/metrics", nil)
 		if err != nil {
 			return nil, err
@@ -182,7 +182,7 @@ func (m *Measurement) httpEtcd(ep string) etcdScrape {
 		if resp.StatusCode != http.StatusOK {
 			return nil, fmt.Errorf("GET %s/metrics: %s", ep, resp.Status)
 		}
-		return prom.Parse(io.LimitReader(resp.Body, 64<<20), now)
+		return prom.Parse(io.LimitReader(resp.Body, 64<<20), clk.Now())
 	}
 }
 
@@ -207,9 +207,9 @@ func (m *Measurement) Start(ctx context.Context, env *measure.Env) (measure.Obse
 	cores, source := coresAvailable(ctx, env)
 	var etcd etcdScrape
 	if ep := m.etcdEndpoint(); ep != "" {
-		fetch := m.httpEtcd(ep)
-		etcd = func(ctx context.Context, now time.Time) (*prom.Snapshot, error) {
-			return env.Scrape(ctx, measure.ScrapeEtcdAt(ep), func(ctx context.Context) (*prom.Snapshot, error) { return fetch(ctx, now) })
+		fetch := m.httpEtcd(ep, env.Clock)
+		etcd = func(ctx context.Context) (*prom.Snapshot, error) {
+			return env.Scrape(ctx, measure.ScrapeEtcdAt(ep), fetch)
 		}
 	}
 	nt := &nodeTier{}
@@ -222,13 +222,13 @@ func (m *Measurement) Start(ctx context.Context, env *measure.Env) (measure.Obse
 		for _, c := range nt.first {
 			if c.Embeds(Etcd) && etcd == nil {
 				node, tier := c.Node, nt.tier
-				etcd = func(ctx context.Context, now time.Time) (*prom.Snapshot, error) {
+				etcd = func(ctx context.Context) (*prom.Snapshot, error) {
 					return env.Scrape(ctx, measure.ScrapeEtcdOn(node), func(ctx context.Context) (*prom.Snapshot, error) {
 						sc, err := tier.Scrape(ctx, node, Etcd)
 						if err != nil {
 							return nil, err
 						}
-						return prom.Parse(bytes.NewReader(sc.Body), now)
+						return prom.Parse(bytes.NewReader(sc.Body), env.Clock.Now())
 					})
 				}
 			}

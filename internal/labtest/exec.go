@@ -2,6 +2,9 @@ package labtest
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +16,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/kubeslow/kubeslow/internal/kube"
+	"github.com/kubeslow/kubeslow/internal/lab"
 )
 
 var (
@@ -27,19 +31,32 @@ func Binary(t *testing.T) string {
 	t.Helper()
 	binOnce.Do(func() {
 		_, file, _, _ := runtime.Caller(0)
-		root := filepath.Join(filepath.Dir(file), "..", "..")
-		dir, err := os.MkdirTemp("", "kubeslow-bin-")
+		root := filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
+		// One slot per source tree under the build cache (a temporary directory per test process left a
+		// 78 MB binary behind each time): built beside it and renamed over it, so a test process reading
+		// the previous binary keeps its file.
+		d, err := lab.DefaultDirs()
 		if err != nil {
 			binErr = err
 			return
 		}
+		sum := sha256.Sum256([]byte(root))
+		dir := filepath.Join(d.Cache, "testbin", hex.EncodeToString(sum[:6]))
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			binErr = err
+			return
+		}
 		binPath = filepath.Join(dir, "kubeslow")
-		cmd := exec.Command("go", "build", "-trimpath", "-o", binPath, "./cmd/kubeslow")
+		tmp := fmt.Sprintf("%s.%d", binPath, os.Getpid())
+		cmd := exec.Command("go", "build", "-trimpath", "-o", tmp, "./cmd/kubeslow")
 		cmd.Dir = root
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 		if out, err := cmd.CombinedOutput(); err != nil {
+			_ = os.Remove(tmp)
 			binErr = &buildError{err: err, out: string(out)}
+			return
 		}
+		binErr = os.Rename(tmp, binPath)
 	})
 	if binErr != nil {
 		t.Fatal(binErr)

@@ -19,6 +19,8 @@ import (
 	"github.com/kubeslow/kubeslow/internal/lab"
 	"github.com/kubeslow/kubeslow/internal/lab/pki"
 	"github.com/kubeslow/kubeslow/internal/labtest"
+	"github.com/kubeslow/kubeslow/internal/measure"
+	"github.com/kubeslow/kubeslow/internal/measure/all"
 	"github.com/kubeslow/kubeslow/pkg/result"
 )
 
@@ -36,11 +38,15 @@ func TestIntegrationRBACViewUser(t *testing.T) {
 	d := labtest.Dirs(t)
 	t.Setenv("KUBESLOW_STATE_DIR", d.State)
 	bin := labtest.Binary(t)
+	kinds := map[string]measure.Kind{}
+	for _, m := range all.Registry(all.Options{}).All() {
+		kinds[m.Name()] = measure.KindOf(m)
+	}
 	for _, layout := range []string{lab.LayoutManaged, lab.LayoutKubeadm} {
 		t.Run(layout, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 			defer cancel()
-			cfg := lab.Config{Layout: layout, Nodes: 2, RealNodes: 1, AgentBinary: bin, Etcd: lab.EtcdStorage{Kind: "tmpfs"},
+			cfg := lab.Config{Layout: layout, Nodes: 1, RealNodes: 1, AgentBinary: bin, Etcd: lab.EtcdStorage{Kind: "tmpfs"},
 				ImagePulls: lab.ImagePullSettings{Serialize: true}}
 			start := time.Now()
 			rc, down := labtest.Up(t, d, func() error { _, err := lab.Up(ctx, d, cfg, t.Logf); return err })
@@ -78,8 +84,15 @@ func TestIntegrationRBACViewUser(t *testing.T) {
 				if why := permissionWords(texts...); why != "" {
 					t.Errorf("%s (%s) speaks of a permission (%q): %s %+v", r.Name, r.Status, why, r.Reason, r.OutOfReach)
 				}
-				if !r.Status.Measured() && !outOfReach[r.Name] {
+				// A read-only check has no reason but a permission to fail on a healthy lab; a benchmark may
+				// also meet the machine (a node's DiskPressure on a full host disk, a DNS answer late under
+				// load), which TestIntegrationBenchPods judges: here it only must not speak of a permission.
+				switch {
+				case r.Status.Measured() || outOfReach[r.Name]:
+				case kinds[r.Name] == measure.ReadOnly:
 					t.Errorf("%s not measured as %s: %s %s", r.Name, viewUser, r.Status, r.Reason)
+				default:
+					t.Logf("%s not measured (not for a permission): %s %s", r.Name, r.Status, r.Reason)
 				}
 			}
 			for _, f := range rep.Findings {

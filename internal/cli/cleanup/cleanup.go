@@ -23,7 +23,7 @@ func NewCommand(streams common.IOStreams) *cobra.Command {
 kubeslow.dev/run=ID with --run): the runs' namespaces (with what they hold), what a run left outside them, and
 the cluster-scoped ClusterRoleBindings of the control-plane agent. An object without the labels is never
 touched. A kind the user may not list or delete is skipped and said.`,
-		Args:  cobra.NoArgs,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			c, err := cf.Connect()
 			if err != nil {

@@ -27,6 +27,9 @@ var cleanupKinds = []schema.GroupVersionResource{
 	{Version: "v1", Resource: "services"},
 	{Version: "v1", Resource: "pods"},
 	{Version: "v1", Resource: "configmaps"},
+	// The node tier's binding of its agent to system:monitoring (cpnode.Options.MetricsAccess): cluster-scoped,
+	// so it does not go with the run's namespace.
+	{Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "clusterrolebindings"},
 }
 
 // Cleanup deletes every object carrying kubeslow's managed-by label (and the run label, if runID is set).

@@ -4,9 +4,12 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"sort"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -33,7 +36,7 @@ func TestCleanup(t *testing.T) {
 	gvrs := map[schema.GroupVersionResource]string{}
 	for _, g := range cleanupKinds {
 		gvrs[g] = map[string]string{"namespaces": "NamespaceList", "pods": "PodList", "deployments": "DeploymentList",
-			"daemonsets": "DaemonSetList", "jobs": "JobList", "services": "ServiceList", "configmaps": "ConfigMapList"}[g.Resource]
+			"daemonsets": "DaemonSetList", "jobs": "JobList", "services": "ServiceList", "configmaps": "ConfigMapList", "clusterrolebindings": "ClusterRoleBindingList"}[g.Resource]
 	}
 	c := dynfake.NewSimpleDynamicClientWithCustomListKinds(sc, gvrs, objs...)
 	var deletes []string
@@ -50,5 +53,59 @@ func TestCleanup(t *testing.T) {
 	}
 	if rep.Deleted["namespaces"] != 1 || rep.Deleted["pods"] != 1 {
 		t.Fatalf("report %+v", rep)
+	}
+}
+
+// TestCleanupClusterRoleBindings: the node tier's cluster-scoped binding (cpnode's MetricsAccess) is found by
+// its labels and deleted, by run or for every run; the cluster's own bindings, and one that only names a run
+// without kubeslow's managed-by label, are never touched.
+func TestCleanupClusterRoleBindings(t *testing.T) {
+	crb := func(name string, l map[string]string) *rbacv1.ClusterRoleBinding {
+		return &rbacv1.ClusterRoleBinding{TypeMeta: metav1.TypeMeta{Kind: "ClusterRoleBinding", APIVersion: "rbac.authorization.k8s.io/v1"},
+			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: l},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "system:monitoring"}}
+	}
+	objs := func() []runtime.Object {
+		return []runtime.Object{
+			crb("kubeslow-cp-agent-r1", RunLabels("r1")),
+			crb("kubeslow-cp-agent-r2", RunLabels("r2")),
+			crb("cluster-admin", map[string]string{"kubernetes.io/bootstrapping": "rbac-defaults"}),
+			crb("system:monitoring", nil),
+			crb("lookalike", map[string]string{RunLabel: "r1"}), // the run label alone is not kubeslow's
+		}
+	}
+	sc := runtime.NewScheme()
+	_ = corev1.AddToScheme(sc)
+	_ = rbacv1.AddToScheme(sc)
+	gvrs := map[schema.GroupVersionResource]string{}
+	for _, g := range cleanupKinds {
+		gvrs[g] = map[string]string{"namespaces": "NamespaceList", "pods": "PodList", "deployments": "DeploymentList",
+			"daemonsets": "DaemonSetList", "jobs": "JobList", "services": "ServiceList", "configmaps": "ConfigMapList", "clusterrolebindings": "ClusterRoleBindingList"}[g.Resource]
+	}
+	crbs := schema.GroupVersionResource{Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "clusterrolebindings"}
+	for _, tc := range []struct {
+		run  string
+		left []string
+	}{
+		{"r1", []string{"cluster-admin", "kubeslow-cp-agent-r2", "lookalike", "system:monitoring"}},
+		{"", []string{"cluster-admin", "lookalike", "system:monitoring"}},
+	} {
+		c := dynfake.NewSimpleDynamicClientWithCustomListKinds(sc, gvrs, objs()...)
+		rep, err := Cleanup(context.Background(), c, tc.run, slog.New(slog.NewTextHandler(io.Discard, nil)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		l, err := c.Resource(crbs).List(context.Background(), metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var left []string
+		for _, it := range l.Items {
+			left = append(left, it.GetName())
+		}
+		sort.Strings(left)
+		if strings.Join(left, ",") != strings.Join(tc.left, ",") || rep.Deleted["clusterrolebindings"] != 5-len(tc.left) {
+			t.Errorf("cleanup --run %q: left %v (deleted %v), want %v", tc.run, left, rep.Deleted, tc.left)
+		}
 	}
 }

@@ -20,6 +20,10 @@ type Permission struct {
 	Resource       string
 	NonResourceURL string
 	Reason         string
+	// Optional: the measurement reads it where it is granted and says so where it is not, without being
+	// skipped; `kubeslow rbac` prints it (so a user holding its roles misses nothing), the preflight does not
+	// require it.
+	Optional bool
 }
 
 // String is the permission as a person reads it: "list nodes", "get /metrics".
@@ -55,13 +59,16 @@ type Reviewer struct {
 	seen   map[string]bool
 }
 
-// Denied returns the first of ps that is not granted (with that one verb), or nil. A review that cannot be
+// Denied returns the first of ps that is not granted (with that one verb), or nil; Optional ones are not asked. A review that cannot be
 // made is an error (the caller then does not skip: the measurement finds out itself).
 func (rv *Reviewer) Denied(ctx context.Context, ps []Permission) (*Permission, error) {
 	if rv.seen == nil {
 		rv.seen = map[string]bool{}
 	}
 	for i, p := range ps {
+		if p.Optional {
+			continue
+		}
 		for _, v := range p.Verbs {
 			key := v + " " + p.Group + "/" + p.Resource + " " + p.NonResourceURL
 			if ok, done := rv.seen[key]; done {

@@ -269,7 +269,9 @@ func TestPreflight(t *testing.T) {
 	ms := []measure.Measurement{
 		&permM{m: m{name: "pods.read"}, perms: []measure.Permission{{Verbs: []string{"list"}, Resource: "pods", Reason: "r"}}},
 		&permM{m: m{name: "api.metrics"}, perms: []measure.Permission{{Verbs: []string{"get"}, NonResourceURL: "/metrics", Reason: "the apiserver's metrics"}}},
-		&permM{m: m{name: "pods.read2"}, perms: []measure.Permission{{Verbs: []string{"list"}, Resource: "pods", Reason: "r"}}},
+		// An Optional permission (read where granted) is neither asked nor a reason to skip.
+		&permM{m: m{name: "pods.read2"}, perms: []measure.Permission{{Verbs: []string{"list"}, Resource: "pods", Reason: "r"},
+			{Verbs: []string{"get"}, NonResourceURL: "/debug/api_priority_and_fairness/dump_requests", Optional: true, Reason: "optional"}}},
 		&m{name: "bench.x", kind: measure.Benchmark},
 	}
 	var lines []string

@@ -19,7 +19,11 @@ func NewCommand(streams common.IOStreams) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "cleanup",
 		Short: "Delete every object kubeslow created (all runs, or one with --run); never anything else",
-		Args:  cobra.NoArgs,
+		Long: `cleanup deletes every object carrying kubeslow's labels (app.kubernetes.io/managed-by=kubeslow, and
+kubeslow.dev/run=ID with --run): the runs' namespaces (with what they hold), what a run left outside them, and
+the cluster-scoped ClusterRoleBindings of the control-plane agent. An object without the labels is never
+touched. A kind the user may not list or delete is skipped and said.`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			c, err := cf.Connect()
 			if err != nil {

@@ -63,6 +63,11 @@ func TestRoles(t *testing.T) {
 	if !has(roles[0], "/metrics", "get") || !has(roles[0], "nodes", "list") || !has(roles[0], "events", "list") {
 		t.Errorf("read-only role lacks /metrics, nodes or events:\n%s", docs[0])
 	}
+	// What a check reads only where granted (Optional) is printed too: a user holding these roles misses
+	// nothing (the APF queue snapshot of controlplane.api), said optional in its reason.
+	if !has(roles[0], "/debug/api_priority_and_fairness/dump_requests", "get") || !strings.Contains(docs[0], "controlplane.api: optional") {
+		t.Errorf("read-only role lacks the optional APF dump:\n%s", docs[0])
+	}
 	if !has(roles[1], "namespaces", "create") || !has(roles[1], "pods", "create") || has(roles[1], "nodes", "list") {
 		t.Errorf("benchmarks role:\n%s", docs[1])
 	}

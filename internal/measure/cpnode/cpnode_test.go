@@ -10,10 +10,12 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/utils/clock"
 
 	"github.com/kubeslow/kubeslow/internal/agent"
+	"github.com/kubeslow/kubeslow/internal/kube"
 	"github.com/kubeslow/kubeslow/internal/measure"
 )
 
@@ -126,5 +128,63 @@ func TestComponents(t *testing.T) {
 	_, err = Components(reps[:1])
 	if u, ok := IsUnreachable(err); !ok || u.Reason != NoComponents || !strings.Contains(u.Detail, "w1: no control-plane process") || !strings.Contains(u.Detail, "etcd:1") {
 		t.Errorf("workers only: %v", err)
+	}
+}
+
+// MetricsAccess: the binding to system:monitoring is made only when asked, carries the run's labels (so
+// `kubeslow cleanup` finds it), binds the agent's service account that the DaemonSet runs as, and is deleted
+// by Close; without it no service account nor binding is created and the agents run as the namespace's default.
+func TestMetricsAccess(t *testing.T) {
+	ctx := context.Background()
+	for _, asked := range []bool{false, true} {
+		e := env(node("cp1", map[string]string{LabelControlPlane: ""}))
+		c := e.Client.(*fake.Clientset)
+		// The fake API server runs no DaemonSet controller: the agent pod is there, Running, from the start.
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "agent-1", Namespace: "ks", Labels: DaemonSet("ks", "r1", "img", nil, "").Spec.Selector.MatchLabels},
+			Spec:   corev1.PodSpec{NodeName: "cp1"},
+			Status: corev1.PodStatus{Phase: corev1.PodRunning, ContainerStatuses: []corev1.ContainerStatus{{State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}}}}
+		if _, err := c.CoreV1().Pods("ks").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		o := DefaultOptions("img")
+		o.MetricsAccess, o.Timeout = asked, 5*time.Second
+		s, err := Start(ctx, e, o)
+		if err != nil {
+			t.Fatalf("asked %v: %v", asked, err)
+		}
+		crbs, _ := c.RbacV1().ClusterRoleBindings().List(ctx, metav1.ListOptions{})
+		sas, _ := c.CoreV1().ServiceAccounts("ks").List(ctx, metav1.ListOptions{})
+		ds, err := c.AppsV1().DaemonSets("ks").Get(ctx, dsName, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !asked {
+			if len(crbs.Items) != 0 || len(sas.Items) != 0 || ds.Spec.Template.Spec.ServiceAccountName != "" {
+				t.Errorf("not asked: %d bindings, %d service accounts, DaemonSet as %q", len(crbs.Items), len(sas.Items), ds.Spec.Template.Spec.ServiceAccountName)
+			}
+			s.Close(ctx)
+			continue
+		}
+		if len(crbs.Items) != 1 || len(sas.Items) != 1 {
+			t.Fatalf("asked: %d bindings, %d service accounts, want 1 and 1", len(crbs.Items), len(sas.Items))
+		}
+		crb := crbs.Items[0]
+		if !kube.Selector("r1").Matches(labels.Set(crb.Labels)) {
+			t.Errorf("binding labels %v: not the run's (kubeslow cleanup --run r1 would miss it)", crb.Labels)
+		}
+		if crb.RoleRef.Name != "system:monitoring" || crb.RoleRef.Kind != "ClusterRole" ||
+			len(crb.Subjects) != 1 || crb.Subjects[0].Kind != "ServiceAccount" || crb.Subjects[0].Name != saName || crb.Subjects[0].Namespace != "ks" {
+			t.Errorf("binding %+v", crb)
+		}
+		if sa := sas.Items[0]; sa.Name != saName || !kube.Selector("r1").Matches(labels.Set(sa.Labels)) || ds.Spec.Template.Spec.ServiceAccountName != saName {
+			t.Errorf("service account %s %v, DaemonSet as %q", sa.Name, sa.Labels, ds.Spec.Template.Spec.ServiceAccountName)
+		}
+		s.Close(ctx)
+		if crbs, _ := c.RbacV1().ClusterRoleBindings().List(ctx, metav1.ListOptions{}); len(crbs.Items) != 0 {
+			t.Errorf("binding left after Close: %+v", crbs.Items)
+		}
+		if _, err := c.AppsV1().DaemonSets("ks").Get(ctx, dsName, metav1.GetOptions{}); err == nil {
+			t.Error("DaemonSet left after Close")
+		}
 	}
 }

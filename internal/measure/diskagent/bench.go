@@ -12,7 +12,6 @@ import (
 	"github.com/kubeslow/kubeslow/internal/agentproto"
 	"github.com/kubeslow/kubeslow/internal/measure"
 	"github.com/kubeslow/kubeslow/internal/measure/disk"
-	"github.com/kubeslow/kubeslow/internal/rule"
 	"github.com/kubeslow/kubeslow/pkg/result"
 )
 
@@ -90,6 +89,3 @@ func (b *Bench) Run(ctx context.Context, env *measure.Env) (result.Result, error
 	res.Start, res.End = start, env.Clock.Now()
 	return *res, nil
 }
-
-// Rules implements rule.Source: the local bench's (KS-DISK-SYNC).
-func (*Bench) Rules() []rule.Rule { return disk.Rules() }

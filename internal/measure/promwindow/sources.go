@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/kubeslow/kubeslow/internal/measure"
+	"github.com/kubeslow/kubeslow/internal/measure/all"
 	"github.com/kubeslow/kubeslow/internal/measure/promwindow/timeline"
 	"github.com/kubeslow/kubeslow/pkg/result"
 )
@@ -87,8 +88,23 @@ func (t *Timeline) Run(context.Context, *measure.Env) (result.Result, error) {
 	return timeline.Build(t.src.Onsets(), t.src.Window.From, t.src.Window.To, q, n, t.src.Window.Step), nil
 }
 
-// Registry is the measurements of a Prometheus-backed run, sharing one source: discovery first, the timeline
-// last.
-func Registry(s *Source) *measure.Registry {
-	return measure.NewRegistry(&Sources{src: s}, NewAPI(s), NewEtcd(s), NewControlPlane(s), NewKubelet(s), NewThrottling(s), NewAgent(s), NewDNS(s), NewNodes(s), &Timeline{src: s})
+// Registry is the measurements of a Prometheus-backed run over every measurement's Spec (RegistryOf).
+func Registry(s *Source) *measure.Registry { return RegistryOf(s, all.Specs()) }
+
+// RegistryOf is the measurements of a Prometheus-backed run, sharing one source: discovery first, then the
+// hand-written twins of the live measurements (their window deltas take more than a profile: histograms
+// summed by the live labels, cAdvisor's quotas), then one Families measurement for every other Spec of `run`
+// that declares Prometheus families, and the timeline last.
+func RegistryOf(s *Source, specs []measure.Spec) *measure.Registry {
+	ms := []measure.Measurement{&Sources{src: s}, NewAPI(s), NewEtcd(s), NewControlPlane(s), NewKubelet(s), NewThrottling(s), NewAgent(s), NewDNS(s), NewNodes(s)}
+	twin := map[string]bool{}
+	for _, m := range ms {
+		twin[m.Name()] = true
+	}
+	for _, sp := range specs {
+		if !sp.Bench && len(sp.Prometheus) > 0 && !twin[sp.Name] {
+			ms = append(ms, &Families{src: s, spec: sp})
+		}
+	}
+	return measure.NewRegistry(append(ms, &Timeline{src: s})...)
 }

@@ -276,6 +276,9 @@ func TestPreflight(t *testing.T) {
 		&permM{m: m{name: "pods.read"}, perms: []measure.Permission{{Verbs: []string{"list"}, Resource: "pods", Reason: "r"}}},
 		&permM{m: m{name: "api.metrics"}, perms: []measure.Permission{{Verbs: []string{"get"}, NonResourceURL: "/metrics", Reason: "the apiserver's metrics"}}},
 		&permM{m: m{name: "pods.read2"}, perms: []measure.Permission{{Verbs: []string{"list"}, Resource: "pods", Reason: "r"}}},
+		// A permission the measurement does without is not asked and does not skip it.
+		&permM{m: m{name: "pods.nodes"}, perms: []measure.Permission{{Verbs: []string{"list"}, Resource: "pods", Reason: "r"},
+			{Verbs: []string{"list"}, Resource: "nodes", Reason: "capacity", Optional: true}}},
 		&m{name: "bench.x", kind: measure.Benchmark},
 	}
 	var lines []string

@@ -41,6 +41,7 @@ func (b *Bench) Description() string {
 // Permissions implements measure.Permissioned.
 func (*Bench) Permissions() []measure.Permission {
 	return []measure.Permission{
+		{Verbs: []string{"get"}, Resource: "nodes", Reason: "the node named by --node"},
 		{Verbs: []string{"create", "delete", "get"}, Resource: "pods", Reason: "the agent pod that runs the recipe on the node"},
 		{Verbs: []string{"get"}, Resource: "pods/log", Reason: "the agent's report"},
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/kubeslow/kubeslow/internal/measure/nodes/nodestest"
 	"github.com/kubeslow/kubeslow/internal/measure/podres/podrestest"
 	"github.com/kubeslow/kubeslow/internal/measure/podstartup/podstartuptest"
+	"github.com/kubeslow/kubeslow/internal/measure/promwindow/timeline/timelinetest"
 	"github.com/kubeslow/kubeslow/internal/measure/throttle/throttletest"
 	"github.com/kubeslow/kubeslow/internal/rule/ruletest"
 )
@@ -39,5 +40,6 @@ var measurementFixtures = []func() map[string]ruletest.Fixture{
 	nodestest.RuleFixtures,
 	podrestest.RuleFixtures,
 	podstartuptest.RuleFixtures,
+	timelinetest.RuleFixtures,
 	throttletest.RuleFixtures,
 }

@@ -1,7 +1,7 @@
 // Package measure defines what a measurement is and how measurements are registered and run.
 //
 // A measurement is one package under internal/measure/<name> that implements Measurement; it is added to
-// kubeslow by one line in internal/measure/all.
+// kubeslow by its Spec (spec.go) and one line in internal/measure/all.Specs.
 package measure
 
 import (
@@ -224,12 +224,6 @@ func Complete(env *Env, name string, start time.Time, res result.Result, err err
 
 // Elapsed is a convenience for measurements: the duration since t on env's clock.
 func (e *Env) Elapsed(t time.Time) time.Duration { return e.Clock.Since(t) }
-
-// Diagnoser is implemented by measurements that name causes from their own result. Diagnose is pure: it
-// sees only the result, so findings can be recomputed from a saved report.
-type Diagnoser interface {
-	Diagnose(res result.Result) []result.Finding
-}
 
 // RealNodes lists Ready, schedulable nodes that are not kwok's simulated ones.
 func RealNodes(ctx context.Context, env *Env) ([]corev1.Node, error) {

@@ -20,9 +20,8 @@ type Permission struct {
 	Resource       string
 	NonResourceURL string
 	Reason         string
-	// Optional: the measurement reads it where it is granted and says so where it is not, without being
-	// skipped; `kubeslow rbac` prints it (so a user holding its roles misses nothing), the preflight does not
-	// require it.
+	// Optional is a permission the measurement uses where granted and does without (it says what it then
+	// lacks): `kubeslow rbac` grants it, and a run's preflight does not skip the measurement for it.
 	Optional bool
 }
 
@@ -59,7 +58,7 @@ type Reviewer struct {
 	seen   map[string]bool
 }
 
-// Denied returns the first of ps that is not granted (with that one verb), or nil; Optional ones are not asked. A review that cannot be
+// Denied returns the first of ps that is not granted (with that one verb), or nil. A review that cannot be
 // made is an error (the caller then does not skip: the measurement finds out itself).
 func (rv *Reviewer) Denied(ctx context.Context, ps []Permission) (*Permission, error) {
 	if rv.seen == nil {

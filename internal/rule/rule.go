@@ -539,18 +539,5 @@ func Reference(rules []Rule) string {
 	return b.String()
 }
 
-// Source is implemented by measurements that declare rules over their results.
-type Source interface {
-	Rules() []Rule
-}
-
-// Of returns the rules x declares (a measurement that is a Source; none otherwise).
-func Of(x any) []Rule {
-	if s, ok := x.(Source); ok {
-		return s.Rules()
-	}
-	return nil
-}
-
 // Percent prints a ratio as a percentage ("80%").
 func Percent(v float64) string { return fmt.Sprintf("%.0f%%", v*100) }

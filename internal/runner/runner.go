@@ -173,12 +173,8 @@ func Run(ctx context.Context, o Options, ms []measure.Measurement) *result.Repor
 		set(r.i, res)
 	}
 
-	for i, m := range ms {
-		res := *results[i]
-		rep.Results = append(rep.Results, res)
-		if d, ok := m.(measure.Diagnoser); ok && res.Status.Measured() {
-			rep.Findings = append(rep.Findings, d.Diagnose(res)...)
-		}
+	for i := range ms {
+		rep.Results = append(rep.Results, *results[i])
 	}
 	findings, evals := rule.Evaluate(rep, o.Rules)
 	rep.Findings = append(rep.Findings, findings...)

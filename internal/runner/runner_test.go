@@ -17,19 +17,19 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/kubeslow/kubeslow/internal/measure"
+	"github.com/kubeslow/kubeslow/internal/rule"
 	"github.com/kubeslow/kubeslow/internal/runner"
 	"github.com/kubeslow/kubeslow/pkg/result"
 )
 
 type m struct {
-	name  string
-	kind  measure.Kind
-	clk   *clocktesting.FakeClock
-	took  time.Duration
-	ran   *[]string
-	stat  result.Status
-	finds []result.Finding
-	done  *atomic.Bool
+	name string
+	kind measure.Kind
+	clk  *clocktesting.FakeClock
+	took time.Duration
+	ran  *[]string
+	stat result.Status
+	done *atomic.Bool
 }
 
 func (x *m) Name() string        { return x.name }
@@ -41,13 +41,18 @@ func (x *m) Run(context.Context, *measure.Env) (result.Result, error) {
 	if x.done != nil {
 		x.done.Store(true)
 	}
-	return result.Result{Status: x.stat}, nil
+	return result.Result{Status: x.stat, Metrics: []result.Metric{{Name: "bad", Unit: "count", Value: 1}}}, nil
 }
-func (x *m) Diagnose(result.Result) []result.Finding { return x.finds }
 
 func finding(id string, sev result.Severity) result.Finding {
 	return result.Finding{ID: id, Severity: sev, Title: id, Summary: id, Evidence: []result.Evidence{{Name: "x", Value: 1}},
 		Threshold: result.Threshold{Op: ">", Source: "test"}, Remediation: "fix"}
+}
+
+// badRule fires on the "bad" metric of the named result.
+func badRule(id, name string, sev result.Severity) rule.Rule {
+	return rule.Rule{ID: id, Title: id, Severity: sev, When: rule.Condition{Metric: rule.Metric{Result: name, Name: "bad"}, Op: ">", Value: 0, Unit: "count"},
+		Source: "test", Summary: id + " {{.value}}", Remediation: "fix"}
 }
 
 func TestRunOrderBudgetFindings(t *testing.T) {
@@ -55,11 +60,12 @@ func TestRunOrderBudgetFindings(t *testing.T) {
 	var ran []string
 	ms := []measure.Measurement{
 		&m{name: "bench.a", kind: measure.Benchmark, clk: clk, took: 6 * time.Minute, ran: &ran, stat: result.StatusPass},
-		&m{name: "check.a", kind: measure.ReadOnly, clk: clk, took: time.Second, ran: &ran, stat: result.StatusWarn, finds: []result.Finding{finding("KS-A", result.SeverityWarning)}},
-		&m{name: "bench.b", kind: measure.Benchmark, clk: clk, took: 6 * time.Minute, ran: &ran, stat: result.StatusFail, finds: []result.Finding{finding("KS-B", result.SeverityError)}},
+		&m{name: "check.a", kind: measure.ReadOnly, clk: clk, took: time.Second, ran: &ran, stat: result.StatusWarn},
+		&m{name: "bench.b", kind: measure.Benchmark, clk: clk, took: 6 * time.Minute, ran: &ran, stat: result.StatusFail},
 		&m{name: "bench.c", kind: measure.Benchmark, clk: clk, took: time.Minute, ran: &ran, stat: result.StatusPass},
 	}
-	rep := runner.Run(context.Background(), runner.Options{Clock: clk, RunID: "r", Budget: 10 * time.Minute}, ms)
+	rep := runner.Run(context.Background(), runner.Options{Clock: clk, RunID: "r", Budget: 10 * time.Minute,
+		Rules: []rule.Rule{badRule("KS-A", "check.a", result.SeverityWarning), badRule("KS-B", "bench.b", result.SeverityError), badRule("KS-C", "bench.c", result.SeverityError)}}, ms)
 	if got := join(ran); got != "check.a,bench.a,bench.b" {
 		t.Fatalf("ran %s; want read-only first, then benchmarks until the budget is used", got)
 	}
@@ -269,9 +275,10 @@ func TestPreflight(t *testing.T) {
 	ms := []measure.Measurement{
 		&permM{m: m{name: "pods.read"}, perms: []measure.Permission{{Verbs: []string{"list"}, Resource: "pods", Reason: "r"}}},
 		&permM{m: m{name: "api.metrics"}, perms: []measure.Permission{{Verbs: []string{"get"}, NonResourceURL: "/metrics", Reason: "the apiserver's metrics"}}},
-		// An Optional permission (read where granted) is neither asked nor a reason to skip.
-		&permM{m: m{name: "pods.read2"}, perms: []measure.Permission{{Verbs: []string{"list"}, Resource: "pods", Reason: "r"},
-			{Verbs: []string{"get"}, NonResourceURL: "/debug/api_priority_and_fairness/dump_requests", Optional: true, Reason: "optional"}}},
+		&permM{m: m{name: "pods.read2"}, perms: []measure.Permission{{Verbs: []string{"list"}, Resource: "pods", Reason: "r"}}},
+		// A permission the measurement does without is not asked and does not skip it.
+		&permM{m: m{name: "pods.nodes"}, perms: []measure.Permission{{Verbs: []string{"list"}, Resource: "pods", Reason: "r"},
+			{Verbs: []string{"list"}, Resource: "nodes", Reason: "capacity", Optional: true}}},
 		&m{name: "bench.x", kind: measure.Benchmark},
 	}
 	var lines []string

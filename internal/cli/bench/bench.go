@@ -81,7 +81,7 @@ watch on pods and events (the view role).`,
 				return err
 			}
 			defer stop()
-			return runBenchmark(cmd, streams, &cf, &out, m)
+			return runBenchmark(cmd, streams, &cf, &out, m, podstartup.Rules())
 		},
 	}
 	cf.Add(cmd)
@@ -99,13 +99,13 @@ watch on pods and events (the view role).`,
 
 // runBenchmark runs one benchmark through the run lifecycle (its own namespace, deleted afterwards, also on
 // Ctrl-C; kubeslow's own cost appended) and writes the report with the exit code.
-func runBenchmark(cmd *cobra.Command, streams common.IOStreams, cf *common.ClusterFlags, out *common.OutputFlag, m measure.Measurement) error {
+func runBenchmark(cmd *cobra.Command, streams common.IOStreams, cf *common.ClusterFlags, out *common.OutputFlag, m measure.Measurement, rules []rule.Rule) error {
 	t, err := cf.Target()
 	if err != nil {
 		return common.Finish(streams, out, nil, err, result.SeverityWarning)
 	}
 	streams.Progressf("%s", m.Description())
-	rep, err := runner.Execute(common.Context(cmd), runner.Plan{Target: t, Measurements: []measure.Measurement{m}, Rules: rule.Of(m),
+	rep, err := runner.Execute(common.Context(cmd), runner.Plan{Target: t, Measurements: []measure.Measurement{m}, Rules: rules,
 		Progress: streams.Progressf, Log: streams.Logger(false)})
 	return common.Finish(streams, out, rep, err, result.SeverityWarning)
 }

@@ -71,7 +71,7 @@ disk is told apart from a sudden slowdown (case C).`,
 			} else {
 				o.AgentImage = ""
 			}
-			return runBenchmark(cmd, streams, &cf, &out, churn.New(o, streams.Progressf))
+			return runBenchmark(cmd, streams, &cf, &out, churn.New(o, streams.Progressf), churn.Rules())
 		},
 	}
 	cf.Add(cmd)

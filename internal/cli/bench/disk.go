@@ -53,7 +53,7 @@ container runtime's, /var/lib/containerd).`,
 					return fmt.Errorf("--path %q: with --node, an absolute directory on the node", dir)
 				}
 				m := &diskagent.Bench{Node: node, Dir: filepath.Clean(dir), Image: cf.AgentImage(image), Recipe: r, Timeout: timeout}
-				return runBenchmark(cmd, streams, &cf, &out, m)
+				return runBenchmark(cmd, streams, &cf, &out, m, diskagent.Spec.Rules())
 			}
 			abs, err := filepath.Abs(dir)
 			if err != nil {

@@ -18,5 +18,5 @@ func newDNS(streams common.IOStreams) *cobra.Command {
 Ready -> resolvable, split into Ready -> EndpointSlice and EndpointSlice -> resolvable, and replays each lag
 against an exponential back-off (--backoff-base, --backoff-factor) to show what a retrying client waits.
 --image must hold the kubeslow binary at /kubeslow (on the lab: the lab's agent image).`,
-	}, &o, &o.Image, nil, func() measure.Measurement { return dnsready.New(o) })
+	}, &o, &o.Image, nil, func() measure.Measurement { return dnsready.New(o) }, dnsready.Rules)
 }

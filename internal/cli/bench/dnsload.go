@@ -67,7 +67,7 @@ Names are KIND=NAME (kinds: service, headless, nxdomain, external), asked in tur
 				if err := rc.Validate(); err != nil {
 					return &common.ExitError{Code: 2, Err: err}
 				}
-				return runBenchmark(cmd, streams, &cf, &out, dnsbench.New(o))
+				return runBenchmark(cmd, streams, &cf, &out, dnsbench.New(o), nil)
 			}
 			var qs []dnsload.Query
 			if namesFile != "" {

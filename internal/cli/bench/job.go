@@ -22,5 +22,5 @@ connected, with the DNS lag's share (Ready -> resolvable) and the back-off's (re
 the per-name lags the DNS rules read. With --warm-up (the default) the run is repeated with an unrelated
 Service created first, as case A's report observed, and both are reported (labelled variant=cold and
 variant=warm-up). --image must hold the kubeslow binary at /kubeslow (on the lab: the lab's agent image).`,
-	}, &o, &o.Image, nil, func() measure.Measurement { return dnsready.NewJob(o) })
+	}, &o, &o.Image, nil, func() measure.Measurement { return dnsready.NewJob(o) }, dnsready.Rules)
 }

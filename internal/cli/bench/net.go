@@ -10,6 +10,7 @@ import (
 	"github.com/kubeslow/kubeslow/internal/lab"
 	"github.com/kubeslow/kubeslow/internal/measure"
 	"github.com/kubeslow/kubeslow/internal/measure/netpath"
+	"github.com/kubeslow/kubeslow/internal/rule"
 )
 
 func newNet(streams common.IOStreams) *cobra.Command {
@@ -24,7 +25,7 @@ median with its min-max and its ratio to host->host. A pod path more than 10% be
 tolerance) is a finding, named with what the agents saw on the nodes and in the pod: overlay devices and MTUs,
 kube-proxy's mode and rule count, conntrack and ARP-table fill. --image must hold the kubeslow binary at
 /kubeslow (on the lab: the lab's agent image).`,
-	}, &o, &o.Image, o.FromFlags, func() measure.Measurement { return netpath.New(o) })
+	}, &o, &o.Image, o.FromFlags, func() measure.Measurement { return netpath.New(o) }, netpath.Rules)
 }
 
 // agentOptions are the options of a benchmark whose pods run kubeslow: they own their flags and ranges.
@@ -37,7 +38,7 @@ type agentOptions interface {
 // lab's agent image by default): the cluster and output flags, --image and o's own flags; when run, the output
 // format, then prepare (nil for none: what the options read back from the parsed flags), o's ranges and the
 // image are checked before build's measurement runs.
-func agentBench(streams common.IOStreams, cmd *cobra.Command, o agentOptions, image *string, prepare func(*pflag.FlagSet) error, build func() measure.Measurement) *cobra.Command {
+func agentBench(streams common.IOStreams, cmd *cobra.Command, o agentOptions, image *string, prepare func(*pflag.FlagSet) error, build func() measure.Measurement, rules func() []rule.Rule) *cobra.Command {
 	var cf common.ClusterFlags
 	var out common.OutputFlag
 	cmd.Args = cobra.NoArgs
@@ -56,7 +57,7 @@ func agentBench(streams common.IOStreams, cmd *cobra.Command, o agentOptions, im
 		if *image = cf.AgentImage(*image); *image == "" {
 			return errNoImage
 		}
-		return runBenchmark(cmd, streams, &cf, &out, build())
+		return runBenchmark(cmd, streams, &cf, &out, build(), rules())
 	}
 	cf.Add(cmd)
 	out.Add(cmd)
@@ -80,5 +81,5 @@ IP-in-IP 20, WireGuard 60). From the pod on the first node it sends ICMP echoes 
 second: one filling the pod's MTU (ping -M do -s MTU-28), one a byte larger, and when the first fails the largest
 size that crosses; the nodes' /proc/net/snmp (IP FragFails, ICMP destination-unreachable sent) is read before and
 after. A link above what the path carries, or a path narrower than the pods' MTU, is KS-NET-MTU.`,
-	}, o, &o.Image, nil, func() measure.Measurement { return netpath.NewMTU(*o) })
+	}, o, &o.Image, nil, func() measure.Measurement { return netpath.NewMTU(*o) }, netpath.MTURules)
 }

@@ -13,9 +13,6 @@ import (
 	"github.com/kubeslow/kubeslow/internal/measure"
 	"github.com/kubeslow/kubeslow/internal/measure/all"
 	"github.com/kubeslow/kubeslow/internal/measure/cpnode"
-	"github.com/kubeslow/kubeslow/internal/measure/dnsbench"
-	"github.com/kubeslow/kubeslow/internal/measure/dnsready"
-	"github.com/kubeslow/kubeslow/internal/measure/netpath"
 	"github.com/kubeslow/kubeslow/internal/runner"
 )
 
@@ -54,19 +51,21 @@ type Need struct {
 }
 
 // Needs lists the permissions of the read-only checks (with the cluster discovery's) and, separately, what
-// the benchmarks add (with the run's own namespace and cleanup).
-func Needs() (readOnly, benchmarks []Need) {
+// the benchmarks add (with the run's own namespace and cleanup): NeedsOf every measurement's Spec.
+func Needs() (readOnly, benchmarks []Need) { return NeedsOf(all.Specs()) }
+
+// NeedsOf is Needs with specs as the measurements: a read-only Spec's permissions go to the read-only role, a
+// benchmark's (those of `kubeslow run` and of the benches alike) to the benchmarks' role.
+func NeedsOf(specs []measure.Spec) (readOnly, benchmarks []Need) {
 	for _, p := range runner.DiscoveryPermissions {
 		readOnly = append(readOnly, Need{"discovery", p})
 	}
-	ms := all.Registry(all.Options{}).All()
-	ms = append(ms, netpath.New(netpath.Options{}), dnsready.NewJob(dnsready.JobOptions{}), dnsbench.New(dnsbench.Options{}))
-	for _, m := range ms {
-		for _, p := range measure.PermissionsOf(m) {
-			if measure.KindOf(m) == measure.ReadOnly {
-				readOnly = append(readOnly, Need{m.Name(), p})
+	for _, s := range specs {
+		for _, p := range s.Permissions {
+			if s.Kind == measure.ReadOnly {
+				readOnly = append(readOnly, Need{s.Name, p})
 			} else {
-				benchmarks = append(benchmarks, Need{m.Name(), p})
+				benchmarks = append(benchmarks, Need{s.Name, p})
 			}
 		}
 	}

@@ -132,7 +132,7 @@ func (f *flags) run(ctx context.Context, streams common.IOStreams) (*result.Repo
 		if err := f.podsWatch.Validate(); err != nil {
 			return nil, err
 		}
-		ao.PodsWatch = &f.podsWatch
+		ao.PodsWatch = (*measure.PodsWatch)(&f.podsWatch)
 	}
 	ms, err := all.Registry(ao).Select(f.only, f.skip)
 	if err != nil {

@@ -1,11 +1,10 @@
-// Package all is the explicit list of kubeslow's measurements: adding one is one package plus one line here
-// (in Registry for a measurement `run` runs, in BenchRules for one only `kubeslow bench` runs); the findings
-// engine (internal/check) collects the measurements' rules from these lists.
+// Package all is the explicit list of kubeslow's measurements: adding one is one package (declaring its
+// measure.Spec) plus one line in Specs. The registry of `kubeslow run`, the findings engine's rules
+// (internal/check) and their reference (docs/rules.md), `kubeslow rbac` and the past-window path
+// (internal/measure/promwindow) are all derived from that list.
 package all
 
 import (
-	"time"
-
 	"github.com/kubeslow/kubeslow/internal/measure"
 	"github.com/kubeslow/kubeslow/internal/measure/apiaudit"
 	"github.com/kubeslow/kubeslow/internal/measure/apislo"
@@ -13,7 +12,8 @@ import (
 	"github.com/kubeslow/kubeslow/internal/measure/churn"
 	"github.com/kubeslow/kubeslow/internal/measure/cpapi"
 	"github.com/kubeslow/kubeslow/internal/measure/cpusage"
-	"github.com/kubeslow/kubeslow/internal/measure/disk"
+	"github.com/kubeslow/kubeslow/internal/measure/diskagent"
+	"github.com/kubeslow/kubeslow/internal/measure/dnsbench"
 	"github.com/kubeslow/kubeslow/internal/measure/dnsfacts"
 	"github.com/kubeslow/kubeslow/internal/measure/dnslookup"
 	"github.com/kubeslow/kubeslow/internal/measure/dnsready"
@@ -28,64 +28,41 @@ import (
 	"github.com/kubeslow/kubeslow/internal/rule"
 )
 
-// Options are the settings measurements take from the command line.
-type Options struct {
-	// Window is how long window-based measurements observe (two metric scrapes this far apart).
-	Window time.Duration
-	// EtcdEndpoint is etcd's metrics endpoint when the user can reach it (--etcd-endpoint).
-	EtcdEndpoint string
-	// AuditLogs are apiserver audit log files or directories (--audit-log).
-	AuditLogs []string
-	// Pods is the most pods the pod start-up benchmark creates (0: 50): it lowers the count to the free pod
-	// slots of the nodes its pods may use, read from the cluster, and says so.
-	Pods int
-	// PodsWatch, when set, makes pods.startup passive: it creates nothing and measures the pods others create.
-	PodsWatch *podstartup.PassiveOptions
-	// Image holds the kubeslow binary at /kubeslow, for benchmarks that run kubeslow in pods (DNS
-	// readiness); empty skips them.
-	Image string
+// Options are the settings measurements take from the command line (measure.Options).
+type Options = measure.Options
+
+// Specs are every measurement: those `kubeslow run` runs, in the order reports list them, then the benches
+// only `kubeslow bench` runs.
+func Specs() []measure.Spec {
+	return []measure.Spec{
+		availability.Spec, // first: its probe watches the whole run
+		nodes.Spec,
+		apislo.Spec,
+		etcdhealth.Spec,
+		cpusage.Spec,
+		cpapi.Spec,
+		apiaudit.Spec,
+		podstartup.Spec,
+		dnsfacts.Spec,
+		dnsready.Spec,
+		dnslookup.Spec,
+		kubelet.Spec,
+		throttle.Spec,
+		podres.Spec,
+		nodeagent.Spec,
+
+		netpath.Spec,
+		netpath.MTUSpec,
+		diskagent.Spec,
+		churn.Spec,
+		dnsready.JobSpec,
+		dnsbench.Spec,
+	}
 }
 
-// Registry returns every measurement, in the order reports list them.
-func Registry(o Options) *measure.Registry {
-	if o.Window <= 0 {
-		o.Window = 20 * time.Second
-	}
-	if o.Pods <= 0 {
-		o.Pods = 50
-	}
-	// The benchmarks' own defaults (their packages own them), with what the run's profile sets.
-	pods := podstartup.DefaultOptions()
-	pods.Count = o.Pods
-	var podsM measure.Measurement = podstartup.New(pods)
-	if o.PodsWatch != nil {
-		podsM = podstartup.NewPassive(*o.PodsWatch)
-	}
-	dns := dnsready.DefaultOptions()
-	dns.Image = o.Image
-	lookups := dnslookup.DefaultOptions()
-	lookups.Image = o.Image
-	return measure.NewRegistry(
-		availability.New(o.Window), // first: its probe watches the whole run
-		nodes.New(),
-		apislo.New(o.Window),
-		etcdhealth.New(o.Window, o.EtcdEndpoint),
-		cpusage.New(o.Window, o.EtcdEndpoint),
-		cpapi.New(),
-		apiaudit.New(o.Window, o.AuditLogs),
-		podsM,
-		dnsfacts.New(o.Window),
-		dnsready.New(dns),
-		dnslookup.New(lookups),
-		kubelet.New(),
-		throttle.New(o.Window),
-		podres.New(o.Window),
-		nodeagent.New(nodeagent.DefaultOptions(o.Image)),
-	)
-}
+// Registry returns every measurement `kubeslow run` runs, in the order reports list them, built with o.
+func Registry(o Options) *measure.Registry { return measure.NewRegistryOf(o, Specs()) }
 
-// BenchRules are the rules of the measurements only `kubeslow bench` runs (each bench command evaluates its
-// own measurement's).
-func BenchRules() []func() []rule.Rule {
-	return []func() []rule.Rule{netpath.Rules, disk.Rules, churn.Rules}
-}
+// Rules are the rules every measurement declares, those of the benches included (each bench command evaluates
+// its own measurement's).
+func Rules() []rule.Rule { return measure.RulesOf(Specs()) }

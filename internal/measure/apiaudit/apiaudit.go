@@ -14,7 +14,6 @@ import (
 	"github.com/kubeslow/kubeslow/internal/auditlog"
 	"github.com/kubeslow/kubeslow/internal/measure"
 	"github.com/kubeslow/kubeslow/internal/measure/cpnode"
-	"github.com/kubeslow/kubeslow/internal/rule"
 	"github.com/kubeslow/kubeslow/pkg/result"
 )
 
@@ -205,6 +204,3 @@ func (o *observation) Gather(ctx context.Context) (result.Result, error) {
 	auditlog.StatsMetrics(&res, st)
 	return res, nil
 }
-
-// Rules are the rules over the audit analysis (rule.Source).
-func (*Measurement) Rules() []rule.Rule { return auditlog.Rules() }

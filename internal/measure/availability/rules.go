@@ -52,6 +52,3 @@ func Rules() []rule.Rule {
 			"that the load balancer took the stopped one out.",
 	}}
 }
-
-// Rules are the rules over the measurement's result (rule.Source).
-func (*Measurement) Rules() []rule.Rule { return Rules() }

@@ -167,6 +167,3 @@ func minutes(s float64) string {
 	}
 	return strings.TrimSuffix(fmt.Sprintf("%.0f min", s/60), ".0")
 }
-
-// Rules are the rules over the measurement's result (rule.Source).
-func (*Measurement) Rules() []rule.Rule { return Rules() }

@@ -12,7 +12,6 @@ import (
 	"github.com/kubeslow/kubeslow/internal/agentproto"
 	"github.com/kubeslow/kubeslow/internal/measure"
 	"github.com/kubeslow/kubeslow/internal/measure/disk"
-	"github.com/kubeslow/kubeslow/internal/rule"
 	"github.com/kubeslow/kubeslow/pkg/result"
 )
 
@@ -42,6 +41,7 @@ func (b *Bench) Description() string {
 // Permissions implements measure.Permissioned.
 func (*Bench) Permissions() []measure.Permission {
 	return []measure.Permission{
+		{Verbs: []string{"get"}, Resource: "nodes", Reason: "the node named by --node"},
 		{Verbs: []string{"create", "delete", "get"}, Resource: "pods", Reason: "the agent pod that runs the recipe on the node"},
 		{Verbs: []string{"get"}, Resource: "pods/log", Reason: "the agent's report"},
 	}
@@ -90,6 +90,3 @@ func (b *Bench) Run(ctx context.Context, env *measure.Env) (result.Result, error
 	res.Start, res.End = start, env.Clock.Now()
 	return *res, nil
 }
-
-// Rules implements rule.Source: the local bench's (KS-DISK-SYNC).
-func (*Bench) Rules() []rule.Rule { return disk.Rules() }

@@ -108,6 +108,3 @@ func Rules() []rule.Rule {
 		Remediation: "Look at that replica's node (CPU throttling, a noisy neighbour, conntrack or neighbour tables) and its upstream; " + dnsSpreadFix,
 	}}
 }
-
-// Rules implements rule.Source.
-func (*Measurement) Rules() []rule.Rule { return Rules() }

@@ -95,6 +95,3 @@ func LibcAdvice(resolver string, options []string) string {
 	}
 	return b.String()
 }
-
-// Rules are the rules over the measurement's result (rule.Source).
-func (*Measurement) Rules() []rule.Rule { return Rules() }

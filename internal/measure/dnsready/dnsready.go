@@ -71,6 +71,7 @@ func (*Measurement) Permissions() []measure.Permission {
 	return []measure.Permission{
 		{Verbs: []string{"list"}, Resource: "nodes", Reason: "a real node for the client pod"},
 		{Verbs: []string{"create", "delete", "get", "watch"}, Resource: "pods", Reason: "the client and peer pods"},
+		{Verbs: []string{"create"}, Resource: "pods/exec", Reason: "running the resolver's wait in the client pod"},
 		{Verbs: []string{"create", "delete"}, Resource: "services", Reason: "the headless Service behind the per-pod names"},
 		{Verbs: []string{"watch"}, Group: "discovery.k8s.io", Resource: "endpointslices", Reason: "when each peer enters the Service's EndpointSlice"},
 	}

@@ -129,9 +129,3 @@ func Rules() []rule.Rule {
 		},
 	}}
 }
-
-// Rules are the rules over the measurement's result (rule.Source).
-func (*Measurement) Rules() []rule.Rule { return Rules() }
-
-// Rules are the rules over the job benchmark's result: the same as the DNS readiness benchmark's.
-func (*JobMeasurement) Rules() []rule.Rule { return Rules() }

@@ -71,6 +71,3 @@ func Rules() []rule.Rule {
 		Match: perNode,
 	}}
 }
-
-// Rules are the rules over the measurement's result (rule.Source).
-func (*Measurement) Rules() []rule.Rule { return Rules() }

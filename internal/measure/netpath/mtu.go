@@ -74,8 +74,8 @@ func (*MTUMeasurement) Permissions() []measure.Permission {
 	}
 }
 
-// Rules implements rule.Source: the MTU rule.
-func (*MTUMeasurement) Rules() []rule.Rule {
+// MTURules are the rules of `kubeslow bench mtu` (net.mtu's, among Rules).
+func MTURules() []rule.Rule {
 	var out []rule.Rule
 	for _, r := range Rules() {
 		if r.When.Metric.Result == MTUName {

@@ -13,7 +13,7 @@ import (
 
 func mtuFindings(t *testing.T, m netpathtest.MTURun) []result.Finding {
 	t.Helper()
-	fs, _ := rule.Evaluate(ruletest.Report(nil, m.Result()), netpath.NewMTU(netpath.MTUOptions{}).Rules())
+	fs, _ := rule.Evaluate(ruletest.Report(nil, m.Result()), netpath.MTURules())
 	return fs
 }
 

@@ -210,6 +210,3 @@ func observedNet(res *result.Result) (string, []result.Evidence) {
 	}
 	return strings.Join(parts, "; "), ev
 }
-
-// Rules are the rules over the measurement's result (rule.Source).
-func (*Measurement) Rules() []rule.Rule { return Rules() }

@@ -195,6 +195,3 @@ func Rules() []rule.Rule {
 		},
 	}
 }
-
-// Rules are the rules over the measurement's result (rule.Source).
-func (*Measurement) Rules() []rule.Rule { return Rules() }

@@ -370,6 +370,3 @@ func Rules() []rule.Rule {
 		},
 	}
 }
-
-// Rules implements rule.Source.
-func (*Measurement) Rules() []rule.Rule { return Rules() }

@@ -9,22 +9,13 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/kubeslow/kubeslow/internal/measure"
-	"github.com/kubeslow/kubeslow/internal/rule"
 	"github.com/kubeslow/kubeslow/pkg/result"
 )
 
 // PassiveOptions select the pods a passive run observes: pods that others create (a Deployment's rollout,
-// a peer benchmark), measured by the same method and analysis as the benchmark's own, with nothing created.
-type PassiveOptions struct {
-	// Namespace of the pods ("": every namespace).
-	Namespace string
-	// Selector is a label selector ("": every pod of Namespace).
-	Selector string
-	// Count: stop once this many pods created after the watch started are Running (0: watch for Timeout).
-	Count int
-	// SLO is the p99 threshold; Timeout how long to watch at most.
-	SLO, Timeout time.Duration
-}
+// a peer benchmark), measured by the same method and analysis as the benchmark's own, with nothing created. It
+// is the run's option measure.PodsWatch (whose fields are documented there), with its defaults and validation.
+type PassiveOptions measure.PodsWatch
 
 // DefaultPassiveOptions are a passive run's defaults.
 func DefaultPassiveOptions() PassiveOptions {
@@ -62,10 +53,6 @@ func (*Passive) Name() string { return Name }
 
 // Kind implements measure.Classified: it creates nothing.
 func (*Passive) Kind() measure.Kind { return measure.ReadOnly }
-
-// Rules implements rule.Source: the benchmark's rules (those about kubeslow's own creation stay quiet, as
-// the pods' creator is reported as "others").
-func (*Passive) Rules() []rule.Rule { return Rules() }
 
 // Permissions implements measure.Permissioned.
 func (*Passive) Permissions() []measure.Permission {

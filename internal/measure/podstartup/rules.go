@@ -213,9 +213,6 @@ func NodeRule() rule.Rule {
 	}
 }
 
-// Rules are the rules over the measurement's result (rule.Source).
-func (*Measurement) Rules() []rule.Rule { return Rules() }
-
 // EventsRuleID is the rule that names the Event class that dominated the slow pods.
 const EventsRuleID = "KS-POD-EVENTS"
 

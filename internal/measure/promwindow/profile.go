@@ -5,11 +5,11 @@ import (
 	"fmt"
 	"math"
 	"sort"
-	"time"
 
 	"github.com/prometheus/common/model"
 
 	"github.com/kubeslow/kubeslow/internal/check"
+	"github.com/kubeslow/kubeslow/internal/measure/promwindow/timeline"
 	"github.com/kubeslow/kubeslow/internal/promql"
 	"github.com/kubeslow/kubeslow/internal/rule"
 	"github.com/kubeslow/kubeslow/internal/stats"
@@ -33,13 +33,7 @@ type profile struct {
 }
 
 // Onset is the first instant a signal crossed its threshold in the window.
-type Onset struct {
-	Result, Metric, What string
-	Labels               map[string]string
-	At                   time.Time
-	Value, Threshold     float64
-	Op, Unit             string
-}
+type Onset = timeline.Onset
 
 // rate is the rate() window of profile points.
 func (s *Source) rate() string { return promql.PromDuration(s.Window.Rate) }

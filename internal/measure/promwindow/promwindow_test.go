@@ -17,6 +17,7 @@ import (
 	"github.com/kubeslow/kubeslow/internal/measure"
 	"github.com/kubeslow/kubeslow/internal/measure/apislo"
 	"github.com/kubeslow/kubeslow/internal/measure/etcdhealth"
+	"github.com/kubeslow/kubeslow/internal/measure/promwindow/timeline"
 	"github.com/kubeslow/kubeslow/internal/prom"
 	"github.com/kubeslow/kubeslow/internal/promql"
 	"github.com/kubeslow/kubeslow/internal/promql/promtest"
@@ -314,7 +315,7 @@ func TestOnsetOrder(t *testing.T) {
 			t.Errorf("onset %s, change at %s", c.got.Format(time.TimeOnly), c.want.Format(time.TimeOnly))
 		}
 	}
-	fs := tl.Diagnose(res)
+	fs, _ := rule.Evaluate(&result.Report{Results: []result.Result{res}}, timeline.Rules())
 	if len(fs) != 1 || !strings.Contains(fs[0].Summary, "etcd WAL fsync p99 crossed") || !strings.Contains(fs[0].Summary, "after") {
 		t.Fatalf("findings %+v", fs)
 	}

@@ -4,16 +4,17 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/kubeslow/kubeslow/internal/measure"
+	"github.com/kubeslow/kubeslow/internal/measure/all"
+	"github.com/kubeslow/kubeslow/internal/measure/promwindow/timeline"
 	"github.com/kubeslow/kubeslow/pkg/result"
 )
 
 // Names of the Prometheus-only results.
 const (
 	SourcesName  = "prometheus.sources"
-	TimelineName = "prometheus.timeline"
+	TimelineName = timeline.Name
 )
 
 // Sources is the discovery as a result: which exporters (jobs) the server has for the window and which it
@@ -80,67 +81,30 @@ func (*Timeline) Description() string {
 	return "when each signal crossed its rule's threshold in the window, in order; queries and samples this run cost"
 }
 
-// Run implements measure.Measurement: it reads the onsets the other measurements found (so it runs last).
+// Run implements measure.Measurement: it reads the onsets the other measurements found (so it runs last);
+// KS-PROM-ORDER reads its result (internal/measure/promwindow/timeline).
 func (t *Timeline) Run(context.Context, *measure.Env) (result.Result, error) {
-	res := result.Result{Name: TimelineName, Status: result.StatusPass, Start: t.src.Window.From, End: t.src.Window.To}
-	for _, o := range t.src.Onsets() {
-		labels := map[string]string{"result": o.Result, "metric": o.Metric, "what": o.What, "op": o.Op, "unit": o.Unit}
-		for k, v := range o.Labels {
-			labels["series_"+k] = v
-		}
-		res.Records = append(res.Records, result.Record{ID: onsetID(o), Labels: labels,
-			Values: map[string]float64{"value": o.Value, "threshold": o.Threshold}, Times: map[string]time.Time{"onset": o.At}})
-	}
 	q, n := t.src.Client.Cost()
-	res.Metrics = append(res.Metrics, result.Metric{Name: "signals_crossed", Unit: "count", Value: float64(len(res.Records))},
-		result.Metric{Name: "queries", Unit: "count", Value: float64(q)}, result.Metric{Name: "samples", Unit: "count", Value: float64(n)},
-		result.Metric{Name: "step", Unit: "seconds", Value: t.src.Window.Step.Seconds()})
-	return res, nil
+	return timeline.Build(t.src.Onsets(), t.src.Window.From, t.src.Window.To, q, n, t.src.Window.Step), nil
 }
 
-func onsetID(o Onset) string {
-	if l := result.FormatLabels(o.Labels); l != "" {
-		return o.What + " (" + l + ")"
-	}
-	return o.What
-}
+// Registry is the measurements of a Prometheus-backed run over every measurement's Spec (RegistryOf).
+func Registry(s *Source) *measure.Registry { return RegistryOf(s, all.Specs()) }
 
-// OrderMinSignals is how many signals must cross for their order to be a finding.
-const OrderMinSignals = 2
-
-// Diagnose implements measure.Diagnoser: when two or more signals crossed their thresholds, it says which went
-// first and how long before each of the others ("API p99 rose at 14:58:10, 40 s after etcd WAL fsync p99").
-func (*Timeline) Diagnose(res result.Result) []result.Finding {
-	if len(res.Records) < OrderMinSignals {
-		return nil
+// RegistryOf is the measurements of a Prometheus-backed run, sharing one source: discovery first, then the
+// hand-written twins of the live measurements (their window deltas take more than a profile: histograms
+// summed by the live labels, cAdvisor's quotas), then one Families measurement for every other Spec of `run`
+// that declares Prometheus families, and the timeline last.
+func RegistryOf(s *Source, specs []measure.Spec) *measure.Registry {
+	ms := []measure.Measurement{&Sources{src: s}, NewAPI(s), NewEtcd(s), NewControlPlane(s), NewKubelet(s), NewThrottling(s), NewAgent(s), NewDNS(s), NewNodes(s)}
+	twin := map[string]bool{}
+	for _, m := range ms {
+		twin[m.Name()] = true
 	}
-	first := res.Records[0]
-	t0 := first.Times["onset"]
-	var parts []string
-	var ev []result.Evidence
-	for i, r := range res.Records {
-		at := r.Times["onset"]
-		ev = append(ev, result.Evidence{Name: r.Labels["metric"], Value: r.Values["value"], Unit: r.Labels["unit"],
-			Labels: map[string]string{"signal": r.ID, "onset": at.Format(time.RFC3339)}, Result: r.Labels["result"]})
-		if i == 0 {
-			parts = append(parts, fmt.Sprintf("%s crossed %s at %s", r.ID, result.FormatQuantity(r.Values["threshold"], r.Labels["unit"]), at.Format("15:04:05")))
-			continue
+	for _, sp := range specs {
+		if !sp.Bench && len(sp.Prometheus) > 0 && !twin[sp.Name] {
+			ms = append(ms, &Families{src: s, spec: sp})
 		}
-		parts = append(parts, fmt.Sprintf("%s at %s, %s after", r.ID, at.Format("15:04:05"), at.Sub(t0).Round(time.Second)))
 	}
-	return []result.Finding{{
-		ID: "KS-PROM-ORDER", Severity: result.SeverityInfo, Title: "Signals went bad in this order",
-		Summary:  strings.Join(parts, "; ") + ": the first to cross is the likelier cause, the later ones its consequences",
-		Evidence: ev,
-		Threshold: result.Threshold{Op: ">=", Value: OrderMinSignals, Unit: "signals",
-			Source: "kubeslow: each signal's onset is the first profile point past the threshold of the rule that reads it"},
-		Remediation: "Start with the finding of the first signal (" + first.ID + "); the later ones often clear with it.",
-		Results:     []string{TimelineName},
-	}}
-}
-
-// Registry is the measurements of a Prometheus-backed run, sharing one source: discovery first, the timeline
-// last.
-func Registry(s *Source) *measure.Registry {
-	return measure.NewRegistry(&Sources{src: s}, NewAPI(s), NewEtcd(s), NewControlPlane(s), NewKubelet(s), NewThrottling(s), NewAgent(s), NewDNS(s), NewNodes(s), &Timeline{src: s})
+	return measure.NewRegistry(append(ms, &Timeline{src: s})...)
 }

@@ -52,6 +52,3 @@ func Rules() []rule.Rule {
 		Match: perContainer,
 	}}
 }
-
-// Rules implements rule.Source.
-func (*Measurement) Rules() []rule.Rule { return Rules() }

@@ -1,0 +1,14 @@
+package apiaudit
+
+import (
+	"github.com/kubeslow/kubeslow/internal/auditlog"
+	"github.com/kubeslow/kubeslow/internal/measure"
+)
+
+// Spec declares api.audit to the registry (internal/measure/all): its rules are the audit log's
+// (internal/auditlog, shared with `kubeslow audit`). It asks nothing of the API: the log is a file or the node
+// tier's.
+var Spec = measure.Spec{
+	Name: auditlog.Name, Kind: measure.ReadOnly, Rules: auditlog.Rules,
+	New: func(o measure.Options) measure.Measurement { return New(o.Window, o.AuditLogs) },
+}

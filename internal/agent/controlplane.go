@@ -16,7 +16,7 @@ import (
 
 	"github.com/prometheus/procfs"
 
-	"github.com/kubeslow/kubeslow/internal/measure/disk"
+	"github.com/kubeslow/kubeslow/internal/hostfs"
 )
 
 // The control-plane tier of the node agent (issue 27): on a control-plane node it finds kube-apiserver,
@@ -182,7 +182,7 @@ type procSample struct {
 	cpu          float64
 	wait         float64
 	threads      int
-	cg           *disk.PSI
+	cg           *hostfs.PSI
 	cgStat       *CPUStat
 	waitReadable bool
 }
@@ -282,12 +282,8 @@ func ReadControlPlane(ctx context.Context, o ControlPlaneOptions) (*ControlPlane
 		}
 		c.Cgroup = cg
 	}
-	nodePSI := func() *disk.PSI {
-		b, err := os.ReadFile(filepath.Join(o.Proc, "pressure", "cpu"))
-		if err != nil {
-			return nil
-		}
-		some, _, err := disk.ParsePSI(b)
+	nodePSI := func() *hostfs.PSI {
+		some, _, err := hostfs.FS{Proc: o.Proc}.Pressure("cpu")
 		if err != nil {
 			return nil
 		}
@@ -381,7 +377,7 @@ func sampleProc(pfs procfs.FS, c *Component, cg cgroupRoots) procSample {
 	}
 	if d := cg.psiDir(c.Cgroup); d != "" {
 		if b, err := os.ReadFile(filepath.Join(d, "cpu.pressure")); err == nil {
-			if some, _, err := disk.ParsePSI(b); err == nil {
+			if some, _, err := hostfs.ParsePSI(b); err == nil {
 				s.cg = &some
 			}
 		}

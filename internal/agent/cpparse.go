@@ -14,7 +14,7 @@ import (
 // Parsers of what the control-plane tier reads that github.com/prometheus/procfs does not cover: a
 // component's command line as flags, a cgroup's cpu.stat, its CPU quota (v1 and v2) and the names
 // lumberjack gives the apiserver's rotated audit files (a cgroup's cpu.pressure goes through
-// disk.ParsePSI). Split from the I/O so tests and fuzzing feed them bytes.
+// hostfs.ParsePSI). Split from the I/O so tests and fuzzing feed them bytes.
 
 // Control-plane component names, as the process's argv[0] base name has them.
 const (

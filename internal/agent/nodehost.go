@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/kubeslow/kubeslow/internal/hostfs"
 	"github.com/kubeslow/kubeslow/internal/measure/disk"
 )
 
@@ -89,6 +90,9 @@ type SyncProbe struct {
 	Max   float64 `json:"max_seconds"`
 }
 
+// LoadAvg is /proc/loadavg's three averages (procfs's, as hostfs reads it).
+type LoadAvg = hostfs.LoadAvg
+
 // SyncBlock is the probe's write size: etcd's fio recipe's (about one WAL entry).
 const SyncBlock = 2300
 
@@ -108,22 +112,19 @@ func ReadNodeHost(ctx context.Context, o NodeHostOptions) *NodeHost {
 	}
 	if b, err := os.ReadFile(filepath.Join(o.Sys, "devices/system/cpu/online")); err != nil {
 		unread("cpus", err)
-	} else if h.CPUs, err = ParseCPUList(b); err != nil {
+	} else if h.CPUs, err = hostfs.ParseCPUList(b); err != nil {
 		unread("cpus", err)
 	}
-	if b, err := os.ReadFile(filepath.Join(o.Proc, "loadavg")); err != nil {
-		unread("load", err)
-	} else if l, err := ParseLoadAvg(b); err != nil {
+	proc := hostfs.FS{Proc: o.Proc, Sys: o.Sys}
+	if l, err := proc.LoadAvg(); err != nil {
 		unread("load", err)
 	} else {
-		h.Load = &l
+		h.Load = l
 	}
-	if b, err := os.ReadFile(filepath.Join(o.Proc, "meminfo")); err != nil {
-		unread("memory", err)
-	} else if mi, err := ParseMeminfo(b); err != nil {
+	if total, avail, err := proc.Memory(); err != nil {
 		unread("memory", err)
 	} else {
-		h.MemTotal, h.MemAvailable = mi["MemTotal"], mi["MemAvailable"]
+		h.MemTotal, h.MemAvailable = total, avail
 	}
 	if sb, err := readSandbox(o.Proc); err != nil {
 		unread("sandbox image", err)
@@ -181,12 +182,8 @@ func ReadNodeHost(ctx context.Context, o NodeHostOptions) *NodeHost {
 
 var psiResources = []string{"cpu", "io", "memory"}
 
-func readPSI(proc, res string) (some, full disk.PSI, err error) {
-	b, err := os.ReadFile(filepath.Join(proc, "pressure", res))
-	if err != nil {
-		return some, full, err
-	}
-	return disk.ParsePSI(b)
+func readPSI(proc, res string) (some, full hostfs.PSI, err error) {
+	return hostfs.FS{Proc: proc}.Pressure(res)
 }
 
 // stallShare is the share of elapsed (percent) a PSI stall counter grew by from a to b: at most 100 (the
@@ -203,11 +200,11 @@ func (h *NodeHost) readDisks(ctx context.Context, o NodeHostOptions, unread func
 	if len(o.Dirs) == 0 {
 		return
 	}
-	self, err := readMounts("/proc/self/mountinfo")
+	self, err := hostfs.Host().Mounts("self")
 	if err != nil {
 		unread("own mounts", err)
 	}
-	host, err := readMounts(filepath.Join(o.Proc, "1/mountinfo"))
+	host, err := hostfs.FS{Proc: o.Proc}.Mounts("1")
 	if err != nil {
 		unread("host mounts", err)
 	}
@@ -241,12 +238,4 @@ func (h *NodeHost) readDisks(ctx context.Context, o NodeHostOptions, unread func
 		s := r.Summary()
 		h.Sync = append(h.Sync, SyncProbe{Role: role, Dir: dir, Bytes: r.Bytes, N: s.N, P50: s.P50.Seconds(), P99: s.P99.Seconds(), Max: s.Max.Seconds()})
 	}
-}
-
-func readMounts(path string) ([]Mount, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	return ParseMountinfo(b)
 }

@@ -192,11 +192,7 @@ func RunCredits(ctx context.Context, dev string, b CreditBucket, tick time.Durat
 	}
 	name := filepath.Base(dev)
 	read := func() (uint64, error) {
-		raw, err := os.ReadFile("/proc/diskstats")
-		if err != nil {
-			return 0, err
-		}
-		all, err := hostfs.ParseDiskStats(raw)
+		all, err := hostfs.Host().DiskStats()
 		if err != nil {
 			return 0, err
 		}

@@ -1,7 +1,6 @@
 package agent
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"fmt"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/prometheus/procfs"
 
+	"github.com/kubeslow/kubeslow/internal/hostfs"
 	"github.com/kubeslow/kubeslow/internal/prom"
 )
 
@@ -148,17 +148,16 @@ func ReadNodeNet(ctx context.Context, r NodeNetRoots) *NodeNet {
 	readInt("neighbour limit", "sys/net/ipv4/neigh/default/gc_thresh3", &n.NeighThresh3)
 	readInt("neighbour gc_thresh1", "sys/net/ipv4/neigh/default/gc_thresh1", &n.NeighThresh1)
 	readInt("neighbour gc_thresh2", "sys/net/ipv4/neigh/default/gc_thresh2", &n.NeighThresh2)
-	if f, err := os.Open(filepath.Join(r.Proc, "net/arp")); err != nil {
+	proc := hostfs.FS{Proc: r.Proc, Sys: r.Sys}
+	if c, err := proc.Neighbours(); err != nil {
 		unread("neighbours", err)
 	} else {
-		n.Neighbours = countARP(f)
-		f.Close()
+		n.Neighbours = c
 	}
-	if f, err := os.Open(filepath.Join(r.Proc, "net/route")); err != nil {
+	if up, err := proc.Uplink(); err != nil {
 		unread("routes", err)
 	} else {
-		n.Uplink = DefaultRouteIface(f)
-		f.Close()
+		n.Uplink = up
 	}
 	if s, err := readSnmp(r.Proc); err != nil {
 		unread("snmp", err)
@@ -181,18 +180,6 @@ func ueventDevtype(b []byte) string {
 		}
 	}
 	return ""
-}
-
-// countARP counts the entries of /proc/net/arp (a header line, then one line per neighbour).
-func countARP(r io.Reader) int64 {
-	s := bufio.NewScanner(r)
-	var n int64 = -1
-	for s.Scan() {
-		if strings.TrimSpace(s.Text()) != "" {
-			n++
-		}
-	}
-	return max(n, 0)
 }
 
 func (n *NodeNet) readKubeProxy(ctx context.Context, base string) error {
@@ -278,20 +265,6 @@ func growth(a, b map[string]uint64) map[string]uint64 {
 		}
 	}
 	return out
-}
-
-// DefaultRouteIface returns the interface of the first IPv4 default route in /proc/net/route's format ("" when
-// there is none).
-func DefaultRouteIface(r io.Reader) string {
-	sc := bufio.NewScanner(r)
-	for sc.Scan() {
-		f := strings.Fields(sc.Text())
-		// Iface Destination Gateway Flags RefCnt Use Metric Mask ...
-		if len(f) >= 8 && f[1] == "00000000" && f[7] == "00000000" {
-			return f[0]
-		}
-	}
-	return ""
 }
 
 // readSnmp reads the namespace's /proc/<self>/net/snmp with prometheus/procfs.

@@ -30,12 +30,13 @@ func (f FS) procfs() (procfs.FS, error) { return procfs.NewFS(f.Proc) }
 type LoadAvg = procfs.LoadAvg
 
 // LoadAvg reads proc/loadavg.
-func (f FS) LoadAvg() (*LoadAvg, error) {
+func (f FS) LoadAvg() (l *LoadAvg, err error) {
+	defer recoverParse("loadavg", &err)
 	fs, err := f.procfs()
 	if err != nil {
 		return nil, err
 	}
-	l, err := fs.LoadAvg()
+	l, err = fs.LoadAvg()
 	if err != nil {
 		return nil, err
 	}
@@ -47,6 +48,7 @@ func (f FS) LoadAvg() (*LoadAvg, error) {
 
 // Memory reads proc/meminfo's MemTotal and MemAvailable, in bytes.
 func (f FS) Memory() (total, available int64, err error) {
+	defer recoverParse("meminfo", &err)
 	fs, err := f.procfs()
 	if err != nil {
 		return 0, 0, err
@@ -67,6 +69,7 @@ func (f FS) Memory() (total, available int64, err error) {
 // Pressure reads proc/pressure/<res> (cpu, io, memory): its "some" line and its "full" line (zero where the
 // kernel writes none: cpu before 5.13).
 func (f FS) Pressure(res string) (some, full PSI, err error) {
+	defer recoverParse("pressure", &err)
 	fs, err := f.procfs()
 	if err != nil {
 		return some, full, err
@@ -104,7 +107,8 @@ type DiskStats struct {
 }
 
 // DiskStats reads proc/diskstats.
-func (f FS) DiskStats() ([]DiskStats, error) {
+func (f FS) DiskStats() (out []DiskStats, err error) {
+	defer recoverParse("diskstats", &err)
 	// blockdevice.NewFS wants a sysfs root too, which ProcDiskstats does not read: the proc root stands in.
 	fs, err := blockdevice.NewFS(f.Proc, f.Proc)
 	if err != nil {
@@ -114,7 +118,7 @@ func (f FS) DiskStats() ([]DiskStats, error) {
 	if err != nil {
 		return nil, fmt.Errorf("diskstats: %w", err)
 	}
-	out := make([]DiskStats, 0, len(all))
+	out = make([]DiskStats, 0, len(all))
 	for _, d := range all {
 		out = append(out, DiskStats{Major: d.MajorNumber, Minor: d.MinorNumber, Name: d.DeviceName, ReadsDone: d.ReadIOs,
 			SectorsRead: d.ReadSectors, WritesDone: d.WriteIOs, SectorsWrite: d.WriteSectors, IOTicks: d.IOsTotalTicks,
@@ -133,7 +137,8 @@ type ProcStat struct {
 }
 
 // ProcStat reads proc/<pid>/stat.
-func (f FS) ProcStat(pid int) (ProcStat, error) {
+func (f FS) ProcStat(pid int) (st ProcStat, err error) {
+	defer recoverParse("stat", &err)
 	fs, err := f.procfs()
 	if err != nil {
 		return ProcStat{}, err
@@ -158,7 +163,8 @@ func procStat(p procfs.Proc) (ProcStat, error) {
 
 // DStateTasks lists the processes in uninterruptible sleep (state D) under proc, by pid with their command.
 // A process that exits while they are read is skipped.
-func (f FS) DStateTasks() (map[int]string, error) {
+func (f FS) DStateTasks() (out map[int]string, err error) {
+	defer recoverParse("stat", &err)
 	fs, err := f.procfs()
 	if err != nil {
 		return nil, err
@@ -167,7 +173,7 @@ func (f FS) DStateTasks() (map[int]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := map[int]string{}
+	out = map[int]string{}
 	for _, p := range ps {
 		if st, err := procStat(p); err == nil && st.State == 'D' {
 			out[p.PID] = st.Comm

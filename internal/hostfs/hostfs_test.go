@@ -3,6 +3,7 @@ package hostfs
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -43,6 +44,21 @@ func TestProcfsReaders(t *testing.T) {
 	}
 	if d, err := fixture.DStateTasks(); err != nil || len(d) != 1 || d[7] != "a) b) (c" {
 		t.Errorf("D-state tasks %v %v", d, err)
+	}
+	// An incomplete neighbour (flags 0x0) is an entry of the table all the same.
+	if n, err := fixture.Neighbours(); err != nil || n != 2 {
+		t.Errorf("neighbours %d %v", n, err)
+	}
+	if up, err := fixture.Uplink(); err != nil || up != "eth0" {
+		t.Errorf("uplink %q %v", up, err)
+	}
+	// procfs's meminfo parser panics on a line without a value: the reader reports it.
+	bad := t.TempDir()
+	if err := os.WriteFile(filepath.Join(bad, "meminfo"), []byte("MemTotal:\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := (FS{Proc: bad}).Memory(); err == nil || !strings.Contains(err.Error(), "unparsable") {
+		t.Errorf("meminfo without a value: %v", err)
 	}
 	if _, err := (FS{Proc: "testdata/none"}).LoadAvg(); err == nil {
 		t.Error("a missing proc root read")
@@ -145,5 +161,48 @@ func FuzzParseSmall(f *testing.F) {
 		if n, err := ParseCPUList(b); err == nil && n <= 0 {
 			t.Fatalf("%d CPUs from %q", n, b)
 		}
+	})
+}
+
+// FuzzProcFiles writes the same bytes to every file the procfs-backed readers read and calls them all: none
+// may panic (a procfs parser's panic is an error: recoverParse), and what they accept must be consistent.
+func FuzzProcFiles(f *testing.F) {
+	for _, name := range []string{"loadavg", "meminfo", "pressure/io", "diskstats", "1/stat", "net/arp", "net/route"} {
+		b, err := os.ReadFile(filepath.Join("testdata/proc", name))
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	f.Add([]byte("MemTotal:\n"))
+	dir := f.TempDir()
+	for _, d := range []string{"1", "pressure", "net"} {
+		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
+			f.Fatal(err)
+		}
+	}
+	fs := FS{Proc: dir}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		for _, name := range []string{"loadavg", "meminfo", "pressure/io", "diskstats", "1/stat", "net/arp", "net/route"} {
+			if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if l, err := fs.LoadAvg(); err == nil && (l.Load1 < 0 || l.Load5 < 0 || l.Load15 < 0) {
+			t.Fatalf("negative load %+v", l)
+		}
+		if total, avail, err := fs.Memory(); err == nil && (total < 0 || avail < 0) {
+			t.Fatalf("memory %d %d", total, avail)
+		}
+		_, _, _ = fs.Pressure("io")
+		_, _ = fs.DiskStats()
+		if st, err := fs.ProcStat(1); err == nil && st.State == 0 {
+			t.Fatalf("stat without a state: %+v", st)
+		}
+		_, _ = fs.DStateTasks()
+		if n, err := fs.Neighbours(); err == nil && n < 0 {
+			t.Fatalf("%d neighbours", n)
+		}
+		_, _ = fs.Uplink()
 	})
 }

@@ -21,7 +21,8 @@ type Mount struct {
 
 // Mounts reads proc/<pid>/mountinfo ("self" for this process's own) with procfs, whose fields keep the
 // kernel's octal escapes (\040 for a space): they are undone here.
-func (f FS) Mounts(pid string) ([]Mount, error) {
+func (f FS) Mounts(pid string) (out []Mount, err error) {
+	defer recoverParse("mountinfo", &err)
 	fs, err := f.procfs()
 	if err != nil {
 		return nil, err
@@ -41,7 +42,7 @@ func (f FS) Mounts(pid string) ([]Mount, error) {
 	if err != nil {
 		return nil, fmt.Errorf("mountinfo: %w", err)
 	}
-	out := make([]Mount, 0, len(infos))
+	out = make([]Mount, 0, len(infos))
 	for _, mi := range infos {
 		m, err := mountOf(mi)
 		if err != nil {

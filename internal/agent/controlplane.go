@@ -183,7 +183,7 @@ type procSample struct {
 	wait         float64
 	threads      int
 	cg           *hostfs.PSI
-	cgStat       *CPUStat
+	cgStat       *hostfs.CPUStat
 	waitReadable bool
 }
 
@@ -370,7 +370,7 @@ func sampleProc(pfs procfs.FS, c *Component, cg cgroupRoots) procSample {
 	}
 	if c.Cgroup.LimitPath != "" {
 		if b, err := os.ReadFile(filepath.Join(cg.cpuDir(c.Cgroup.Version), c.Cgroup.LimitPath, "cpu.stat")); err == nil {
-			if st, err := ParseCPUStat(b); err == nil {
+			if st, err := hostfs.ParseCPUStat(b); err == nil {
 				s.cgStat = &st
 			}
 		}
@@ -529,7 +529,7 @@ func quotaAt(dir string, version int) (float64, error) {
 		if err != nil {
 			return 0, err
 		}
-		return ParseCPUMax(b)
+		return hostfs.ParseCPUMax(b)
 	}
 	q, err := os.ReadFile(filepath.Join(dir, "cpu.cfs_quota_us"))
 	if err != nil {
@@ -539,7 +539,7 @@ func quotaAt(dir string, version int) (float64, error) {
 	if err != nil {
 		return 0, err
 	}
-	return ParseCFSQuota(q, p)
+	return hostfs.ParseCFSQuota(q, p)
 }
 
 // manifestDirs are the directories the static pods may be in, as the agent reaches them: the kubelet's

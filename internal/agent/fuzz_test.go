@@ -61,29 +61,6 @@ func FuzzParseFlags(f *testing.F) {
 	})
 }
 
-func FuzzParseCPUStat(f *testing.F) {
-	f.Add([]byte("nr_periods 1\nnr_throttled 1\nthrottled_time 5\n"))
-	f.Add([]byte("usage_usec 1\nnr_periods 1\nnr_throttled 0\nthrottled_usec 0\n"))
-	f.Fuzz(func(t *testing.T, b []byte) {
-		s, err := ParseCPUStat(b)
-		if err == nil && (s.ThrottledSeconds < 0 || (s.UsageSeconds < 0 && s.UsageSeconds != -1)) {
-			t.Fatalf("%q: %+v", b, s)
-		}
-	})
-}
-
-func FuzzParseQuota(f *testing.F) {
-	f.Add([]byte("max 100000"), []byte("-1"), []byte("100000"))
-	f.Fuzz(func(t *testing.T, max, quota, period []byte) {
-		if c, err := ParseCPUMax(max); err == nil && (c < 0 || c != c) {
-			t.Fatalf("cpu.max %q: %v", max, c)
-		}
-		if c, err := ParseCFSQuota(quota, period); err == nil && (c < 0 || c != c) {
-			t.Fatalf("cfs %q/%q: %v", quota, period, c)
-		}
-	})
-}
-
 func FuzzRotatedOf(f *testing.F) {
 	f.Add("audit.log", "audit-2024-05-01T10-00-00.000.log")
 	f.Fuzz(func(t *testing.T, active, file string) {

@@ -9,19 +9,6 @@ import (
 
 // The parsers of kernel files and log lines must never panic, and what they accept must be consistent.
 
-func FuzzParseKmsgRecord(f *testing.F) {
-	for _, s := range []string{"4,1234,5130000001,-;neighbour: arp_cache: neighbor table overflow!\n SUBSYSTEM=net\n", "6,1,0,-;x", ";", "1,2;x", "6,1,99999999999999999999,-;x"} {
-		f.Add([]byte(s))
-	}
-	f.Fuzz(func(t *testing.T, b []byte) {
-		r, err := ParseKmsgRecord(b)
-		if err == nil && (r.Since < 0 || bytes.ContainsRune([]byte(r.Msg), '\n')) {
-			t.Fatalf("accepted %q as %+v", b, r)
-		}
-		_ = ClassifyKernelLine(r.Msg)
-	})
-}
-
 func FuzzScanKernelLogFile(f *testing.F) {
 	f.Add([]byte("Nov 23 kernel: INFO: task a:1 blocked for more than 120 seconds.\nneighbor table overflow\n"))
 	f.Fuzz(func(t *testing.T, b []byte) {

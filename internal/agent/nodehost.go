@@ -160,7 +160,7 @@ func ReadNodeHost(ctx context.Context, o NodeHostOptions) *NodeHost {
 	}
 	elapsed := time.Since(psiStart)
 	if h.Net.ConntrackStat != nil {
-		if st, err := readConntrackStat(after); err != nil {
+		if st, err := (hostfs.FS{Proc: after}).ConntrackStat(); err != nil {
 			unread("conntrack statistics at the watch's end", err)
 		} else {
 			h.Net.ConntrackStatWindow = growth(h.Net.ConntrackStat, st)

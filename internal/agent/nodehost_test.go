@@ -136,7 +136,7 @@ func TestDirDevice(t *testing.T) {
 }
 
 func TestParsers(t *testing.T) {
-	r, err := ParseKmsgRecord([]byte("4,1234,5130000001,-;neighbour: arp_cache: neighbor table overflow!\n SUBSYSTEM=net\n"))
+	r, err := hostfs.ParseKmsgRecord([]byte("4,1234,5130000001,-;neighbour: arp_cache: neighbor table overflow!\n SUBSYSTEM=net\n"))
 	if err != nil || r.Seq != 1234 || r.Since != 5130000001*time.Microsecond || ClassifyKernelLine(r.Msg) != KernNeighOverflow {
 		t.Errorf("kmsg %+v %v", r, err)
 	}
@@ -176,7 +176,7 @@ func (r *records) Read(b []byte) (int, error) {
 // TestKernelLogBadLines: a line too long to be a kernel message is counted and skipped, and the lines after
 // it are read (a bufio.Scanner stopped there, losing the rest of the log).
 func TestKernelLogBadLines(t *testing.T) {
-	log := "kernel: a\n" + strings.Repeat("x", maxKernelLine+10) + "\nkernel: INFO: task dd:99 blocked for more than 122 seconds.\r\nlast"
+	log := "kernel: a\n" + strings.Repeat("x", hostfs.MaxKernelLine+10) + "\nkernel: INFO: task dd:99 blocked for more than 122 seconds.\r\nlast"
 	k, err := ScanKernelLogFile(strings.NewReader(log), "f", 0)
 	if err != nil || k.Lines != 3 || k.Unreadable != 1 || k.Counts[KernHungTask] != 1 || strings.HasSuffix(k.Newest[KernHungTask], "\r") {
 		t.Fatalf("%+v %v", k, err)

@@ -29,7 +29,7 @@ type NodeNet struct {
 	ConntrackEntries int64 `json:"conntrack_entries"`
 	ConntrackMax     int64 `json:"conntrack_max"`
 	// ConntrackStat is /proc/net/stat/nf_conntrack's counters summed over the CPUs, by column name
-	// (ParseConntrackStat); ConntrackStatWindow is their growth over the node agent's watch (insert_failed
+	// (hostfs.ParseConntrackStat); ConntrackStatWindow is their growth over the node agent's watch (insert_failed
 	// rising with DNS lookups: the UDP DNAT race).
 	ConntrackStat       map[string]uint64 `json:"conntrack_stat,omitempty"`
 	ConntrackStatWindow map[string]uint64 `json:"conntrack_stat_window,omitempty"`
@@ -54,6 +54,12 @@ type NodeNet struct {
 	// Unread says what could not be read and why (a missing file is not an error: it is reported).
 	Unread []string `json:"unread,omitempty"`
 }
+
+// Keys of NodeNet.ConntrackStat that the node sweep reads: hostfs's names of the kernel's columns.
+const (
+	ConntrackInsertFailed = hostfs.ConntrackInsertFailed
+	ConntrackDrop         = hostfs.ConntrackDrop
+)
 
 // SnmpCounters are /proc/net/snmp's counters that show MTU trouble: IP packets this namespace had to fragment
 // and could not (DF set: FragFails), and ICMP destination-unreachable messages it sent (OutDestUnreachs,
@@ -139,7 +145,7 @@ func ReadNodeNet(ctx context.Context, r NodeNetRoots) *NodeNet {
 		*dst = v
 	}
 	readInt("conntrack entries", "sys/net/netfilter/nf_conntrack_count", &n.ConntrackEntries)
-	if st, err := readConntrackStat(r.Proc); err != nil {
+	if st, err := (hostfs.FS{Proc: r.Proc}).ConntrackStat(); err != nil {
 		unread("conntrack statistics", err)
 	} else {
 		n.ConntrackStat = st
@@ -240,15 +246,6 @@ func (n *NodeNet) kubeProxyMetrics(body []byte) error {
 		}
 	}
 	return nil
-}
-
-// readConntrackStat reads proc/net/stat/nf_conntrack.
-func readConntrackStat(proc string) (map[string]uint64, error) {
-	b, err := os.ReadFile(filepath.Join(proc, "net/stat/nf_conntrack"))
-	if err != nil {
-		return nil, err
-	}
-	return ParseConntrackStat(b)
 }
 
 // growth is each counter's increase from a to b (a counter that went backwards grew by 0).

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // fixture is a proc tree as a kernel writes it (testdata/proc): this package's readers go through procfs.
@@ -205,4 +206,35 @@ func FuzzProcFiles(f *testing.F) {
 		}
 		_, _ = fs.Uplink()
 	})
+}
+
+func FuzzParseKmsgRecord(f *testing.F) {
+	for _, s := range []string{"4,1234,5130000001,-;neighbour: arp_cache: neighbor table overflow!\n SUBSYSTEM=net\n", "6,1,0,-;x", ";", "1,2;x", "6,1,99999999999999999999,-;x"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		r, err := ParseKmsgRecord(b)
+		if err == nil && (r.Since < 0 || strings.ContainsRune(r.Msg, '\n')) {
+			t.Fatalf("accepted %q as %+v", b, r)
+		}
+	})
+}
+
+// Without a /dev/kmsg under the root, the kernel log is read from var/log/kern.log, each line aged by its
+// kernel stamp against proc/uptime.
+func TestKernelLog(t *testing.T) {
+	if up := fixture.Uptime(); up != 5130500*time.Millisecond {
+		t.Fatalf("uptime %v", up)
+	}
+	var msgs []string
+	var ages []time.Duration
+	src, n, err := fixture.KernelLog("testdata/root", func(msg string, ago time.Duration) {
+		msgs, ages = append(msgs, msg), append(ages, ago)
+	})
+	if err != nil || src != "/var/log/kern.log" || n != 0 || len(msgs) != 2 || ages[0] != 100*time.Second || ages[1] != -1 {
+		t.Fatalf("%s %d %v: %q %v", src, n, err, msgs, ages)
+	}
+	if _, _, err := fixture.KernelLog("testdata/none", func(string, time.Duration) {}); err == nil {
+		t.Error("no kernel log anywhere: no error")
+	}
 }

@@ -17,6 +17,17 @@ import (
 	"github.com/kubeslow/kubeslow/internal/rawsock"
 )
 
+// This server and the load generator's engine (internal/loadgen/epoll_linux.go) are two epoll loops that are
+// not merged into one, on purpose: what they share is the per-request system calls and the wait that keeps a
+// busy loop's P, and that is one package already (internal/rawsock). The rest is opposite. This loop accepts
+// on a listening socket shared by every thread (EPOLLEXCLUSIVE), keeps connections in a map keyed by fd, is
+// stopped by an eventfd, parses requests and answers each at once. The generator's loop owns a fixed array of
+// connections it dials and redials itself (the epoll event carries the slot and the fd, to tell a lingering
+// old socket from its slot's new one), parses responses, and runs on a clock: a timerfd for the open loop's
+// schedule, adaptive polling before a blocking wait, time-outs swept from the loop, the ramp's end. A shared
+// loop would be a framework of callbacks whose every indirect call lands on the per-request path that both
+// exist to keep down to the kernel's own work (measured against wrk and nginx: docs/peers.md).
+//
 // EpollAvailable reports whether ServeEpoll works on this system.
 const EpollAvailable = true
 

@@ -29,6 +29,11 @@ import (
 // no allocation per request. The open loop's schedule is kept by a timerfd (the thread's timer slack set to
 // 1 ns) armed shortly before each due time, then a short spin on epoll_wait(0).
 //
+// It is not merged with the agent's epoll HTTP server (internal/agent/epoll_linux.go): their common part, the
+// raw per-request system calls and the P-keeping wait, is internal/rawsock; the loops around it differ in
+// every other step (dial and redial into fixed slots, a clock and a schedule here; accept into a map and
+// answer there), and the reasons are written out at agent.ServeEpoll.
+//
 // The goroutine engine (loadgen.go) remains for custom dialers (tests, namespaces entered by a dialer) and
 // other systems.
 const epollAvailable = true

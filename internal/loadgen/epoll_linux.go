@@ -10,7 +10,6 @@ import (
 	"runtime"
 	"sort"
 	"strconv"
-	"sync"
 	"sync/atomic"
 	"time"
 	"unsafe"
@@ -201,19 +200,12 @@ func runEpoll(ctx context.Context, cfg *Config, req []byte, res *Result) error {
 		}
 		loops[t] = l
 	}
-	var wg sync.WaitGroup
-	for _, l := range loops {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			// The thread is not unlocked: it exits with the goroutine, and its timer slack with it.
-			runtime.LockOSThread()
-			_ = unix.Prctl(unix.PR_SET_TIMERSLACK, 1, 0, 0, 0)
-			l.run(ctx)
-			l.teardown()
-		}()
-	}
-	wg.Wait()
+	rawsock.OnThreads(len(loops), func(i int) {
+		// The timer slack goes with the thread, which exits with the loop.
+		_ = unix.Prctl(unix.PR_SET_TIMERSLACK, 1, 0, 0, 0)
+		loops[i].run(ctx)
+		loops[i].teardown()
+	})()
 	res.Elapsed = time.Since(start)
 	for _, l := range loops {
 		res.Planned += l.planned

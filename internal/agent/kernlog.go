@@ -103,10 +103,10 @@ func ScanKernelLogFile(r io.Reader, source string, uptime time.Duration) (Kernel
 	return k, err
 }
 
-// readKernelLog reads the kernel log under root (hostfs.FS.KernelLog), ages against proc/uptime.
-func readKernelLog(root, proc string) (KernelLog, error) {
+// readKernelLog reads the host's kernel log (hostfs.FS.KernelLog), aged against its uptime.
+func readKernelLog(host hostfs.FS) (KernelLog, error) {
 	var k KernelLog
-	src, n, err := hostfs.FS{Proc: proc}.KernelLog(root, k.add)
+	src, n, err := host.KernelLog(k.add)
 	k.Source, k.Unreadable = src, n
 	return k, err
 }

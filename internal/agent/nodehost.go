@@ -3,8 +3,6 @@ package agent
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/kubeslow/kubeslow/internal/hostfs"
@@ -105,23 +103,23 @@ func ReadNodeHost(ctx context.Context, o NodeHostOptions) *NodeHost {
 	h.Net = ReadNodeNet(ctx, NodeNetRoots{Proc: o.NetProc, Sys: o.Sys, KubeProxy: o.KubeProxy})
 	h.Unread = append(h.Unread, h.Net.Unread...)
 	h.Net.Unread = nil
-	if k, err := readKernelLog(o.Root, o.Proc); err != nil {
+	host := hostfs.FS{Proc: o.Proc, Sys: o.Sys, Root: o.Root}
+	if k, err := readKernelLog(host); err != nil {
 		unread("kernel log", err)
 	} else {
 		h.Kernel = &k
 	}
-	if b, err := os.ReadFile(filepath.Join(o.Sys, "devices/system/cpu/online")); err != nil {
+	if n, err := host.OnlineCPUs(); err != nil {
 		unread("cpus", err)
-	} else if h.CPUs, err = hostfs.ParseCPUList(b); err != nil {
-		unread("cpus", err)
+	} else {
+		h.CPUs = n
 	}
-	proc := hostfs.FS{Proc: o.Proc, Sys: o.Sys}
-	if l, err := proc.LoadAvg(); err != nil {
+	if l, err := host.LoadAvg(); err != nil {
 		unread("load", err)
 	} else {
 		h.Load = l
 	}
-	if total, avail, err := proc.Memory(); err != nil {
+	if total, avail, err := host.Memory(); err != nil {
 		unread("memory", err)
 	} else {
 		h.MemTotal, h.MemAvailable = total, avail

@@ -2,11 +2,22 @@ package hostfs
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 )
 
 // A sysfs CPU list (procfs's sysfs package reads CPU directories, not the online list).
+
+// OnlineCPUs counts sys/devices/system/cpu/online's CPUs.
+func (f FS) OnlineCPUs() (int, error) {
+	b, err := os.ReadFile(filepath.Join(f.Sys, "devices/system/cpu/online"))
+	if err != nil {
+		return 0, err
+	}
+	return ParseCPUList(b)
+}
 
 // ParseCPUList counts the CPUs of a kernel CPU list (/sys/devices/system/cpu/online: "0-3,8,10-11").
 func ParseCPUList(b []byte) (int, error) {

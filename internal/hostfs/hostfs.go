@@ -17,12 +17,13 @@ import (
 
 // FS is the roots a host's files are read under.
 type FS struct {
-	// Proc is procfs's mount point ("/proc", "/host/proc"), Sys sysfs's ("/sys").
-	Proc, Sys string
+	// Proc is procfs's mount point ("/proc", "/host/proc"), Sys sysfs's ("/sys"), Root the host's root
+	// filesystem ("/", "/host": its /dev/kmsg and /var/log).
+	Proc, Sys, Root string
 }
 
 // Host is the FS of the host this process runs on.
-func Host() FS { return FS{Proc: "/proc", Sys: "/sys"} }
+func Host() FS { return FS{Proc: "/proc", Sys: "/sys", Root: "/"} }
 
 func (f FS) procfs() (procfs.FS, error) { return procfs.NewFS(f.Proc) }
 

@@ -9,7 +9,7 @@ import (
 )
 
 // fixture is a proc tree as a kernel writes it (testdata/proc): this package's readers go through procfs.
-var fixture = FS{Proc: "testdata/proc", Sys: "testdata/sys"}
+var fixture = FS{Proc: "testdata/proc", Sys: "testdata/sys", Root: "testdata/root"}
 
 func TestProcfsReaders(t *testing.T) {
 	if l, err := fixture.LoadAvg(); err != nil || *l != (LoadAvg{Load1: 0.52, Load5: 0.58, Load15: 0.59}) {
@@ -130,6 +130,9 @@ func FuzzMounts(f *testing.F) {
 }
 
 func TestParseCPUList(t *testing.T) {
+	if n, err := fixture.OnlineCPUs(); err != nil || n != 6 {
+		t.Errorf("online CPUs: %d %v", n, err)
+	}
 	if n, err := ParseCPUList([]byte("0-3,8,10-11\n")); err != nil || n != 7 {
 		t.Errorf("cpu list: %d %v", n, err)
 	}
@@ -228,13 +231,13 @@ func TestKernelLog(t *testing.T) {
 	}
 	var msgs []string
 	var ages []time.Duration
-	src, n, err := fixture.KernelLog("testdata/root", func(msg string, ago time.Duration) {
+	src, n, err := fixture.KernelLog(func(msg string, ago time.Duration) {
 		msgs, ages = append(msgs, msg), append(ages, ago)
 	})
 	if err != nil || src != "/var/log/kern.log" || n != 0 || len(msgs) != 2 || ages[0] != 100*time.Second || ages[1] != -1 {
 		t.Fatalf("%s %d %v: %q %v", src, n, err, msgs, ages)
 	}
-	if _, _, err := fixture.KernelLog("testdata/none", func(string, time.Duration) {}); err == nil {
+	if _, _, err := (FS{Proc: fixture.Proc, Root: "testdata/none"}).KernelLog(func(string, time.Duration) {}); err == nil {
 		t.Error("no kernel log anywhere: no error")
 	}
 }

@@ -141,10 +141,11 @@ func kernelStamp(line string) (time.Duration, bool) {
 	return time.Duration(secs * float64(time.Second)), true
 }
 
-// KernelLog reads the kernel's ring buffer from root/dev/kmsg (needs CAP_SYSLOG when
-// kernel.dmesg_restrict=1, and a device the container may open), else the first host log file under root
+// KernelLog reads the kernel's ring buffer from Root/dev/kmsg (needs CAP_SYSLOG when
+// kernel.dmesg_restrict=1, and a device the container may open), else the first host log file under Root
 // that exists, handing each message to fn. It returns where it read and how many records or lines it skipped.
-func (f FS) KernelLog(root string, fn func(msg string, ago time.Duration)) (source string, unreadable int, err error) {
+func (f FS) KernelLog(fn func(msg string, ago time.Duration)) (source string, unreadable int, err error) {
+	root := f.Root
 	// A raw non-blocking descriptor: an *os.File would park the read in Go's poller at the end of the buffer
 	// instead of returning EAGAIN.
 	fd, kerr := syscall.Open(filepath.Join(root, "dev/kmsg"), syscall.O_RDONLY|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)

@@ -397,7 +397,6 @@ type cgroupRoots struct {
 
 // findCgroupOf walks a cgroup2 tree (at most limit directories) for the cgroup whose cgroup.procs lists pid.
 func findCgroupOf(root string, pid, limit int) (string, error) {
-	want := strconv.Itoa(pid)
 	found, seen := "", 0
 	errStop := errors.New("stop")
 	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
@@ -407,12 +406,12 @@ func findCgroupOf(root string, pid, limit int) (string, error) {
 		if seen++; seen > limit {
 			return errStop
 		}
-		b, err := os.ReadFile(filepath.Join(p, "cgroup.procs"))
+		pids, err := hostfs.CgroupProcs(p)
 		if err != nil {
 			return nil
 		}
-		for _, l := range strings.Fields(string(b)) {
-			if l == want {
+		for _, q := range pids {
+			if q == pid {
 				rel, _ := filepath.Rel(root, p)
 				found = path.Clean("/" + filepath.ToSlash(rel))
 				return errStop

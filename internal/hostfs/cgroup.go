@@ -6,6 +6,8 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 )
@@ -105,4 +107,20 @@ func ParseCPUAcctUsage(b []byte) (int64, error) {
 		return 0, fmt.Errorf("cpuacct.usage: %q is not a count of nanoseconds", strings.TrimSpace(string(b)))
 	}
 	return v, nil
+}
+
+// CgroupProcs reads a cgroup directory's cgroup.procs (v1 or v2): the PIDs of its processes. A line that is no
+// PID is skipped (the file holds none).
+func CgroupProcs(dir string) ([]int, error) {
+	b, err := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
+	if err != nil {
+		return nil, err
+	}
+	var pids []int
+	for _, f := range strings.Fields(string(b)) {
+		if pid, err := strconv.Atoi(f); err == nil {
+			pids = append(pids, pid)
+		}
+	}
+	return pids, nil
 }

@@ -94,3 +94,15 @@ func TestParseQuota(t *testing.T) {
 		}
 	}
 }
+
+func TestCgroupProcs(t *testing.T) {
+	if pids, err := CgroupProcs("testdata/cgroup"); err != nil || len(pids) != 2 || pids[0] != 1 || pids[1] != 412 {
+		t.Errorf("%v %v", pids, err)
+	}
+	if pids, err := CgroupProcs("testdata/cgroup/kubepods"); err != nil || len(pids) != 0 {
+		t.Errorf("an empty cgroup: %v %v", pids, err)
+	}
+	if _, err := CgroupProcs("testdata/none"); err == nil {
+		t.Error("a missing cgroup read")
+	}
+}

@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/kubeslow/kubeslow/internal/hostfs"
 )
 
 // BlockDev is a block device as sysfs describes it.
@@ -80,13 +82,13 @@ func ActiveScheduler(s string) string {
 // or an emptyDir, which lives under the kubelet's root dir) is stat'ed; an overlay (the container's own
 // root: its writable layer lives under the runtime's directory) is followed to its upper directory, which
 // is then looked up in the host's mount table (hostMounts, from the host's /proc/1/mountinfo).
-func DirDevice(dir string, selfMounts, hostMounts []Mount) (major, minor uint32, fstype string, err error) {
+func DirDevice(dir string, selfMounts, hostMounts []hostfs.Mount) (major, minor uint32, fstype string, err error) {
 	var st unix.Stat_t
 	if err := unix.Stat(dir, &st); err != nil {
 		return 0, 0, "", err
 	}
 	major, minor = unix.Major(st.Dev), unix.Minor(st.Dev)
-	m, ok := MountOf(selfMounts, dir)
+	m, ok := hostfs.MountOf(selfMounts, dir)
 	if !ok {
 		return major, minor, "", nil
 	}
@@ -97,7 +99,7 @@ func DirDevice(dir string, selfMounts, hostMounts []Mount) (major, minor uint32,
 	if upper == "" {
 		return 0, 0, "overlay", fmt.Errorf("%s: overlay without upperdir", dir)
 	}
-	hm, ok := MountOf(hostMounts, upper)
+	hm, ok := hostfs.MountOf(hostMounts, upper)
 	if !ok {
 		return 0, 0, "overlay", fmt.Errorf("%s: overlay upper %s is in no host mount", dir, upper)
 	}

@@ -16,7 +16,7 @@ import (
 
 	"github.com/prometheus/procfs"
 
-	"github.com/kubeslow/kubeslow/internal/measure/disk"
+	"github.com/kubeslow/kubeslow/internal/hostfs"
 )
 
 // The control-plane tier of the node agent (issue 27): on a control-plane node it finds kube-apiserver,
@@ -182,8 +182,8 @@ type procSample struct {
 	cpu          float64
 	wait         float64
 	threads      int
-	cg           *disk.PSI
-	cgStat       *CPUStat
+	cg           *hostfs.PSI
+	cgStat       *hostfs.CPUStat
 	waitReadable bool
 }
 
@@ -282,12 +282,8 @@ func ReadControlPlane(ctx context.Context, o ControlPlaneOptions) (*ControlPlane
 		}
 		c.Cgroup = cg
 	}
-	nodePSI := func() *disk.PSI {
-		b, err := os.ReadFile(filepath.Join(o.Proc, "pressure", "cpu"))
-		if err != nil {
-			return nil
-		}
-		some, _, err := disk.ParsePSI(b)
+	nodePSI := func() *hostfs.PSI {
+		some, _, err := hostfs.FS{Proc: o.Proc}.Pressure("cpu")
 		if err != nil {
 			return nil
 		}
@@ -374,14 +370,14 @@ func sampleProc(pfs procfs.FS, c *Component, cg cgroupRoots) procSample {
 	}
 	if c.Cgroup.LimitPath != "" {
 		if b, err := os.ReadFile(filepath.Join(cg.cpuDir(c.Cgroup.Version), c.Cgroup.LimitPath, "cpu.stat")); err == nil {
-			if st, err := ParseCPUStat(b); err == nil {
+			if st, err := hostfs.ParseCPUStat(b); err == nil {
 				s.cgStat = &st
 			}
 		}
 	}
 	if d := cg.psiDir(c.Cgroup); d != "" {
 		if b, err := os.ReadFile(filepath.Join(d, "cpu.pressure")); err == nil {
-			if some, _, err := disk.ParsePSI(b); err == nil {
+			if some, _, err := hostfs.ParsePSI(b); err == nil {
 				s.cg = &some
 			}
 		}
@@ -401,7 +397,6 @@ type cgroupRoots struct {
 
 // findCgroupOf walks a cgroup2 tree (at most limit directories) for the cgroup whose cgroup.procs lists pid.
 func findCgroupOf(root string, pid, limit int) (string, error) {
-	want := strconv.Itoa(pid)
 	found, seen := "", 0
 	errStop := errors.New("stop")
 	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
@@ -411,12 +406,12 @@ func findCgroupOf(root string, pid, limit int) (string, error) {
 		if seen++; seen > limit {
 			return errStop
 		}
-		b, err := os.ReadFile(filepath.Join(p, "cgroup.procs"))
+		pids, err := hostfs.CgroupProcs(p)
 		if err != nil {
 			return nil
 		}
-		for _, l := range strings.Fields(string(b)) {
-			if l == want {
+		for _, q := range pids {
+			if q == pid {
 				rel, _ := filepath.Rel(root, p)
 				found = path.Clean("/" + filepath.ToSlash(rel))
 				return errStop
@@ -533,7 +528,7 @@ func quotaAt(dir string, version int) (float64, error) {
 		if err != nil {
 			return 0, err
 		}
-		return ParseCPUMax(b)
+		return hostfs.ParseCPUMax(b)
 	}
 	q, err := os.ReadFile(filepath.Join(dir, "cpu.cfs_quota_us"))
 	if err != nil {
@@ -543,7 +538,7 @@ func quotaAt(dir string, version int) (float64, error) {
 	if err != nil {
 		return 0, err
 	}
-	return ParseCFSQuota(q, p)
+	return hostfs.ParseCFSQuota(q, p)
 }
 
 // manifestDirs are the directories the static pods may be in, as the agent reaches them: the kubelet's

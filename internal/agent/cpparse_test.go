@@ -1,7 +1,6 @@
 package agent
 
 import (
-	"math"
 	"reflect"
 	"strings"
 	"testing"
@@ -57,50 +56,6 @@ func TestReadFlagsKeepsOnlyKnown(t *testing.T) {
 	}
 	if !c.Embeds(CompEtcd) || !(&Component{Name: CompEtcd}).Embeds(CompEtcd) || (&Component{Name: CompEtcd}).Embeds(CompAPIServer) {
 		t.Error("Embeds")
-	}
-}
-
-func TestParseCPUStat(t *testing.T) {
-	v1, err := ParseCPUStat([]byte("nr_periods 100\nnr_throttled 7\nthrottled_time 2500000000\n"))
-	if err != nil || v1.Periods != 100 || v1.Throttled != 7 || v1.ThrottledSeconds != 2.5 || v1.UsageSeconds != -1 {
-		t.Errorf("v1: %+v %v", v1, err)
-	}
-	v2, err := ParseCPUStat([]byte("usage_usec 3000000\nuser_usec 1\nsystem_usec 2\nnr_periods 10\nnr_throttled 3\nthrottled_usec 1500000\nnr_bursts 0\nburst_usec 0\n"))
-	if err != nil || v2.Periods != 10 || v2.Throttled != 3 || v2.ThrottledSeconds != 1.5 || v2.UsageSeconds != 3 {
-		t.Errorf("v2: %+v %v", v2, err)
-	}
-	// A v2 cgroup without the cpu controller has only usage.
-	if u, err := ParseCPUStat([]byte("usage_usec 5\nuser_usec 3\nsystem_usec 2\n")); err != nil || u.UsageSeconds != 5e-6 {
-		t.Errorf("usage only: %+v %v", u, err)
-	}
-	for _, bad := range []string{"", "nr_periods x\nnr_throttled 1\n", "nr_periods 1 2\n", "user_usec 1\n"} {
-		if _, err := ParseCPUStat([]byte(bad)); err == nil {
-			t.Errorf("%q accepted", bad)
-		}
-	}
-}
-
-func TestParseQuota(t *testing.T) {
-	for in, want := range map[string]float64{"max 100000\n": 0, "50000 100000\n": 0.5, "200000 100000": 2} {
-		if got, err := ParseCPUMax([]byte(in)); err != nil || got != want {
-			t.Errorf("cpu.max %q: %v %v, want %v", in, got, err, want)
-		}
-	}
-	for _, bad := range []string{"", "max", "0 100000", "10 0", "x 100000", "1 2 3"} {
-		if _, err := ParseCPUMax([]byte(bad)); err == nil {
-			t.Errorf("cpu.max %q accepted", bad)
-		}
-	}
-	if c, err := ParseCFSQuota([]byte("-1\n"), []byte("100000\n")); err != nil || c != 0 {
-		t.Errorf("no quota: %v %v", c, err)
-	}
-	if c, err := ParseCFSQuota([]byte("10000\n"), []byte("100000\n")); err != nil || math.Abs(c-0.1) > 1e-12 {
-		t.Errorf("10%%: %v %v", c, err)
-	}
-	for _, q := range [][2]string{{"0", "100000"}, {"-2", "100000"}, {"100", "0"}, {"x", "1"}} {
-		if _, err := ParseCFSQuota([]byte(q[0]), []byte(q[1])); err == nil {
-			t.Errorf("quota %q accepted", q)
-		}
 	}
 }
 

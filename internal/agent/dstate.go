@@ -5,7 +5,7 @@ import (
 	"sort"
 	"time"
 
-	"github.com/kubeslow/kubeslow/internal/measure/disk"
+	"github.com/kubeslow/kubeslow/internal/hostfs"
 )
 
 // DState is what a window of samples showed of the processes in uninterruptible sleep (state D: waiting
@@ -51,7 +51,7 @@ func SampleDState(ctx context.Context, proc string, n int, interval time.Duratio
 			}
 		}
 		now := time.Now()
-		s, err := disk.DStateTasks(proc)
+		s, err := hostfs.FS{Proc: proc}.DStateTasks()
 		if err != nil {
 			return nil, err
 		}

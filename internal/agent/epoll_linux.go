@@ -9,7 +9,6 @@ import (
 	"net"
 	"runtime"
 	"strconv"
-	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -17,6 +16,18 @@ import (
 	"github.com/kubeslow/kubeslow/internal/rawsock"
 )
 
+// This server and the load generator's engine (internal/loadgen/epoll_linux.go) are two epoll loops that are
+// not merged into one, on purpose: what they share is the per-request system calls, the wait that keeps a
+// busy loop's P and the start of one loop per locked thread, and that is one package (internal/rawsock). The
+// rest is opposite. This loop accepts on a listening socket shared by every thread (EPOLLEXCLUSIVE), keeps
+// connections in a map keyed by fd, is stopped by an eventfd, parses requests and answers each at once. The
+// generator's loop owns a fixed array of connections it dials and redials itself (the epoll event carries the
+// slot and the fd, to tell a lingering old socket from its slot's new one), parses responses, and runs on a
+// clock: a timerfd for the open loop's schedule, adaptive polling before a blocking wait, time-outs swept from
+// the loop, the ramp's end. A shared loop would be a framework of callbacks whose every indirect call lands on
+// the per-request path that both exist to keep down to the kernel's own work (measured against wrk and nginx:
+// docs/peers.md).
+//
 // EpollAvailable reports whether ServeEpoll works on this system.
 const EpollAvailable = true
 
@@ -53,20 +64,12 @@ func ServeEpoll(ctx context.Context, ln *net.TCPListener) error {
 		}
 		loops[t] = l
 	}
-	var wg sync.WaitGroup
-	for _, l := range loops {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			runtime.LockOSThread()
-			l.run()
-		}()
-	}
+	wait := rawsock.OnThreads(len(loops), func(i int) { loops[i].run() })
 	<-ctx.Done()
 	for _, l := range loops {
 		l.stop()
 	}
-	wg.Wait()
+	wait()
 	for _, l := range loops {
 		l.close()
 	}

@@ -3,10 +3,9 @@ package agent
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"time"
 
+	"github.com/kubeslow/kubeslow/internal/hostfs"
 	"github.com/kubeslow/kubeslow/internal/measure/disk"
 )
 
@@ -89,6 +88,9 @@ type SyncProbe struct {
 	Max   float64 `json:"max_seconds"`
 }
 
+// LoadAvg is /proc/loadavg's three averages (procfs's, as hostfs reads it).
+type LoadAvg = hostfs.LoadAvg
+
 // SyncBlock is the probe's write size: etcd's fio recipe's (about one WAL entry).
 const SyncBlock = 2300
 
@@ -101,29 +103,26 @@ func ReadNodeHost(ctx context.Context, o NodeHostOptions) *NodeHost {
 	h.Net = ReadNodeNet(ctx, NodeNetRoots{Proc: o.NetProc, Sys: o.Sys, KubeProxy: o.KubeProxy})
 	h.Unread = append(h.Unread, h.Net.Unread...)
 	h.Net.Unread = nil
-	if k, err := readKernelLog(o.Root, o.Proc); err != nil {
+	host := hostfs.FS{Proc: o.Proc, Sys: o.Sys, Root: o.Root}
+	if k, err := readKernelLog(host); err != nil {
 		unread("kernel log", err)
 	} else {
 		h.Kernel = &k
 	}
-	if b, err := os.ReadFile(filepath.Join(o.Sys, "devices/system/cpu/online")); err != nil {
+	if n, err := host.OnlineCPUs(); err != nil {
 		unread("cpus", err)
-	} else if h.CPUs, err = ParseCPUList(b); err != nil {
-		unread("cpus", err)
+	} else {
+		h.CPUs = n
 	}
-	if b, err := os.ReadFile(filepath.Join(o.Proc, "loadavg")); err != nil {
-		unread("load", err)
-	} else if l, err := ParseLoadAvg(b); err != nil {
+	if l, err := host.LoadAvg(); err != nil {
 		unread("load", err)
 	} else {
-		h.Load = &l
+		h.Load = l
 	}
-	if b, err := os.ReadFile(filepath.Join(o.Proc, "meminfo")); err != nil {
-		unread("memory", err)
-	} else if mi, err := ParseMeminfo(b); err != nil {
+	if total, avail, err := host.Memory(); err != nil {
 		unread("memory", err)
 	} else {
-		h.MemTotal, h.MemAvailable = mi["MemTotal"], mi["MemAvailable"]
+		h.MemTotal, h.MemAvailable = total, avail
 	}
 	if sb, err := readSandbox(o.Proc); err != nil {
 		unread("sandbox image", err)
@@ -159,7 +158,7 @@ func ReadNodeHost(ctx context.Context, o NodeHostOptions) *NodeHost {
 	}
 	elapsed := time.Since(psiStart)
 	if h.Net.ConntrackStat != nil {
-		if st, err := readConntrackStat(after); err != nil {
+		if st, err := (hostfs.FS{Proc: after}).ConntrackStat(); err != nil {
 			unread("conntrack statistics at the watch's end", err)
 		} else {
 			h.Net.ConntrackStatWindow = growth(h.Net.ConntrackStat, st)
@@ -181,12 +180,8 @@ func ReadNodeHost(ctx context.Context, o NodeHostOptions) *NodeHost {
 
 var psiResources = []string{"cpu", "io", "memory"}
 
-func readPSI(proc, res string) (some, full disk.PSI, err error) {
-	b, err := os.ReadFile(filepath.Join(proc, "pressure", res))
-	if err != nil {
-		return some, full, err
-	}
-	return disk.ParsePSI(b)
+func readPSI(proc, res string) (some, full hostfs.PSI, err error) {
+	return hostfs.FS{Proc: proc}.Pressure(res)
 }
 
 // stallShare is the share of elapsed (percent) a PSI stall counter grew by from a to b: at most 100 (the
@@ -203,11 +198,11 @@ func (h *NodeHost) readDisks(ctx context.Context, o NodeHostOptions, unread func
 	if len(o.Dirs) == 0 {
 		return
 	}
-	self, err := readMounts("/proc/self/mountinfo")
+	self, err := hostfs.Host().Mounts("self")
 	if err != nil {
 		unread("own mounts", err)
 	}
-	host, err := readMounts(filepath.Join(o.Proc, "1/mountinfo"))
+	host, err := hostfs.FS{Proc: o.Proc}.Mounts("1")
 	if err != nil {
 		unread("host mounts", err)
 	}
@@ -241,12 +236,4 @@ func (h *NodeHost) readDisks(ctx context.Context, o NodeHostOptions, unread func
 		s := r.Summary()
 		h.Sync = append(h.Sync, SyncProbe{Role: role, Dir: dir, Bytes: r.Bytes, N: s.N, P50: s.P50.Seconds(), P99: s.P99.Seconds(), Max: s.Max.Seconds()})
 	}
-}
-
-func readMounts(path string) ([]Mount, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	return ParseMountinfo(b)
 }

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/kubeslow/kubeslow/internal/hostfs"
 )
 
 func readFixture(t *testing.T, name string) *NodeHost {
@@ -121,8 +123,8 @@ func TestReadBlockDev(t *testing.T) {
 
 func TestDirDevice(t *testing.T) {
 	dir := t.TempDir()
-	self := []Mount{{Major: 0, Minor: 50, Point: "/", FSType: "overlay", Super: map[string]string{"upperdir": "/var/lib/containerd/snap/9/fs"}}}
-	host := []Mount{{Major: 254, Minor: 0, Point: "/", FSType: "ext4"}, {Major: 8, Minor: 1, Point: "/var/lib/containerd", FSType: "xfs"}}
+	self := []hostfs.Mount{{Major: 0, Minor: 50, Point: "/", FSType: "overlay", Super: map[string]string{"upperdir": "/var/lib/containerd/snap/9/fs"}}}
+	host := []hostfs.Mount{{Major: 254, Minor: 0, Point: "/", FSType: "ext4"}, {Major: 8, Minor: 1, Point: "/var/lib/containerd", FSType: "xfs"}}
 	maj, mnr, fs, err := DirDevice(dir, self, host)
 	if err != nil || maj != 8 || mnr != 1 || fs != "xfs" {
 		t.Errorf("overlay root followed to %d:%d %s, %v; want 8:1 xfs", maj, mnr, fs, err)
@@ -134,23 +136,7 @@ func TestDirDevice(t *testing.T) {
 }
 
 func TestParsers(t *testing.T) {
-	ms, err := ParseMountinfo([]byte("36 35 98:0 /mnt1 /mnt/with\\040space rw,noatime master:1 - ext3 /dev/root rw,errors=continue\n" +
-		"40 27 0:50 / / rw - overlay overlay rw,lowerdir=/a:/b,upperdir=/var/lib/containerd/x/fs,workdir=/w\n"))
-	if err != nil || len(ms) != 2 || ms[0].Point != "/mnt/with space" || ms[0].Major != 98 || ms[1].Super["upperdir"] != "/var/lib/containerd/x/fs" {
-		t.Fatalf("mountinfo %+v %v", ms, err)
-	}
-	if m, ok := MountOf(ms, "/mnt/with space/x"); !ok || m.Major != 98 {
-		t.Errorf("MountOf: %+v", m)
-	}
-	if n, err := ParseCPUList([]byte("0-3,8,10-11\n")); err != nil || n != 7 {
-		t.Errorf("cpu list: %d %v", n, err)
-	}
-	for _, bad := range []string{"", "3-1", "a", "0-99999999"} {
-		if _, err := ParseCPUList([]byte(bad)); err == nil {
-			t.Errorf("cpu list %q: no error", bad)
-		}
-	}
-	r, err := ParseKmsgRecord([]byte("4,1234,5130000001,-;neighbour: arp_cache: neighbor table overflow!\n SUBSYSTEM=net\n"))
+	r, err := hostfs.ParseKmsgRecord([]byte("4,1234,5130000001,-;neighbour: arp_cache: neighbor table overflow!\n SUBSYSTEM=net\n"))
 	if err != nil || r.Seq != 1234 || r.Since != 5130000001*time.Microsecond || ClassifyKernelLine(r.Msg) != KernNeighOverflow {
 		t.Errorf("kmsg %+v %v", r, err)
 	}
@@ -190,7 +176,7 @@ func (r *records) Read(b []byte) (int, error) {
 // TestKernelLogBadLines: a line too long to be a kernel message is counted and skipped, and the lines after
 // it are read (a bufio.Scanner stopped there, losing the rest of the log).
 func TestKernelLogBadLines(t *testing.T) {
-	log := "kernel: a\n" + strings.Repeat("x", maxKernelLine+10) + "\nkernel: INFO: task dd:99 blocked for more than 122 seconds.\r\nlast"
+	log := "kernel: a\n" + strings.Repeat("x", hostfs.MaxKernelLine+10) + "\nkernel: INFO: task dd:99 blocked for more than 122 seconds.\r\nlast"
 	k, err := ScanKernelLogFile(strings.NewReader(log), "f", 0)
 	if err != nil || k.Lines != 3 || k.Unreadable != 1 || k.Counts[KernHungTask] != 1 || strings.HasSuffix(k.Newest[KernHungTask], "\r") {
 		t.Fatalf("%+v %v", k, err)

@@ -1,7 +1,6 @@
 package agent
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"fmt"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/prometheus/procfs"
 
+	"github.com/kubeslow/kubeslow/internal/hostfs"
 	"github.com/kubeslow/kubeslow/internal/prom"
 )
 
@@ -29,7 +29,7 @@ type NodeNet struct {
 	ConntrackEntries int64 `json:"conntrack_entries"`
 	ConntrackMax     int64 `json:"conntrack_max"`
 	// ConntrackStat is /proc/net/stat/nf_conntrack's counters summed over the CPUs, by column name
-	// (ParseConntrackStat); ConntrackStatWindow is their growth over the node agent's watch (insert_failed
+	// (hostfs.ParseConntrackStat); ConntrackStatWindow is their growth over the node agent's watch (insert_failed
 	// rising with DNS lookups: the UDP DNAT race).
 	ConntrackStat       map[string]uint64 `json:"conntrack_stat,omitempty"`
 	ConntrackStatWindow map[string]uint64 `json:"conntrack_stat_window,omitempty"`
@@ -54,6 +54,12 @@ type NodeNet struct {
 	// Unread says what could not be read and why (a missing file is not an error: it is reported).
 	Unread []string `json:"unread,omitempty"`
 }
+
+// Keys of NodeNet.ConntrackStat that the node sweep reads: hostfs's names of the kernel's columns.
+const (
+	ConntrackInsertFailed = hostfs.ConntrackInsertFailed
+	ConntrackDrop         = hostfs.ConntrackDrop
+)
 
 // SnmpCounters are /proc/net/snmp's counters that show MTU trouble: IP packets this namespace had to fragment
 // and could not (DF set: FragFails), and ICMP destination-unreachable messages it sent (OutDestUnreachs,
@@ -139,7 +145,7 @@ func ReadNodeNet(ctx context.Context, r NodeNetRoots) *NodeNet {
 		*dst = v
 	}
 	readInt("conntrack entries", "sys/net/netfilter/nf_conntrack_count", &n.ConntrackEntries)
-	if st, err := readConntrackStat(r.Proc); err != nil {
+	if st, err := (hostfs.FS{Proc: r.Proc}).ConntrackStat(); err != nil {
 		unread("conntrack statistics", err)
 	} else {
 		n.ConntrackStat = st
@@ -148,17 +154,16 @@ func ReadNodeNet(ctx context.Context, r NodeNetRoots) *NodeNet {
 	readInt("neighbour limit", "sys/net/ipv4/neigh/default/gc_thresh3", &n.NeighThresh3)
 	readInt("neighbour gc_thresh1", "sys/net/ipv4/neigh/default/gc_thresh1", &n.NeighThresh1)
 	readInt("neighbour gc_thresh2", "sys/net/ipv4/neigh/default/gc_thresh2", &n.NeighThresh2)
-	if f, err := os.Open(filepath.Join(r.Proc, "net/arp")); err != nil {
+	proc := hostfs.FS{Proc: r.Proc, Sys: r.Sys}
+	if c, err := proc.Neighbours(); err != nil {
 		unread("neighbours", err)
 	} else {
-		n.Neighbours = countARP(f)
-		f.Close()
+		n.Neighbours = c
 	}
-	if f, err := os.Open(filepath.Join(r.Proc, "net/route")); err != nil {
+	if up, err := proc.Uplink(); err != nil {
 		unread("routes", err)
 	} else {
-		n.Uplink = DefaultRouteIface(f)
-		f.Close()
+		n.Uplink = up
 	}
 	if s, err := readSnmp(r.Proc); err != nil {
 		unread("snmp", err)
@@ -181,18 +186,6 @@ func ueventDevtype(b []byte) string {
 		}
 	}
 	return ""
-}
-
-// countARP counts the entries of /proc/net/arp (a header line, then one line per neighbour).
-func countARP(r io.Reader) int64 {
-	s := bufio.NewScanner(r)
-	var n int64 = -1
-	for s.Scan() {
-		if strings.TrimSpace(s.Text()) != "" {
-			n++
-		}
-	}
-	return max(n, 0)
 }
 
 func (n *NodeNet) readKubeProxy(ctx context.Context, base string) error {
@@ -255,15 +248,6 @@ func (n *NodeNet) kubeProxyMetrics(body []byte) error {
 	return nil
 }
 
-// readConntrackStat reads proc/net/stat/nf_conntrack.
-func readConntrackStat(proc string) (map[string]uint64, error) {
-	b, err := os.ReadFile(filepath.Join(proc, "net/stat/nf_conntrack"))
-	if err != nil {
-		return nil, err
-	}
-	return ParseConntrackStat(b)
-}
-
 // growth is each counter's increase from a to b (a counter that went backwards grew by 0).
 func growth(a, b map[string]uint64) map[string]uint64 {
 	out := make(map[string]uint64, len(b))
@@ -278,20 +262,6 @@ func growth(a, b map[string]uint64) map[string]uint64 {
 		}
 	}
 	return out
-}
-
-// DefaultRouteIface returns the interface of the first IPv4 default route in /proc/net/route's format ("" when
-// there is none).
-func DefaultRouteIface(r io.Reader) string {
-	sc := bufio.NewScanner(r)
-	for sc.Scan() {
-		f := strings.Fields(sc.Text())
-		// Iface Destination Gateway Flags RefCnt Use Metric Mask ...
-		if len(f) >= 8 && f[1] == "00000000" && f[7] == "00000000" {
-			return f[0]
-		}
-	}
-	return ""
 }
 
 // readSnmp reads the namespace's /proc/<self>/net/snmp with prometheus/procfs.

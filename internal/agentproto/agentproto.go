@@ -485,12 +485,6 @@ func reportLines(out []byte) []byte {
 	return keep
 }
 
-// Raw is an argv as a Request (Args drops the binary): for tests that check a probe's command line.
-type Raw []string
-
-// Args implements Request.
-func (r Raw) Args() []string { return r[1:] }
-
 // BenchDNSLoad is `bench dns-load` run by an agent against each server in turn (a ramp), with a JSON report.
 type BenchDNSLoad struct {
 	Servers []string

@@ -59,7 +59,7 @@ func TestAgentRequestsParse(t *testing.T) {
 		req   agentproto.Request
 		flags map[string]string
 		args  int
-	}{agentproto.Raw(agentproto.NodeHost{ReadyFile: "/ready"}.Ready()), nil, 1})
+	}{rawRequest(agentproto.NodeHost{ReadyFile: "/ready"}.Ready()), nil, 1})
 	for _, r := range reqs {
 		argv := agentproto.Argv(r.req)
 		if argv[0] != agentproto.Binary {
@@ -88,3 +88,8 @@ func TestAgentRequestsParse(t *testing.T) {
 		}
 	}
 }
+
+// rawRequest is an argv as a Request (Args drops the binary): the probe's command line checked above.
+type rawRequest []string
+
+func (r rawRequest) Args() []string { return r[1:] }

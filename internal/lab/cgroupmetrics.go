@@ -54,7 +54,7 @@ func WriteCgroupMetrics(w io.Writer, id, cpuDir, acctDir string) error {
 		if s, err := hostfs.ParseCPUStat(raw); err == nil {
 			emit("container_cpu_cfs_periods_total", "counter", float64(s.Periods))
 			emit("container_cpu_cfs_throttled_periods_total", "counter", float64(s.Throttled))
-			emit("container_cpu_cfs_throttled_seconds_total", "counter", float64(s.ThrottledNanos)/1e9)
+			emit("container_cpu_cfs_throttled_seconds_total", "counter", s.ThrottledSeconds)
 		}
 	}
 	quota, err1 := readInt(filepath.Join(cpuDir, "cpu.cfs_quota_us"))

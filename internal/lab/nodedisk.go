@@ -192,11 +192,7 @@ func RunCredits(ctx context.Context, dev string, b CreditBucket, tick time.Durat
 	}
 	name := filepath.Base(dev)
 	read := func() (uint64, error) {
-		raw, err := os.ReadFile("/proc/diskstats")
-		if err != nil {
-			return 0, err
-		}
-		all, err := hostfs.ParseDiskStats(raw)
+		all, err := hostfs.Host().DiskStats()
 		if err != nil {
 			return 0, err
 		}
@@ -258,26 +254,8 @@ func RunCredits(ctx context.Context, dev string, b CreditBucket, tick time.Durat
 	}
 }
 
-// ReadCreditEvents parses the controller's event log.
-func ReadCreditEvents(r io.Reader) ([]CreditEvent, error) {
-	var out []CreditEvent
-	dec := json.NewDecoder(r)
-	for {
-		var e CreditEvent
-		if err := dec.Decode(&e); errors.Is(err, io.EOF) {
-			return out, nil
-		} else if err != nil {
-			return out, fmt.Errorf("credit events: %w", err)
-		}
-		out = append(out, e)
-	}
-}
-
 // CreditProcess is the lab process that runs the credit controller; its log holds the events.
 const CreditProcess = "burst-credits"
-
-// CreditLog is the credit controller's log: its JSON-lines events.
-func CreditLog(d Dirs) string { return filepath.Join(d.LogDir(), CreditProcess+".log") }
 
 // StepThrottleProcess is the lab process of the disk-throttle scenario; its log holds its events.
 const StepThrottleProcess = "disk-throttle"

@@ -10,7 +10,6 @@ import (
 	"runtime"
 	"sort"
 	"strconv"
-	"sync"
 	"sync/atomic"
 	"time"
 	"unsafe"
@@ -28,6 +27,11 @@ import (
 // goroutine per connection, no scheduler hand-off, no deadline timers (time-outs are swept from the loop),
 // no allocation per request. The open loop's schedule is kept by a timerfd (the thread's timer slack set to
 // 1 ns) armed shortly before each due time, then a short spin on epoll_wait(0).
+//
+// It is not merged with the agent's epoll HTTP server (internal/agent/epoll_linux.go): their common part, the
+// raw per-request system calls and the P-keeping wait, is internal/rawsock; the loops around it differ in
+// every other step (dial and redial into fixed slots, a clock and a schedule here; accept into a map and
+// answer there), and the reasons are written out at agent.ServeEpoll.
 //
 // The goroutine engine (loadgen.go) remains for custom dialers (tests, namespaces entered by a dialer) and
 // other systems.
@@ -196,19 +200,12 @@ func runEpoll(ctx context.Context, cfg *Config, req []byte, res *Result) error {
 		}
 		loops[t] = l
 	}
-	var wg sync.WaitGroup
-	for _, l := range loops {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			// The thread is not unlocked: it exits with the goroutine, and its timer slack with it.
-			runtime.LockOSThread()
-			_ = unix.Prctl(unix.PR_SET_TIMERSLACK, 1, 0, 0, 0)
-			l.run(ctx)
-			l.teardown()
-		}()
-	}
-	wg.Wait()
+	rawsock.OnThreads(len(loops), func(i int) {
+		// The timer slack goes with the thread, which exits with the loop.
+		_ = unix.Prctl(unix.PR_SET_TIMERSLACK, 1, 0, 0, 0)
+		loops[i].run(ctx)
+		loops[i].teardown()
+	})()
 	res.Elapsed = time.Since(start)
 	for _, l := range loops {
 		res.Planned += l.planned

@@ -4,6 +4,8 @@
 package rawsock
 
 import (
+	"runtime"
+	"sync"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -56,4 +58,20 @@ func (w *Waiter) Wait(ep int, events []unix.EpollEvent, msec int) (n int, e unix
 	}
 	w.idle = n == 0 && msec != 0
 	return n, e
+}
+
+// OnThreads runs run(i) for each i in [0, n) on its own goroutine locked to its own OS thread (an event loop
+// each), and returns the function that waits for them all. A thread is not unlocked: it exits with its
+// goroutine, and whatever thread state run set (a timer slack) with it.
+func OnThreads(n int, run func(i int)) (wait func()) {
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			runtime.LockOSThread()
+			run(i)
+		}()
+	}
+	return wg.Wait
 }

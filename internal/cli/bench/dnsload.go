@@ -59,8 +59,7 @@ Names are KIND=NAME (kinds: service, headless, nxdomain, external), asked in tur
 				if rate > 0 { // a fixed rate is a ramp of one step, bounded like any ramp
 					rc.Start, rc.MaxSteps, rc.StepDuration = rate, 1, d
 				}
-				o := dnsbench.Options{Image: cf.AgentImage(image), ExternalNames: external, Start: rc.Start, Factor: rc.Factor, Steps: rc.MaxSteps,
-					Step: rc.StepDuration, Timeout: rc.Base.Timeout, P99Max: rc.P99Max, FailMax: rc.FailMax}
+				o := dnsbench.RampOptions(cf.AgentImage(image), rc, external)
 				if o.Image == "" {
 					return errNoImage
 				}

@@ -6,11 +6,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/kubeslow/kubeslow/internal/hostfs"
 )
 
 // CgroupParent is the lab's cgroup in every hierarchy: every process the lab starts, and every container of
@@ -68,7 +69,7 @@ func LabCgroup(root string) string { return filepath.Join(root, CgroupParent) }
 // container shims) and removes the directory. Only PIDs listed in the lab's own cgroup are signalled.
 func KillCgroup(ctx context.Context, dir string) error {
 	for attempt := 0; ; attempt++ {
-		pids, err := cgroupPIDs(dir)
+		pids, err := hostfs.CgroupProcs(dir)
 		if errors.Is(err, os.ErrNotExist) {
 			return nil
 		}
@@ -107,20 +108,6 @@ func KillCgroup(ctx context.Context, dir string) error {
 		return fmt.Errorf("removing cgroup %s: %w", dir, err)
 	}
 	return nil
-}
-
-func cgroupPIDs(dir string) ([]int, error) {
-	b, err := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
-	if err != nil {
-		return nil, err
-	}
-	var pids []int
-	for _, f := range strings.Fields(string(b)) {
-		if pid, err := strconv.Atoi(f); err == nil {
-			pids = append(pids, pid)
-		}
-	}
-	return pids, nil
 }
 
 // Hierarchies are the mounted cgroup v1 hierarchies (plus the cgroup2 mount), where the kubelet makes its pod

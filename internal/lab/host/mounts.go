@@ -1,55 +1,29 @@
 package host
 
 import (
-	"bufio"
 	"context"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/kubeslow/kubeslow/internal/hostfs"
 )
 
 // MountPoints returns the mount points at or below dir (from /proc/self/mountinfo), deepest first.
 func MountPoints(dir string) ([]string, error) {
-	f, err := os.Open("/proc/self/mountinfo")
+	ms, err := hostfs.Host().Mounts("self")
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
 	dir = filepath.Clean(dir)
 	var out []string
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		if len(fields) < 5 {
-			continue
-		}
-		mp := UnescapeMountPath(fields[4])
-		if mp == dir || strings.HasPrefix(mp, dir+"/") {
-			out = append(out, mp)
+	for _, m := range ms {
+		if m.Point == dir || strings.HasPrefix(m.Point, dir+"/") {
+			out = append(out, m.Point)
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return len(out[i]) > len(out[j]) })
-	return out, sc.Err()
-}
-
-// UnescapeMountPath undoes mountinfo's octal escapes (\040 for space, ...).
-func UnescapeMountPath(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+3 < len(s) {
-			v := (int(s[i+1]-'0') << 6) | (int(s[i+2]-'0') << 3) | int(s[i+3]-'0')
-			b.WriteByte(byte(v))
-			i += 3
-			continue
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
+	return out, nil
 }
 
 // IsMountpoint reports whether dir is a mount point.

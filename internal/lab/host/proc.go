@@ -1,19 +1,19 @@
 package host
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/kubeslow/kubeslow/internal/hostfs"
 )
 
 // Process identifies a process the lab started. The start time (in clock ticks since boot) guards against
@@ -135,22 +135,8 @@ func (rs Records) All() ([]*Process, error) {
 
 // ProcStat returns a process's state letter and start time from /proc/PID/stat.
 func ProcStat(pid int) (state byte, tick uint64, err error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, 0, err
-	}
-	// The command name is in parentheses and may contain spaces: parse after the last ')'.
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return 0, 0, fmt.Errorf("malformed /proc/%d/stat", pid)
-	}
-	f := strings.Fields(string(b[i+1:]))
-	// Fields after ')': state is field 3 of stat, starttime is field 22.
-	if len(f) < 20 {
-		return 0, 0, fmt.Errorf("malformed /proc/%d/stat", pid)
-	}
-	tick, err = strconv.ParseUint(f[19], 10, 64)
-	return f[0][0], tick, err
+	st, err := hostfs.Host().ProcStat(pid)
+	return st.State, st.StartTick, err
 }
 
 // StartTick is a process's start time in clock ticks since boot.

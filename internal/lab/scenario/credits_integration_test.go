@@ -53,11 +53,11 @@ func TestIntegrationBurstCredits(t *testing.T) {
 		Rules: churn.Rules(), Progress: t.Logf}, []measure.Measurement{m})
 
 	// The real knee, from the controller's own log.
-	f, err := os.Open(lab.CreditLog(d))
+	f, err := os.Open(labtest.CreditLog(d))
 	if err != nil {
 		t.Fatal(err)
 	}
-	evs, err := lab.ReadCreditEvents(f)
+	evs, err := labtest.ReadCreditEvents(f)
 	f.Close()
 	if err != nil {
 		t.Fatal(err)

@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubeslow/kubeslow/internal/check"
+	"github.com/kubeslow/kubeslow/internal/dnsload"
 	"github.com/kubeslow/kubeslow/internal/lab"
 	"github.com/kubeslow/kubeslow/internal/lab/scenario"
 	"github.com/kubeslow/kubeslow/internal/labtest"
@@ -56,11 +57,13 @@ func TestIntegrationDNSHotspot(t *testing.T) {
 		t.Fatal(err)
 	}
 	run := func(phase string) *result.Report {
-		o := dnsbench.DefaultOptions()
-		o.Image, o.Start, o.Steps, o.Step = lab.AgentImage, hotspotRate, 1, hotspotStep
+		ramp := dnsload.DefaultRamp(dnsload.Config{Timeout: 2 * time.Second})
+		ramp.Start, ramp.MaxSteps, ramp.StepDuration = hotspotRate, 1, hotspotStep
+		var external []string
 		for _, n := range []string{"a", "b", "c"} {
-			o.ExternalNames = append(o.ExternalNames, n+"."+lab.ExternalZone+".")
+			external = append(external, n+"."+lab.ExternalZone+".")
 		}
+		o := dnsbench.RampOptions(lab.AgentImage, ramp, external)
 		rep, err := runner.Execute(ctx, runner.Plan{Target: runner.Target{Config: rc, Name: "lab", Lab: true},
 			Measurements: []measure.Measurement{dnsfacts.New(15 * time.Second), throttle.New(15 * time.Second), dnsbench.New(o)}, Rules: check.Rules(),
 			Progress: t.Logf, Log: slog.New(slog.NewTextHandler(os.Stderr, nil))})

@@ -127,7 +127,7 @@ func TestIntegrationDiskThrottle(t *testing.T) {
 		}
 	}()
 	rep = churnOn("knee", 110*time.Second, 40, false)
-	evs, err := lab.ReadCreditEvents(bytes.NewReader(append([]byte(nil), log.Bytes()...)))
+	evs, err := labtest.ReadCreditEvents(bytes.NewReader(append([]byte(nil), log.Bytes()...)))
 	if err != nil {
 		t.Fatal(err)
 	}

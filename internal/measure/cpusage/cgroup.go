@@ -24,7 +24,7 @@ const (
 	famCgroupPeriodSeconds = cgroupPrefix + "cfs_period_seconds"      // cpu.cfs_period_us (a gauge)
 )
 
-// CPUStat is cgroup v1's cpu.stat (hostfs.CPUStat).
+// CPUStat is a cgroup's cpu.stat (hostfs.CPUStat).
 type CPUStat = hostfs.CPUStat
 
 // ParseCPUStat is hostfs.ParseCPUStat.
@@ -48,7 +48,7 @@ func AddCgroup(snap *prom.Snapshot, cpuDir, acctDir string) {
 			if s, err := ParseCPUStat(b); err == nil {
 				snap.Families[famCgroupPeriods] = counterFamily(famCgroupPeriods, float64(s.Periods))
 				snap.Families[famCgroupThrottled] = counterFamily(famCgroupThrottled, float64(s.Throttled))
-				snap.Families[famCgroupThrottledSec] = counterFamily(famCgroupThrottledSec, float64(s.ThrottledNanos)/1e9)
+				snap.Families[famCgroupThrottledSec] = counterFamily(famCgroupThrottledSec, s.ThrottledSeconds)
 			}
 		}
 		if b, err := os.ReadFile(filepath.Join(cpuDir, "cpu.cfs_period_us")); err == nil {

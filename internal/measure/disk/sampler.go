@@ -1,7 +1,6 @@
 package disk
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -13,6 +12,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/kubeslow/kubeslow/internal/hostfs"
 )
 
 // SamplerOptions say what a Sampler watches. Paths are as seen from the host: Root is where the host's
@@ -56,7 +57,7 @@ type Sampler struct {
 	probe  *os.File
 	off    int64
 	buf    []byte
-	prevDS *DiskStats
+	prevDS *hostfs.DiskStats
 	prevIO [2]uint64
 	prevT  time.Time
 	hasPSI bool
@@ -84,13 +85,9 @@ func NewSampler(o SamplerOptions) (*Sampler, error) {
 	if err := unix.Stat(dir, &st); err != nil {
 		return nil, fmt.Errorf("disk sampler: %w", err)
 	}
-	b, err := os.ReadFile(filepath.Join(o.Proc, "diskstats"))
+	all, err := s.fs().DiskStats()
 	if err != nil {
 		return nil, fmt.Errorf("disk sampler: %w", err)
-	}
-	all, err := ParseDiskStats(b)
-	if err != nil {
-		return nil, err
 	}
 	for _, d := range all {
 		if d.Major == unix.Major(st.Dev) && d.Minor == unix.Minor(st.Dev) {
@@ -172,11 +169,7 @@ func (s *Sampler) Take() (Sample, error) {
 	first := s.prevT.IsZero()
 	s.prevT = now
 	if s.dev != "" {
-		b, err := os.ReadFile(filepath.Join(s.o.Proc, "diskstats"))
-		if err != nil {
-			return smp, err
-		}
-		all, err := ParseDiskStats(b)
+		all, err := s.fs().DiskStats()
 		if err != nil {
 			return smp, err
 		}
@@ -199,8 +192,8 @@ func (s *Sampler) Take() (Sample, error) {
 			s.prevDS = &d
 		}
 	}
-	if b, err := os.ReadFile(filepath.Join(s.o.Proc, "pressure", "io")); err == nil {
-		some, full, err := ParsePSI(b)
+	if _, err := os.Stat(filepath.Join(s.o.Proc, "pressure", "io")); err == nil {
+		some, full, err := s.fs().Pressure("io")
 		if err != nil {
 			return smp, err
 		}
@@ -223,42 +216,12 @@ func (s *Sampler) Take() (Sample, error) {
 	return smp, nil
 }
 
-// DStateTasks lists the processes in uninterruptible sleep (state D) under proc, by pid with their command.
-func DStateTasks(proc string) (map[int]string, error) {
-	ents, err := os.ReadDir(proc)
-	if err != nil {
-		return nil, err
-	}
-	out := map[int]string{}
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join(proc, e.Name(), "stat"))
-		if err != nil {
-			continue // the process exited
-		}
-		if st, err := ProcState(b); err == nil && st == 'D' {
-			out[pid] = ProcComm(b)
-		}
-	}
-	return out, nil
-}
-
-// ProcComm returns the command name of a /proc/<pid>/stat line (in parentheses; it may hold spaces and
-// parentheses itself).
-func ProcComm(stat []byte) string {
-	i, j := bytes.IndexByte(stat, '('), bytes.LastIndexByte(stat, ')')
-	if i < 0 || j < i {
-		return ""
-	}
-	return string(stat[i+1 : j])
-}
+// fs is the sampler's proc root.
+func (s *Sampler) fs() hostfs.FS { return hostfs.FS{Proc: s.o.Proc} }
 
 // dStateTasks counts the processes in D state and names the most common commands.
 func dStateTasks(proc string) (int, string, error) {
-	tasks, err := DStateTasks(proc)
+	tasks, err := hostfs.FS{Proc: proc}.DStateTasks()
 	if err != nil {
 		return 0, "", err
 	}

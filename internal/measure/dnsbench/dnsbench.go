@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/kubeslow/kubeslow/internal/agentproto"
+	"github.com/kubeslow/kubeslow/internal/dnsload"
 	"github.com/kubeslow/kubeslow/internal/kube"
 	"github.com/kubeslow/kubeslow/internal/measure"
 	"github.com/kubeslow/kubeslow/pkg/result"
@@ -39,10 +40,11 @@ type Options struct {
 	Step, Timeout, P99Max  time.Duration
 }
 
-// DefaultOptions: 100 q/s doubling every 3 s, at most 6 steps (3,200 q/s), ended by a p99 over 100 ms or more
-// than 1% failed.
-func DefaultOptions() Options {
-	return Options{Start: 100, Factor: 2, Steps: 6, Step: 3 * time.Second, Timeout: 2 * time.Second, P99Max: 100 * time.Millisecond, FailMax: 0.01}
+// RampOptions are the options of a ramp (`bench dns-load`'s flags, dnsload.DefaultRamp's defaults) run from
+// image against the cluster DNS and the external names.
+func RampOptions(image string, rc dnsload.RampConfig, external []string) Options {
+	return Options{Image: image, ExternalNames: external, Start: rc.Start, Factor: rc.Factor, Steps: rc.MaxSteps,
+		Step: rc.StepDuration, Timeout: rc.Base.Timeout, P99Max: rc.P99Max, FailMax: rc.FailMax}
 }
 
 // Measurement is the in-cluster DNS load benchmark.

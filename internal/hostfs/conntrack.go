@@ -1,9 +1,11 @@
-package agent
+package hostfs
 
 import (
 	"bufio"
 	"bytes"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 )
@@ -13,7 +15,7 @@ import (
 // one socket through a UDP DNAT, one dropped, the lookup waiting out its 5 s retry), and flows dropped
 // (drop, early_drop: the table full). The kernel's columns changed across versions ("searched" became
 // "clashres"/"clash_resolve", "delete_list" "chainlength"), so the file is read by its header's names, not by
-// position (prometheus/procfs reads it by position and names the columns of old kernels).
+// position (prometheus/procfs reads it by position and names the columns of old kernels, so it is parsed here).
 const (
 	ConntrackInsertFailed = "insert_failed"
 	ConntrackDrop         = "drop"
@@ -57,4 +59,13 @@ func ParseConntrackStat(b []byte) (map[string]uint64, error) {
 		}
 	}
 	return out, sc.Err()
+}
+
+// ConntrackStat reads proc/net/stat/nf_conntrack (ParseConntrackStat).
+func (f FS) ConntrackStat() (map[string]uint64, error) {
+	b, err := os.ReadFile(filepath.Join(f.Proc, "net/stat/nf_conntrack"))
+	if err != nil {
+		return nil, err
+	}
+	return ParseConntrackStat(b)
 }

@@ -219,10 +219,10 @@ serializeImagePulls: %v
 	return b.String()
 }
 
-func kubeProxyConfig(d Dirs, n realNode) string {
+func kubeProxyConfig(d Dirs, c *Config, n realNode) string {
 	return fmt.Sprintf(`apiVersion: kubeproxy.config.k8s.io/v1alpha1
 kind: KubeProxyConfiguration
-mode: iptables
+mode: %s
 clientConnection: {kubeconfig: %q}
 clusterCIDR: %s
 hostnameOverride: %s
@@ -230,7 +230,7 @@ bindAddress: %s
 healthzBindAddress: 127.0.0.1:10256
 metricsBindAddress: 127.0.0.1:10249
 conntrack: {maxPerCore: 0}
-`, d.componentKubeconfig("kube-proxy"), PodCIDR, n.name(), n.ip())
+`, proxyModeOf(c), d.componentKubeconfig("kube-proxy"), PodCIDR, n.name(), n.ip())
 }
 
 // nodeFiles makes a node's directories, certificates and kubeconfigs (its configuration files belong to its

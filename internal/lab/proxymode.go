@@ -125,7 +125,7 @@ func kernelVersion(rel string) ([2]int, error) {
 	rel = strings.TrimSpace(rel)
 	parts := strings.SplitN(rel, ".", 3)
 	if len(parts) < 2 {
-		return [2]int{}, fmt.Errorf("kernel release %q: want MAJOR.MINOR...", rel)
+		return [2]int{}, fmt.Errorf("kernel release %q: want MAJOR.MINOR[.PATCH]", rel)
 	}
 	minor := parts[1]
 	if i := strings.IndexFunc(minor, func(r rune) bool { return r < '0' || r > '9' }); i >= 0 {
@@ -134,7 +134,7 @@ func kernelVersion(rel string) ([2]int, error) {
 	ma, err1 := strconv.Atoi(parts[0])
 	mi, err2 := strconv.Atoi(minor)
 	if err1 != nil || err2 != nil {
-		return [2]int{}, fmt.Errorf("kernel release %q: want MAJOR.MINOR...", rel)
+		return [2]int{}, fmt.Errorf("kernel release %q: want MAJOR.MINOR[.PATCH]", rel)
 	}
 	return [2]int{ma, mi}, nil
 }

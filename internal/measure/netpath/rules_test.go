@@ -81,3 +81,47 @@ func TestNetPodObserved(t *testing.T) {
 		t.Errorf("neighbour findings %+v", ng)
 	}
 }
+
+// TestNetPodNamesCostliestHop: the finding names the hop on its path that divides throughput most in the mode
+// it judges, with the hop costs as evidence; a path with no hop of its own says so.
+func TestNetPodNamesCostliestHop(t *testing.T) {
+	m := func(name string, v float64, kv ...string) result.Metric {
+		l := map[string]string{}
+		for i := 0; i+1 < len(kv); i += 2 {
+			l[kv[i]] = kv[i+1]
+		}
+		return result.Metric{Name: name, Unit: "ratio", Value: v, Labels: l}
+	}
+	hop := func(h netpath.Hop, conn string, v float64) result.Metric {
+		return m(netpath.MetricHopThroughputCost, v, "hop", h.Name, "path", h.Path, "base", h.Base, "conn", conn)
+	}
+	nodePort, ingress, other := netpath.Hops[2], netpath.Hops[3], netpath.Hops[4]
+	r := &result.Report{Cluster: result.Cluster{Facts: map[string]string{}}, Results: []result.Result{{Name: netpath.Name, Status: result.StatusPass,
+		Metrics: []result.Metric{
+			m("ratio_to_host", 0.2, "path", "host->ingress->pod other node", "conn", "new"),
+			m("ratio_to_host", 0.5, "path", "pod->pod same node", "conn", "new"),
+			hop(nodePort, "new", 1.3), hop(ingress, "new", 3.1), hop(other, "new", 1.2),
+			hop(ingress, "keepalive", 9),   // another mode: not this finding's
+			hop(netpath.Hops[1], "new", 5), // a hop not on the ingress path
+		}}}}
+	fs, _ := rule.Evaluate(r, netpath.Rules())
+	if len(fs) != 1 || len(fs[0].Items) != 2 {
+		t.Fatalf("findings %+v", fs)
+	}
+	it := fs[0].Items
+	if !strings.Contains(it[0].Summary, "Costliest hop: ingress proxy (the controller's L7 proxying, a second connection), throughput divided by 3.1x") {
+		t.Errorf("ingress path item %q", it[0].Summary)
+	}
+	if !strings.Contains(it[1].Summary, "Costliest hop: none measured apart") {
+		t.Errorf("pod->pod same node item %q", it[1].Summary)
+	}
+	hops := 0
+	for _, e := range fs[0].Evidence {
+		if e.Name == netpath.MetricHopThroughputCost {
+			hops++
+		}
+	}
+	if hops != 3 {
+		t.Errorf("evidence %+v: want the three hop costs on the ingress path in new-connection mode", fs[0].Evidence)
+	}
+}

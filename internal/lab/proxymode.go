@@ -139,6 +139,15 @@ func kernelVersion(rel string) ([2]int, error) {
 	return [2]int{ma, mi}, nil
 }
 
+// CheckHost checks that this host can run what c asks of it (kube-proxy's mode on the real nodes), so that the
+// command refuses it before anything starts.
+func (c *Config) CheckHost() error {
+	if c.RealNodes == 0 {
+		return nil
+	}
+	return CheckProxyMode("/", c.ProxyMode, nodeLookPath)
+}
+
 // nodeLookPath finds a tool on the PATH the real nodes' processes get (sbinPath added to ours).
 func nodeLookPath(tool string) (string, error) {
 	for _, dir := range append(filepath.SplitList(os.Getenv("PATH")), "/usr/local/sbin", "/usr/sbin", "/sbin") {

@@ -31,10 +31,8 @@ func Up(ctx context.Context, d Dirs, c Config, progress Progress) (*State, error
 	if os.Geteuid() != 0 {
 		return nil, errors.New("the lab needs root: it creates a network namespace, mounts etcd's storage and runs Kubernetes components")
 	}
-	if c.RealNodes > 0 {
-		if err := CheckProxyMode("/", c.ProxyMode, nodeLookPath); err != nil {
-			return nil, err
-		}
+	if err := c.CheckHost(); err != nil {
+		return nil, err
 	}
 	t0 := time.Now()
 	step := func(format string, args ...any) {

@@ -124,7 +124,10 @@ func (f *upFlags) config() (lab.Config, error) {
 		// Process mode: the Deployment's settings do not apply (and do not make two labs differ).
 		c.DNS.Placement, c.DNS.UpstreamQPS = "", 0
 	}
-	return c, c.Validate()
+	if err := c.Validate(); err != nil {
+		return c, err
+	}
+	return c, c.CheckHost()
 }
 
 func newUp(streams common.IOStreams) *cobra.Command {

@@ -6,7 +6,6 @@ package netpath
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -67,10 +66,6 @@ func (*Measurement) Permissions() []measure.Permission {
 		{Verbs: []string{"list"}, Resource: "nodes", Reason: "two real nodes for the agents"},
 		{Verbs: []string{"create", "delete", "get"}, Resource: "pods", Reason: "the agent pods (host and pod network)"},
 		{Verbs: []string{"create", "delete"}, Resource: "services", Reason: "the NodePort Service of the pod->Service path"},
-		{Verbs: []string{"list"}, Resource: "ingressclasses", Group: "networking.k8s.io", Reason: "the default IngressClass, for the ingress paths"},
-		{Verbs: []string{"list"}, Resource: "endpointslices", Group: "discovery.k8s.io", Reason: "the node of the ingress controller's pod"},
-		{Verbs: []string{"create", "delete"}, Resource: "ingresses", Group: "networking.k8s.io", Reason: "the run's Ingresses to its servers"},
-		{Verbs: []string{"get"}, Resource: "services/proxy", Reason: "checking the run's Ingress routes to its server before the benchmark"},
 	}
 }
 
@@ -91,17 +86,12 @@ type Path struct {
 	TCP bool
 	// NodePort: dial the Service's node ports instead of the agents' ports.
 	NodePort bool
-	// Ingress: dial the ingress controller's node port on node A, at URLPath (HTTP tests only).
-	Ingress bool
-	URLPath string
 }
 
 type ips struct {
 	hostA, podSrv, svc string
 	// nodePorts of the Service (HTTP, TCP tests), reached on hostA.
 	nodePortHTTP, nodePortTCP int
-	// ingressPort is the ingress controller's HTTP node port on hostA (0: no ingress paths).
-	ingressPort int
 }
 
 func nodeIP(n corev1.Node) string {
@@ -135,22 +125,6 @@ func (m *Measurement) Run(ctx context.Context, env *measure.Env) (result.Result,
 	if len(nodes) == 0 {
 		return res, measure.Skipf("no Ready, schedulable real node (kwok's simulated nodes carry no traffic)")
 	}
-	// The ingress paths need node A to be the ingress controller's node.
-	names := make([]string, len(nodes))
-	for i, n := range nodes {
-		names[i] = n.Name
-	}
-	ing, noIngress, err := findIngress(ctx, env.Client, names)
-	if err != nil {
-		if !apierrors.IsForbidden(err) {
-			return res, err
-		}
-		noIngress = "no ingress paths: " + err.Error()
-	}
-	if noIngress == "" {
-		i := slices.Index(names, ing.Node)
-		nodes[0], nodes[i] = nodes[i], nodes[0]
-	}
 	a, b := nodes[0], nodes[0]
 	if len(nodes) > 1 {
 		b = nodes[1]
@@ -165,9 +139,6 @@ func (m *Measurement) Run(ctx context.Context, env *measure.Env) (result.Result,
 	}
 	if b.Name != a.Name {
 		pods = append(pods, m.pod(env, "cli-pod-b", b.Name, false, pause...))
-		if noIngress == "" {
-			pods = append(pods, m.pod(env, "srv-pod-b", b.Name, false, serve...))
-		}
 	}
 	for _, p := range pods {
 		if _, err := env.Client.CoreV1().Pods(env.Namespace).Create(ctx, p, metav1.CreateOptions{}); err != nil {
@@ -188,10 +159,7 @@ func (m *Measurement) Run(ctx context.Context, env *measure.Env) (result.Result,
 	if err != nil {
 		return res, fmt.Errorf("creating the Service: %w", err)
 	}
-	if noIngress == "" {
-		noIngress = m.ingresses(ctx, env, ing, b.Name != a.Name)
-	}
-	names = make([]string, len(pods))
+	names := make([]string, len(pods))
 	for i, p := range pods {
 		names[i] = p.Name
 	}
@@ -200,7 +168,7 @@ func (m *Measurement) Run(ctx context.Context, env *measure.Env) (result.Result,
 		return res, fmt.Errorf("the agents: %w", err)
 	}
 	srvIP := running["srv-pod"].Status.PodIP
-	addr := ips{hostA: nodeIP(a), podSrv: srvIP, svc: svc.Spec.ClusterIP, ingressPort: ing.NodePort}
+	addr := ips{hostA: nodeIP(a), podSrv: srvIP, svc: svc.Spec.ClusterIP}
 	for _, sp := range svc.Spec.Ports {
 		if sp.Port == httpPort {
 			addr.nodePortHTTP = int(sp.NodePort)
@@ -209,33 +177,18 @@ func (m *Measurement) Run(ctx context.Context, env *measure.Env) (result.Result,
 		}
 	}
 	paths := []Path{
-		{Name: "host->host", Client: "cli-host-b", Target: func(i ips) string { return i.hostA }, TCP: true, NodePort: false},
-		{Name: "host->pod", Client: "cli-host-b", Target: func(i ips) string { return i.podSrv }, TCP: true, NodePort: false},
-		{Name: "pod->pod same node", Client: "cli-pod-a", Target: func(i ips) string { return i.podSrv }, TCP: true, NodePort: false},
-		{Name: "host->NodePort", Client: "cli-host-b", Target: func(i ips) string { return i.hostA }, TCP: true, NodePort: true},
+		{"host->host", "cli-host-b", func(i ips) string { return i.hostA }, true, false},
+		{"host->pod", "cli-host-b", func(i ips) string { return i.podSrv }, true, false},
+		{"pod->pod same node", "cli-pod-a", func(i ips) string { return i.podSrv }, true, false},
+		{"host->NodePort", "cli-host-b", func(i ips) string { return i.hostA }, true, true},
 	}
 	if b.Name != a.Name {
 		paths = append(paths,
-			Path{Name: "pod->pod other node", Client: "cli-pod-b", Target: func(i ips) string { return i.podSrv }, TCP: true, NodePort: false},
-			Path{Name: "pod->Service", Client: "cli-pod-b", Target: func(i ips) string { return i.svc }, TCP: true, NodePort: false})
+			Path{"pod->pod other node", "cli-pod-b", func(i ips) string { return i.podSrv }, true, false},
+			Path{"pod->Service", "cli-pod-b", func(i ips) string { return i.svc }, true, false})
 	} else {
-		paths = append(paths, Path{Name: "pod->Service", Client: "cli-pod-a", Target: func(i ips) string { return i.svc }, TCP: true, NodePort: false})
+		paths = append(paths, Path{"pod->Service", "cli-pod-a", func(i ips) string { return i.svc }, true, false})
 		res.Reason = "one real node: host->host and host->pod stay on it, and there is no pod->pod other node path"
-	}
-	if noIngress == "" {
-		noIngress = waitRoutes(ctx, env, ing, b.Name != a.Name)
-	}
-	if noIngress == "" {
-		paths = append(paths, Path{Name: "host->ingress->pod same node", Client: "cli-host-b", Target: func(i ips) string { return i.hostA },
-			Ingress: true, URLPath: IngressPath(env.RunID, "srv")})
-		if b.Name != a.Name {
-			paths = append(paths, Path{Name: "host->ingress->pod other node", Client: "cli-host-b", Target: func(i ips) string { return i.hostA },
-				Ingress: true, URLPath: IngressPath(env.RunID, "srv-b")})
-		}
-		res.Records = append(res.Records, result.Record{ID: "ingress", Labels: map[string]string{"class": ing.Class, "controller": ing.ControllerString,
-			"service": ing.Namespace + "/" + ing.Name, "node_port": fmt.Sprint(ing.NodePort), "node": ing.Node, "external_traffic_policy": ing.ExternalTraffic}})
-	} else {
-		res.Records = append(res.Records, result.Record{ID: "ingress", Labels: map[string]string{"reason": noIngress}})
 	}
 	res.Records = append(res.Records, result.Record{ID: "topology", Labels: map[string]string{"server_node": a.Name, "client_node_b": b.Name,
 		"host_ip": addr.hostA, "pod_ip": addr.podSrv, "service_ip": addr.svc}})
@@ -265,15 +218,8 @@ func (m *Measurement) Run(ctx context.Context, env *measure.Env) (result.Result,
 		if p.NodePort {
 			hp, tp = addr.nodePortHTTP, addr.nodePortTCP
 		}
-		if p.Ingress {
-			hp = addr.ingressPort
-		}
-		urlPath := p.URLPath
-		if urlPath == "" {
-			urlPath = "/"
-		}
 		for _, newConn := range []bool{false, true} {
-			req := agentproto.BenchHTTP{URL: fmt.Sprintf("http://%s%s", joinHostPort(target, hp), urlPath), Concurrency: m.Opts.Concurrency,
+			req := agentproto.BenchHTTP{URL: fmt.Sprintf("http://%s/", joinHostPort(target, hp)), Concurrency: m.Opts.Concurrency,
 				Duration: m.Opts.Duration, NewConn: newConn}
 			conn := "keepalive"
 			if newConn {
@@ -287,7 +233,7 @@ func (m *Measurement) Run(ctx context.Context, env *measure.Env) (result.Result,
 			samples[key(p.Name, "latency_p99", conn)] = append(samples[key(p.Name, "latency_p99", conn)], metric(r, "latency_p99"))
 			samples[key(p.Name, "latency_p50", conn)] = append(samples[key(p.Name, "latency_p50", conn)], metric(r, "latency_p50"))
 		}
-		if p.TCP && !p.Ingress {
+		if p.TCP {
 			r, err := m.exec(ctx, env, p.Client, agentproto.BenchTCP{Addr: joinHostPort(target, tp), Duration: m.Opts.Duration})
 			if err != nil {
 				return fmt.Errorf("%s (tcp): %w", p.Name, err)
@@ -390,8 +336,6 @@ func Summarize(res *result.Result, paths []Path, samples map[string][]float64) {
 // alone: the same client node and server, with and without the hop.
 type Hop struct {
 	Name, Path, Base string
-	// On are the paths whose packets cross this hop (KS-NET-POD names the costliest hop on the path it judges).
-	On []string
 }
 
 // Hops are the matrix's hops, in the order a packet from another node's pod to a Service meets them: the pod
@@ -400,21 +344,10 @@ type Hop struct {
 // NodePort's (node B -> node A's node port against node B -> node A: the DNAT and node A's bridge into the pod;
 // not against host->pod, which crosses the overlay where there is one, while the node port is reached over the
 // underlay: measured on the flannel lab, that base made the NodePort look faster than no NodePort).
-//
-// With an ingress controller, two more: the ingress proxy (node B -> the controller's node port on node A -> the
-// controller -> the server pod on node A, against node B -> the server's own node port on node A: both cross
-// one NodePort, and the controller's L7 proxying with its second connection is the difference) and the pod
-// network from the controller to a pod on another node (the same request to the server on node B).
 var Hops = []Hop{
-	{Name: "pod network across nodes (veth, bridge, overlay)", Path: "pod->pod other node", Base: "host->host",
-		On: []string{"pod->pod other node", "pod->Service"}},
-	{Name: "Service (kube-proxy DNAT, conntrack)", Path: "pod->Service", Base: "pod->pod other node", On: []string{"pod->Service"}},
-	{Name: "NodePort (kube-proxy DNAT, conntrack, the node's bridge into the pod)", Path: "host->NodePort", Base: "host->host",
-		On: []string{"host->NodePort", "host->ingress->pod same node", "host->ingress->pod other node"}},
-	{Name: "ingress proxy (the controller's L7 proxying, a second connection)", Path: "host->ingress->pod same node", Base: "host->NodePort",
-		On: []string{"host->ingress->pod same node", "host->ingress->pod other node"}},
-	{Name: "pod network from the ingress to another node (veth, bridge, overlay)", Path: "host->ingress->pod other node", Base: "host->ingress->pod same node",
-		On: []string{"host->ingress->pod other node"}},
+	{Name: "pod network across nodes (veth, bridge, overlay)", Path: "pod->pod other node", Base: "host->host"},
+	{Name: "Service (kube-proxy DNAT, conntrack)", Path: "pod->Service", Base: "pod->pod other node"},
+	{Name: "NodePort (kube-proxy DNAT, conntrack, the node's bridge into the pod)", Path: "host->NodePort", Base: "host->host"},
 }
 
 // Metrics of the hop costs: how many times the hop divides throughput (base over path) and multiplies the latency
@@ -459,15 +392,7 @@ func HopCosts(res *result.Result, samples map[string][]float64) {
 			parts = append(parts, text)
 		}
 		if len(parts) > 0 {
-			l := map[string]string{"conn": c.conn, "hops": strings.Join(parts, "; ")}
-			// Case D's figure, end to end: the longest chain measured against the host path.
-			for _, end := range []string{"host->ingress->pod other node", "pod->Service"} {
-				if host, v := med("host->host", c.rps, c.conn), med(end, c.rps, c.conn); host > 0 && v > 0 {
-					l["end_to_end"] = fmt.Sprintf("%s %.2fx fewer %s than host->host", end, host/v, map[bool]string{true: "Gbit/s", false: "requests/s"}[c.conn == "stream"])
-					break
-				}
-			}
-			res.Records = append(res.Records, result.Record{ID: "hops " + c.conn, Labels: l})
+			res.Records = append(res.Records, result.Record{ID: "hops " + c.conn, Labels: map[string]string{"conn": c.conn, "hops": strings.Join(parts, "; ")}})
 		}
 	}
 }

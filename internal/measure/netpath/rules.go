@@ -2,7 +2,6 @@ package netpath
 
 import (
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -17,7 +16,6 @@ var (
 	netRules     = rule.Metric{Result: Name, Name: MetricKubeProxyRules}
 	netConntrack = rule.Metric{Result: Name, Name: MetricConntrackUsage}
 	netNeighbour = rule.Metric{Result: Name, Name: MetricNeighbourUsage}
-	netHop       = rule.Metric{Result: Name, Name: MetricHopThroughputCost}
 	mtuExcess    = rule.Metric{Result: MTUName, Name: MetricMTUExcess}
 	mtuDFShort   = rule.Metric{Result: MTUName, Name: MetricDFShortfall}
 	mtuUnreach   = rule.Metric{Result: MTUName, Name: MetricFragNeededSent}
@@ -29,14 +27,12 @@ func Rules() []rule.Rule {
 	return []rule.Rule{{
 		ID: "KS-NET-POD", Title: "The pod network is slower than the host network", Severity: result.SeverityWarning, Cases: []string{"D", "B"},
 		When:    rule.Condition{Metric: netRatio, Op: "<", Value: 0.9, Unit: "ratio"},
-		Reads:   []rule.Metric{netMTU, netRules, netConntrack, netHop},
+		Reads:   []rule.Metric{netMTU, netRules, netConntrack},
 		Source:  "k8s-netperf's tolerance: a pod-network result more than 10% below host-to-host on the same nodes",
-		Summary: "{{.path}} reaches {{.ratio}} of host->host ({{.conn}}; CNI {{.cni}}, kube-proxy {{.proxy}}): {{.meaning}}. Costliest hop: {{.hop}}. Seen on the nodes: {{.observed}}",
-		Remediation: "The costliest hop first. New connections: kube-proxy's per-connection rule walk and conntrack (iptables mode with many Services -> " +
-			"nftables or IPVS mode, or an eBPF datapath; raise nf_conntrack_max). Keep-alive and streams across nodes: encapsulation and MTU (VXLAN/Geneve " +
-			"overlays: MTU 1450, lost offloads -> host-gw or native routing where the nodes share a link, jumbo frames, or an eBPF datapath). Ingress " +
-			"proxy: keep-alive between clients and the ingress, run the controller with the host network (or an eBPF datapath) to drop its NodePort " +
-			"and bridge hops, and give it CPU; pod->Service only: the Service path itself.",
+		Summary: "{{.path}} reaches {{.ratio}} of host->host ({{.conn}}; CNI {{.cni}}, kube-proxy {{.proxy}}): {{.meaning}}. Seen on the nodes: {{.observed}}",
+		Remediation: "new connections: kube-proxy's per-connection rule walk and conntrack (iptables mode with many Services -> nftables mode or an eBPF " +
+			"datapath; raise nf_conntrack_max); keep-alive and streams: encapsulation and MTU (VXLAN/Geneve overlays: MTU 1450, lost offloads -> native " +
+			"routing, jumbo frames or an eBPF datapath); pod->Service only: the Service path itself.",
 		Match: netPodMatch,
 	}, {
 		ID: "KS-NODE-CONNTRACK", Title: "A node's conntrack table is nearly full", Severity: result.SeverityWarning, Cases: []string{"B", "D"},
@@ -155,43 +151,13 @@ func netPodMatch(r *result.Report, rl rule.Rule) []rule.Hit {
 	var hits []rule.Hit
 	for _, p := range order {
 		m := worst[p]
-		hop, hopEv := costliestHop(r, p, m.Labels["conn"])
-		ev := append([]result.Evidence{netRatio.Evidence(m)}, hopEv...)
 		hits = append(hits, rule.Hit{Key: "path=" + p, Value: m.Value,
-			Evidence: append(ev, seen...),
+			Evidence: append([]result.Evidence{netRatio.Evidence(m)}, seen...),
 			Vars: map[string]string{"path": p, "ratio": result.FormatValue(m.Value) + "x", "conn": m.Labels["conn"],
-				"meaning": connMeaning[m.Labels["conn"]], "cni": clusterFact(r, "cni"), "proxy": proxyMode(r, res), "observed": observed, "hop": hop},
+				"meaning": connMeaning[m.Labels["conn"]], "cni": clusterFact(r, "cni"), "proxy": proxyMode(r, res), "observed": observed},
 		})
 	}
 	return hits
-}
-
-// costliestHop names the hop on path that divides its throughput most in connection mode conn (Hops' On), with
-// its figure, and the hop costs on the path as evidence; "none measured apart" when the matrix has none (a path
-// without a hop of its own, such as pod->pod on one node, or one real node).
-func costliestHop(r *result.Report, path, conn string) (string, []result.Evidence) {
-	on := map[string]bool{}
-	for _, h := range Hops {
-		if slices.Contains(h.On, path) {
-			on[h.Name] = true
-		}
-	}
-	var best *result.Metric
-	var ev []result.Evidence
-	for _, m := range netHop.Samples(r) {
-		if !on[m.Labels["hop"]] || m.Labels["conn"] != conn {
-			continue
-		}
-		ev = append(ev, netHop.Evidence(m))
-		if best == nil || m.Value > best.Value {
-			best = &m
-		}
-	}
-	if best == nil {
-		return "none measured apart on this path", nil
-	}
-	return fmt.Sprintf("%s, throughput divided by %sx (%s against %s)", best.Labels["hop"], result.FormatValue(best.Value),
-		best.Labels["path"], best.Labels["base"]), ev
 }
 
 func clusterFact(r *result.Report, k string) string {

@@ -38,7 +38,6 @@ func (n Run) Result() result.Result {
 		}
 	}
 	netpath.Summarize(&res, paths, samples)
-	netpath.HopCosts(&res, samples)
 	netpath.NodeNetResult(&res, "node n1", &agent.NodeNet{Interfaces: []agent.Iface{{Name: "flannel.1", MTU: 1450, Kind: "vxlan"}},
 		ConntrackEntries: int64(n.ConntrackFill * 262144), ConntrackMax: 262144, Neighbours: int64(n.Neighbours * 1024), NeighThresh3: 1024,
 		KubeProxyMode: "iptables", KubeProxyRules: map[string]int64{"nat": 40123}})

@@ -34,8 +34,7 @@ import (
 // ratios with their min–max. Set KUBESLOW_BENCH_WRK=1 to run it (a benchmark, not a pass/fail test);
 // KUBESLOW_BENCH_WRK_ROUNDS (default 5) and KUBESLOW_BENCH_WRK_DURATION (default 4s) change its length, and
 // KUBESLOW_BENCH_WRK_CELLS (a regular expression on server/threads/conns/mode, e.g. nginx/1/8/keep-alive)
-// keeps only the cells it matches; KUBESLOW_BENCH_WRK_URL adds a third server, "url", at that URL (a proxy such as
-// the lab's Traefik ingress, whose CPU the generators then compete with).
+// keeps only the cells it matches.
 func TestCompareWrk(t *testing.T) {
 	if os.Getenv("KUBESLOW_BENCH_WRK") == "" {
 		t.Skip("benchmark: set KUBESLOW_BENCH_WRK=1")
@@ -64,11 +63,6 @@ func TestCompareWrk(t *testing.T) {
 	servers := []struct{ name, url string }{
 		{"kubeslow", startAgentServe(t, bin)},
 		{"nginx", startNginx(t, nginx, dir)},
-	}
-	// A server behind a proxy, e.g. a lab's ingress (lab up --ingress traefik): the ingress's URL with its
-	// test path. The generators then saturate the proxy, not the server; the same cells run against it.
-	if u := os.Getenv("KUBESLOW_BENCH_WRK_URL"); u != "" {
-		servers = append(servers, struct{ name, url string }{"url", u})
 	}
 	script := func(newConn bool) string {
 		p := filepath.Join(dir, fmt.Sprintf("post-%v.lua", newConn))

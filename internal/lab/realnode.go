@@ -177,6 +177,15 @@ func cniTemplate(d Dirs, n realNode) string {
 `, filepath.Join(n.dir(d), "cni", "ipam"))
 }
 
+// labEviction is the real nodes' kubelet evictionHard: kubelet's own defaults (memory.available 100Mi, nodefs
+// 10%, imagefs 15%, inodes 5%) but for disk space, which is an absolute 1Gi. The lab's nodes keep their
+// containerd and kubelet directories on the host's filesystem, shared with every other tenant of the machine, so
+// a percentage of it measures the others' build caches, not the node: at 34 GB free of 252 GB (13.5%, under
+// imagefs's 15%) every real node of every lab had DiskPressure and rejected its pods (2026-11-26). Setting
+// evictionHard replaces all of kubelet's defaults, hence every signal listed.
+const labEviction = `evictionHard: {memory.available: "100Mi", nodefs.available: "1Gi", nodefs.inodesFree: "5%", imagefs.available: "1Gi", imagefs.inodesFree: "5%"}
+`
+
 func kubeletConfig(d Dirs, c *Config, n realNode) string {
 	p := func(f string) string { return filepath.Join(d.PKIDir(), f) }
 	var b strings.Builder
@@ -205,8 +214,8 @@ resolvConf: %q
 podLogsDir: %q
 maxPods: 110
 serializeImagePulls: %v
-`, n.ip(), p("ca.crt"), p(n.name()+"-serving.crt"), p(n.name()+"-serving.key"), n.cgroupRoot(), n.sock(d), ClusterDNSIP,
-		filepath.Join(n.dir(d), "resolv.conf"), filepath.Join(n.dir(d), "pod-logs"), c.ImagePulls.Serialize)
+%s`, n.ip(), p("ca.crt"), p(n.name()+"-serving.crt"), p(n.name()+"-serving.key"), n.cgroupRoot(), n.sock(d), ClusterDNSIP,
+		filepath.Join(n.dir(d), "resolv.conf"), filepath.Join(n.dir(d), "pod-logs"), c.ImagePulls.Serialize, labEviction)
 	if !c.ImagePulls.Serialize && c.ImagePulls.MaxParallel > 0 {
 		fmt.Fprintf(&b, "maxParallelImagePulls: %d\n", c.ImagePulls.MaxParallel)
 	}

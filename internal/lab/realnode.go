@@ -178,12 +178,13 @@ func cniTemplate(d Dirs, n realNode) string {
 }
 
 // labEviction is the real nodes' kubelet evictionHard: kubelet's own defaults (memory.available 100Mi, nodefs
-// 10%, imagefs 15%, inodes 5%) but for disk space, which is an absolute 1Gi. The lab's nodes keep their
-// containerd and kubelet directories on the host's filesystem, shared with every other tenant of the machine, so
-// a percentage of it measures the others' build caches, not the node: at 34 GB free of 252 GB (13.5%, under
-// imagefs's 15%) every real node of every lab had DiskPressure and rejected its pods (2026-11-26). Setting
-// evictionHard replaces all of kubelet's defaults, hence every signal listed.
-const labEviction = `evictionHard: {memory.available: "100Mi", nodefs.available: "1Gi", nodefs.inodesFree: "5%", imagefs.available: "1Gi", imagefs.inodesFree: "5%"}
+// 10%, imagefs 15%, inodes 5%) but for disk space, 5% of the filesystem. The lab's nodes keep their containerd and
+// kubelet directories on the host's filesystem, shared with every other tenant of the machine, so its free share
+// is mostly the others' build caches: at 34 GB free of 252 GB (13.5%, under imagefs's 15%) every real node of
+// every lab had DiskPressure and rejected its pods (2026-11-26). 5% is below both defaults, so a node on its own
+// loop disk (the disk scenarios) reaches pressure no earlier than before. Setting evictionHard replaces all of
+// kubelet's defaults, hence every signal listed.
+const labEviction = `evictionHard: {memory.available: "100Mi", nodefs.available: "5%", nodefs.inodesFree: "5%", imagefs.available: "5%", imagefs.inodesFree: "5%"}
 `
 
 func kubeletConfig(d Dirs, c *Config, n realNode) string {

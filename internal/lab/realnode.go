@@ -177,6 +177,16 @@ func cniTemplate(d Dirs, n realNode) string {
 `, filepath.Join(n.dir(d), "cni", "ipam"))
 }
 
+// labEviction is the real nodes' kubelet evictionHard: kubelet's own defaults (memory.available 100Mi, nodefs
+// 10%, imagefs 15%, inodes 5%) but for disk space, 5% of the filesystem. The lab's nodes keep their containerd and
+// kubelet directories on the host's filesystem, shared with every other tenant of the machine, so its free share
+// is mostly the others' build caches: at 34 GB free of 252 GB (13.5%, under imagefs's 15%) every real node of
+// every lab had DiskPressure and rejected its pods (2026-11-26). 5% is below both defaults, so a node on its own
+// loop disk (the disk scenarios) reaches pressure no earlier than before. Setting evictionHard replaces all of
+// kubelet's defaults, hence every signal listed.
+const labEviction = `evictionHard: {memory.available: "100Mi", nodefs.available: "5%", nodefs.inodesFree: "5%", imagefs.available: "5%", imagefs.inodesFree: "5%"}
+`
+
 func kubeletConfig(d Dirs, c *Config, n realNode) string {
 	p := func(f string) string { return filepath.Join(d.PKIDir(), f) }
 	var b strings.Builder
@@ -205,8 +215,8 @@ resolvConf: %q
 podLogsDir: %q
 maxPods: 110
 serializeImagePulls: %v
-`, n.ip(), p("ca.crt"), p(n.name()+"-serving.crt"), p(n.name()+"-serving.key"), n.cgroupRoot(), n.sock(d), ClusterDNSIP,
-		filepath.Join(n.dir(d), "resolv.conf"), filepath.Join(n.dir(d), "pod-logs"), c.ImagePulls.Serialize)
+%s`, n.ip(), p("ca.crt"), p(n.name()+"-serving.crt"), p(n.name()+"-serving.key"), n.cgroupRoot(), n.sock(d), ClusterDNSIP,
+		filepath.Join(n.dir(d), "resolv.conf"), filepath.Join(n.dir(d), "pod-logs"), c.ImagePulls.Serialize, labEviction)
 	if !c.ImagePulls.Serialize && c.ImagePulls.MaxParallel > 0 {
 		fmt.Fprintf(&b, "maxParallelImagePulls: %d\n", c.ImagePulls.MaxParallel)
 	}
@@ -219,10 +229,10 @@ serializeImagePulls: %v
 	return b.String()
 }
 
-func kubeProxyConfig(d Dirs, n realNode) string {
+func kubeProxyConfig(d Dirs, c *Config, n realNode) string {
 	return fmt.Sprintf(`apiVersion: kubeproxy.config.k8s.io/v1alpha1
 kind: KubeProxyConfiguration
-mode: iptables
+mode: %s
 clientConnection: {kubeconfig: %q}
 clusterCIDR: %s
 hostnameOverride: %s
@@ -230,7 +240,7 @@ bindAddress: %s
 healthzBindAddress: 127.0.0.1:10256
 metricsBindAddress: 127.0.0.1:10249
 conntrack: {maxPerCore: 0}
-`, d.componentKubeconfig("kube-proxy"), PodCIDR, n.name(), n.ip())
+`, proxyModeOf(c), d.componentKubeconfig("kube-proxy"), PodCIDR, n.name(), n.ip())
 }
 
 // nodeFiles makes a node's directories, certificates and kubeconfigs (its configuration files belong to its

@@ -35,6 +35,15 @@ func TestKubeletConfig(t *testing.T) {
 		if dns, _ := got["clusterDNS"].([]any); len(dns) != 1 || dns[0] != ClusterDNSIP {
 			t.Errorf("clusterDNS = %v", got["clusterDNS"])
 		}
+		// Disk space at 5% (the host's shared filesystem), every other signal at kubelet's default:
+		// evictionHard replaces the whole default map.
+		ev, _ := got["evictionHard"].(map[string]any)
+		for k, v := range map[string]string{"memory.available": "100Mi", "nodefs.available": "5%", "nodefs.inodesFree": "5%",
+			"imagefs.available": "5%", "imagefs.inodesFree": "5%"} {
+			if ev[k] != v {
+				t.Errorf("evictionHard[%s] = %v, want %s (all: %v)", k, ev[k], v, ev)
+			}
+		}
 	}
 }
 

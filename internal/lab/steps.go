@@ -240,7 +240,7 @@ func realNodeSteps(d Dirs, c *Config, bin func(string) string) ([]Step, error) {
 				File{Path: filepath.Join(n.dir(d), "resolv.conf"), Data: "nameserver " + ClusterDNSIP + "\n", Mode: 0o644})},
 			Step{Name: n.proc("kube-proxy"), Component: in("kube-proxy", []string{bin(KubeProxy), "--config=" + filepath.Join(n.dir(d), "kube-proxy.yaml")},
 				nsGetOK(n.netns(), "http://127.0.0.1:10256/healthz"),
-				File{Path: filepath.Join(n.dir(d), "kube-proxy.yaml"), Data: kubeProxyConfig(d, n), Mode: 0o644})},
+				File{Path: filepath.Join(n.dir(d), "kube-proxy.yaml"), Data: kubeProxyConfig(d, c, n), Mode: 0o644})},
 		)
 		if cniOf(c) == CNIFlannel {
 			steps = append(steps, flannelSteps(d, c, n, bin)...)

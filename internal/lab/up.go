@@ -31,6 +31,9 @@ func Up(ctx context.Context, d Dirs, c Config, progress Progress) (*State, error
 	if os.Geteuid() != 0 {
 		return nil, errors.New("the lab needs root: it creates a network namespace, mounts etcd's storage and runs Kubernetes components")
 	}
+	if err := c.CheckHost(); err != nil {
+		return nil, err
+	}
 	t0 := time.Now()
 	step := func(format string, args ...any) {
 		progress("[%5.1fs] %s", time.Since(t0).Seconds(), fmt.Sprintf(format, args...))

@@ -7,6 +7,7 @@ import (
 	"math"
 	"net"
 	"os"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -88,6 +89,7 @@ type upFlags struct {
 	prometheus         bool
 	cni                string
 	podMTU             int
+	proxyMode          string
 	scenario           string
 	layout             string
 	dryRun             bool
@@ -111,7 +113,7 @@ func (f *upFlags) config() (lab.Config, error) {
 		ControllerManager:  lab.ClientSettings{QPS: f.kcmQPS, Burst: f.kcmBurst},
 		EndpointSliceBatch: lab.Duration{Duration: f.endpointSliceBatch},
 		Scheduler:          lab.ClientSettings{QPS: f.schedQPS, Burst: f.schedBur},
-		APIServerExtraArgs: f.apiserverArgs, Prometheus: f.prometheus, Layout: f.layout, CNI: f.cni, PodMTU: f.podMTU,
+		APIServerExtraArgs: f.apiserverArgs, Prometheus: f.prometheus, Layout: f.layout, CNI: f.cni, PodMTU: f.podMTU, ProxyMode: f.proxyMode,
 		Kwok: lab.KwokSettings{PodReadyDelay: lab.Duration{Duration: f.podReadyDelay}, PodReadyJitter: lab.Duration{Duration: f.podReadyJitter},
 			SlowNodes: f.slowNodes, SlowNodeDelay: lab.Duration{Duration: f.slowNodeDelay}},
 	}
@@ -122,7 +124,10 @@ func (f *upFlags) config() (lab.Config, error) {
 		// Process mode: the Deployment's settings do not apply (and do not make two labs differ).
 		c.DNS.Placement, c.DNS.UpstreamQPS = "", 0
 	}
-	return c, c.Validate()
+	if err := c.Validate(); err != nil {
+		return c, err
+	}
+	return c, c.CheckHost()
 }
 
 func newUp(streams common.IOStreams) *cobra.Command {
@@ -198,6 +203,8 @@ func newUp(streams common.IOStreams) *cobra.Command {
 	fl.StringVar(&f.cni, "cni", lab.CNIBridge, "the real nodes' pod network: "+lab.CNIBridge+" (Debian's bridge plugin, static routes between the nodes) or "+
 		lab.CNIFlannel+" (flannel v"+lab.FlannelVersion+", VXLAN backend, kube subnet manager; flannel.1 at the uplink's MTU - 50)")
 	fl.IntVar(&f.podMTU, "pod-mtu", 0, "with --cni flannel: the pods' MTU instead of flannel's (0: flannel's FLANNEL_MTU; MTU scenarios set it wrong)")
+	fl.StringVar(&f.proxyMode, "proxy-mode", "", "kube-proxy's mode on the real nodes: "+strings.Join(lab.ProxyModes, ", ")+
+		" (empty: "+lab.ProxyIPTables+"); a mode this kernel or host cannot run (IPVS without CONFIG_IP_VS) is refused before anything starts")
 	fl.BoolVar(&f.prometheus, "prometheus", false, "also run Debian's Prometheus and node_exporter scraping the lab's components (at "+lab.PrometheusURL()+"; see docs/prometheus.md)")
 	return cmd
 }

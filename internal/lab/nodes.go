@@ -38,7 +38,7 @@ func kwokNode(i int) *corev1.Node {
 				"kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64", "kubeslow.dev/lab-node-index": strconv.Itoa(i)},
 		},
 		// KwokPodCIDR, shared: see its comment (the range allocator then takes no /24 for this node).
-		Spec: corev1.NodeSpec{PodCIDR: KwokPodCIDR, PodCIDRs: []string{KwokPodCIDR}, Taints: []corev1.Taint{{Key: kube.SimulatedNodeTaint, Value: kube.SimulatedNodeValue, Effect: corev1.TaintEffectNoSchedule}}},
+		Spec:   corev1.NodeSpec{PodCIDR: KwokPodCIDR, PodCIDRs: []string{KwokPodCIDR}, Taints: []corev1.Taint{{Key: kube.SimulatedNodeTaint, Value: kube.SimulatedNodeValue, Effect: corev1.TaintEffectNoSchedule}}},
 		Status: corev1.NodeStatus{Allocatable: res, Capacity: res},
 	}
 }

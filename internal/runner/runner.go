@@ -214,4 +214,6 @@ type namedObservation struct {
 	name string
 }
 
-func (o namedObservation) Sample(ctx context.Context) { o.Observation.Sample(kube.WithMeasurement(ctx, o.name)) }
+func (o namedObservation) Sample(ctx context.Context) {
+	o.Observation.Sample(kube.WithMeasurement(ctx, o.name))
+}

@@ -228,14 +228,14 @@ type Diagnoser interface {
 	Diagnose(res result.Result) []result.Finding
 }
 
-// RealNodes lists Ready, schedulable nodes that are not kwok's simulated ones.
+// RealNodes lists (paginated, Env.ListNodes) Ready, schedulable nodes that are not kwok's simulated ones.
 func RealNodes(ctx context.Context, env *Env) ([]corev1.Node, error) {
-	l, err := env.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	all, err := env.ListNodes(ctx)
 	if err != nil {
 		return nil, err
 	}
 	var out []corev1.Node
-	for _, n := range l.Items {
+	for _, n := range all {
 		if !kube.IsSimulated(&n) && !n.Spec.Unschedulable && kube.NodeReady(&n) {
 			out = append(out, n)
 		}

@@ -40,6 +40,8 @@ type Env struct {
 	// NodeTier is the run's shared control-plane node tier (nil: none; NodeTierOff says why).
 	NodeTier    NodeTier
 	NodeTierOff string
+	// Nodes is the run's shared node informer (nil: ListNodes sends its own paginated LIST).
+	Nodes *NodeCache
 	// There is no lab here on purpose: a measurement learns about the cluster only from the cluster (the API,
 	// the kubelet through the node proxy, the node agent, an optional Prometheus) and from what the user states
 	// in flags, so kubeslow's own lab is measured as any other cluster (TestNoLabImports enforces the imports).
@@ -297,9 +299,12 @@ func (e *Env) KubeletNodes(ctx context.Context) ([]corev1.Node, error) {
 	return nodes, nil
 }
 
-// ListNodes lists every node in pages of 500 (one paginated LIST, however large the cluster); no permission
-// is a SkipError.
+// ListNodes lists every node: from the run's shared informer (Env.Nodes) when there is one, else in pages
+// of 500 (one paginated LIST, however large the cluster); no permission is a SkipError.
 func (e *Env) ListNodes(ctx context.Context) ([]corev1.Node, error) {
+	if e.Nodes != nil {
+		return e.Nodes.List(ctx)
+	}
 	var nodes []corev1.Node
 	opts := metav1.ListOptions{Limit: 500}
 	for {

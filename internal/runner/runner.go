@@ -66,7 +66,8 @@ func Run(ctx context.Context, o Options, ms []measure.Measurement) *result.Repor
 		progress = func(string, ...any) {}
 	}
 	env := &measure.Env{Client: o.Client, Config: o.Config, Clock: o.Clock, Log: log, Namespace: o.Namespace, RunID: o.RunID,
-		NodeTier: o.NodeTier, NodeTierOff: o.NodeTierOff}
+		NodeTier: o.NodeTier, NodeTierOff: o.NodeTierOff, Nodes: measure.NewNodeCache(o.Client)}
+	defer env.Nodes.Stop() // one node informer for the run's measurements (docs/scale.md)
 	results := make([]*result.Result, len(ms))
 	set := func(i int, r result.Result) {
 		results[i] = &r

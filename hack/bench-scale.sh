@@ -10,6 +10,7 @@
 #
 #   hack/bench-scale.sh                          # SIZES="500 1000 2500 5000"
 #   SIZES="250 500" FULL=1 hack/bench-scale.sh
+#   BEFORE=/tmp/kubeslow-old hack/bench-scale.sh # also `run --profile quick` with another build (label quick-before)
 #
 # Needs root and bin/kubeslow (make build). The machine has one lab: the lab lock is taken for one size at a
 # time (lab up, fill, measure, lab down) and released between sizes, so others can use the lab in between.
@@ -20,6 +21,7 @@ cd "$(dirname "$0")/.."
 SIZES=${SIZES:-"500 1000 2500 5000"}
 PER_NODE=${PER_NODE:-6}
 FULL=${FULL:-0}
+BEFORE=${BEFORE:-}
 KUBESLOW=${KUBESLOW:-bin/kubeslow}
 OUT=${OUT:-$(mktemp -d /tmp/kubeslow-scale.XXXXXX)}
 LOCK=/run/kubeslow-lab.lock
@@ -53,6 +55,11 @@ one_size() {
 		"$helper" measure -label "$p" -out-dir "$dir/$p" -- "$KUBESLOW" run --lab --profile "$p" -o json --out-dir "$dir/$p" \
 			>>"$OUT/rows.jsonl" || echo "$n: measuring $p failed" | tee -a "$OUT/failed.txt" >&2
 	done
+	if [[ -n $BEFORE ]]; then
+		echo "$n: run --profile quick with $BEFORE ($(date -u +%T))" >&2
+		"$helper" measure -label quick-before -out-dir "$dir/quick-before" -- "$BEFORE" run --lab --profile quick -o json --out-dir "$dir/quick-before" \
+			>>"$OUT/rows.jsonl" || echo "$n: measuring quick-before failed" | tee -a "$OUT/failed.txt" >&2
+	fi
 	echo "$n: API tier ($(date -u +%T))" >&2
 	"$helper" measure -label api-tier -out-dir "$dir/api" -- "$KUBESLOW" run --lab --only api.responsiveness,controlplane.api -o json --out-dir "$dir/api" \
 		>>"$OUT/rows.jsonl" || echo "$n: measuring the API tier failed" | tee -a "$OUT/failed.txt" >&2
@@ -62,7 +69,7 @@ one_size() {
 
 for n in $SIZES; do
 	# One size per lock: others get the lab between sizes.
-	flock "$LOCK" bash -c "set -o pipefail; $(declare -f one_size); OUT='$OUT' KUBESLOW='$KUBESLOW' PER_NODE='$PER_NODE' FULL='$FULL' helper='$helper'; one_size $n"
+	flock "$LOCK" bash -c "set -o pipefail; $(declare -f one_size); OUT='$OUT' KUBESLOW='$KUBESLOW' PER_NODE='$PER_NODE' FULL='$FULL' BEFORE='$BEFORE' helper='$helper'; one_size $n"
 	[[ -s $OUT/rows.jsonl ]] && "$helper" table "$OUT/rows.jsonl" >"$OUT/table.md"
 done
 echo "rows: $OUT/rows.jsonl; table: $OUT/table.md" >&2

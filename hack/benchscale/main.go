@@ -11,7 +11,7 @@
 // resource, by measurement), each measurement's wall time, the node agents' peak RSS (sampled from /proc while
 // the run lasts), and the control plane's extra CPU: kube-apiserver's and etcd's CPU time (/proc/PID/stat, what
 // their process_cpu_seconds_total exports) during the run minus the same over an idle window of the same length
-// right after it.
+// right after it (at most 30 s, scaled to the run's length).
 package main
 
 import (
@@ -310,7 +310,8 @@ func measure(args []string) error {
 	fs := flag.NewFlagSet("measure", flag.ExitOnError)
 	label := fs.String("label", "", "row label (quick, full, api-tier)")
 	out := fs.String("out-dir", "", "the run's --out-dir (report.json is read from it)")
-	idle := fs.Bool("idle", true, "measure the control plane over an idle window as long as the run, after it")
+	idle := fs.Bool("idle", true, "measure the control plane over an idle window after the run")
+	idleMax := fs.Duration("idle-max", 30*time.Second, "the idle window's length at most (its CPU is scaled to the run's length)")
 	_ = fs.Parse(args)
 	argv := fs.Args()
 	if len(argv) == 0 || *out == "" {
@@ -370,14 +371,17 @@ func measure(args []string) error {
 		return fmt.Errorf("%v: %w", argv, runErr)
 	}
 	if *idle {
-		// The idle window: as long as the run, nothing of kubeslow's running (its cleanup is done: it ran inside
-		// the command). A fixed window of wall time is what is measured here, not a wait for an event.
-		time.Sleep(time.Duration(row.Wall * float64(time.Second)))
+		// The idle window: nothing of kubeslow's running (its cleanup is done: it ran inside the command), as long
+		// as the run up to -idle-max; the idle CPU is scaled to the run's length. A fixed window of wall time is
+		// what is measured here, not a wait for an event.
+		w := min(time.Duration(row.Wall*float64(time.Second)), *idleMax)
+		t1 := time.Now()
+		time.Sleep(w)
 		cpu2, err := cpCPU(pids)
 		if err != nil {
 			return err
 		}
-		row.CPIdleCPU = cpu2 - cpu1
+		row.CPIdleCPU = (cpu2 - cpu1) * row.Wall / time.Since(t1).Seconds()
 	}
 	b, err := os.ReadFile(filepath.Join(*out, "report.json"))
 	if err != nil {

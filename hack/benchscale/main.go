@@ -471,6 +471,13 @@ func table(args []string) error {
 			fmt.Printf("| %d | %d | %.1f | %d | %.0f | %.2f | %.1f | %s | %.1f (%.1f - %.1f) | %s |\n", r.Nodes, r.Pods, r.Wall, r.Exit, r.Requests,
 				r.Requests/float64(r.Nodes), r.Bytes/(1<<20), mib(max(r.PeakRSS, r.RunPeakRSS)), r.CPRunCPU-r.CPIdleCPU, r.CPRunCPU, r.CPIdleCPU, ag)
 		}
+		if len(rows) >= 2 {
+			a, z := rows[len(rows)-2], rows[len(rows)-1]
+			fmt.Printf("\nGrowth from %d to %d nodes (exponent: 1 linear, 0 flat): wall %s, requests %s, bytes %s, peak RSS %s, control plane's extra CPU %s.\n",
+				a.Nodes, z.Nodes, exponent(a.Wall, z.Wall, a.Nodes, z.Nodes), exponent(a.Requests, z.Requests, a.Nodes, z.Nodes),
+				exponent(a.Bytes, z.Bytes, a.Nodes, z.Nodes), exponent(max(a.PeakRSS, a.RunPeakRSS), max(z.PeakRSS, z.RunPeakRSS), a.Nodes, z.Nodes),
+				exponent(a.CPRunCPU-a.CPIdleCPU, z.CPRunCPU-z.CPIdleCPU, a.Nodes, z.Nodes))
+		}
 		// Per measurement: wall, requests and MiB at each size, and the growth exponent between the two
 		// largest sizes (log(y2/y1)/log(n2/n1): 1 is linear, 0 flat).
 		names := map[string]bool{}

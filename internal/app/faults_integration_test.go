@@ -26,7 +26,7 @@ import (
 
 // TestIntegrationFaults runs `kubeslow run`, given only the lab's kubeconfig, through a fault injected
 // mid-measurement, on one lab, one fault after the other (docs/faults.md): the apiserver killed and started
-// again, etcd stopped for 10 s, the real node's uplink down for 20 s, the node agent's pod deleted; and
+// again, etcd stopped for 10 s (SIGSTOP) and cut off for 10 s (its client port dropped), the real node's uplink down for 20 s, the node agent's pod deleted; and
 // `kubeslow bench pods` under an APF priority level that rejects it. Each run finishes with an honest exit
 // code, marks what the fault interrupted, names the outage it lived through (etcd's stall as KS-ETCD-STALL)
 // and leaves no kubeslow-labelled object behind.
@@ -72,6 +72,22 @@ func TestIntegrationFaults(t *testing.T) {
 			}
 			time.Sleep(10 * time.Second) // the stall's length
 			if err := resume(); err != nil {
+				t.Fatal(err)
+			}
+		})
+		assertOutage(t, rep, code, availability.CauseEtcd, availability.RuleEtcdStall)
+		assertNothingLeft(ctx, t, c)
+	})
+	// The same stall by a second mechanism: etcd runs on, its client port drops every packet for 10 s.
+	t.Run("etcd-port-blocked", func(t *testing.T) {
+		rep, code := runThrough(ctx, t, c, cpArgs, func() {
+			waitKubeslowPod(ctx, t, c, false)
+			unblock, err := lab.BlockEtcdClientPort(ctx, d)
+			if err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(10 * time.Second) // the stall's length
+			if err := unblock(ctx); err != nil {
 				t.Fatal(err)
 			}
 		})

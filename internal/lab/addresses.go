@@ -22,7 +22,12 @@ const (
 	ServiceCIDR     = "198.19.0.0/20"
 	KubernetesSvcIP = "198.19.0.1"
 	ClusterDNSIP    = "198.19.0.10"
-	// KwokPodCIDR is where kwok draws fake pods' IPs when a node has no podCIDR.
+	// KwokPodCIDR is the upper half of PodCIDR, shared by every simulated node: each kwok node is created with it
+	// as its spec.podCIDR, and kwok draws fake pods' IPs from one pool per CIDR (so from one pool for all of
+	// them, each IP handed out once). The controller-manager's range allocator occupies a pre-set podCIDR
+	// (the /24 blocks 128..255 of PodCIDR, once, whatever the number of kwok nodes), so real nodes get their
+	// /24 from the lower half (198.18.0.0/17, 128 blocks) and kwok nodes take none of them. It is also
+	// kwok's --cidr, used for a node with no podCIDR.
 	KwokPodCIDR = "198.18.128.0/17"
 
 	APIServerPort = 6443
@@ -34,5 +39,11 @@ const (
 // hostRoutes are the prefixes the host reaches through the lab namespace.
 var hostRoutes = []string{PodCIDR, ServiceCIDR, NodeNetCIDR}
 
-// MaxKwokNodes is bounded by the node CIDR allocation: /16 split into /24 per node.
-const MaxKwokNodes = 250
+// MaxKwokNodes bounds --nodes. Simulated nodes take no address of their own (kwok answers for all of them on
+// ControlPlaneIP) and share KwokPodCIDR, so the bound is not an address plan but the lab's size: 10,000 is
+// twice clusterloader2's 5,000-node reference, the largest size the scale benchmark (docs/scale.md) aims at.
+const MaxKwokNodes = 10000
+
+// MaxKwokPods is the number of pods the simulated nodes can hold together: the usable addresses of
+// KwokPodCIDR (a /17 less its network and broadcast addresses).
+const MaxKwokPods = 1<<15 - 2

@@ -171,7 +171,7 @@ func (c *Config) Validate() error {
 		return errors.New("--layout kubeadm needs the kubeslow binary for the control-plane node's pause image (Config.AgentBinary)")
 	}
 	if c.Nodes < 0 || c.Nodes > MaxKwokNodes {
-		return fmt.Errorf("--nodes %d: want 0..%d (the lab gives each node a /%d of %s)", c.Nodes, MaxKwokNodes, NodeCIDRMask, PodCIDR)
+		return fmt.Errorf("--nodes %d: want 0..%d", c.Nodes, MaxKwokNodes)
 	}
 	if c.EtcdQuotaBytes < 0 || c.EtcdWriteIOPS < 0 {
 		return errors.New("etcd quota and write IOPS must not be negative")

@@ -62,6 +62,48 @@ func PauseComponent(d Dirs, name string) (resume func() error, err error) {
 	return func() error { return signal(rec, unix.SIGCONT) }, nil
 }
 
+// BlockEtcdClientPort stalls etcd by its network instead of its process: two iptables rules in the lab's
+// namespace drop every TCP packet to and from etcd's client port (EtcdPort), so the apiserver's connections
+// to etcd stay open and carry nothing, as on a partitioned or congested etcd link, while etcd itself runs on.
+// It returns the function that removes the rules (the TCP connections resume on their next retransmission).
+// Only the managed layout: etcd listens in the lab's namespace there.
+func BlockEtcdClientPort(ctx context.Context, d Dirs) (unblock func(context.Context) error, err error) {
+	st, err := d.loadState()
+	if err != nil {
+		return nil, err
+	}
+	if st.Config.Kubeadm() {
+		return nil, errors.New("blocking etcd's port: only the managed layout runs etcd in the lab's namespace")
+	}
+	rules := [][]string{
+		{"INPUT", "-p", "tcp", "--dport", fmt.Sprint(EtcdPort), "-j", "DROP"},
+		{"INPUT", "-p", "tcp", "--sport", fmt.Sprint(EtcdPort), "-j", "DROP"},
+	}
+	ipt := func(ctx context.Context, op string, r []string) error {
+		_, err := host.RunIn(ctx, host.Short, nil, NetNS, append([]string{"iptables", "-w", "5", op}, r...)...)
+		return err
+	}
+	unblock = func(ctx context.Context) error {
+		var errs []error
+		for _, r := range rules {
+			// -D until the rule is gone (-C fails): a rule added twice is removed twice.
+			for ipt(ctx, "-C", r) == nil {
+				if err := ipt(ctx, "-D", r); err != nil {
+					errs = append(errs, err)
+					break
+				}
+			}
+		}
+		return errors.Join(errs...)
+	}
+	for _, r := range rules {
+		if err := ipt(ctx, "-I", r); err != nil {
+			return nil, errors.Join(fmt.Errorf("blocking etcd's port: %w", err), unblock(context.WithoutCancel(ctx)))
+		}
+	}
+	return unblock, nil
+}
+
 // signal sends sig to the recorded process through a pidfd (never to a reused PID).
 func signal(rec *host.Process, sig unix.Signal) error {
 	if !rec.Alive() {

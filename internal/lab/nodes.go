@@ -37,15 +37,21 @@ func kwokNode(i int) *corev1.Node {
 			Labels: map[string]string{KwokNodeLabel: KwokNodeLabelValue, "kubernetes.io/hostname": name,
 				"kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64", "kubeslow.dev/lab-node-index": strconv.Itoa(i)},
 		},
-		Spec:   corev1.NodeSpec{Taints: []corev1.Taint{{Key: kube.SimulatedNodeTaint, Value: kube.SimulatedNodeValue, Effect: corev1.TaintEffectNoSchedule}}},
+		// KwokPodCIDR, shared: see its comment (the range allocator then takes no /24 for this node).
+		Spec:   corev1.NodeSpec{PodCIDR: KwokPodCIDR, PodCIDRs: []string{KwokPodCIDR}, Taints: []corev1.Taint{{Key: kube.SimulatedNodeTaint, Value: kube.SimulatedNodeValue, Effect: corev1.TaintEffectNoSchedule}}},
 		Status: corev1.NodeStatus{Allocatable: res, Capacity: res},
 	}
 }
 
-// ensureKwokNodes creates kwok-node-1..n (those that do not exist yet), 16 at a time.
+// kwokCreateParallel bounds the node creates in flight: enough to keep the apiserver busy (a create takes
+// a few ms, so the admin client's 200 QPS is the limit, 5,000 nodes in ~25 s), few enough not to queue in
+// APF's workload-high level behind the controllers.
+const kwokCreateParallel = 32
+
+// ensureKwokNodes creates kwok-node-1..n (those that do not exist yet), kwokCreateParallel at a time.
 func ensureKwokNodes(ctx context.Context, c kubernetes.Interface, n int) error {
 	g, ctx := errgroup.WithContext(ctx)
-	g.SetLimit(16)
+	g.SetLimit(kwokCreateParallel)
 	for i := 1; i <= n; i++ {
 		g.Go(func() error {
 			_, err := c.CoreV1().Nodes().Create(ctx, kwokNode(i), metav1.CreateOptions{})
@@ -58,11 +64,18 @@ func ensureKwokNodes(ctx context.Context, c kubernetes.Interface, n int) error {
 	return g.Wait()
 }
 
+// nodesReadyTimeout is how long want nodes may take to become Ready: 3 minutes, and 60 ms more per node
+// above 3,000 (kwok initialises ~100 nodes/s here; 5,000 nodes get 5 minutes).
+func nodesReadyTimeout(want int) time.Duration {
+	return max(3*time.Minute, time.Duration(want)*60*time.Millisecond)
+}
+
 // waitNodesReady watches nodes matching selector until want of them are Ready.
 func waitNodesReady(ctx context.Context, c kubernetes.Interface, selector string, want int) error {
-	ctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+	ctx, cancel := context.WithTimeout(ctx, nodesReadyTimeout(want))
 	defer cancel()
 	ready := map[string]bool{}
+	count := 0
 	lw := &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			o.LabelSelector = selector
@@ -73,21 +86,20 @@ func waitNodesReady(ctx context.Context, c kubernetes.Interface, selector string
 			return c.CoreV1().Nodes().Watch(ctx, o)
 		},
 	}
-	_, err := watchtools.UntilWithSync(ctx, lw, &corev1.Node{}, nil, func(ev watch.Event) (bool, error) {
+	// The wrapper tells the reflector when c cannot stream a watch-list (a fake clientset), so that it lists first.
+	_, err := watchtools.UntilWithSync(ctx, cache.ToListWatcherWithWatchListSemantics(lw, c), &corev1.Node{}, nil, func(ev watch.Event) (bool, error) {
 		n, ok := ev.Object.(*corev1.Node)
 		if !ok {
 			return false, nil
 		}
-		if ev.Type == watch.Deleted {
-			delete(ready, n.Name)
-		} else {
-			ready[n.Name] = kube.NodeReady(n)
+		now := ev.Type != watch.Deleted && kube.NodeReady(n)
+		if was := ready[n.Name]; was != now {
+			count += map[bool]int{true: 1, false: -1}[now]
 		}
-		count := 0
-		for _, r := range ready {
-			if r {
-				count++
-			}
+		if now {
+			ready[n.Name] = true
+		} else {
+			delete(ready, n.Name)
 		}
 		return count >= want, nil
 	})

@@ -43,6 +43,8 @@ type Env struct {
 	// Scrapes shares each step's scrape of a source between the measurements that read it (nil: each
 	// fetches its own).
 	Scrapes *SharedScrapes
+	// Nodes is the run's shared node informer (nil: ListNodes sends its own paginated LIST).
+	Nodes *NodeCache
 	// There is no lab here on purpose: a measurement learns about the cluster only from the cluster (the API,
 	// the kubelet through the node proxy, the node agent, an optional Prometheus) and from what the user states
 	// in flags, so kubeslow's own lab is measured as any other cluster (TestNoLabImports enforces the imports).
@@ -193,7 +195,7 @@ func (r *Registry) Select(only, skip []string) ([]Measurement, error) {
 // and the start and end times are filled in.
 func RunOne(ctx context.Context, env *Env, m Measurement) result.Result {
 	start := env.Clock.Now()
-	res, err := m.Run(ctx, env)
+	res, err := m.Run(kube.WithMeasurement(ctx, m.Name()), env) // its API requests counted as its own
 	return Complete(env, m.Name(), start, res, err)
 }
 
@@ -225,14 +227,14 @@ func Complete(env *Env, name string, start time.Time, res result.Result, err err
 // Elapsed is a convenience for measurements: the duration since t on env's clock.
 func (e *Env) Elapsed(t time.Time) time.Duration { return e.Clock.Since(t) }
 
-// RealNodes lists Ready, schedulable nodes that are not kwok's simulated ones.
+// RealNodes lists (paginated, Env.ListNodes) Ready, schedulable nodes that are not kwok's simulated ones.
 func RealNodes(ctx context.Context, env *Env) ([]corev1.Node, error) {
-	l, err := env.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	all, err := env.ListNodes(ctx)
 	if err != nil {
 		return nil, err
 	}
 	var out []corev1.Node
-	for _, n := range l.Items {
+	for _, n := range all {
 		if !kube.IsSimulated(&n) && !n.Spec.Unschedulable && kube.NodeReady(&n) {
 			out = append(out, n)
 		}
@@ -294,9 +296,12 @@ func (e *Env) KubeletNodes(ctx context.Context) ([]corev1.Node, error) {
 	return nodes, nil
 }
 
-// ListNodes lists every node in pages of 500 (one paginated LIST, however large the cluster); no permission
-// is a SkipError.
+// ListNodes lists every node: from the run's shared informer (Env.Nodes) when there is one, else in pages
+// of 500 (one paginated LIST, however large the cluster); no permission is a SkipError.
 func (e *Env) ListNodes(ctx context.Context) ([]corev1.Node, error) {
+	if e.Nodes != nil {
+		return e.Nodes.List(ctx)
+	}
 	var nodes []corev1.Node
 	opts := metav1.ListOptions{Limit: 500}
 	for {

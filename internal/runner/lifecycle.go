@@ -70,7 +70,7 @@ var BenchmarkPermissions = []measure.Permission{
 // DiscoveryPermissions are what the cluster's identification reads; without them those facts are
 // "unknown" and nothing is skipped.
 var DiscoveryPermissions = []measure.Permission{
-	{Verbs: []string{"list"}, Resource: "nodes", Reason: "node counts (also nodes.health)"},
+	{Verbs: []string{"list", "watch"}, Resource: "nodes", Reason: "node counts (also nodes.health)"},
 	{Verbs: []string{"get"}, Resource: "namespaces", Reason: "kube-system's UID identifies the cluster across runs"},
 	{Verbs: []string{"list", "get"}, Resource: "pods", Reason: "facts: the CNI, kube-proxy's mode, the DNS deployment (kube-system)"},
 	{Verbs: []string{"list"}, Group: "apps", Resource: "daemonsets", Reason: "facts: the CNI and kube-proxy DaemonSets"},

@@ -87,15 +87,29 @@ func overhead(start cpuMark, reqs *kube.RequestCounter, bo *kube.Backoff) result
 		result.Metric{Name: "cpu_cores_avg", Unit: "cores", Value: cpu.Seconds() / max(wall.Seconds(), 1e-9)},
 		result.Metric{Name: "peak_rss", Unit: "bytes", Value: peak},
 	)
-	total := 0
+	total, bytes := 0, int64(0)
 	if reqs != nil {
 		for _, c := range reqs.Counts() {
 			total += c.N
-			r.Metrics = append(r.Metrics, result.Metric{Name: "api_requests", Unit: "count", Value: float64(c.N),
-				Labels: map[string]string{"verb": c.Verb, "resource": c.Resource}})
+			bytes += c.Bytes
+			labels := map[string]string{"verb": c.Verb, "resource": c.Resource}
+			r.Metrics = append(r.Metrics, result.Metric{Name: "api_requests", Unit: "count", Value: float64(c.N), Labels: labels},
+				result.Metric{Name: "api_bytes_read", Unit: "bytes", Value: float64(c.Bytes), Labels: labels})
+		}
+		// The same by measurement ("" for the run's own requests: discovery, preflight, its namespace), so that a
+		// benchmark can tell which measurement's requests grow with the cluster.
+		for _, c := range reqs.ByMeasurement() {
+			m := c.Measurement
+			if m == "" {
+				m = "(run)"
+			}
+			labels := map[string]string{"measurement": m, "verb": c.Verb, "resource": c.Resource}
+			r.Metrics = append(r.Metrics, result.Metric{Name: "api_requests_by_measurement", Unit: "count", Value: float64(c.N), Labels: labels},
+				result.Metric{Name: "api_bytes_read_by_measurement", Unit: "bytes", Value: float64(c.Bytes), Labels: labels})
 		}
 	}
-	r.Metrics = append(r.Metrics, result.Metric{Name: "api_requests_total", Unit: "count", Value: float64(total)})
+	r.Metrics = append(r.Metrics, result.Metric{Name: "api_requests_total", Unit: "count", Value: float64(total)},
+		result.Metric{Name: "api_bytes_read_total", Unit: "bytes", Value: float64(bytes)})
 	var why []string
 	if bo != nil {
 		s := bo.Stats()

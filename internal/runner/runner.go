@@ -66,7 +66,8 @@ func Run(ctx context.Context, o Options, ms []measure.Measurement) *result.Repor
 		progress = func(string, ...any) {}
 	}
 	env := &measure.Env{Client: o.Client, Config: o.Config, Clock: o.Clock, Log: log, Namespace: o.Namespace, RunID: o.RunID,
-		NodeTier: o.NodeTier, NodeTierOff: o.NodeTierOff, Scrapes: measure.NewSharedScrapes(o.Clock)}
+		NodeTier: o.NodeTier, NodeTierOff: o.NodeTierOff, Scrapes: measure.NewSharedScrapes(o.Clock), Nodes: measure.NewNodeCache(o.Client)}
+	defer env.Nodes.Stop() // one node informer for the run's measurements (docs/scale.md)
 	results := make([]*result.Result, len(ms))
 	set := func(i int, r result.Result) {
 		results[i] = &r
@@ -112,12 +113,12 @@ func Run(ctx context.Context, o Options, ms []measure.Measurement) *result.Repor
 		ob := ms[i].(measure.Observer)
 		progress("[%d/%d] %s: started (%s over at least %s)", i+1, len(ms), ob.Name(), ob.Description(), ob.Window())
 		t := o.Clock.Now()
-		st, err := ob.Start(ctx, env)
+		st, err := ob.Start(kube.WithMeasurement(ctx, ob.Name()), env)
 		if err != nil {
 			set(i, measure.Complete(env, ob.Name(), t, result.Result{}, err))
 			continue
 		}
-		running = append(running, started{i, t, st})
+		running = append(running, started{i, t, namedObservation{st, ob.Name()}})
 		window = max(window, ob.Window())
 	}
 	obs := make([]measure.Observation, len(running))
@@ -165,7 +166,7 @@ func Run(ctx context.Context, o Options, ms []measure.Measurement) *result.Repor
 			results[r.i].Reason = "run interrupted before the observation window ended"
 			continue
 		}
-		res, err := r.obs.Gather(ctx)
+		res, err := r.obs.Gather(kube.WithMeasurement(ctx, ms[r.i].Name()))
 		res = measure.Complete(env, ms[r.i].Name(), r.start, res, err)
 		if res.Status.Measured() {
 			res.Observed, res.Load = true, load
@@ -201,4 +202,15 @@ func StandaloneReport(target, server string, start time.Time, results ...result.
 	return &result.Report{APIVersion: result.APIVersion, Kind: result.Kind, RunID: kube.NewRunID(start),
 		Tool: result.Tool{Name: "kubeslow", Version: v, Commit: commit}, Cluster: result.Cluster{Name: target, Server: server},
 		Start: start, End: time.Now(), Results: results, Findings: []result.Finding{}}
+}
+
+// namedObservation attributes an observation's requests (its samples and its gather) to its measurement in
+// kubeslow's request counter.
+type namedObservation struct {
+	measure.Observation
+	name string
+}
+
+func (o namedObservation) Sample(ctx context.Context) {
+	o.Observation.Sample(kube.WithMeasurement(ctx, o.name))
 }

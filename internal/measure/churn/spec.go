@@ -7,7 +7,7 @@ var Spec = measure.Spec{
 	Name: Name, Bench: true, Kind: measure.Benchmark, Rules: Rules,
 	New: func(measure.Options) measure.Measurement { return New(DefaultOptions(), nil) },
 	Permissions: []measure.Permission{
-		{Verbs: []string{"list"}, Resource: "nodes", Reason: "the real nodes that take churn's pods"},
+		{Verbs: []string{"list", "watch"}, Resource: "nodes", Reason: "the real nodes that take churn's pods"},
 		{Verbs: []string{"list"}, Resource: "pods", Reason: "the pods already on those nodes, to size the load to their free slots"},
 		{Verbs: []string{"create", "delete", "get"}, Resource: "pods", Reason: "the churned pods, created and deleted in a loop (get: their deletion)"},
 		{Verbs: []string{"get"}, Resource: "pods/log", Reason: "the disk sampler's samples (agent disk-sample) on each churned node",

@@ -156,7 +156,7 @@ const (
 // Permissions are what a session asks of the API server (MetricsAccess adds the binding's).
 func Permissions() []measure.Permission {
 	return []measure.Permission{
-		{Verbs: []string{"list"}, Resource: "nodes", Reason: "the control-plane nodes the agent runs on"},
+		{Verbs: []string{"list", "watch"}, Resource: "nodes", Reason: "the control-plane nodes the agent runs on"},
 		{Verbs: []string{"create", "delete"}, Group: "apps", Resource: "daemonsets", Reason: "the control-plane agent DaemonSet"},
 		{Verbs: []string{"list"}, Resource: "pods", Reason: "the agent pods"},
 		{Verbs: []string{"create"}, Resource: "pods/exec", Reason: "the agent's answers (processes, /metrics from the node's loopback, the audit log)"},

@@ -124,7 +124,7 @@ func (*Measurement) Name() string { return Name }
 func (*Measurement) Permissions() []measure.Permission {
 	return []measure.Permission{
 		{Verbs: []string{"get"}, NonResourceURL: "/metrics", Reason: "kube-apiserver's process CPU and memory, APF seats, inflight requests"},
-		{Verbs: []string{"list"}, Resource: "nodes", Reason: "the control-plane nodes' CPU capacity, the cores kube-apiserver and etcd may use",
+		{Verbs: []string{"list", "watch"}, Resource: "nodes", Reason: "the control-plane nodes' CPU capacity, the cores kube-apiserver and etcd may use",
 			Optional: true}, // without it the cores are unknown, and said so
 	}
 }

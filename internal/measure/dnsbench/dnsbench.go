@@ -68,7 +68,7 @@ func (m *Measurement) Description() string {
 // Permissions implements measure.Permissioned.
 func (*Measurement) Permissions() []measure.Permission {
 	return []measure.Permission{
-		{Verbs: []string{"list"}, Resource: "nodes", Reason: "the real nodes that carry a client pod"},
+		{Verbs: []string{"list", "watch"}, Resource: "nodes", Reason: "the real nodes that carry a client pod"},
 		{Verbs: []string{"get"}, Resource: "services", Reason: "the cluster DNS Service (kube-system/kube-dns)"},
 		{Verbs: []string{"list"}, Resource: "pods", Reason: "the DNS pods behind it, loaded one by one"},
 		{Verbs: []string{"list"}, Group: "discovery.k8s.io", Resource: "endpointslices", Reason: "DNS endpoints that no pod backs"},

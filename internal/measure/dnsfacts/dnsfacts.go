@@ -74,7 +74,7 @@ func (*Measurement) Permissions() []measure.Permission {
 		{Verbs: []string{"list"}, Group: "apps", Resource: "daemonsets", Reason: "NodeLocal DNSCache (node-local-dns)"},
 		{Verbs: []string{"list"}, Group: "apps", Resource: "deployments", Reason: "a cluster-proportional DNS autoscaler"},
 		{Verbs: []string{"list"}, Group: "autoscaling", Resource: "horizontalpodautoscalers", Reason: "an HPA on the DNS workload"},
-		{Verbs: []string{"list"}, Resource: "nodes", Reason: "the nodes replicas could spread over, and their zones"},
+		{Verbs: []string{"list", "watch"}, Resource: "nodes", Reason: "the nodes replicas could spread over, and their zones"},
 		{Verbs: []string{"get"}, Resource: "pods/proxy", Reason: "each CoreDNS replica's /metrics (:9153) through the apiserver's pod proxy"},
 	}
 }

@@ -52,7 +52,7 @@ func (m *Measurement) Description() string {
 // Permissions implements measure.Permissioned.
 func (*Measurement) Permissions() []measure.Permission {
 	return []measure.Permission{
-		{Verbs: []string{"list"}, Resource: "nodes", Reason: "the real nodes that carry a client pod"},
+		{Verbs: []string{"list", "watch"}, Resource: "nodes", Reason: "the real nodes that carry a client pod"},
 		{Verbs: []string{"create", "delete", "get"}, Resource: "pods", Reason: "the client pods"},
 		{Verbs: []string{"create"}, Resource: "pods/exec", Reason: "running the lookups in the client pods"},
 	}

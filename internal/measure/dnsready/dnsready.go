@@ -69,7 +69,7 @@ func (*Measurement) Name() string { return Name }
 // Permissions implements measure.Permissioned.
 func (*Measurement) Permissions() []measure.Permission {
 	return []measure.Permission{
-		{Verbs: []string{"list"}, Resource: "nodes", Reason: "a real node for the client pod"},
+		{Verbs: []string{"list", "watch"}, Resource: "nodes", Reason: "a real node for the client pod"},
 		{Verbs: []string{"create", "delete", "get", "watch"}, Resource: "pods", Reason: "the client and peer pods"},
 		{Verbs: []string{"create"}, Resource: "pods/exec", Reason: "running the resolver's wait in the client pod"},
 		{Verbs: []string{"create", "delete"}, Resource: "services", Reason: "the headless Service behind the per-pod names"},

@@ -43,7 +43,7 @@ func (*JobMeasurement) Kind() measure.Kind { return measure.Benchmark }
 // Permissions implements measure.Permissioned.
 func (*JobMeasurement) Permissions() []measure.Permission {
 	return []measure.Permission{
-		{Verbs: []string{"list"}, Resource: "nodes", Reason: "the real nodes the members run on"},
+		{Verbs: []string{"list", "watch"}, Resource: "nodes", Reason: "the real nodes the members run on"},
 		{Verbs: []string{"create", "delete", "patch"}, Group: "batch", Resource: "jobs", Reason: "the Indexed Job (patch: scaled to every member once its lead runs)"},
 		{Verbs: []string{"watch"}, Resource: "pods", Reason: "when each member is Running and Ready"},
 		{Verbs: []string{"get"}, Resource: "pods/log", Reason: "each member's report"},

@@ -69,7 +69,7 @@ func (*MTUMeasurement) Description() string {
 // Permissions implements measure.Permissioned.
 func (*MTUMeasurement) Permissions() []measure.Permission {
 	return []measure.Permission{
-		{Verbs: []string{"list"}, Resource: "nodes", Reason: "two real nodes for the agents"},
+		{Verbs: []string{"list", "watch"}, Resource: "nodes", Reason: "two real nodes for the agents"},
 		{Verbs: []string{"create", "delete", "get"}, Resource: "pods", Reason: "the agent pods (host and pod network) that read the links and send the probes"},
 	}
 }

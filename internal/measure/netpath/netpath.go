@@ -63,7 +63,7 @@ func (*Measurement) Name() string { return Name }
 // Permissions implements measure.Permissioned.
 func (*Measurement) Permissions() []measure.Permission {
 	return []measure.Permission{
-		{Verbs: []string{"list"}, Resource: "nodes", Reason: "two real nodes for the agents"},
+		{Verbs: []string{"list", "watch"}, Resource: "nodes", Reason: "two real nodes for the agents"},
 		{Verbs: []string{"create", "delete", "get"}, Resource: "pods", Reason: "the agent pods (host and pod network)"},
 		{Verbs: []string{"create", "delete"}, Resource: "services", Reason: "the NodePort Service of the pod->Service path"},
 	}

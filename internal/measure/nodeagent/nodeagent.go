@@ -60,7 +60,7 @@ func (*Measurement) Name() string { return Name }
 // Permissions implements measure.Permissioned.
 func (*Measurement) Permissions() []measure.Permission {
 	return []measure.Permission{
-		{Verbs: []string{"list"}, Resource: "nodes", Reason: "the real nodes the agent runs on"},
+		{Verbs: []string{"list", "watch"}, Resource: "nodes", Reason: "the real nodes the agent runs on"},
 		{Verbs: []string{"create", "delete", "get"}, Group: "apps", Resource: "daemonsets", Reason: "the node agent DaemonSet (host probes on every real node)"},
 		{Verbs: []string{"list", "watch"}, Resource: "pods", Reason: "the agent pods' readiness and results"},
 		{Verbs: []string{"get"}, Resource: "pods/log", Reason: "each agent pod's report"},

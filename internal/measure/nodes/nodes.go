@@ -54,7 +54,7 @@ func (*Measurement) Name() string { return Name }
 // Permissions implements measure.Permissioned.
 func (*Measurement) Permissions() []measure.Permission {
 	return []measure.Permission{
-		{Verbs: []string{"list"}, Resource: "nodes", Reason: "node conditions, readiness and heartbeats"},
+		{Verbs: []string{"list", "watch"}, Resource: "nodes", Reason: "node conditions, readiness and heartbeats"},
 		{Verbs: []string{"list"}, Resource: "events", Reason: "node events (NotReady flaps, pressure)"},
 	}
 }

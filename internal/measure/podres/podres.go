@@ -43,7 +43,7 @@ func (*Measurement) Description() string {
 // Permissions implements measure.Permissioned.
 func (*Measurement) Permissions() []measure.Permission {
 	return []measure.Permission{
-		{Verbs: []string{"list"}, Resource: "nodes", Reason: "the real nodes whose kubelets' cAdvisor is read, and their MemoryPressure"},
+		{Verbs: []string{"list", "watch"}, Resource: "nodes", Reason: "the real nodes whose kubelets' cAdvisor is read, and their MemoryPressure"},
 		{Verbs: []string{"get"}, Resource: "nodes/proxy", Reason: "each kubelet's /metrics/cadvisor through the apiserver's node proxy"},
 		{Verbs: []string{"list"}, Resource: "pods", Reason: "every pod's limits, readiness, restarts and last termination (OOMKilled)"},
 		{Verbs: []string{"list"}, Resource: "events", Reason: "Unhealthy (failed probes) and SystemOOM Events"},

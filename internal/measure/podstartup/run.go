@@ -55,7 +55,7 @@ func (*Measurement) Permissions() []measure.Permission {
 	return []measure.Permission{
 		{Verbs: []string{"create", "delete", "list", "watch"}, Resource: "pods", Reason: "the benchmark's pods (--kind pods), watched through their phases; the nodes' pods counted to size the load"},
 		{Verbs: []string{"list", "watch"}, Resource: "events", Reason: "the pods' scheduling and pull events"},
-		{Verbs: []string{"list"}, Resource: "nodes", Reason: "where the pods may go and how many fit (allocatable pods, taints, images)"},
+		{Verbs: []string{"list", "watch"}, Resource: "nodes", Reason: "where the pods may go and how many fit (allocatable pods, taints, images)"},
 		{Verbs: []string{"create", "delete"}, Group: "apps", Resource: "deployments", Reason: "--kind deployment"},
 		{Verbs: []string{"create", "delete"}, Group: "batch", Resource: "jobs", Reason: "--kind job"},
 	}

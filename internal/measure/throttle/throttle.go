@@ -255,7 +255,7 @@ func (*Measurement) Description() string {
 // Permissions implements measure.Permissioned.
 func (*Measurement) Permissions() []measure.Permission {
 	return []measure.Permission{
-		{Verbs: []string{"list"}, Resource: "nodes", Reason: "the real nodes whose kubelets' cAdvisor is read"},
+		{Verbs: []string{"list", "watch"}, Resource: "nodes", Reason: "the real nodes whose kubelets' cAdvisor is read"},
 		{Verbs: []string{"get"}, Resource: "nodes/proxy", Reason: "each kubelet's /metrics/cadvisor through the apiserver's node proxy"},
 	}
 }

@@ -58,6 +58,8 @@ type Config struct {
 	CNI string `json:"cni,omitempty"`
 	// PodMTU, with flannel, overrides the pods' MTU that flannel's subnet.env gives (0: flannel's; MTU scenarios).
 	PodMTU int `json:"podMTU,omitempty"`
+	// Ingress is the ingress controller run on the real nodes: "" (none) or IngressTraefik (traefik.go).
+	Ingress string `json:"ingress,omitempty"`
 }
 
 // ImagePullSettings are kubelet's serializeImagePulls and maxParallelImagePulls.
@@ -180,6 +182,9 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("--real-nodes %d: want 0..%d", c.RealNodes, MaxRealNodes)
 	}
 	if err := validateCNI(c); err != nil {
+		return err
+	}
+	if err := validateIngress(c); err != nil {
 		return err
 	}
 	if c.DNS.Replicas < 0 || c.DNS.Replicas > MaxDNSReplicas {

@@ -238,6 +238,9 @@ func (m *Measurement) Run(ctx context.Context, env *measure.Env) (result.Result,
 			"controller": ing.Controller, "node": ing.Node, "via": ing.Via}})
 	} else {
 		res.Records = append(res.Records, result.Record{ID: "ingress", Labels: map[string]string{"skipped": noIngress}})
+		if ing.URL != "" { // found, but its paths could not be measured: say so where the user reads
+			res.Reason = strings.TrimPrefix(res.Reason+"; ingress paths not measured: "+noIngress, "; ")
+		}
 	}
 	res.Records = append(res.Records, result.Record{ID: "topology", Labels: map[string]string{"server_node": a.Name, "client_node_b": b.Name,
 		"host_ip": addr.hostA, "pod_ip": addr.podSrv, "service_ip": addr.svc}})

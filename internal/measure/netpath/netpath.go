@@ -313,7 +313,10 @@ func (m *Measurement) Run(ctx context.Context, env *measure.Env) (result.Result,
 	base := time.Since(matrix)
 	perPath := base / time.Duration(max(1, m.Opts.Repeats*len(paths)))
 	extra := map[string]int{}
-	for m.Opts.Repeats > 1 && time.Since(matrix)+perPath <= base+base/5 {
+	// They also stop where the whole run would pass ExtraRoundsWall per second of test and round (100 s for the
+	// default 1 s tests and 3 rounds): the ingress paths lengthen the matrix, and the default stays within 2 minutes.
+	wall := time.Duration(float64(ExtraRoundsWall) * float64(m.Opts.Repeats) * m.Opts.Duration.Seconds())
+	for m.Opts.Repeats > 1 && time.Since(matrix)+perPath <= base+base/5 && time.Since(began)+perPath <= wall {
 		p, ok := WidestPath(paths, samples, extra, m.Opts.Repeats)
 		if !ok {
 			break
@@ -334,6 +337,9 @@ func (m *Measurement) Run(ctx context.Context, env *measure.Env) (result.Result,
 	res.Metrics = append(res.Metrics, result.Metric{Name: "repeats", Unit: "count", Value: float64(m.Opts.Repeats)})
 	return res, nil
 }
+
+// ExtraRoundsWall is the wall time, per second of test and per round, past which no extra round starts.
+const ExtraRoundsWall = 100 * time.Second / 3
 
 // WideSpread is the relative spread of a path's requests/s ((max - min) / median, either HTTP mode) above which
 // it gets extra rounds.

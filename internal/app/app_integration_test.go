@@ -15,6 +15,7 @@ import (
 
 	"github.com/kubeslow/kubeslow/internal/lab"
 	"github.com/kubeslow/kubeslow/internal/labtest"
+	"github.com/kubeslow/kubeslow/internal/measure/netpath"
 	"github.com/kubeslow/kubeslow/internal/report"
 	"github.com/kubeslow/kubeslow/pkg/result"
 )
@@ -22,7 +23,8 @@ import (
 // TestIntegrationBenchPods runs the commands as a user would on one lab: `kubeslow bench pods --lab` on
 // simulated nodes and on the lab's real node (containerd, runc, kubelet) — the phase table, the JSON, the
 // agreement with clusterloader2's method, kubeslow's own request count (one LIST then WATCH, never
-// relisting) — and `kubeslow run --lab` on the healthy lab (no finding, report.json/html/xml written);
+// relisting), `bench net` with the ingress paths through the lab's Traefik (--ingress traefik) — and
+// `kubeslow run --lab` on the healthy lab (no finding, report.json/html/xml written);
 // everything they created must be gone.
 func TestIntegrationBenchPods(t *testing.T) {
 	d := labtest.Dirs(t)
@@ -30,7 +32,7 @@ func TestIntegrationBenchPods(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
 	rc, down := labtest.Up(t, d, func() error {
-		_, err := lab.Up(ctx, d, lab.Config{Nodes: 5, RealNodes: 2, AgentBinary: labtest.Binary(t)}, t.Logf)
+		_, err := lab.Up(ctx, d, lab.Config{Nodes: 5, RealNodes: 2, AgentBinary: labtest.Binary(t), Ingress: lab.IngressTraefik}, t.Logf)
 		return err
 	})
 	defer down()
@@ -128,6 +130,37 @@ func TestIntegrationBenchPods(t *testing.T) {
 				t.Errorf("%s: stream %v Gbit/s", path, g)
 			}
 		}
+		// The ingress paths through the lab's Traefik (found from its IngressClass and Service, on lab-node-1): the
+		// proxy and the other node's backend costed as hops, in throughput and latency.
+		for _, path := range netpath.IngressPaths {
+			for _, conn := range []string{"keepalive", "new"} {
+				if v := metric(np, "rps", map[string]string{"path": path, "conn": conn}); v <= 0 {
+					t.Errorf("%s %s: rps %v", path, conn, v)
+				}
+			}
+		}
+		for _, hop := range []string{netpath.HopIngress, netpath.HopIngressOther} {
+			for _, name := range []string{netpath.MetricHopThroughputCost, netpath.MetricHopP50Cost, netpath.MetricHopP99Cost} {
+				if v := metric(np, name, map[string]string{"hop": hop, "conn": "keepalive"}); v <= 0 {
+					t.Errorf("%s of %s: %v", name, hop, v)
+				}
+			}
+		}
+		ingress := false
+		for _, rec := range np.Records {
+			if rec.ID == "ingress" {
+				ingress = true
+				if rec.Labels["node"] != lab.RealNodeName(lab.TraefikNodeIndex) || rec.Labels["class"] != lab.IngressClassName || rec.Labels["skipped"] != "" {
+					t.Errorf("ingress record %+v", rec)
+				}
+			}
+		}
+		if !ingress {
+			t.Error("no ingress record")
+		}
+		t.Logf("ingress proxy: %.2fx requests/s (keep-alive), %.2fx (new connections) against host->host",
+			metric(np, netpath.MetricHopThroughputCost, map[string]string{"hop": netpath.HopIngress, "conn": "keepalive"}),
+			metric(np, netpath.MetricHopThroughputCost, map[string]string{"hop": netpath.HopIngress, "conn": "new"}))
 		if r := metric(np, "ratio_to_host", map[string]string{"path": "host->host", "conn": "new"}); r != 1 {
 			t.Errorf("host->host ratio %v", r)
 		}

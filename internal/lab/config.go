@@ -61,6 +61,8 @@ type Config struct {
 	// ProxyMode is kube-proxy's mode on the real nodes: ProxyIPTables ("" too), ProxyNFTables or ProxyIPVS
 	// (proxymode.go).
 	ProxyMode string `json:"proxyMode,omitempty"`
+	// Ingress is the ingress controller run on the real nodes: "" (none) or IngressTraefik (traefik.go).
+	Ingress string `json:"ingress,omitempty"`
 }
 
 // ImagePullSettings are kubelet's serializeImagePulls and maxParallelImagePulls.
@@ -186,6 +188,9 @@ func (c *Config) Validate() error {
 		return err
 	}
 	if err := validateProxyMode(c); err != nil {
+		return err
+	}
+	if err := validateIngress(c); err != nil {
 		return err
 	}
 	if c.DNS.Replicas < 0 || c.DNS.Replicas > MaxDNSReplicas {

@@ -23,10 +23,10 @@ const (
 )
 
 // buildLabImages writes the agent and pause images (and, given its binary, the CoreDNS image) as one archive in
-// the state directory and returns its path.
-func buildLabImages(d Dirs, binary, coredns string) (string, error) {
+// the state directory and returns its path; more are further images of their own binaries (Traefik's).
+func buildLabImages(d Dirs, binary, coredns string, more ...images.Extra) (string, error) {
 	path := filepath.Join(d.State, "images", "lab-images.tar")
-	var extra []images.Extra
+	extra := append([]images.Extra(nil), more...)
 	if coredns != "" {
 		extra = append(extra, images.Extra{Ref: CoreDNSImage, Binary: coredns, Path: "/coredns", Entrypoint: []string{"/coredns"}})
 	}

@@ -127,6 +127,9 @@ func plannedBinaries(c *Config) []string {
 	if c.RealNodes > 0 && cniOf(c) == CNIFlannel {
 		out = append(out, Flannel)
 	}
+	if c.RealNodes > 0 && c.Ingress == IngressTraefik {
+		out = append(out, Traefik)
+	}
 	if c.Prometheus {
 		out = append(out, NodeExporterComponent, PrometheusComponent)
 	}
@@ -253,7 +256,7 @@ func stopOrder(st *State, recorded []string) []string {
 	}
 	c.AgentBinary = "kubeslow" // only the order matters here
 	bins := map[string]string{}
-	for _, n := range plannedBinaries(&Config{RealNodes: 1, Prometheus: true, CNI: CNIFlannel}) {
+	for _, n := range plannedBinaries(&Config{RealNodes: 1, Prometheus: true, CNI: CNIFlannel, Ingress: IngressTraefik}) {
 		bins[n] = n
 	}
 	var planned []string

@@ -170,10 +170,11 @@ func realNodeSteps(d Dirs, c *Config, bin func(string) string) ([]Step, error) {
 		{Name: "registry", Component: inLab("registry", []string{agent, "lab", "registry-serve", "--addr", RegistryHost(), "--dir", filepath.Join(d.State, "registry"),
 			"--bytes-per-second", fmt.Sprint(c.Registry.BytesPerSecond), "--latency", c.Registry.Latency.String()},
 			getOK("http://"+RegistryHost()+"/v2/"))},
-		{Name: "images", What: fmt.Sprintf("images %s and %s from %s%s, in one archive under %s", AgentImage, PauseImage, agent,
-			map[bool]string{true: ", " + CoreDNSImage + " from " + corednsImage}[replicas], filepath.Join(d.State, "images")),
+		{Name: "images", What: fmt.Sprintf("images %s and %s from %s%s%s, in one archive under %s", AgentImage, PauseImage, agent,
+			map[bool]string{true: ", " + CoreDNSImage + " from " + corednsImage}[replicas],
+			map[bool]string{true: ", " + TraefikImage + " from " + bin(Traefik)}[c.Ingress == IngressTraefik], filepath.Join(d.State, "images")),
 			Do: func(_ context.Context, u *upRun) error {
-				images, err := buildLabImages(u.d, agent, corednsImage)
+				images, err := buildLabImages(u.d, agent, corednsImage, traefikImages(c, bin)...)
 				if err != nil {
 					return err
 				}
@@ -285,6 +286,9 @@ func realNodeSteps(d Dirs, c *Config, bin func(string) string) ([]Step, error) {
 				u.step("%d CoreDNS replicas Ready (%s)", u.c.DNS.Replicas, placementName(u.c.DNS.Placement))
 				return nil
 			}})
+	}
+	if c.Ingress == IngressTraefik {
+		steps = append(steps, traefikStep())
 	}
 	return steps, nil
 }

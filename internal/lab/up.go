@@ -50,7 +50,7 @@ func Up(ctx context.Context, d Dirs, c Config, progress Progress) (*State, error
 		return nil, err
 	}
 	st := &State{Config: c, Started: time.Now().UTC(), Binaries: map[string]string{}, Versions: map[string]string{}}
-	for _, comp := range []string{Etcd, KubeAPIServer, KubeControllerMgr, KubeScheduler, Kwok, Kubelet, KubeProxy, CoreDNS, Flannel} {
+	for _, comp := range []string{Etcd, KubeAPIServer, KubeControllerMgr, KubeScheduler, Kwok, Kubelet, KubeProxy, CoreDNS, Flannel, Traefik} {
 		p, err := man.Binary(comp)
 		if err != nil {
 			return nil, err

@@ -88,6 +88,7 @@ type upFlags struct {
 	registryLatency    time.Duration
 	prometheus         bool
 	cni                string
+	ingress            string
 	podMTU             int
 	proxyMode          string
 	scenario           string
@@ -113,7 +114,7 @@ func (f *upFlags) config() (lab.Config, error) {
 		ControllerManager:  lab.ClientSettings{QPS: f.kcmQPS, Burst: f.kcmBurst},
 		EndpointSliceBatch: lab.Duration{Duration: f.endpointSliceBatch},
 		Scheduler:          lab.ClientSettings{QPS: f.schedQPS, Burst: f.schedBur},
-		APIServerExtraArgs: f.apiserverArgs, Prometheus: f.prometheus, Layout: f.layout, CNI: f.cni, PodMTU: f.podMTU, ProxyMode: f.proxyMode,
+		APIServerExtraArgs: f.apiserverArgs, Prometheus: f.prometheus, Layout: f.layout, CNI: f.cni, PodMTU: f.podMTU, ProxyMode: f.proxyMode, Ingress: f.ingress,
 		Kwok: lab.KwokSettings{PodReadyDelay: lab.Duration{Duration: f.podReadyDelay}, PodReadyJitter: lab.Duration{Duration: f.podReadyJitter},
 			SlowNodes: f.slowNodes, SlowNodeDelay: lab.Duration{Duration: f.slowNodeDelay}},
 	}
@@ -202,6 +203,8 @@ func newUp(streams common.IOStreams) *cobra.Command {
 	fl.DurationVar(&f.registryLatency, "registry-latency", 0, "lab registry latency added to every request")
 	fl.StringVar(&f.cni, "cni", lab.CNIBridge, "the real nodes' pod network: "+lab.CNIBridge+" (Debian's bridge plugin, static routes between the nodes) or "+
 		lab.CNIFlannel+" (flannel v"+lab.FlannelVersion+", VXLAN backend, kube subnet manager; flannel.1 at the uplink's MTU - 50)")
+	fl.StringVar(&f.ingress, "ingress", "", "an ingress controller on the real nodes: "+lab.IngressTraefik+" (Traefik v"+lab.TraefikVersion+
+		", as K3S ships it, a Deployment on "+lab.RealNodeName(lab.TraefikNodeIndex)+" reached at "+lab.TraefikURL()+", with a test Ingress at "+lab.IngressTestPath+")")
 	fl.IntVar(&f.podMTU, "pod-mtu", 0, "with --cni flannel: the pods' MTU instead of flannel's (0: flannel's FLANNEL_MTU; MTU scenarios set it wrong)")
 	fl.StringVar(&f.proxyMode, "proxy-mode", "", "kube-proxy's mode on the real nodes: "+strings.Join(lab.ProxyModes, ", ")+
 		" (empty: "+lab.ProxyIPTables+"); a mode this kernel or host cannot run (IPVS without CONFIG_IP_VS) is refused before anything starts")

@@ -126,6 +126,7 @@ func buildSteps() []buildStep {
 		{title: "coredns v" + CoreDNSVersion, components: []string{CoreDNS}, version: CoreDNSVersion,
 			build: goInstall("github.com/coredns/coredns", CoreDNSVersion, CoreDNS), versionArg: "-version", versionWant: CoreDNSVersion},
 		flannelStep(),
+		traefikStep(),
 	}
 }
 

@@ -49,6 +49,9 @@ type Options struct {
 	Concurrency int
 	// Repeats of the whole matrix (rounds over every path, so a drift of the cluster spreads over all paths).
 	Repeats int
+	// IngressURL is the ingress controller's address for the ingress paths (http://host:port; "": discovered
+	// from the cluster's IngressClass and its controller's Service).
+	IngressURL string
 }
 
 // Measurement is the path matrix benchmark.
@@ -66,6 +69,10 @@ func (*Measurement) Permissions() []measure.Permission {
 		{Verbs: []string{"list", "watch"}, Resource: "nodes", Reason: "two real nodes for the agents"},
 		{Verbs: []string{"create", "delete", "get"}, Resource: "pods", Reason: "the agent pods (host and pod network)"},
 		{Verbs: []string{"create", "delete"}, Resource: "services", Reason: "the NodePort Service of the pod->Service path"},
+		{Verbs: []string{"list"}, Group: "networking.k8s.io", Resource: "ingressclasses", Reason: "the ingress controller of the ingress paths"},
+		{Verbs: []string{"list"}, Resource: "services", Reason: "the ingress controller's Service (its node port or load balancer)"},
+		{Verbs: []string{"list"}, Group: "discovery.k8s.io", Resource: "endpointslices", Reason: "the node the ingress controller runs on"},
+		{Verbs: []string{"create", "delete"}, Group: "networking.k8s.io", Resource: "ingresses", Reason: "the Ingress of the ingress paths"},
 	}
 }
 
@@ -74,7 +81,7 @@ func (*Measurement) Kind() measure.Kind { return measure.Benchmark }
 
 // Description implements measure.Measurement.
 func (m *Measurement) Description() string {
-	return fmt.Sprintf("network paths host/pod/Service, same and other node: HTTP (keep-alive, new connections) and TCP, %s each, %d rounds", m.Opts.Duration, m.Opts.Repeats)
+	return fmt.Sprintf("network paths host/pod/Service/ingress, same and other node: HTTP (keep-alive, new connections) and TCP, %s each, %d rounds", m.Opts.Duration, m.Opts.Repeats)
 }
 
 // Path is one client -> server route of the matrix.
@@ -86,10 +93,14 @@ type Path struct {
 	TCP bool
 	// NodePort: dial the Service's node ports instead of the agents' ports.
 	NodePort bool
+	// URL, when set, is the HTTP tests' URL (the ingress paths), instead of Target and the agents' port.
+	URL func(ips) string
 }
 
 type ips struct {
 	hostA, podSrv, svc string
+	// ingress is the ingress's URL with the run's prefix ("": no ingress paths).
+	ingress string
 	// nodePorts of the Service (HTTP, TCP tests), reached on hostA.
 	nodePortHTTP, nodePortTCP int
 }
@@ -125,6 +136,15 @@ func (m *Measurement) Run(ctx context.Context, env *measure.Env) (result.Result,
 	if len(nodes) == 0 {
 		return res, measure.Skipf("no Ready, schedulable real node (kwok's simulated nodes carry no traffic)")
 	}
+	// The ingress paths need the ingress's node as the server node (its pod is the same-node backend).
+	ing, noIngress := discoverIngress(ctx, env.Client, nodes, m.Opts.IngressURL)
+	if noIngress == "" {
+		for i, n := range nodes {
+			if n.Name == ing.Node && i > 0 {
+				nodes[0], nodes[i] = nodes[i], nodes[0]
+			}
+		}
+	}
 	a, b := nodes[0], nodes[0]
 	if len(nodes) > 1 {
 		b = nodes[1]
@@ -139,6 +159,9 @@ func (m *Measurement) Run(ctx context.Context, env *measure.Env) (result.Result,
 	}
 	if b.Name != a.Name {
 		pods = append(pods, m.pod(env, "cli-pod-b", b.Name, false, pause...))
+		if noIngress == "" {
+			pods = append(pods, m.pod(env, "srv-pod-b", b.Name, false, serve...))
+		}
 	}
 	for _, p := range pods {
 		if _, err := env.Client.CoreV1().Pods(env.Namespace).Create(ctx, p, metav1.CreateOptions{}); err != nil {
@@ -159,6 +182,11 @@ func (m *Measurement) Run(ctx context.Context, env *measure.Env) (result.Result,
 	if err != nil {
 		return res, fmt.Errorf("creating the Service: %w", err)
 	}
+	if noIngress == "" {
+		if err := m.createIngress(ctx, env, ing, b.Name != a.Name); err != nil {
+			noIngress = err.Error()
+		}
+	}
 	names := make([]string, len(pods))
 	for i, p := range pods {
 		names[i] = p.Name
@@ -177,18 +205,42 @@ func (m *Measurement) Run(ctx context.Context, env *measure.Env) (result.Result,
 		}
 	}
 	paths := []Path{
-		{"host->host", "cli-host-b", func(i ips) string { return i.hostA }, true, false},
-		{"host->pod", "cli-host-b", func(i ips) string { return i.podSrv }, true, false},
-		{"pod->pod same node", "cli-pod-a", func(i ips) string { return i.podSrv }, true, false},
-		{"host->NodePort", "cli-host-b", func(i ips) string { return i.hostA }, true, true},
+		{Name: "host->host", Client: "cli-host-b", Target: func(i ips) string { return i.hostA }, TCP: true},
+		{Name: "host->pod", Client: "cli-host-b", Target: func(i ips) string { return i.podSrv }, TCP: true},
+		{Name: "pod->pod same node", Client: "cli-pod-a", Target: func(i ips) string { return i.podSrv }, TCP: true},
+		{Name: "host->NodePort", Client: "cli-host-b", Target: func(i ips) string { return i.hostA }, TCP: true, NodePort: true},
 	}
 	if b.Name != a.Name {
 		paths = append(paths,
-			Path{"pod->pod other node", "cli-pod-b", func(i ips) string { return i.podSrv }, true, false},
-			Path{"pod->Service", "cli-pod-b", func(i ips) string { return i.svc }, true, false})
+			Path{Name: "pod->pod other node", Client: "cli-pod-b", Target: func(i ips) string { return i.podSrv }, TCP: true},
+			Path{Name: "pod->Service", Client: "cli-pod-b", Target: func(i ips) string { return i.svc }, TCP: true})
 	} else {
-		paths = append(paths, Path{"pod->Service", "cli-pod-a", func(i ips) string { return i.svc }, true, false})
+		paths = append(paths, Path{Name: "pod->Service", Client: "cli-pod-a", Target: func(i ips) string { return i.svc }, TCP: true})
 		res.Reason = "one real node: host->host and host->pod stay on it, and there is no pod->pod other node path"
+	}
+	// The ingress paths, once the routes answer from here (the client of the matrix is node B's host network).
+	if noIngress == "" {
+		addr.ingress = ing.URL + ingressPrefix(env.RunID)
+		urls := []string{addr.ingress + "/same"}
+		if b.Name != a.Name {
+			urls = append(urls, addr.ingress+"/other")
+		}
+		if err := waitRoutes(ctx, time.Minute, urls...); err != nil {
+			noIngress = err.Error()
+		}
+	}
+	if noIngress == "" {
+		paths = append(paths, Path{Name: PathIngressSame, Client: "cli-host-b", URL: func(i ips) string { return i.ingress + "/same" }})
+		if b.Name != a.Name {
+			paths = append(paths, Path{Name: PathIngressOther, Client: "cli-host-b", URL: func(i ips) string { return i.ingress + "/other" }})
+		}
+		res.Records = append(res.Records, result.Record{ID: "ingress", Labels: map[string]string{"url": ing.URL, "class": ing.Class,
+			"controller": ing.Controller, "node": ing.Node, "via": ing.Via}})
+	} else {
+		res.Records = append(res.Records, result.Record{ID: "ingress", Labels: map[string]string{"skipped": noIngress}})
+		if ing.URL != "" { // found, but its paths could not be measured: say so where the user reads
+			res.Reason = strings.TrimPrefix(res.Reason+"; ingress paths not measured: "+noIngress, "; ")
+		}
 	}
 	res.Records = append(res.Records, result.Record{ID: "topology", Labels: map[string]string{"server_node": a.Name, "client_node_b": b.Name,
 		"host_ip": addr.hostA, "pod_ip": addr.podSrv, "service_ip": addr.svc}})
@@ -213,14 +265,20 @@ func (m *Measurement) Run(ctx context.Context, env *measure.Env) (result.Result,
 	key := SampleKey
 	// runPath runs one round of path p's tests.
 	runPath := func(p Path) error {
-		target := p.Target(addr)
+		target := ""
+		if p.Target != nil {
+			target = p.Target(addr)
+		}
 		hp, tp := httpPort, tcpPort
 		if p.NodePort {
 			hp, tp = addr.nodePortHTTP, addr.nodePortTCP
 		}
 		for _, newConn := range []bool{false, true} {
-			req := agentproto.BenchHTTP{URL: fmt.Sprintf("http://%s/", joinHostPort(target, hp)), Concurrency: m.Opts.Concurrency,
-				Duration: m.Opts.Duration, NewConn: newConn}
+			u := fmt.Sprintf("http://%s/", joinHostPort(target, hp))
+			if p.URL != nil {
+				u = p.URL(addr)
+			}
+			req := agentproto.BenchHTTP{URL: u, Concurrency: m.Opts.Concurrency, Duration: m.Opts.Duration, NewConn: newConn}
 			conn := "keepalive"
 			if newConn {
 				conn = "new"
@@ -255,7 +313,10 @@ func (m *Measurement) Run(ctx context.Context, env *measure.Env) (result.Result,
 	base := time.Since(matrix)
 	perPath := base / time.Duration(max(1, m.Opts.Repeats*len(paths)))
 	extra := map[string]int{}
-	for m.Opts.Repeats > 1 && time.Since(matrix)+perPath <= base+base/5 {
+	// They also stop where the whole run would pass ExtraRoundsWall per second of test and round (100 s for the
+	// default 1 s tests and 3 rounds): the ingress paths lengthen the matrix, and the default stays within 2 minutes.
+	wall := time.Duration(float64(ExtraRoundsWall) * float64(m.Opts.Repeats) * m.Opts.Duration.Seconds())
+	for m.Opts.Repeats > 1 && time.Since(matrix)+perPath <= base+base/5 && time.Since(began)+perPath <= wall {
 		p, ok := WidestPath(paths, samples, extra, m.Opts.Repeats)
 		if !ok {
 			break
@@ -276,6 +337,9 @@ func (m *Measurement) Run(ctx context.Context, env *measure.Env) (result.Result,
 	res.Metrics = append(res.Metrics, result.Metric{Name: "repeats", Unit: "count", Value: float64(m.Opts.Repeats)})
 	return res, nil
 }
+
+// ExtraRoundsWall is the wall time, per second of test and per round, past which no extra round starts.
+const ExtraRoundsWall = 100 * time.Second / 3
 
 // WideSpread is the relative spread of a path's requests/s ((max - min) / median, either HTTP mode) above which
 // it gets extra rounds.
@@ -343,12 +407,24 @@ type Hop struct {
 // against node B -> node A), the Service's DNAT and conntrack (the same pods through the ClusterIP), and the
 // NodePort's (node B -> node A's node port against node B -> node A: the DNAT and node A's bridge into the pod;
 // not against host->pod, which crosses the overlay where there is one, while the node port is reached over the
-// underlay: measured on the flannel lab, that base made the NodePort look faster than no NodePort).
+// underlay: measured on the flannel lab, that base made the NodePort look faster than no NodePort). With an
+// ingress: the ingress proxy (node B -> the ingress on node A -> a pod on node A, against node B -> node A: the
+// controller's node port or load balancer, the proxy in user space and its connection to the pod; a proxy like
+// Traefik balances over the Service's endpoints itself, so kube-proxy is not on its way to the pod), and the
+// backend on another node behind it (the same through the proxy to node B's pod, against node A's pod).
 var Hops = []Hop{
 	{Name: "pod network across nodes (veth, bridge, overlay)", Path: "pod->pod other node", Base: "host->host"},
 	{Name: "Service (kube-proxy DNAT, conntrack)", Path: "pod->Service", Base: "pod->pod other node"},
 	{Name: "NodePort (kube-proxy DNAT, conntrack, the node's bridge into the pod)", Path: "host->NodePort", Base: "host->host"},
+	{Name: HopIngress, Path: PathIngressSame, Base: "host->host"},
+	{Name: HopIngressOther, Path: PathIngressOther, Base: PathIngressSame},
 }
+
+// The ingress hops' names.
+const (
+	HopIngress      = "ingress proxy (its node port, the proxy, its connection to the pod)"
+	HopIngressOther = "backend on another node behind the ingress (the pod network across nodes from the proxy)"
+)
 
 // Metrics of the hop costs: how many times the hop divides throughput (base over path) and multiplies the latency
 // percentiles (path over base), by connection mode (labels hop, path, base, conn).

@@ -1,6 +1,7 @@
 package netpath
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
@@ -17,6 +18,11 @@ func (o Options) Validate() error {
 	if o.Duration <= 0 || o.Duration > time.Minute || o.Concurrency < 1 || o.Concurrency > 256 || o.Repeats < 1 || o.Repeats > 10 {
 		return fmt.Errorf("--duration (0, 1m], --concurrency 1..256 and --repeats 1..10")
 	}
+	if o.IngressURL != "" {
+		if _, why := FindIngress(nil, nil, nil, nil, o.IngressURL); why != "" {
+			return errors.New(why)
+		}
+	}
 	return nil
 }
 
@@ -26,6 +32,7 @@ func (o *Options) AddFlags(fl *pflag.FlagSet) {
 	fl.DurationVarP(&o.Duration, "duration", "d", o.Duration, "length of each test (4 tests per path and round)")
 	fl.IntVarP(&o.Concurrency, "concurrency", "c", o.Concurrency, "HTTP connections")
 	fl.IntVar(&o.Repeats, "repeats", o.Repeats, "rounds over the whole path matrix (a path with a wide spread gets up to as many extra, within a fifth of the time): medians with min-max are reported")
+	fl.StringVar(&o.IngressURL, "ingress-url", o.IngressURL, "the ingress controller's address for the ingress paths (http://host:port; default: found from the cluster's IngressClass and its controller's Service)")
 	fl.Bool("long", false, "the long form: 5 s tests (-d 5s), 3 rounds; about 3x the default's wall time")
 }
 

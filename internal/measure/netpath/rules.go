@@ -16,6 +16,9 @@ var (
 	netRules     = rule.Metric{Result: Name, Name: MetricKubeProxyRules}
 	netConntrack = rule.Metric{Result: Name, Name: MetricConntrackUsage}
 	netNeighbour = rule.Metric{Result: Name, Name: MetricNeighbourUsage}
+	hopCost      = rule.Metric{Result: Name, Name: MetricHopThroughputCost}
+	hopP50       = rule.Metric{Result: Name, Name: MetricHopP50Cost}
+	hopP99       = rule.Metric{Result: Name, Name: MetricHopP99Cost}
 	mtuExcess    = rule.Metric{Result: MTUName, Name: MetricMTUExcess}
 	mtuDFShort   = rule.Metric{Result: MTUName, Name: MetricDFShortfall}
 	mtuUnreach   = rule.Metric{Result: MTUName, Name: MetricFragNeededSent}
@@ -62,7 +65,7 @@ func Rules() []rule.Rule {
 			"a switch port): lower the uplink or overlay MTU to what crosses, let ICMP \"fragmentation needed\" (type 3 code 4) through every " +
 			"firewall on the way, and consider net.ipv4.tcp_mtu_probing=1 on the nodes.",
 		Match: mtuMatch,
-	}}
+	}, hopRule()}
 }
 
 // mtuMatch: one item per pod-path link above the MTU its node's uplink and overlay allow; when every link
@@ -137,7 +140,8 @@ func netPodMatch(r *result.Report, rl rule.Rule) []rule.Hit {
 	var order []string
 	for _, m := range netRatio.Samples(r) {
 		p := m.Labels["path"]
-		if p == "host->host" || p == "host->pod" || !rl.When.Holds(m.Value) {
+		// The ingress paths' cost is the proxy's, which KS-NET-HOP names with its own remedies.
+		if p == "host->host" || p == "host->pod" || p == PathIngressSame || p == PathIngressOther || !rl.When.Holds(m.Value) {
 			continue
 		}
 		if w, ok := worst[p]; !ok || m.Value < w.Value {
@@ -209,4 +213,85 @@ func observedNet(res *result.Result) (string, []result.Evidence) {
 		return "nothing (the node probes did not run or read nothing)", ev
 	}
 	return strings.Join(parts, "; "), ev
+}
+
+// MaxHopCost is the throughput cost (how many times a hop divides the requests/s or Gbit/s of the path without it)
+// above which KS-NET-HOP names a hop.
+const MaxHopCost = 2
+
+// hopRemedies are the usual remedies of each hop (by Hops' names).
+var hopRemedies = map[string]string{
+	Hops[0].Name: "routed pod networks instead of encapsulation where the nodes share a link (flannel host-gw, Calico/Cilium native routing), " +
+		"jumbo frames on the uplink (the overlay's MTU follows), or an eBPF data path",
+	Hops[1].Name: "kube-proxy in nftables or IPVS mode instead of iptables at large rule counts, or an eBPF kube-proxy replacement; " +
+		"keep connections alive (the cost is per new connection); raise nf_conntrack_max if conntrack fills",
+	Hops[2].Name: "externalTrafficPolicy Local (no second hop, no SNAT), nftables/IPVS or an eBPF kube-proxy replacement",
+	HopIngress: "keep clients' connections to the proxy alive, give the proxy CPU (more replicas, no tight CPU limit), run it on the host " +
+		"network (no node-port DNAT, no veth) or use an eBPF/Gateway data path, and drop per-request middlewares the route does not need",
+	HopIngressOther: "keep backends on the ingress's node (topology-aware routing, the ingress as a DaemonSet with externalTrafficPolicy Local), " +
+		"or make the pod network across nodes cheaper (routed instead of VXLAN, jumbo frames)",
+}
+
+// hopRule names the hops whose cost is above MaxHopCost, the costliest first, each with its usual remedies.
+func hopRule() rule.Rule {
+	return rule.Rule{
+		ID: "KS-NET-HOP", Title: "A hop of the data path divides throughput", Severity: result.SeverityWarning, Cases: []string{"D"},
+		When:  rule.Condition{Metric: hopCost, Op: ">", Value: MaxHopCost, Unit: "ratio"},
+		Reads: []rule.Metric{hopP50, hopP99},
+		Source: "case D (K3S 17x slower than bare metal in requests/s: Traefik, kube-proxy iptables with conntrack, flannel VXLAN) against " +
+			"the kernel's hops measured by bench net on the lab (docs/netlab.md, flannel lab, 2 nodes): the VXLAN overlay across nodes 1.7-1.9x, " +
+			"a Service's DNAT and conntrack 1.05-1.2x, a NodePort 1.0-1.5x. Above 2x a hop costs more than the costliest kernel hop measured " +
+			"there, as a proxy in user space or a long rule walk does; it is named wherever measured, a healthy cluster included",
+		Summary: "{{.hop}} divides throughput by {{.cost}} ({{.conn}} connections: {{.path}} against {{.base}}; latency p50 {{.p50}}, p99 {{.p99}}). " +
+			"Usual remedies: {{.remedy}}",
+		Remediation: "Per hop: " + strings.Join(func() []string {
+			var out []string
+			for _, h := range Hops {
+				out = append(out, h.Name+": "+hopRemedies[h.Name])
+			}
+			return out
+		}(), "; ") + ".",
+		Match: hopMatch,
+	}
+}
+
+// hopMatch: one item per hop above the threshold, on its costliest connection mode, with its latency costs.
+func hopMatch(r *result.Report, rl rule.Rule) []rule.Hit {
+	worst := map[string]result.Metric{}
+	var order []string
+	for _, m := range hopCost.Samples(r) {
+		h := m.Labels["hop"]
+		if !rl.When.Holds(m.Value) {
+			continue
+		}
+		if w, ok := worst[h]; !ok || m.Value > w.Value {
+			if !ok {
+				order = append(order, h)
+			}
+			worst[h] = m
+		}
+	}
+	lat := func(rm rule.Metric, l map[string]string) (string, []result.Evidence) {
+		for _, m := range rm.Samples(r) {
+			if m.Labels["hop"] == l["hop"] && m.Labels["conn"] == l["conn"] {
+				return result.FormatValue(m.Value) + "x", []result.Evidence{rm.Evidence(m)}
+			}
+		}
+		return "not measured", nil
+	}
+	var hits []rule.Hit
+	for _, h := range order {
+		m := worst[h]
+		p50, e50 := lat(hopP50, m.Labels)
+		p99, e99 := lat(hopP99, m.Labels)
+		remedy := hopRemedies[h]
+		if remedy == "" {
+			remedy = "see the remediation"
+		}
+		hits = append(hits, rule.Hit{Key: "hop=" + h, Value: m.Value,
+			Evidence: append(append([]result.Evidence{hopCost.Evidence(m)}, e50...), e99...),
+			Vars: map[string]string{"hop": h, "cost": result.FormatValue(m.Value) + "x", "conn": m.Labels["conn"], "path": m.Labels["path"],
+				"base": m.Labels["base"], "p50": p50, "p99": p99, "remedy": remedy}})
+	}
+	return hits
 }

@@ -15,17 +15,25 @@ import (
 type Run struct {
 	PodRatio                  float64 // pod->pod other node over host->host, new connections
 	ConntrackFill, Neighbours float64
+	// IngressCost is the ingress proxy's throughput cost against host->host (0: no ingress paths).
+	IngressCost float64
 }
 
 // Result is netpath's summary of the run's samples and node readings.
 func (n Run) Result() result.Result {
 	res := result.Result{Name: netpath.Name, Status: result.StatusPass}
 	paths := []netpath.Path{{Name: "host->host"}, {Name: "host->pod"}, {Name: "pod->pod other node"}, {Name: "pod->Service"}}
+	if n.IngressCost > 0 {
+		paths = append(paths, netpath.Path{Name: netpath.PathIngressSame}, netpath.Path{Name: netpath.PathIngressOther})
+	}
 	samples := map[string][]float64{}
 	for _, p := range paths {
 		f := 0.97
-		if p.Name == "host->host" {
+		switch p.Name {
+		case "host->host":
 			f = 1
+		case netpath.PathIngressSame, netpath.PathIngressOther:
+			f = 1 / n.IngressCost
 		}
 		nf := f
 		if p.Name == "pod->pod other node" {
@@ -34,10 +42,18 @@ func (n Run) Result() result.Result {
 		for _, r := range []float64{0.98, 1, 1.02} {
 			samples[netpath.SampleKey(p.Name, "rps", "keepalive")] = append(samples[netpath.SampleKey(p.Name, "rps", "keepalive")], 20000*f*r)
 			samples[netpath.SampleKey(p.Name, "rps", "new")] = append(samples[netpath.SampleKey(p.Name, "rps", "new")], 5000*nf*r)
+			for _, q := range []struct {
+				metric string
+				s      float64
+			}{{"latency_p50", 0.0005}, {"latency_p99", 0.002}} {
+				samples[netpath.SampleKey(p.Name, q.metric, "keepalive")] = append(samples[netpath.SampleKey(p.Name, q.metric, "keepalive")], q.s/f*r)
+				samples[netpath.SampleKey(p.Name, q.metric, "new")] = append(samples[netpath.SampleKey(p.Name, q.metric, "new")], 4*q.s/nf*r)
+			}
 			samples[netpath.SampleKey(p.Name, "stream_gbit", "stream")] = append(samples[netpath.SampleKey(p.Name, "stream_gbit", "stream")], 9*f*r)
 		}
 	}
 	netpath.Summarize(&res, paths, samples)
+	netpath.HopCosts(&res, samples)
 	netpath.NodeNetResult(&res, "node n1", &agent.NodeNet{Interfaces: []agent.Iface{{Name: "flannel.1", MTU: 1450, Kind: "vxlan"}},
 		ConntrackEntries: int64(n.ConntrackFill * 262144), ConntrackMax: 262144, Neighbours: int64(n.Neighbours * 1024), NeighThresh3: 1024,
 		KubeProxyMode: "iptables", KubeProxyRules: map[string]int64{"nat": 40123}})
@@ -57,6 +73,7 @@ func RuleFixtures() map[string]ruletest.Fixture {
 		"KS-NODE-CONNTRACK": {Fire: net(Run{PodRatio: 0.95, ConntrackFill: 0.93}), Clear: net(healthy)},
 		"KS-NODE-NEIGH":     {Fire: net(Run{PodRatio: 0.95, Neighbours: 0.85}), Clear: net(healthy)},
 		"KS-NET-MTU":        {Fire: mtu(MTUPodWrong), Clear: mtu(MTUHealthyFlannel)},
+		"KS-NET-HOP":        {Fire: net(Run{PodRatio: 0.95, ConntrackFill: 0.1, IngressCost: 5}), Clear: net(Run{PodRatio: 0.95, ConntrackFill: 0.1, IngressCost: 1.5})},
 	}
 }
 

@@ -1,0 +1,33 @@
+package build
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestTraefikGoMod: lego is replaced by the local copy and upstream's replace lines stay; a go.mod that is not
+// Traefik's, lacks lego or already replaces it is refused (an upstream change is noticed, not built around).
+func TestTraefikGoMod(t *testing.T) {
+	up := "module github.com/traefik/traefik/v3\n\ngo 1.25.0\n\nrequire github.com/go-acme/lego/v4 v4.33.0\n\n" +
+		"replace github.com/gorilla/mux => github.com/containous/mux v0.0.0-20250523120546-41b6ec3aed59\n"
+	out, err := TraefikGoMod([]byte(up), "/cache/src/traefik-v3.6.13/lego")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(out)
+	if !strings.Contains(s, "github.com/go-acme/lego/v4 => /cache/src/traefik-v3.6.13/lego") || !strings.Contains(s, "github.com/gorilla/mux => github.com/containous/mux") {
+		t.Errorf("go.mod:\n%s", s)
+	}
+	if v, err := requiredVersion([]byte(up), legoModule); err != nil || v != "v4.33.0" {
+		t.Errorf("lego version %q %v", v, err)
+	}
+	for _, bad := range []string{
+		strings.Replace(up, "traefik/traefik/v3", "other/x", 1),
+		strings.Replace(up, "require github.com/go-acme/lego/v4 v4.33.0\n", "", 1),
+		up + "replace github.com/go-acme/lego/v4 => ../lego\n",
+	} {
+		if _, err := TraefikGoMod([]byte(bad), "/x"); err == nil {
+			t.Errorf("accepted:\n%s", bad)
+		}
+	}
+}

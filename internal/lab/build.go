@@ -29,7 +29,11 @@ type Progress = build.Progress
 // Manifest records what `lab build` produced.
 type Manifest = build.Manifest
 
-// Build builds every lab component that is missing or fails verification into the lab's cache (build.Build).
-func Build(ctx context.Context, d Dirs, progress Progress) (*Manifest, error) {
-	return build.Build(ctx, d.BuildCache(), progress)
+// Build builds every lab component that is missing or fails verification into the lab's cache, and the
+// optional ones named in with (build.Build).
+func Build(ctx context.Context, d Dirs, progress Progress, with ...string) (*Manifest, error) {
+	return build.Build(ctx, d.BuildCache(), progress, with...)
 }
+
+// OptionalComponents are the components Build builds only when named (build.Optional).
+func OptionalComponents() []string { return build.Optional() }

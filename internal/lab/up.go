@@ -45,12 +45,16 @@ func Up(ctx context.Context, d Dirs, c Config, progress Progress) (*State, error
 		step("lab already recorded in %s: checking its components", d.State)
 	}
 
-	man, err := Build(ctx, d, progress)
+	var with []string
+	if c.Ingress == IngressTraefik {
+		with = append(with, Traefik)
+	}
+	man, err := Build(ctx, d, progress, with...)
 	if err != nil {
 		return nil, err
 	}
 	st := &State{Config: c, Started: time.Now().UTC(), Binaries: map[string]string{}, Versions: map[string]string{}}
-	for _, comp := range []string{Etcd, KubeAPIServer, KubeControllerMgr, KubeScheduler, Kwok, Kubelet, KubeProxy, CoreDNS, Flannel, Traefik} {
+	for _, comp := range append([]string{Etcd, KubeAPIServer, KubeControllerMgr, KubeScheduler, Kwok, Kubelet, KubeProxy, CoreDNS, Flannel}, with...) {
 		p, err := man.Binary(comp)
 		if err != nil {
 			return nil, err

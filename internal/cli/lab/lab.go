@@ -39,7 +39,8 @@ func progress(streams common.IOStreams) lab.Progress {
 }
 
 func newBuild(streams common.IOStreams) *cobra.Command {
-	return &cobra.Command{
+	var with []string
+	cmd := &cobra.Command{
 		Use:   "build",
 		Short: "Build the lab's pinned components into the cache (idempotent; verifies what is there)",
 		Args:  cobra.NoArgs,
@@ -48,7 +49,7 @@ func newBuild(streams common.IOStreams) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			man, err := lab.Build(common.Context(cmd), d, progress(streams))
+			man, err := lab.Build(common.Context(cmd), d, progress(streams), with...)
 			if err != nil {
 				return err
 			}
@@ -60,6 +61,9 @@ func newBuild(streams common.IOStreams) *cobra.Command {
 			return tw.Flush()
 		},
 	}
+	cmd.Flags().StringSliceVar(&with, "with", nil, "also build these optional components: "+strings.Join(lab.OptionalComponents(), ", ")+
+		" (`lab up --ingress traefik` builds Traefik itself; its cold build takes longer than the rest of the lab)")
+	return cmd
 }
 
 type upFlags struct {

@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -60,6 +61,9 @@ type buildStep struct {
 	// versionArg and versionWant verify a binary: its output for versionArg must contain versionWant.
 	versionArg  string
 	versionWant string
+	// optional steps are built only when asked for by a component's name (Traefik: `lab up --ingress traefik`,
+	// `lab build --with traefik`): a cold build of Traefik takes longer than the rest of the lab together.
+	optional bool
 }
 
 type builder struct {
@@ -69,9 +73,15 @@ type builder struct {
 	progress Progress
 }
 
-// Build builds every lab component that is missing or fails verification, into the cache directory. It is
-// idempotent: with a warm cache it only hashes and checks what is there.
-func Build(ctx context.Context, d Cache, progress Progress) (*Manifest, error) {
+// Build builds every lab component that is missing or fails verification, into the cache directory, and of
+// the optional ones (Optional) those named in with. It is idempotent: with a warm cache it only hashes and
+// checks what is there.
+func Build(ctx context.Context, d Cache, progress Progress, with ...string) (*Manifest, error) {
+	for _, w := range with {
+		if !slices.Contains(Optional(), w) {
+			return nil, fmt.Errorf("no optional lab component %q (optional: %s)", w, strings.Join(Optional(), ", "))
+		}
+	}
 	goBin, err := findGo()
 	if err != nil {
 		return nil, err
@@ -83,7 +93,9 @@ func Build(ctx context.Context, d Cache, progress Progress) (*Manifest, error) {
 	}
 	b := &builder{dirs: d, goBin: goBin, progress: progress, env: goEnv(d)}
 	man := loadManifest(d)
-	steps := buildSteps()
+	steps := slices.DeleteFunc(buildSteps(), func(s buildStep) bool {
+		return s.optional && !slices.ContainsFunc(s.components, func(c string) bool { return slices.Contains(with, c) })
+	})
 	start := time.Now()
 	for i, s := range steps {
 		if man.verified(s) {
@@ -112,6 +124,17 @@ func Build(ctx context.Context, d Cache, progress Progress) (*Manifest, error) {
 	}
 	progress("lab build: done in %s (cache %s)", time.Since(start).Round(time.Second), d.Dir)
 	return man, nil
+}
+
+// Optional are the components Build builds only when asked.
+func Optional() []string {
+	var out []string
+	for _, s := range buildSteps() {
+		if s.optional {
+			out = append(out, s.components...)
+		}
+	}
+	return out
 }
 
 func buildSteps() []buildStep {

@@ -53,7 +53,7 @@ func NewDNSChallengeProviderByName(name string) (challenge.Provider, error) {
 // load balancer and its transport) is built unchanged.
 func traefikStep() buildStep {
 	return buildStep{title: "traefik v" + TraefikVersion, components: []string{Traefik}, version: TraefikVersion, build: buildTraefik,
-		versionArg: "version", versionWant: "v" + TraefikVersion}
+		versionArg: "version", versionWant: "v" + TraefikVersion, optional: true}
 }
 
 func buildTraefik(ctx context.Context, b *builder) error {

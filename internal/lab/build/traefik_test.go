@@ -1,6 +1,7 @@
 package build
 
 import (
+	"slices"
 	"strings"
 	"testing"
 )
@@ -29,5 +30,20 @@ func TestTraefikGoMod(t *testing.T) {
 		if _, err := TraefikGoMod([]byte(bad), "/x"); err == nil {
 			t.Errorf("accepted:\n%s", bad)
 		}
+	}
+}
+
+// Traefik is optional: the default build leaves it out, and asking for an unknown optional component is an error.
+func TestOptionalTraefik(t *testing.T) {
+	if got := Optional(); len(got) != 1 || got[0] != Traefik {
+		t.Fatalf("optional components %v, want [%s]", got, Traefik)
+	}
+	for _, s := range buildSteps() {
+		if !s.optional && slices.Contains(s.components, Traefik) {
+			t.Fatal("Traefik is built by default")
+		}
+	}
+	if _, err := Build(t.Context(), Cache{Dir: t.TempDir()}, func(string, ...any) {}, "nginx"); err == nil || !strings.Contains(err.Error(), "no optional lab component") {
+		t.Fatalf("unknown optional component: %v", err)
 	}
 }

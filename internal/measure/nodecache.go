@@ -3,6 +3,8 @@ package measure
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -67,6 +69,9 @@ func (n *NodeCache) List(ctx context.Context) ([]corev1.Node, error) {
 	for _, o := range objs {
 		out = append(out, *o.(*corev1.Node)) // a shallow copy: callers only read
 	}
+	// In name order, as the apiserver lists them (etcd's key order): the store's order is a map's, and callers
+	// pick "the first two real nodes" and the like.
+	slices.SortFunc(out, func(a, b corev1.Node) int { return strings.Compare(a.Name, b.Name) })
 	return out, nil
 }
 

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -35,6 +37,10 @@ func TestNodeCacheSharesOneList(t *testing.T) {
 		}
 		if len(nodes) != 1200 {
 			t.Fatalf("%d nodes, want 1200", len(nodes))
+		}
+		// In name order, as the apiserver lists them (callers take "the first two real nodes").
+		if !slices.IsSortedFunc(nodes, func(a, b corev1.Node) int { return strings.Compare(a.Name, b.Name) }) {
+			t.Fatal("nodes not in name order")
 		}
 	}
 	if _, err := c.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "late"}}, metav1.CreateOptions{}); err != nil {

@@ -35,7 +35,7 @@ import (
 // KS-CP-SATURATED names the component from the node tier.
 func TestIntegrationNodeTierKubeadm(t *testing.T) {
 	d := labtest.Dirs(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 	cfg := lab.Config{Layout: lab.LayoutKubeadm, Nodes: 1, RealNodes: 1, AgentBinary: labtest.Binary(t), Etcd: lab.EtcdStorage{Kind: "tmpfs"},
 		ImagePulls: lab.ImagePullSettings{Serialize: true}}
@@ -44,6 +44,9 @@ func TestIntegrationNodeTierKubeadm(t *testing.T) {
 	defer down()
 	t.Logf("lab up --layout kubeadm took %s", time.Since(start).Round(100*time.Millisecond))
 
+	// agentWait bounds the wait for the control-plane agent: a control plane held to 0.1 core with a conflict storm
+	// creates the DaemonSet's pod slowly (CI once saw none within the default 2 minutes).
+	agentWait := cpnode.DefaultOptions(lab.AgentImage).Timeout
 	run := func(only ...string) *result.Report {
 		t.Helper()
 		ms, err := all.Registry(all.Options{Window: 20 * time.Second, Image: lab.AgentImage}).Select(only, nil)
@@ -53,7 +56,7 @@ func TestIntegrationNodeTierKubeadm(t *testing.T) {
 		began := time.Now()
 		rep, err := runner.Execute(ctx, runner.Plan{Target: runner.Target{Config: rest.CopyConfig(rc), Name: "lab-kubeconfig"},
 			Measurements: ms, Rules: check.Rules(), Progress: t.Logf, Log: slog.New(slog.NewTextHandler(os.Stderr, nil)),
-			NodeTier: cpnode.NewShared(cpnode.DefaultOptions(lab.AgentImage))})
+			NodeTier: cpnode.NewShared(func() cpnode.Options { o := cpnode.DefaultOptions(lab.AgentImage); o.Timeout = agentWait; return o }())})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -124,6 +127,7 @@ func TestIntegrationNodeTierKubeadm(t *testing.T) {
 		}); err != nil {
 			t.Fatalf("the conflict storm did not reach 200 409s: %v", err)
 		}
+		agentWait = 5 * time.Minute
 		rep := run("api.responsiveness", cpusage.Name)
 		var f *result.Finding
 		for i := range rep.Findings {

@@ -45,6 +45,9 @@ type Env struct {
 	Scrapes *SharedScrapes
 	// Nodes is the run's shared node informer (nil: ListNodes sends its own paginated LIST).
 	Nodes *NodeCache
+	// BenchDeadline is when the run's --budget for benchmarks ends (zero: no budget): a benchmark waiting on
+	// the cluster stops waiting there and reports what it saw (WaitBound).
+	BenchDeadline time.Time
 	// There is no lab here on purpose: a measurement learns about the cluster only from the cluster (the API,
 	// the kubelet through the node proxy, the node agent, an optional Prometheus) and from what the user states
 	// in flags, so kubeslow's own lab is measured as any other cluster (TestNoLabImports enforces the imports).
@@ -342,4 +345,17 @@ func UsesNodeTier(ms []Measurement) bool {
 		}
 	}
 	return false
+}
+
+// WaitBound is how long a benchmark may wait for the cluster: d, or less when the run's budget ends first
+// (cut says so). A budget already spent leaves one second, so the benchmark still reads what it has.
+func (e *Env) WaitBound(d time.Duration) (bound time.Duration, cut bool) {
+	if e == nil || e.BenchDeadline.IsZero() || e.Clock == nil {
+		return d, false
+	}
+	left := max(e.BenchDeadline.Sub(e.Clock.Now()), time.Second)
+	if left < d {
+		return left, true
+	}
+	return d, false
 }

@@ -29,7 +29,8 @@ type Options struct {
 	RunID   string
 	// Namespace is the run's own namespace (created by benchmarks that need one).
 	Namespace string
-	// Budget bounds the benchmarks' total time; read-only checks always run.
+	// Budget bounds the benchmarks' total time: none starts after it, and one running stops waiting on the
+	// cluster at it (measure.Env.WaitBound); read-only checks always run.
 	Budget time.Duration
 	// Progress gets one line per measurement.
 	Progress func(format string, args ...any)
@@ -137,6 +138,9 @@ func Run(ctx context.Context, o Options, ms []measure.Measurement) *result.Repor
 		}
 	}
 	deadline := rep.Start.Add(o.Budget)
+	if o.Budget > 0 {
+		env.BenchDeadline = deadline // a started benchmark stops waiting there too (Env.WaitBound)
+	}
 	var load []result.Span
 	for _, i := range bench {
 		switch {

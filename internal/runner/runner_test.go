@@ -83,6 +83,38 @@ func TestRunOrderBudgetFindings(t *testing.T) {
 	}
 }
 
+// waiter is a benchmark that waits on the cluster for up to 5 minutes, bounded by the run's budget.
+type waiter struct {
+	m
+	bounds *[]string
+}
+
+func (w *waiter) Run(ctx context.Context, env *measure.Env) (result.Result, error) {
+	d, cut := env.WaitBound(5 * time.Minute)
+	*w.bounds = append(*w.bounds, fmt.Sprintf("%s %s %v", w.name, d, cut))
+	return w.m.Run(ctx, env)
+}
+
+// TestBudgetBoundsWaits: a benchmark started inside the budget may wait only until the budget ends; without a
+// budget its own timeout stands.
+func TestBudgetBoundsWaits(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	var ran, bounds []string
+	bench := func(name string, took time.Duration) measure.Measurement {
+		return &waiter{m: m{name: name, kind: measure.Benchmark, clk: clk, took: took, ran: &ran, stat: result.StatusPass}, bounds: &bounds}
+	}
+	runner.Run(context.Background(), runner.Options{Clock: clk, RunID: "r", Budget: 10 * time.Minute},
+		[]measure.Measurement{bench("a", 7*time.Minute), bench("b", time.Minute)})
+	if got, want := join(bounds), "a 5m0s false,b 3m0s true"; got != want {
+		t.Fatalf("wait bounds %s, want %s", got, want)
+	}
+	bounds = nil
+	runner.Run(context.Background(), runner.Options{Clock: clk, RunID: "r"}, []measure.Measurement{bench("a", 7*time.Minute), bench("b", time.Minute)})
+	if got, want := join(bounds), "a 5m0s false,b 5m0s false"; got != want {
+		t.Fatalf("wait bounds without a budget %s, want %s", got, want)
+	}
+}
+
 func TestInterruptedSkipsRest(t *testing.T) {
 	clk := clocktesting.NewFakeClock(time.Now())
 	var ran []string

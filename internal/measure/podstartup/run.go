@@ -142,6 +142,7 @@ func (m *Measurement) Run(ctx context.Context, env *measure.Env) (result.Result,
 	if timeout <= 0 {
 		timeout = 5 * time.Minute
 	}
+	timeout, cut := env.WaitBound(timeout)
 	timedOut := false
 	select {
 	case <-col.AllRunning():
@@ -163,7 +164,10 @@ func (m *Measurement) Run(ctx context.Context, env *measure.Env) (result.Result,
 		res.Metrics = append(res.Metrics, result.Metric{Name: "create_errors", Unit: "count", Value: float64(f)})
 	}
 	if timedOut && res.Reason == "" {
-		res.Reason = fmt.Sprintf("not all pods Running after %s", timeout)
+		res.Reason = fmt.Sprintf("not all pods Running after %s", timeout.Round(time.Second))
+	}
+	if timedOut && cut {
+		res.Reason += fmt.Sprintf(" (stopped waiting after %s, at the end of the run's --budget)", timeout.Round(time.Second))
 	}
 	sized(&res, p, want, count)
 	return res, nil

@@ -84,12 +84,8 @@ func fill(args []string) error {
 	perNode := fs.Int("per-node", 6, "pods per kwok node")
 	parallel := fs.Int("parallel", 48, "creates in flight")
 	_ = fs.Parse(args)
-	c, err := client()
-	if err != nil {
-		return err
-	}
 	ctx := context.Background()
-	nodes, err := listNodes(ctx, c)
+	c, nodes, err := labNodes(ctx)
 	if err != nil {
 		return err
 	}
@@ -143,6 +139,16 @@ func fill(args []string) error {
 		}
 		time.Sleep(10 * time.Second) // polling the apiserver, the source of truth, every 10 s
 	}
+}
+
+// labNodes is the lab's admin client and its nodes.
+func labNodes(ctx context.Context) (kubernetes.Interface, []corev1.Node, error) {
+	c, err := client()
+	if err != nil {
+		return nil, nil, err
+	}
+	nodes, err := listNodes(ctx, c)
+	return c, nodes, err
 }
 
 func listNodes(ctx context.Context, c kubernetes.Interface) ([]corev1.Node, error) {
@@ -329,12 +335,8 @@ func measure(args []string) error {
 		}
 		pids = append(pids, pid)
 	}
-	c, err := client()
-	if err != nil {
-		return err
-	}
 	ctx := context.Background()
-	nodes, err := listNodes(ctx, c)
+	c, nodes, err := labNodes(ctx)
 	if err != nil {
 		return err
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"strings"
 	"time"
 
@@ -15,7 +14,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
@@ -228,28 +226,13 @@ func ensureTraefik(ctx context.Context, c kubernetes.Interface) error {
 // body. Traefik answers a path it has no route for with its own 404, whose body is "404 page not found", and a
 // route with no ready endpoint with 503; so only the backend's empty 404 shows the whole chain works.
 func waitIngressRoute(ctx context.Context, c kubernetes.Interface, url string) error {
-	hc := &http.Client{Timeout: 2 * time.Second}
-	var last string
-	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-		if err != nil {
-			return false, err
-		}
-		resp, err := hc.Do(req)
-		if err != nil {
-			last = err.Error()
-			return false, nil
-		}
-		resp.Body.Close()
-		last = fmt.Sprintf("%s, Content-Length %d", resp.Status, resp.ContentLength)
-		return resp.StatusCode == http.StatusNotFound && resp.ContentLength == 0, nil
-	})
+	err := agentproto.WaitServed(ctx, url, 3*time.Minute)
 	if err != nil {
 		state := ""
 		if dep, gerr := c.AppsV1().Deployments(TraefikNamespace).Get(ctx, TraefikName, metav1.GetOptions{}); gerr == nil {
-			state = fmt.Sprintf("; Traefik's Deployment: %d of %d available", dep.Status.AvailableReplicas, ptr.Deref(dep.Spec.Replicas, 1))
+			state = fmt.Sprintf(" (Traefik's Deployment: %d of %d available)", dep.Status.AvailableReplicas, ptr.Deref(dep.Spec.Replicas, 1))
 		}
-		return fmt.Errorf("waiting for GET %s to reach the test backend through Traefik (last: %s%s): %w", url, last, state, err)
+		return fmt.Errorf("waiting for the test backend through Traefik%s: %w", state, err)
 	}
 	return nil
 }

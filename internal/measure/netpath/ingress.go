@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"net/http"
 	"net/url"
 	"sort"
 	"strconv"
@@ -17,10 +16,10 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
+	"github.com/kubeslow/kubeslow/internal/agentproto"
 	"github.com/kubeslow/kubeslow/internal/kube"
 	"github.com/kubeslow/kubeslow/internal/measure"
 )
@@ -258,25 +257,9 @@ func (m *Measurement) createIngress(ctx context.Context, env *measure.Env, in In
 // has no route for yet with its own 404 (Traefik's and ingress-nginx's have a body) and a route without a ready
 // endpoint with 503, so only the agent's empty 404 shows the route works end to end.
 func waitRoutes(ctx context.Context, timeout time.Duration, urls ...string) error {
-	hc := &http.Client{Timeout: 2 * time.Second}
 	for _, u := range urls {
-		var last string
-		err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
-			req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
-			if err != nil {
-				return false, err
-			}
-			resp, err := hc.Do(req)
-			if err != nil {
-				last = err.Error()
-				return false, nil
-			}
-			resp.Body.Close()
-			last = fmt.Sprintf("%s with Content-Length %d", resp.Status, resp.ContentLength)
-			return resp.StatusCode == http.StatusNotFound && resp.ContentLength == 0, nil
-		})
-		if err != nil {
-			return fmt.Errorf("GET %s did not reach kubeslow's server through the ingress within %s (last answer: %s)", u, timeout, last)
+		if err := agentproto.WaitServed(ctx, u, timeout); err != nil {
+			return fmt.Errorf("through the ingress to kubeslow's server: %w", err)
 		}
 	}
 	return nil

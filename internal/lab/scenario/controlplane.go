@@ -143,6 +143,12 @@ func procCgroups(pid int) (map[string]string, error) {
 	if err != nil {
 		return nil, err
 	}
+	return parseCgroups(b)
+}
+
+// parseCgroups parses the lines "hierarchy-ID:controller-list:cgroup-path" of /proc/<pid>/cgroup; lines of
+// another shape are skipped.
+func parseCgroups(b []byte) (map[string]string, error) {
 	out := map[string]string{}
 	sc := bufio.NewScanner(bytes.NewReader(b))
 	for sc.Scan() {

@@ -54,10 +54,10 @@ func TestIntegrationKubeadm(t *testing.T) {
 	d := labtest.Dirs(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
-	// etcd on a loop device whose file is in memory: the disk scenarios throttle that device, and the healthy
-	// lab's fsyncs do not wait on the machine's shared disk.
+	// etcd on a block device in memory: the disk scenarios throttle that device, and the healthy lab's fsyncs
+	// wait neither on the machine's shared disk nor on a kernel thread of a busy machine.
 	cfg := lab.Config{Layout: lab.LayoutKubeadm, Nodes: 1, RealNodes: 1, AgentBinary: labtest.Binary(t),
-		Etcd: lab.EtcdStorage{Kind: "device", Path: memoryLoopDevice(ctx, t)}, ImagePulls: lab.ImagePullSettings{Serialize: true}}
+		Etcd: lab.EtcdStorage{Kind: "device", Path: memoryBlockDevice(ctx, t)}, ImagePulls: lab.ImagePullSettings{Serialize: true}}
 	for _, name := range []string{"slow-etcd-disk", "etcd-disk-bandwidth"} {
 		get(t, name).Configure(&cfg)
 	}
@@ -179,7 +179,21 @@ func TestIntegrationKubeadm(t *testing.T) {
 		// The storm has begun before the window: the apiserver has answered 40 LISTs of Events from it.
 		waitRequests(ctx, t, rc, "40 LISTs of events", 40, func(l map[string]string) bool { return l["verb"] == "LIST" && l["resource"] == "events" })
 		rep, got := run(t, "api.")
-		expect(t, sc, got)
+		// The verdict of the node tier is the client, from the audit file: KS-AUDIT-LIST. KS-API-LIST-BYTES (the
+		// API tier's view) needs the storm's LISTs to return over 1 MiB/s: on a machine loaded by others the
+		// storm's own 20 clients fell to 137 LISTs a minute (~1,200 designed) and stayed under it, so it is
+		// asserted only where the apiserver's LIST volume of Events crossed the rule's threshold.
+		want := sc
+		want.Expect = []string{"KS-AUDIT-LIST"}
+		if r := rep.Result("api.responsiveness"); r != nil {
+			if m := r.Metric("list_bytes_per_second", map[string]string{"resource": "events"}); m != nil {
+				t.Logf("LISTs of events returned %s", result.FormatQuantity(m.Value, m.Unit))
+				if m.Value > 1<<20 {
+					want.Expect = sc.Expect
+				}
+			}
+		}
+		expect(t, want, got)
 		if f := got["KS-AUDIT-LIST"]; f != nil && !strings.Contains(f.Summary, "node-monitor/1.0") {
 			t.Errorf("KS-AUDIT-LIST does not name the storm's client %q: %s", scenario.ListStormUserAgent, f.Summary)
 		}
@@ -207,11 +221,14 @@ func TestIntegrationKubeadm(t *testing.T) {
 		})
 	}
 
-	// The CPU cases: the storm (or the hog) has built up before the window (200 409s answered); KS-CP-SATURATED
-	// names a component, from the node tier, on the control-plane node.
-	saturated := func(t *testing.T) (*result.Finding, *result.Result) {
+	// The CPU cases: the storm has built up before the window (200 409s answered, where the apiserver still
+	// answers its /metrics: not beside the hog); KS-CP-SATURATED names a component, from the node tier, on the
+	// control-plane node.
+	saturated := func(t *testing.T, storm bool) (*result.Finding, *result.Result) {
 		t.Helper()
-		waitRequests(ctx, t, rc, "200 409s", 200, func(l map[string]string) bool { return l["code"] == "409" })
+		if storm {
+			waitRequests(ctx, t, rc, "200 409s", 200, func(l map[string]string) bool { return l["code"] == "409" })
+		}
 		rep, got := run(t, "api.responsiveness", cpusage.Name)
 		f := got["KS-CP-SATURATED"]
 		if f == nil {
@@ -247,7 +264,7 @@ func TestIntegrationKubeadm(t *testing.T) {
 			t.Errorf("control-plane-hog supports the managed layout, whose control plane is on no node")
 		}
 		start1(t, sc)
-		f, r := saturated(t)
+		f, r := saturated(t, false)
 		expect(t, sc, map[string]*result.Finding{f.ID: f})
 		if !strings.Contains(f.Summary, "starved by its neighbours") {
 			t.Errorf("KS-CP-SATURATED does not say the component is starved by its neighbours: %s", f.Summary)
@@ -269,14 +286,14 @@ func TestIntegrationKubeadm(t *testing.T) {
 				t.Error(err)
 			}
 		})
-		_, r := saturated(t)
+		_, r := saturated(t, true)
 		limited(t, r, cg, scenario.SmallControlPlaneCores)
 	})
 
 	t.Run("small-control-plane", func(t *testing.T) {
 		sc := get(t, "small-control-plane")
 		start1(t, sc)
-		f, r := saturated(t)
+		f, r := saturated(t, true)
 		expect(t, sc, map[string]*result.Finding{f.ID: f})
 		cpu, _ := lab.ControlPlaneCgroups()
 		limited(t, r, filepath.Base(cpu), scenario.SmallControlPlaneCores)
@@ -419,8 +436,36 @@ func get(t *testing.T, name string) scenario.Scenario {
 	return sc
 }
 
+// memoryBlockDevice is a block device in memory with an ext4 filesystem (no journal), removed when the test
+// ends (after `lab down`, which unmounts it): a zram device of its own where the zram module is loaded, whose
+// I/O runs in the writer's own context (on a loaded 2-core machine, etcd's WAL fsync p99 on it was 2 ms,
+// against 14 ms on a loop device over /dev/shm, whose I/O waits for the loop's kernel worker, and 27 ms
+// measured by etcd there: over etcd's 10 ms, on a lab meant to be healthy); else that loop device.
+func memoryBlockDevice(ctx context.Context, t *testing.T) string {
+	t.Helper()
+	b, err := os.ReadFile("/sys/class/zram-control/hot_add") // reading it adds a device and says its number
+	if err != nil {
+		t.Logf("no zram (%v): etcd on a loop device over /dev/shm", err)
+		return memoryLoopDevice(ctx, t)
+	}
+	n := strings.TrimSpace(string(b))
+	dev := "/dev/zram" + n
+	t.Cleanup(func() {
+		if err := os.WriteFile("/sys/class/zram-control/hot_remove", []byte(n), 0o200); err != nil {
+			t.Errorf("removing %s: %v", dev, err)
+		}
+	})
+	if err := os.WriteFile("/sys/block/zram"+n+"/disksize", []byte("1G"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.CommandContext(ctx, "mkfs.ext4", "-q", "-F", "-O", "^has_journal", dev).CombinedOutput(); err != nil {
+		t.Fatalf("mkfs.ext4 %s: %v %s", dev, err, out)
+	}
+	return dev
+}
+
 // memoryLoopDevice is a loop device with an ext4 filesystem over a file in /dev/shm, detached and removed
-// when the test ends (after `lab down`, which unmounts it).
+// when the test ends.
 func memoryLoopDevice(ctx context.Context, t *testing.T) string {
 	t.Helper()
 	f, err := os.CreateTemp("/dev/shm", "kubeslow-etcd-*.img")
@@ -444,7 +489,7 @@ func memoryLoopDevice(ctx context.Context, t *testing.T) string {
 			t.Errorf("losetup -d %s: %v %s", dev, err, out)
 		}
 	})
-	if out, err := exec.CommandContext(ctx, "mkfs.ext4", "-q", "-F", dev).CombinedOutput(); err != nil {
+	if out, err := exec.CommandContext(ctx, "mkfs.ext4", "-q", "-F", "-O", "^has_journal", dev).CombinedOutput(); err != nil {
 		t.Fatalf("mkfs.ext4 %s: %v %s", dev, err, out)
 	}
 	return dev

@@ -58,7 +58,7 @@ func hogScenario() Scenario {
 				return err
 			}
 			progress("pod %s/%s on %s: %d spinning threads, requesting %s CPU, no limit", HogNamespace, HogPod, lab.ControlPlaneNodeName, HogThreads, req.String())
-			return StartSmallControlPlaneStorm(d, c)
+			return startSmallStorm(d, c)
 		},
 		Stop: func(ctx context.Context, d lab.Dirs, c *lab.Config, progress lab.Progress) error {
 			return errors.Join(stopProcess("storm-conflict")(ctx, d, c, progress), stopHog(ctx, d))
@@ -66,9 +66,9 @@ func hogScenario() Scenario {
 		Expect: []string{"KS-CP-SATURATED"}}
 }
 
-// StartSmallControlPlaneStorm starts small-control-plane's conflict storm (the lab process storm-conflict,
+// startSmallStorm starts small-control-plane's conflict storm (the lab process storm-conflict,
 // which conflict-storm's Stop stops).
-func StartSmallControlPlaneStorm(d lab.Dirs, c *lab.Config) error {
+func startSmallStorm(d lab.Dirs, c *lab.Config) error {
 	return lab.StartLabProcess(d, "storm-conflict", []string{c.AgentBinary, "lab", "storm", "conflicts", "--kubeconfig", d.AdminKubeconfig(),
 		"--clients", fmt.Sprint(SmallControlPlaneStormClients), "--blocks", "4", "--qps", "20", "--user-agent", ConflictStormUserAgent, "--duration", "30m"})
 }

@@ -117,7 +117,7 @@ func All() []Scenario {
 					return err
 				}
 				progress("kube-apiserver and etcd limited to %g cores (cpu cgroup)", SmallControlPlaneCores)
-				return StartSmallControlPlaneStorm(d, c)
+				return startSmallStorm(d, c)
 			}, Stop: stopSmallControlPlane, Expect: []string{"KS-CP-SATURATED"}},
 		{Name: "etcd-quota", Layouts: bothLayouts, Case: "B", Description: "etcd --quota-backend-bytes 48 MiB, filled with ConfigMaps until the NOSPACE alarm stops writes",
 			Configure: func(c *lab.Config) { c.EtcdQuotaBytes = 48 << 20 },

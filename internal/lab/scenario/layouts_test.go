@@ -21,13 +21,23 @@ func TestScenarioLayouts(t *testing.T) {
 			}
 		}
 	}
-	for _, name := range []string{"small-control-plane", "slow-etcd-disk"} {
+	for _, name := range []string{"small-control-plane", "slow-etcd-disk", "etcd-disk-bandwidth", "list-storm", "conflict-storm"} {
 		s, err := Get(name)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if !s.Supports(lab.LayoutManaged) || !s.Supports(lab.LayoutKubeadm) || !s.Supports("") {
 			t.Errorf("%s supports %v: want both layouts", name, s.Layouts)
+		}
+	}
+	// The hog needs the control plane on a node: not the managed layout's.
+	if hog, err := Get("control-plane-hog"); err != nil || hog.Supports(lab.LayoutManaged) || !hog.Supports(lab.LayoutKubeadm) {
+		t.Errorf("control-plane-hog: %v %v, want kubeadm only", hog.Layouts, err)
+	}
+	// The scenarios the kubeadm integration test starts one after another on one lab can be stopped.
+	for _, name := range []string{"list-storm", "conflict-storm", "slow-etcd-disk", "etcd-disk-bandwidth", "control-plane-hog", "small-control-plane"} {
+		if s, err := Get(name); err != nil || s.Start == nil || s.Stop == nil {
+			t.Errorf("%s: Start and Stop both wanted (%v)", name, err)
 		}
 	}
 	only := Scenario{Name: "managed-only", Layouts: []string{lab.LayoutManaged}, Configure: func(*lab.Config) {}}

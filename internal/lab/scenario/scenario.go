@@ -23,6 +23,10 @@ type Scenario struct {
 	Configure func(c *lab.Config)
 	// Start runs after the lab is up: it starts background load (as lab processes, so `lab down` stops them).
 	Start func(ctx context.Context, d lab.Dirs, c *lab.Config, progress lab.Progress) error
+	// Stop undoes Start on the running lab (stops its load, lifts its limits, puts moved processes back), so
+	// that one lab can run scenarios one after another; nil where the scenario is only a setting of the lab
+	// (Configure), which only another `lab up` undoes.
+	Stop func(ctx context.Context, d lab.Dirs, c *lab.Config, progress lab.Progress) error
 	// Expect lists the finding IDs kubeslow must report on this scenario (the scenario tests assert them).
 	Expect []string
 	// Layouts are the lab layouts (lab.Layouts) the scenario can be started on; Up refuses the others.
@@ -97,13 +101,13 @@ func All() []Scenario {
 				progress("3000 Events seeded")
 				return lab.StartLabProcess(d, "storm-list", []string{c.AgentBinary, "lab", "storm", "list-events", "--kubeconfig", d.AdminKubeconfig(),
 					"--clients", "20", "--interval", "1s", "--user-agent", ListStormUserAgent, "--seed-events", "0", "--duration", "30m"})
-			}, Expect: []string{"KS-API-LIST-BYTES", "KS-AUDIT-LIST"}},
+			}, Stop: stopProcess("storm-list"), Expect: []string{"KS-API-LIST-BYTES", "KS-AUDIT-LIST"}},
 		{Name: "conflict-storm", Layouts: bothLayouts, Case: "E", Description: "8 IPAM clients (user agent calico-ipam/lab) race to update 2 IPAMBlock objects, retrying at once on 409",
 			Configure: func(*lab.Config) {},
 			Start: func(ctx context.Context, d lab.Dirs, c *lab.Config, progress lab.Progress) error {
 				return lab.StartLabProcess(d, "storm-conflict", []string{c.AgentBinary, "lab", "storm", "conflicts", "--kubeconfig", d.AdminKubeconfig(),
 					"--clients", "8", "--blocks", "2", "--qps", "20", "--user-agent", ConflictStormUserAgent, "--duration", "30m"})
-			}, Expect: []string{"KS-API-409", "KS-AUDIT-409"}},
+			}, Stop: stopProcess("storm-conflict"), Expect: []string{"KS-API-409", "KS-AUDIT-409"}},
 		{Name: "small-control-plane", Layouts: bothLayouts, Case: "E", Description: "kube-apiserver and etcd confined together to a CFS quota of " +
 			fmt.Sprint(SmallControlPlaneCores) + " cores (a starved master), with " + fmt.Sprint(SmallControlPlaneStormClients) +
 			" IPAM clients (user agent calico-ipam/lab) racing on 4 IPAMBlocks on top, retrying at once on 409",
@@ -113,9 +117,8 @@ func All() []Scenario {
 					return err
 				}
 				progress("kube-apiserver and etcd limited to %g cores (cpu cgroup)", SmallControlPlaneCores)
-				return lab.StartLabProcess(d, "storm-conflict", []string{c.AgentBinary, "lab", "storm", "conflicts", "--kubeconfig", d.AdminKubeconfig(),
-					"--clients", fmt.Sprint(SmallControlPlaneStormClients), "--blocks", "4", "--qps", "20", "--user-agent", ConflictStormUserAgent, "--duration", "30m"})
-			}, Expect: []string{"KS-CP-SATURATED"}},
+				return startSmallStorm(d, c)
+			}, Stop: stopSmallControlPlane, Expect: []string{"KS-CP-SATURATED"}},
 		{Name: "etcd-quota", Layouts: bothLayouts, Case: "B", Description: "etcd --quota-backend-bytes 48 MiB, filled with ConfigMaps until the NOSPACE alarm stops writes",
 			Configure: func(c *lab.Config) { c.EtcdQuotaBytes = 48 << 20 },
 			Start: func(ctx context.Context, d lab.Dirs, c *lab.Config, progress lab.Progress) error {
@@ -170,8 +173,15 @@ func All() []Scenario {
 				return lab.StartLabProcess(d, lab.StepThrottleProcess, []string{c.AgentBinary, "lab", "throttle", "--device", dev,
 					"--after", ThrottleAfter.String(), "--iops", fmt.Sprint(ThrottleIOPS), "--duration", "30m"})
 			}, Expect: []string{"KS-CHURN-DISK-KNEE"}},
-		{Name: "slow-etcd-disk", Layouts: bothLayouts, Case: "B", Description: "etcd on a loop device whose writes the blkio cgroup throttles to 30 IOPS: WAL fsync takes tens of ms",
-			Configure: func(c *lab.Config) { c.Etcd = lab.EtcdStorage{Kind: "loop"}; c.EtcdWriteIOPS = 30 }, Expect: []string{"KS-ETCD-FSYNC"}},
+		{Name: "slow-etcd-disk", Layouts: bothLayouts, Case: "B", Description: fmt.Sprintf("etcd on a block device (a loop device the lab makes, unless "+
+			"--etcd-storage names one) whose writes a blkio cgroup of the lab's throttles to %d IOPS: WAL fsync takes tens of ms", SlowEtcdIOPS),
+			Configure: onBlockDevice, Start: throttleEtcdIOPS, Stop: unthrottleEtcdIOPS, Expect: []string{"KS-ETCD-FSYNC"}},
+		{Name: "etcd-disk-bandwidth", Layouts: bothLayouts, Case: "B", Description: fmt.Sprintf("etcd on a block device (as slow-etcd-disk) whose writes are held "+
+			"to %d KiB/s by a bandwidth limit on the cgroup etcd already runs in (its static pod's, made by the kubelet, on --layout kubeadm): "+
+			"blkio.throttle.write_bps_device, cgroup v2's io.max wbps, like a cloud volume's throughput cap; each fsync of a few KiB waits tens of ms",
+			EtcdWriteBPS>>10),
+			Configure: onBlockDevice, Start: limitEtcdBandwidth, Stop: unlimitEtcdBandwidth, Expect: []string{"KS-ETCD-FSYNC"}},
+		hogScenario(),
 		mtuPodScenario(), mtuTransitScenario(),
 	}
 }

@@ -21,7 +21,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 
-	"github.com/kubeslow/kubeslow/internal/kube"
+	"github.com/kubeslow/kubeslow/internal/source/kube"
 	"github.com/kubeslow/kubeslow/pkg/result"
 )
 
@@ -35,7 +35,7 @@ type Env struct {
 	Log   *slog.Logger
 	// Namespace is where the measurement may create objects; it belongs to this run.
 	Namespace string
-	// RunID is the value of the run label that every created object must carry (see internal/kube).
+	// RunID is the value of the run label that every created object must carry (see internal/source/kube).
 	RunID string
 	// NodeTier is the run's shared control-plane node tier (nil: none; NodeTierOff says why).
 	NodeTier    NodeTier

@@ -1,7 +1,8 @@
 // Package measure defines what a measurement is and how measurements are registered and run.
 //
-// A measurement is one package under internal/measure/<name> that implements Measurement; it is added to
-// kubeslow by its Spec (spec.go) and one line in internal/measure/all.Specs.
+// A measurement is one package under internal/measure/<name> (internal/bench/<name> when only `kubeslow
+// bench` runs it) that implements Measurement; it is added to kubeslow by its Spec (spec.go) and one line in
+// internal/measure/all.Specs.
 package measure
 
 import (

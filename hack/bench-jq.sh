@@ -6,7 +6,7 @@
 #
 # Inputs (each SIZE_MB, page-cached before timing):
 #   lab        the real kube-apiserver 1.36 audit log of the lab's conflict-storm scenario
-#              (internal/auditlog/testdata), repeated
+#              (internal/source/auditlog/testdata), repeated
 #   synthetic  the Go benchmarks' generated log (controllers, a LIST-storming agent, a conflicting writer)
 #
 # Each round runs, in this order (alternating the order between rounds):
@@ -71,13 +71,13 @@ make_input() {
 	local name=$1 out=$2 want=$((SIZE_MB << 20))
 	case $name in
 	lab)
-		gzip -dc internal/auditlog/testdata/lab-conflict-storm.log.gz >"$WORK/lab-one.log"
+		gzip -dc internal/source/auditlog/testdata/lab-conflict-storm.log.gz >"$WORK/lab-one.log"
 		: >"$out"
 		while [ "$(stat -c %s "$out")" -lt "$want" ]; do cat "$WORK/lab-one.log" >>"$out"; done
 		;;
 	synthetic)
 		KUBESLOW_AUDIT_BENCH_LOG=$out KUBESLOW_AUDIT_BENCH_MB=$SIZE_MB \
-			go test -count=1 -run '^TestWriteBenchLog$' ./internal/auditlog >/dev/null
+			go test -count=1 -run '^TestWriteBenchLog$' ./internal/source/auditlog >/dev/null
 		;;
 	*) echo "unknown input $name (lab, synthetic)" >&2; exit 2 ;;
 	esac

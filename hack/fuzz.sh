@@ -8,7 +8,7 @@
 # integration tests; `make fuzz` alone runs it.
 #
 #   FUZZTIME=30s hack/fuzz.sh            every target, longer
-#   hack/fuzz.sh ./internal/prom/...     only the targets under those packages
+#   hack/fuzz.sh ./internal/source/prom/...     only the targets under those packages
 set -uo pipefail
 cd "$(dirname "$0")/.."
 FUZZTIME=${FUZZTIME:-3s}

@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# Record a fixture of the control plane's /proc and cgroup files for internal/agent's control-plane tests:
+# Record a fixture of the control plane's /proc and cgroup files for internal/source/agent's control-plane tests:
 # the files `kubeslow agent control-plane` reads of every kube-apiserver, etcd, kube-scheduler and
 # kube-controller-manager process running on this machine (the lab's, started with `kubeslow lab up`), the
 # node-wide /proc/stat and /proc/pressure/cpu, and their cgroups' quota, cpu.stat and cpu.pressure.
 # Network namespaces are recorded as the links' targets (dangling symlinks "net:[inode]"); "self" is
 # recorded as the first component's namespace, as an agent in that namespace would see it.
 #
-#   hack/record-cp-fixture.sh internal/agent/testdata/controlplane
+#   hack/record-cp-fixture.sh internal/source/agent/testdata/controlplane
 set -euo pipefail
 dst=${1:?destination directory}
 rm -rf "$dst"

@@ -5,9 +5,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kubeslow/kubeslow/internal/agent"
-	"github.com/kubeslow/kubeslow/internal/agentproto"
 	"github.com/kubeslow/kubeslow/internal/cli/common"
+	"github.com/kubeslow/kubeslow/internal/source/agent"
+	"github.com/kubeslow/kubeslow/internal/source/agent/proto"
 )
 
 // TestAgentRequestsParse runs every agent request's command line through the real command tree: each must

@@ -13,9 +13,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/kubeslow/kubeslow/internal/bench/netpath"
 	"github.com/kubeslow/kubeslow/internal/lab"
-	"github.com/kubeslow/kubeslow/internal/labtest"
-	"github.com/kubeslow/kubeslow/internal/measure/netpath"
+	"github.com/kubeslow/kubeslow/internal/lab/labtest"
 	"github.com/kubeslow/kubeslow/internal/report"
 	"github.com/kubeslow/kubeslow/pkg/result"
 )

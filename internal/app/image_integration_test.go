@@ -12,7 +12,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubeslow/kubeslow/internal/lab"
-	"github.com/kubeslow/kubeslow/internal/labtest"
+	"github.com/kubeslow/kubeslow/internal/lab/labtest"
 	"github.com/kubeslow/kubeslow/internal/measure/dnsready"
 	"github.com/kubeslow/kubeslow/internal/measure/nodeagent"
 	"github.com/kubeslow/kubeslow/pkg/result"

@@ -13,7 +13,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kubeslow/kubeslow/internal/hostfs"
+	"github.com/kubeslow/kubeslow/internal/source/hostfs"
 )
 
 // The lab's control plane (kube-apiserver and etcd) shares one cgroup that no scrape target exports: Debian's

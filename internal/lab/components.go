@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/kubeslow/kubeslow/internal/kube"
+	"github.com/kubeslow/kubeslow/internal/source/kube"
 )
 
 const auditPolicy = `apiVersion: audit.k8s.io/v1

@@ -22,7 +22,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/kubeslow/kubeslow/internal/lab"
-	"github.com/kubeslow/kubeslow/internal/labtest"
+	"github.com/kubeslow/kubeslow/internal/lab/labtest"
 )
 
 // TestIntegrationLabLifecycle builds (cached) and starts a real lab, runs 200 pods on kwok nodes, finds their creation

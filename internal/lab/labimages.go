@@ -8,8 +8,8 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/kubeslow/kubeslow/internal/agentproto"
 	"github.com/kubeslow/kubeslow/internal/lab/images"
+	"github.com/kubeslow/kubeslow/internal/source/agent/proto"
 )
 
 // The lab's own images: the kubeslow binary (agents and probes run from it) and the pause image, which is

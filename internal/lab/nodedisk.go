@@ -14,8 +14,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/kubeslow/kubeslow/internal/hostfs"
 	"github.com/kubeslow/kubeslow/internal/lab/host"
+	"github.com/kubeslow/kubeslow/internal/source/hostfs"
 )
 
 // A real node's disk on a loop device, and a burst-credit model over it (the burst-credits scenario, case C):

@@ -18,7 +18,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	watchtools "k8s.io/client-go/tools/watch"
 
-	"github.com/kubeslow/kubeslow/internal/kube"
+	"github.com/kubeslow/kubeslow/internal/source/kube"
 )
 
 // kwokNode is a simulated node as kwok expects it: annotated for kwok, tainted so that only pods that

@@ -17,9 +17,9 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
-	"github.com/kubeslow/kubeslow/internal/agentproto"
 	"github.com/kubeslow/kubeslow/internal/lab/build"
 	"github.com/kubeslow/kubeslow/internal/lab/images"
+	"github.com/kubeslow/kubeslow/internal/source/agent/proto"
 )
 
 // The lab's ingress controllers (Config.Ingress).

@@ -39,19 +39,20 @@ func goList(t *testing.T, format string, patterns ...string) []string {
 }
 
 func isLab(pkg string) bool {
-	return pkg == module+"internal/lab" || strings.HasPrefix(pkg, module+"internal/lab/") || pkg == module+"internal/labtest"
+	return pkg == module+"internal/lab" || strings.HasPrefix(pkg, module+"internal/lab/")
 }
 
 // TestNoLabImports: a measurement and the findings engine learn about a cluster only from the cluster (the
 // API, the kubelet through the node proxy, the node agent, a Prometheus) and from the user's flags, so
-// kubeslow's own lab is measured as any other cluster. No package under internal/measure or internal/check
-// may depend on internal/lab, directly or through another package (their tests may use the lab as a
-// fixture: `go list` without -test reads the code that ships). And the dependency runs one way: the lab's
-// own code imports no measurement.
+// kubeslow's own lab is measured as any other cluster. No package of the flow (internal/source, internal/measure,
+// internal/bench, internal/engine, internal/report) may depend on internal/lab (which holds labtest and netlab
+// too), directly or through another package (their tests may use the lab as a fixture: `go list` without -test
+// reads the code that ships). And the dependency runs one way: the lab's own code imports no measurement.
 func TestNoLabImports(t *testing.T) {
-	lines := goList(t, `{{.ImportPath}} {{join .Deps " "}}`, "./internal/measure/...", "./internal/check/...")
-	if len(lines) < 10 {
-		t.Fatalf("go list found %d packages under internal/measure and internal/check, want them all", len(lines))
+	lines := goList(t, `{{.ImportPath}} {{join .Deps " "}}`, "./internal/source/...", "./internal/measure/...",
+		"./internal/bench/...", "./internal/engine/...", "./internal/report/...")
+	if len(lines) < 40 {
+		t.Fatalf("go list found %d packages under internal/source, measure, bench, engine and report, want them all", len(lines))
 	}
 	for _, l := range lines {
 		f := strings.Fields(l)
@@ -61,25 +62,26 @@ func TestNoLabImports(t *testing.T) {
 			}
 		}
 	}
-	// The lab's own packages import no measurement directly. (The lab imports internal/agentproto for the agent
-	// image's command lines, and agentproto still carries measure/disk's sample type: that edge belongs to the
-	// node agent's protocol, not to the lab.)
+	// The lab's own packages import no measurement directly. (The lab imports internal/source/agent/proto for the
+	// agent image's command lines, and agentproto still carries measure/disk's sample type: that edge belongs to
+	// the node agent's protocol, not to the lab.)
 	for _, l := range goList(t, `{{.ImportPath}} {{join .Imports " "}}`, "./internal/lab/...") {
 		f := strings.Fields(l)
 		for _, imp := range f[1:] {
-			if strings.HasPrefix(imp, module+"internal/measure") || strings.HasPrefix(imp, module+"internal/check") {
-				t.Errorf("%s imports %s: the lab must not depend on a measurement (move the shared code to a neutral package such as internal/hostfs)",
+			if strings.HasPrefix(imp, module+"internal/measure") || strings.HasPrefix(imp, module+"internal/bench") ||
+				strings.HasPrefix(imp, module+"internal/engine/check") {
+				t.Errorf("%s imports %s: the lab must not depend on a measurement (move the shared code to a neutral package such as internal/source/hostfs)",
 					strings.TrimPrefix(f[0], module), strings.TrimPrefix(imp, module))
 			}
 		}
 	}
 }
 
-// TestNoLabState: no code under internal/measure or internal/check names the lab's own state: its network
-// namespace and cgroup parent ("kubeslow-lab"), e.g. a PromQL selector of the lab's cgroup put into every
-// user's queries.
+// TestNoLabState: no code under internal/measure, internal/bench or internal/engine/check names the lab's own
+// state: its network namespace and cgroup parent ("kubeslow-lab"), e.g. a PromQL selector of the lab's cgroup
+// put into every user's queries.
 func TestNoLabState(t *testing.T) {
-	for _, root := range []string{".", filepath.Join("..", "check")} {
+	for _, root := range []string{".", filepath.Join("..", "bench"), filepath.Join("..", "engine", "check")} {
 		err := filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
 			if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
 				return err

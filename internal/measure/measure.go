@@ -1,7 +1,8 @@
 // Package measure defines what a measurement is and how measurements are registered and run.
 //
-// A measurement is one package under internal/measure/<name> that implements Measurement; it is added to
-// kubeslow by its Spec (spec.go) and one line in internal/measure/all.Specs.
+// A measurement is one package under internal/measure/<name> (internal/bench/<name> when only `kubeslow
+// bench` runs it) that implements Measurement; it is added to kubeslow by its Spec (spec.go) and one line in
+// internal/measure/all.Specs.
 package measure
 
 import (
@@ -21,7 +22,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 
-	"github.com/kubeslow/kubeslow/internal/kube"
+	"github.com/kubeslow/kubeslow/internal/source/kube"
 	"github.com/kubeslow/kubeslow/pkg/result"
 )
 
@@ -35,7 +36,7 @@ type Env struct {
 	Log   *slog.Logger
 	// Namespace is where the measurement may create objects; it belongs to this run.
 	Namespace string
-	// RunID is the value of the run label that every created object must carry (see internal/kube).
+	// RunID is the value of the run label that every created object must carry (see internal/source/kube).
 	RunID string
 	// NodeTier is the run's shared control-plane node tier (nil: none; NodeTierOff says why).
 	NodeTier    NodeTier

@@ -16,9 +16,9 @@ import (
 	kfake "k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
-	"github.com/kubeslow/kubeslow/internal/kube"
 	"github.com/kubeslow/kubeslow/internal/measure"
 	"github.com/kubeslow/kubeslow/internal/measure/measuretest"
+	"github.com/kubeslow/kubeslow/internal/source/kube"
 )
 
 // nodeOpt shapes a test node.

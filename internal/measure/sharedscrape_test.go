@@ -15,7 +15,7 @@ import (
 
 	dto "github.com/prometheus/client_model/go"
 
-	"github.com/kubeslow/kubeslow/internal/prom"
+	"github.com/kubeslow/kubeslow/internal/source/prom"
 )
 
 // One scrape per source per step: reused while younger than MaxAge, fetched again after; a failed fetch is

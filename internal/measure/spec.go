@@ -3,17 +3,17 @@ package measure
 import (
 	"time"
 
-	"github.com/kubeslow/kubeslow/internal/rule"
+	"github.com/kubeslow/kubeslow/internal/engine/rule"
 )
 
 // Spec declares one measurement: everything the rest of kubeslow reads of it. Each measurement package
 // declares its own (spec.go: `var Spec = measure.Spec{...}`) and internal/measure/all lists them; from that
-// list the registry of `kubeslow run`, the rule set of the findings engine (internal/check) and its reference
+// list the registry of `kubeslow run`, the rule set of the findings engine (internal/engine/check) and its reference
 // (docs/rules.md), the ClusterRoles of `kubeslow rbac` and the past-window path (internal/measure/promwindow)
 // are derived, so adding a measurement is its package plus one line in all.Specs.
 //
 // A rule's firing and clear fixtures live in the measurement's fixture package (<name>test.RuleFixtures),
-// which imports the measurement and so cannot be named here; internal/check finds those packages itself
+// which imports the measurement and so cannot be named here; internal/engine/check finds those packages itself
 // (fixtures_gen_test.go) and fails a rule of a Spec that has none.
 type Spec struct {
 	// Name is the measurement's (and its result's) name.

@@ -8,8 +8,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/kubeslow/kubeslow/internal/agentproto"
 	"github.com/kubeslow/kubeslow/internal/cli/common"
+	"github.com/kubeslow/kubeslow/internal/source/agent/proto"
 )
 
 // newBurn is `kubeslow agent burn` (hidden): the lab's CPU and memory workloads — threads that spin, memory

@@ -7,7 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kubeslow/kubeslow/internal/cli/common"
-	"github.com/kubeslow/kubeslow/internal/dnsload"
+	"github.com/kubeslow/kubeslow/internal/load/dnsload"
 )
 
 // newDNSUpstream is `kubeslow agent dns-upstream`: the lab's upstream for external names, with a per-source

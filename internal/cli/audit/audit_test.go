@@ -56,11 +56,11 @@ func line(verb, user, agent, resource string, code, sec int) string {
 // without, 2 when it could not measure: an input of only unreadable lines is an Error, not a Pass, and an
 // empty one measured nothing.
 func TestExitCodes(t *testing.T) {
-	rep, code := run(t, filepath.Join("..", "..", "auditlog", "testdata", "lab-conflict-storm.log.gz"))
+	rep, code := run(t, filepath.Join("..", "..", "source", "auditlog", "testdata", "lab-conflict-storm.log.gz"))
 	if code != 1 || rep == nil || len(rep.Findings) == 0 || rep.Findings[0].ID != "KS-AUDIT-409" {
 		t.Fatalf("conflict storm: exit %d, report %+v", code, rep)
 	}
-	if _, code := run(t, "--fail-on", "critical", filepath.Join("..", "..", "auditlog", "testdata", "lab-conflict-storm.log.gz")); code != 0 {
+	if _, code := run(t, "--fail-on", "critical", filepath.Join("..", "..", "source", "auditlog", "testdata", "lab-conflict-storm.log.gz")); code != 0 {
 		t.Errorf("a warning below --fail-on critical: exit %d", code)
 	}
 

@@ -7,9 +7,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kubeslow/kubeslow/internal/bench/churn"
 	"github.com/kubeslow/kubeslow/internal/cli/common"
 	"github.com/kubeslow/kubeslow/internal/lab"
-	"github.com/kubeslow/kubeslow/internal/measure/churn"
 )
 
 func newChurn(streams common.IOStreams) *cobra.Command {

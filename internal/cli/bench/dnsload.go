@@ -10,11 +10,11 @@ import (
 	"github.com/miekg/dns"
 	"github.com/spf13/cobra"
 
+	"github.com/kubeslow/kubeslow/internal/bench/dnsbench"
 	"github.com/kubeslow/kubeslow/internal/cli/common"
-	"github.com/kubeslow/kubeslow/internal/dnsload"
+	"github.com/kubeslow/kubeslow/internal/engine/runner"
 	"github.com/kubeslow/kubeslow/internal/lab"
-	"github.com/kubeslow/kubeslow/internal/measure/dnsbench"
-	"github.com/kubeslow/kubeslow/internal/runner"
+	"github.com/kubeslow/kubeslow/internal/load/dnsload"
 	"github.com/kubeslow/kubeslow/pkg/result"
 )
 

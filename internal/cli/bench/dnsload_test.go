@@ -10,7 +10,7 @@ import (
 	"github.com/HdrHistogram/hdrhistogram-go"
 
 	"github.com/kubeslow/kubeslow/internal/cli/common"
-	"github.com/kubeslow/kubeslow/internal/dnsload"
+	"github.com/kubeslow/kubeslow/internal/load/dnsload"
 )
 
 // TestStepMetricsPerKind: a step's failures are also split by name kind, so that external names failing at an

@@ -9,8 +9,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kubeslow/kubeslow/internal/cli/common"
-	"github.com/kubeslow/kubeslow/internal/loadgen"
-	"github.com/kubeslow/kubeslow/internal/runner"
+	"github.com/kubeslow/kubeslow/internal/engine/runner"
+	"github.com/kubeslow/kubeslow/internal/load/loadgen"
 	"github.com/kubeslow/kubeslow/pkg/result"
 )
 

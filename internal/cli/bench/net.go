@@ -6,11 +6,11 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/kubeslow/kubeslow/internal/bench/netpath"
 	"github.com/kubeslow/kubeslow/internal/cli/common"
+	"github.com/kubeslow/kubeslow/internal/engine/rule"
 	"github.com/kubeslow/kubeslow/internal/lab"
 	"github.com/kubeslow/kubeslow/internal/measure"
-	"github.com/kubeslow/kubeslow/internal/measure/netpath"
-	"github.com/kubeslow/kubeslow/internal/rule"
 )
 
 func newNet(streams common.IOStreams) *cobra.Command {

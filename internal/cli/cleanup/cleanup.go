@@ -9,7 +9,7 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"github.com/kubeslow/kubeslow/internal/cli/common"
-	"github.com/kubeslow/kubeslow/internal/kube"
+	"github.com/kubeslow/kubeslow/internal/source/kube"
 )
 
 // NewCommand returns `kubeslow cleanup`.

@@ -3,10 +3,10 @@ package common
 import (
 	"github.com/spf13/cobra"
 
-	"github.com/kubeslow/kubeslow/internal/agentimage"
-	"github.com/kubeslow/kubeslow/internal/kube"
+	"github.com/kubeslow/kubeslow/internal/engine/runner"
 	"github.com/kubeslow/kubeslow/internal/lab"
-	"github.com/kubeslow/kubeslow/internal/runner"
+	"github.com/kubeslow/kubeslow/internal/source/agent/image"
+	"github.com/kubeslow/kubeslow/internal/source/kube"
 )
 
 // ClusterFlags select the cluster: a kubeconfig/context, or the local lab.

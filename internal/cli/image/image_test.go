@@ -12,8 +12,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/registry"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
-	"github.com/kubeslow/kubeslow/internal/agentimage/agentimagetest"
 	"github.com/kubeslow/kubeslow/internal/cli/common"
+	"github.com/kubeslow/kubeslow/internal/source/agent/image/agentimagetest"
 )
 
 func push(t *testing.T, args ...string) (stdout, stderr string, err error) {

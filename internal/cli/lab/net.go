@@ -8,8 +8,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kubeslow/kubeslow/internal/cli/common"
-	"github.com/kubeslow/kubeslow/internal/netlab"
-	"github.com/kubeslow/kubeslow/internal/runner"
+	"github.com/kubeslow/kubeslow/internal/engine/runner"
+	"github.com/kubeslow/kubeslow/internal/lab/netlab"
 	"github.com/kubeslow/kubeslow/pkg/result"
 )
 

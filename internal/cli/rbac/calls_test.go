@@ -78,6 +78,13 @@ func readSource(t *testing.T) *source {
 		fd      *ast.FuncDecl
 	}
 	var todo []pending
+	// A package's name is not always its path's last element (internal/source/agent/proto is agentproto):
+	// the names of the module's packages are read from their files, and imports resolved after the walk.
+	names := map[string]string{}
+	var files []struct {
+		pkg  string
+		file *ast.File
+	}
 	err := filepath.WalkDir(filepath.Join(root, "internal"), func(path string, d os.DirEntry, err error) error {
 		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") || strings.Contains(path, "testdata") {
 			return err
@@ -88,24 +95,34 @@ func readSource(t *testing.T) *source {
 		}
 		rel, _ := filepath.Rel(root, filepath.Dir(path))
 		pkg := module + "/" + filepath.ToSlash(rel)
+		names[pkg] = f.Name.Name
+		files = append(files, struct {
+			pkg  string
+			file *ast.File
+		}{pkg, f})
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, pf := range files {
 		imports := map[string]string{}
-		for _, im := range f.Imports {
+		for _, im := range pf.file.Imports {
 			p, _ := strconv.Unquote(im.Path.Value)
-			name := p[strings.LastIndex(p, "/")+1:]
+			name, ok := names[p]
+			if !ok {
+				name = p[strings.LastIndex(p, "/")+1:]
+			}
 			if im.Name != nil {
 				name = im.Name.Name
 			}
 			imports[name] = p
 		}
-		for _, decl := range f.Decls {
+		for _, decl := range pf.file.Decls {
 			if fd, ok := decl.(*ast.FuncDecl); ok && fd.Body != nil {
-				todo = append(todo, pending{pkg, imports, fd})
+				todo = append(todo, pending{pf.pkg, imports, fd})
 			}
 		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
 	}
 	key := func(pkg, recv, name string) string {
 		if recv == "" {

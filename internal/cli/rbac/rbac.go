@@ -10,10 +10,10 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kubeslow/kubeslow/internal/cli/common"
+	"github.com/kubeslow/kubeslow/internal/engine/runner"
 	"github.com/kubeslow/kubeslow/internal/measure"
 	"github.com/kubeslow/kubeslow/internal/measure/all"
 	"github.com/kubeslow/kubeslow/internal/measure/cpnode"
-	"github.com/kubeslow/kubeslow/internal/runner"
 )
 
 // Role names.

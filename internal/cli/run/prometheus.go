@@ -9,12 +9,12 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/utils/clock"
 
-	"github.com/kubeslow/kubeslow/internal/check"
 	"github.com/kubeslow/kubeslow/internal/cli/common"
-	"github.com/kubeslow/kubeslow/internal/kube"
+	"github.com/kubeslow/kubeslow/internal/engine/check"
+	"github.com/kubeslow/kubeslow/internal/engine/runner"
 	"github.com/kubeslow/kubeslow/internal/measure/promwindow"
-	"github.com/kubeslow/kubeslow/internal/promql"
-	"github.com/kubeslow/kubeslow/internal/runner"
+	"github.com/kubeslow/kubeslow/internal/source/kube"
+	"github.com/kubeslow/kubeslow/internal/source/promql"
 	"github.com/kubeslow/kubeslow/pkg/result"
 )
 

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/kubeslow/kubeslow/internal/cli/common"
-	"github.com/kubeslow/kubeslow/internal/promql/promtest"
+	"github.com/kubeslow/kubeslow/internal/source/promql/promtest"
 	"github.com/kubeslow/kubeslow/pkg/result"
 )
 
@@ -45,8 +45,8 @@ func TestRunPrometheus(t *testing.T) {
 	t0 := time.Now().Add(-3 * time.Hour).Truncate(time.Minute)
 	labels := map[string]string{"job": "apiserver", "instance": "a:6443"}
 	url := promtest.Start(t, []promtest.Scrape{
-		{At: t0, Text: promtest.ReadScrape(t, "../../prom/testdata/apiserver-metrics-conflict-storm-1.txt.gz"), Labels: labels},
-		{At: t0.Add(time.Minute), Text: promtest.ReadScrape(t, "../../prom/testdata/apiserver-metrics-conflict-storm-2.txt.gz"), Labels: labels}})
+		{At: t0, Text: promtest.ReadScrape(t, "../../source/prom/testdata/apiserver-metrics-conflict-storm-1.txt.gz"), Labels: labels},
+		{At: t0.Add(time.Minute), Text: promtest.ReadScrape(t, "../../source/prom/testdata/apiserver-metrics-conflict-storm-2.txt.gz"), Labels: labels}})
 	rep, code, stderr := runCmd(t, "--prometheus", url, "--from", t0.UTC().Format(time.RFC3339), "--to", t0.Add(time.Minute).UTC().Format(time.RFC3339),
 		"-o", "json", "--out-dir", "")
 	if code != 1 {

@@ -11,7 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/kubeslow/kubeslow/internal/hostfs"
+	"github.com/kubeslow/kubeslow/internal/source/hostfs"
 )
 
 // CgroupParent is the lab's cgroup in every hierarchy: every process the lab starts, and every container of

@@ -1,6 +1,6 @@
 // Package host is the lab's host plumbing: short system commands, network namespaces, mounts, loop disks,
 // cgroups and the processes the lab starts (recorded by PID and start time, stopped by pidfd). It knows
-// nothing about Kubernetes; internal/lab composes it, and internal/netlab uses its network namespaces.
+// nothing about Kubernetes; internal/lab composes it, and internal/lab/netlab uses its network namespaces.
 package host
 
 import (

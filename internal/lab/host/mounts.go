@@ -6,7 +6,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/kubeslow/kubeslow/internal/hostfs"
+	"github.com/kubeslow/kubeslow/internal/source/hostfs"
 )
 
 // MountPoints returns the mount points at or below dir (from /proc/self/mountinfo), deepest first.

@@ -13,7 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/kubeslow/kubeslow/internal/hostfs"
+	"github.com/kubeslow/kubeslow/internal/source/hostfs"
 )
 
 // Process identifies a process the lab started. The start time (in clock ticks since boot) guards against

@@ -1,4 +1,4 @@
-// Package images makes the lab's container images — the agent image of internal/agentimage, and others of
+// Package images makes the lab's container images — the agent image of internal/source/agent/image, and others of
 // static binaries — written as an archive that `ctr images import` reads, and serves and seeds the lab's OCI
 // registry (go-containerregistry's, with paced downloads and added latency).
 package images
@@ -14,8 +14,8 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 
-	"github.com/kubeslow/kubeslow/internal/agentimage"
 	"github.com/kubeslow/kubeslow/internal/lab/host"
+	"github.com/kubeslow/kubeslow/internal/source/agent/image"
 )
 
 // Extra is another image of an archive: a static binary of its own (Binary) at Path, run as Entrypoint.

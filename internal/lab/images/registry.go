@@ -17,8 +17,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"golang.org/x/time/rate"
 
-	"github.com/kubeslow/kubeslow/internal/agentimage"
-	"github.com/kubeslow/kubeslow/internal/agentproto"
+	"github.com/kubeslow/kubeslow/internal/source/agent/image"
+	"github.com/kubeslow/kubeslow/internal/source/agent/proto"
 )
 
 // Padded is an image to seed: the kubeslow binary plus a layer of PaddingSize incompressible bytes.

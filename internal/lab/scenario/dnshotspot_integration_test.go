@@ -12,16 +12,16 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/kubeslow/kubeslow/internal/check"
-	"github.com/kubeslow/kubeslow/internal/dnsload"
+	"github.com/kubeslow/kubeslow/internal/bench/dnsbench"
+	"github.com/kubeslow/kubeslow/internal/engine/check"
+	"github.com/kubeslow/kubeslow/internal/engine/runner"
 	"github.com/kubeslow/kubeslow/internal/lab"
+	"github.com/kubeslow/kubeslow/internal/lab/labtest"
 	"github.com/kubeslow/kubeslow/internal/lab/scenario"
-	"github.com/kubeslow/kubeslow/internal/labtest"
+	"github.com/kubeslow/kubeslow/internal/load/dnsload"
 	"github.com/kubeslow/kubeslow/internal/measure"
-	"github.com/kubeslow/kubeslow/internal/measure/dnsbench"
 	"github.com/kubeslow/kubeslow/internal/measure/dnsfacts"
 	"github.com/kubeslow/kubeslow/internal/measure/throttle"
-	"github.com/kubeslow/kubeslow/internal/runner"
 	"github.com/kubeslow/kubeslow/pkg/result"
 )
 

@@ -10,13 +10,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kubeslow/kubeslow/internal/check"
+	"github.com/kubeslow/kubeslow/internal/bench/netpath"
+	"github.com/kubeslow/kubeslow/internal/engine/check"
+	"github.com/kubeslow/kubeslow/internal/engine/runner"
 	"github.com/kubeslow/kubeslow/internal/lab"
+	"github.com/kubeslow/kubeslow/internal/lab/labtest"
 	"github.com/kubeslow/kubeslow/internal/lab/scenario"
-	"github.com/kubeslow/kubeslow/internal/labtest"
 	"github.com/kubeslow/kubeslow/internal/measure"
-	"github.com/kubeslow/kubeslow/internal/measure/netpath"
-	"github.com/kubeslow/kubeslow/internal/runner"
 	"github.com/kubeslow/kubeslow/pkg/result"
 )
 

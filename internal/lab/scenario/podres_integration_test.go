@@ -19,15 +19,15 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
-	"github.com/kubeslow/kubeslow/internal/agentproto"
+	"github.com/kubeslow/kubeslow/internal/engine/runner"
 	"github.com/kubeslow/kubeslow/internal/lab"
 	"github.com/kubeslow/kubeslow/internal/lab/host"
+	"github.com/kubeslow/kubeslow/internal/lab/labtest"
 	"github.com/kubeslow/kubeslow/internal/lab/scenario"
-	"github.com/kubeslow/kubeslow/internal/labtest"
 	"github.com/kubeslow/kubeslow/internal/measure"
 	"github.com/kubeslow/kubeslow/internal/measure/nodeagent"
 	"github.com/kubeslow/kubeslow/internal/measure/podres"
-	"github.com/kubeslow/kubeslow/internal/runner"
+	"github.com/kubeslow/kubeslow/internal/source/agent/proto"
 	"github.com/kubeslow/kubeslow/pkg/result"
 )
 

@@ -18,19 +18,19 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/yaml"
 
-	"github.com/kubeslow/kubeslow/internal/check"
 	rbaccmd "github.com/kubeslow/kubeslow/internal/cli/rbac"
+	"github.com/kubeslow/kubeslow/internal/engine/check"
+	"github.com/kubeslow/kubeslow/internal/engine/runner"
 	"github.com/kubeslow/kubeslow/internal/lab"
+	"github.com/kubeslow/kubeslow/internal/lab/labtest"
 	"github.com/kubeslow/kubeslow/internal/lab/scenario"
-	"github.com/kubeslow/kubeslow/internal/labtest"
+	"github.com/kubeslow/kubeslow/internal/load/workload"
 	"github.com/kubeslow/kubeslow/internal/measure"
 	"github.com/kubeslow/kubeslow/internal/measure/all"
 	"github.com/kubeslow/kubeslow/internal/measure/cpnode"
 	"github.com/kubeslow/kubeslow/internal/measure/dnsready"
 	"github.com/kubeslow/kubeslow/internal/measure/nodes"
 	"github.com/kubeslow/kubeslow/internal/measure/podstartup"
-	"github.com/kubeslow/kubeslow/internal/runner"
-	"github.com/kubeslow/kubeslow/internal/workload"
 	"github.com/kubeslow/kubeslow/pkg/result"
 )
 

@@ -17,16 +17,16 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 
-	"github.com/kubeslow/kubeslow/internal/kube"
+	"github.com/kubeslow/kubeslow/internal/bench/churn"
+	"github.com/kubeslow/kubeslow/internal/bench/diskagent"
+	"github.com/kubeslow/kubeslow/internal/engine/rule"
+	"github.com/kubeslow/kubeslow/internal/engine/runner"
 	"github.com/kubeslow/kubeslow/internal/lab"
+	"github.com/kubeslow/kubeslow/internal/lab/labtest"
 	"github.com/kubeslow/kubeslow/internal/lab/scenario"
-	"github.com/kubeslow/kubeslow/internal/labtest"
 	"github.com/kubeslow/kubeslow/internal/measure"
-	"github.com/kubeslow/kubeslow/internal/measure/churn"
 	"github.com/kubeslow/kubeslow/internal/measure/disk"
-	"github.com/kubeslow/kubeslow/internal/measure/diskagent"
-	"github.com/kubeslow/kubeslow/internal/rule"
-	"github.com/kubeslow/kubeslow/internal/runner"
+	"github.com/kubeslow/kubeslow/internal/source/kube"
 	"github.com/kubeslow/kubeslow/pkg/result"
 )
 

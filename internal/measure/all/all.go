@@ -1,31 +1,31 @@
 // Package all is the explicit list of kubeslow's measurements: adding one is one package (declaring its
 // measure.Spec) plus one line in Specs. The registry of `kubeslow run`, the findings engine's rules
-// (internal/check) and their reference (docs/rules.md), `kubeslow rbac` and the past-window path
+// (internal/engine/check) and their reference (docs/rules.md), `kubeslow rbac` and the past-window path
 // (internal/measure/promwindow) are all derived from that list.
 package all
 
 import (
+	"github.com/kubeslow/kubeslow/internal/bench/churn"
+	"github.com/kubeslow/kubeslow/internal/bench/diskagent"
+	"github.com/kubeslow/kubeslow/internal/bench/dnsbench"
+	"github.com/kubeslow/kubeslow/internal/bench/netpath"
+	"github.com/kubeslow/kubeslow/internal/engine/rule"
 	"github.com/kubeslow/kubeslow/internal/measure"
 	"github.com/kubeslow/kubeslow/internal/measure/apiaudit"
 	"github.com/kubeslow/kubeslow/internal/measure/apislo"
 	"github.com/kubeslow/kubeslow/internal/measure/availability"
-	"github.com/kubeslow/kubeslow/internal/measure/churn"
 	"github.com/kubeslow/kubeslow/internal/measure/cpapi"
 	"github.com/kubeslow/kubeslow/internal/measure/cpusage"
-	"github.com/kubeslow/kubeslow/internal/measure/diskagent"
-	"github.com/kubeslow/kubeslow/internal/measure/dnsbench"
 	"github.com/kubeslow/kubeslow/internal/measure/dnsfacts"
 	"github.com/kubeslow/kubeslow/internal/measure/dnslookup"
 	"github.com/kubeslow/kubeslow/internal/measure/dnsready"
 	"github.com/kubeslow/kubeslow/internal/measure/etcdhealth"
 	"github.com/kubeslow/kubeslow/internal/measure/kubelet"
-	"github.com/kubeslow/kubeslow/internal/measure/netpath"
 	"github.com/kubeslow/kubeslow/internal/measure/nodeagent"
 	"github.com/kubeslow/kubeslow/internal/measure/nodes"
 	"github.com/kubeslow/kubeslow/internal/measure/podres"
 	"github.com/kubeslow/kubeslow/internal/measure/podstartup"
 	"github.com/kubeslow/kubeslow/internal/measure/throttle"
-	"github.com/kubeslow/kubeslow/internal/rule"
 )
 
 // Options are the settings measurements take from the command line (measure.Options).

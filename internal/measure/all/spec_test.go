@@ -9,14 +9,14 @@ import (
 
 	"k8s.io/utils/clock"
 
-	"github.com/kubeslow/kubeslow/internal/check"
 	"github.com/kubeslow/kubeslow/internal/cli/rbac"
+	"github.com/kubeslow/kubeslow/internal/engine/check"
+	"github.com/kubeslow/kubeslow/internal/engine/rule"
 	"github.com/kubeslow/kubeslow/internal/measure"
 	"github.com/kubeslow/kubeslow/internal/measure/all"
 	"github.com/kubeslow/kubeslow/internal/measure/promwindow"
-	"github.com/kubeslow/kubeslow/internal/promql"
-	"github.com/kubeslow/kubeslow/internal/promql/promtest"
-	"github.com/kubeslow/kubeslow/internal/rule"
+	"github.com/kubeslow/kubeslow/internal/source/promql"
+	"github.com/kubeslow/kubeslow/internal/source/promql/promtest"
 	"github.com/kubeslow/kubeslow/pkg/result"
 )
 

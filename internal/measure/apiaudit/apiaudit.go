@@ -9,11 +9,11 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/kubeslow/kubeslow/internal/agent"
-	"github.com/kubeslow/kubeslow/internal/agentproto"
-	"github.com/kubeslow/kubeslow/internal/auditlog"
 	"github.com/kubeslow/kubeslow/internal/measure"
 	"github.com/kubeslow/kubeslow/internal/measure/cpnode"
+	"github.com/kubeslow/kubeslow/internal/source/agent"
+	"github.com/kubeslow/kubeslow/internal/source/agent/proto"
+	"github.com/kubeslow/kubeslow/internal/source/auditlog"
 	"github.com/kubeslow/kubeslow/pkg/result"
 )
 

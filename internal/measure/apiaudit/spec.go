@@ -1,12 +1,12 @@
 package apiaudit
 
 import (
-	"github.com/kubeslow/kubeslow/internal/auditlog"
 	"github.com/kubeslow/kubeslow/internal/measure"
+	"github.com/kubeslow/kubeslow/internal/source/auditlog"
 )
 
 // Spec declares api.audit to the registry (internal/measure/all): its rules are the audit log's
-// (internal/auditlog, shared with `kubeslow audit`). It asks nothing of the API: the log is a file or the node
+// (internal/source/auditlog, shared with `kubeslow audit`). It asks nothing of the API: the log is a file or the node
 // tier's.
 var Spec = measure.Spec{
 	Name: auditlog.Name, Kind: measure.ReadOnly, Rules: auditlog.Rules,

@@ -17,13 +17,13 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/kubeslow/kubeslow/internal/measure"
-	"github.com/kubeslow/kubeslow/internal/prom"
+	"github.com/kubeslow/kubeslow/internal/source/prom"
 	"github.com/kubeslow/kubeslow/pkg/result"
 )
 
 func fixture(t *testing.T, name string) []byte {
 	t.Helper()
-	f, err := os.Open("../../prom/testdata/" + name)
+	f, err := os.Open("../../source/prom/testdata/" + name)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,9 +14,9 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/utils/clock"
 
-	"github.com/kubeslow/kubeslow/internal/agent"
-	"github.com/kubeslow/kubeslow/internal/kube"
 	"github.com/kubeslow/kubeslow/internal/measure"
+	"github.com/kubeslow/kubeslow/internal/source/agent"
+	"github.com/kubeslow/kubeslow/internal/source/kube"
 )
 
 func node(name string, labels map[string]string, taints ...corev1.Taint) *corev1.Node {

@@ -5,9 +5,9 @@ import (
 	"errors"
 	"sync"
 
-	"github.com/kubeslow/kubeslow/internal/agent"
-	"github.com/kubeslow/kubeslow/internal/agentproto"
 	"github.com/kubeslow/kubeslow/internal/measure"
+	"github.com/kubeslow/kubeslow/internal/source/agent"
+	"github.com/kubeslow/kubeslow/internal/source/agent/proto"
 	"github.com/kubeslow/kubeslow/pkg/result"
 )
 

@@ -8,8 +8,8 @@ import (
 
 	dto "github.com/prometheus/client_model/go"
 
-	"github.com/kubeslow/kubeslow/internal/hostfs"
-	"github.com/kubeslow/kubeslow/internal/prom"
+	"github.com/kubeslow/kubeslow/internal/source/hostfs"
+	"github.com/kubeslow/kubeslow/internal/source/prom"
 )
 
 // The lab's own cgroup counters of the control plane (kube-apiserver and etcd share one cgroup), merged into

@@ -21,7 +21,7 @@ import (
 
 	"github.com/kubeslow/kubeslow/internal/measure"
 	"github.com/kubeslow/kubeslow/internal/measure/cpnode"
-	"github.com/kubeslow/kubeslow/internal/prom"
+	"github.com/kubeslow/kubeslow/internal/source/prom"
 	"github.com/kubeslow/kubeslow/pkg/result"
 )
 

@@ -4,8 +4,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kubeslow/kubeslow/internal/agent"
 	"github.com/kubeslow/kubeslow/internal/measure/cpnode"
+	"github.com/kubeslow/kubeslow/internal/source/agent"
 	"github.com/kubeslow/kubeslow/pkg/result"
 )
 

@@ -13,7 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/kubeslow/kubeslow/internal/hostfs"
+	"github.com/kubeslow/kubeslow/internal/source/hostfs"
 )
 
 // SamplerOptions say what a Sampler watches. Paths are as seen from the host: Root is where the host's

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kubeslow/kubeslow/internal/prom"
+	"github.com/kubeslow/kubeslow/internal/source/prom"
 	"github.com/kubeslow/kubeslow/pkg/result"
 )
 

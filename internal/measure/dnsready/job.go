@@ -14,9 +14,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
-	"github.com/kubeslow/kubeslow/internal/agentproto"
-	"github.com/kubeslow/kubeslow/internal/kube"
 	"github.com/kubeslow/kubeslow/internal/measure"
+	"github.com/kubeslow/kubeslow/internal/source/agent/proto"
+	"github.com/kubeslow/kubeslow/internal/source/kube"
 	"github.com/kubeslow/kubeslow/pkg/result"
 )
 

@@ -7,7 +7,7 @@ import (
 	"sort"
 	"time"
 
-	"github.com/kubeslow/kubeslow/internal/agent"
+	"github.com/kubeslow/kubeslow/internal/source/agent"
 	"github.com/kubeslow/kubeslow/pkg/result"
 )
 

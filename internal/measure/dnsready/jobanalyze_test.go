@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kubeslow/kubeslow/internal/agent"
+	"github.com/kubeslow/kubeslow/internal/source/agent"
 	"github.com/kubeslow/kubeslow/pkg/result"
 )
 

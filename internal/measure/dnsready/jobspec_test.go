@@ -3,8 +3,8 @@ package dnsready
 import (
 	"testing"
 
-	"github.com/kubeslow/kubeslow/internal/agentproto"
 	"github.com/kubeslow/kubeslow/internal/measure"
+	"github.com/kubeslow/kubeslow/internal/source/agent/proto"
 )
 
 // TestJobLeadFirst: with LeadFirst (the default) the Job starts with its lead alone, completions still every

@@ -15,11 +15,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kubeslow/kubeslow/internal/agent"
-	"github.com/kubeslow/kubeslow/internal/agentproto"
 	"github.com/kubeslow/kubeslow/internal/measure"
 	"github.com/kubeslow/kubeslow/internal/measure/cpnode"
-	"github.com/kubeslow/kubeslow/internal/prom"
+	"github.com/kubeslow/kubeslow/internal/source/agent"
+	"github.com/kubeslow/kubeslow/internal/source/agent/proto"
+	"github.com/kubeslow/kubeslow/internal/source/prom"
 	"github.com/kubeslow/kubeslow/pkg/result"
 )
 

@@ -24,7 +24,7 @@ func fakeEtcd(t *testing.T, alarms string) *httptest.Server {
 	t.Helper()
 	var scrapes [2][]byte
 	for i, f := range []string{"etcd-metrics-1.txt", "etcd-metrics-2.txt"} {
-		b, err := os.ReadFile("../../prom/testdata/" + f)
+		b, err := os.ReadFile("../../source/prom/testdata/" + f)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -109,7 +109,7 @@ func nodeEnv(tier measure.NodeTier) *measure.Env {
 func TestNodeTier(t *testing.T) {
 	var scrapes [][]byte
 	for _, f := range []string{"etcd-metrics-1.txt", "etcd-metrics-2.txt"} {
-		b, err := os.ReadFile("../../prom/testdata/" + f)
+		b, err := os.ReadFile("../../source/prom/testdata/" + f)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -6,8 +6,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/kubeslow/kubeslow/internal/agent"
-	"github.com/kubeslow/kubeslow/internal/kube"
+	"github.com/kubeslow/kubeslow/internal/source/agent"
+	"github.com/kubeslow/kubeslow/internal/source/kube"
 	"github.com/kubeslow/kubeslow/pkg/result"
 )
 

@@ -4,9 +4,9 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/kubeslow/kubeslow/internal/agent"
-	"github.com/kubeslow/kubeslow/internal/measure/netpath"
-	"github.com/kubeslow/kubeslow/internal/rule"
+	"github.com/kubeslow/kubeslow/internal/bench/netpath"
+	"github.com/kubeslow/kubeslow/internal/engine/rule"
+	"github.com/kubeslow/kubeslow/internal/source/agent"
 	"github.com/kubeslow/kubeslow/pkg/result"
 )
 

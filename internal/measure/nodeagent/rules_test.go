@@ -8,11 +8,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kubeslow/kubeslow/internal/agent"
+	"github.com/kubeslow/kubeslow/internal/engine/rule"
+	"github.com/kubeslow/kubeslow/internal/engine/rule/ruletest"
 	"github.com/kubeslow/kubeslow/internal/measure/nodeagent"
 	"github.com/kubeslow/kubeslow/internal/measure/nodeagent/nodeagenttest"
-	"github.com/kubeslow/kubeslow/internal/rule"
-	"github.com/kubeslow/kubeslow/internal/rule/ruletest"
+	"github.com/kubeslow/kubeslow/internal/source/agent"
 	"github.com/kubeslow/kubeslow/pkg/result"
 )
 

@@ -4,7 +4,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/kubeslow/kubeslow/internal/agent"
+	"github.com/kubeslow/kubeslow/internal/source/agent"
 )
 
 // DefaultNodeStatusMaxImages is the kubelet's nodeStatusMaxImages: a node's status lists at most that many

@@ -8,9 +8,9 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/kubeslow/kubeslow/internal/kube"
 	"github.com/kubeslow/kubeslow/internal/measure/throttle"
-	"github.com/kubeslow/kubeslow/internal/prom"
+	"github.com/kubeslow/kubeslow/internal/source/kube"
+	"github.com/kubeslow/kubeslow/internal/source/prom"
 	"github.com/kubeslow/kubeslow/pkg/result"
 )
 

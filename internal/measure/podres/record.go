@@ -16,8 +16,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/kubeslow/kubeslow/internal/kube"
-	"github.com/kubeslow/kubeslow/internal/prom"
+	"github.com/kubeslow/kubeslow/internal/source/kube"
+	"github.com/kubeslow/kubeslow/internal/source/prom"
 )
 
 // Filter keeps the lines of a Prometheus text exposition that belong to families (their samples and their

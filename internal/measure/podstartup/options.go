@@ -6,7 +6,7 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/kubeslow/kubeslow/internal/workload"
+	"github.com/kubeslow/kubeslow/internal/load/workload"
 )
 
 // MaxCount bounds a run's pods.

@@ -5,7 +5,7 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/kubeslow/kubeslow/internal/workload"
+	"github.com/kubeslow/kubeslow/internal/load/workload"
 )
 
 // TestOptions: the defaults are valid and are the flags' defaults; out-of-range values are refused.

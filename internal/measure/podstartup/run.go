@@ -10,8 +10,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/kubeslow/kubeslow/internal/load/workload"
 	"github.com/kubeslow/kubeslow/internal/measure"
-	"github.com/kubeslow/kubeslow/internal/workload"
 	"github.com/kubeslow/kubeslow/pkg/result"
 )
 

@@ -6,10 +6,10 @@ import (
 	"math"
 	"sort"
 
-	"github.com/kubeslow/kubeslow/internal/agent"
 	"github.com/kubeslow/kubeslow/internal/measure"
 	"github.com/kubeslow/kubeslow/internal/measure/nodeagent"
-	"github.com/kubeslow/kubeslow/internal/promql"
+	"github.com/kubeslow/kubeslow/internal/source/agent"
+	"github.com/kubeslow/kubeslow/internal/source/promql"
 	"github.com/kubeslow/kubeslow/pkg/result"
 )
 

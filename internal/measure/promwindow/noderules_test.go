@@ -18,18 +18,18 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kubeslow/kubeslow/internal/agent"
-	"github.com/kubeslow/kubeslow/internal/check"
+	"github.com/kubeslow/kubeslow/internal/engine/check"
+	"github.com/kubeslow/kubeslow/internal/engine/rule"
 	"github.com/kubeslow/kubeslow/internal/measure/dnsfacts"
 	"github.com/kubeslow/kubeslow/internal/measure/kubelet"
 	"github.com/kubeslow/kubeslow/internal/measure/nodeagent"
-	"github.com/kubeslow/kubeslow/internal/promql"
-	"github.com/kubeslow/kubeslow/internal/promql/promtest"
-	"github.com/kubeslow/kubeslow/internal/rule"
+	"github.com/kubeslow/kubeslow/internal/source/agent"
+	"github.com/kubeslow/kubeslow/internal/source/promql"
+	"github.com/kubeslow/kubeslow/internal/source/promql/promtest"
 	"github.com/kubeslow/kubeslow/pkg/result"
 )
 
-// The node rules from history: the fixture hosts the node sweep's rules are tested on (internal/agent/testdata/
+// The node rules from history: the fixture hosts the node sweep's rules are tested on (internal/source/agent/testdata/
 // hosts) are read by the real node_exporter (Debian's prometheus-node-exporter, --path.procfs/--path.sysfs on
 // the fixture tree), its scrapes backfilled into a real Prometheus, and read back by nodes.agent from
 // Prometheus: the same rules fire on the same thresholds as on the live agent's reading of the same trees.
@@ -87,7 +87,7 @@ var psiTotal = regexp.MustCompile(`(?m)^(some|full) avg10=\S+ avg60=(\S+) avg300
 // the tree's own avg60 (a pressure held for that long), and returns node_exporter's answer.
 func (ne *nodeExporter) scrape(t *testing.T, tree string, elapsed time.Duration) []byte {
 	t.Helper()
-	src := filepath.Join("../../agent/testdata/hosts", tree)
+	src := filepath.Join("../../source/agent/testdata/hosts", tree)
 	for _, d := range []string{"proc", "sys", "root"} {
 		_ = os.RemoveAll(filepath.Join(ne.dir, d))
 		if err := os.CopyFS(filepath.Join(ne.dir, d), os.DirFS(filepath.Join(src, d))); err != nil {
@@ -127,7 +127,7 @@ func (ne *nodeExporter) scrape(t *testing.T, tree string, elapsed time.Duration)
 func liveSweep(t *testing.T, hosts map[string]string) result.Result {
 	var hs []agent.NodeHost
 	for node, tree := range hosts {
-		r := filepath.Join("../../agent/testdata/hosts", tree)
+		r := filepath.Join("../../source/agent/testdata/hosts", tree)
 		o := agent.NodeHostOptions{Proc: r + "/proc", NetProc: r + "/proc", Sys: r + "/sys", Root: r + "/root", Window: 10 * time.Millisecond, NodeName: node}
 		if _, err := os.Stat(r + "/proc-after"); err == nil {
 			o.PressureAfter = r + "/proc-after" // the PSI counters at the watch's end

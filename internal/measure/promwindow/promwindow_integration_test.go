@@ -20,11 +20,11 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/kubeslow/kubeslow/internal/lab"
+	"github.com/kubeslow/kubeslow/internal/lab/labtest"
 	"github.com/kubeslow/kubeslow/internal/lab/scenario"
 	"github.com/kubeslow/kubeslow/internal/lab/storm"
-	"github.com/kubeslow/kubeslow/internal/labtest"
 	"github.com/kubeslow/kubeslow/internal/measure/promwindow"
-	"github.com/kubeslow/kubeslow/internal/promql"
+	"github.com/kubeslow/kubeslow/internal/source/promql"
 	"github.com/kubeslow/kubeslow/pkg/result"
 )
 

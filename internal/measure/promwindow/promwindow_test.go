@@ -13,21 +13,21 @@ import (
 
 	"k8s.io/utils/clock"
 
-	"github.com/kubeslow/kubeslow/internal/check"
+	"github.com/kubeslow/kubeslow/internal/engine/check"
+	"github.com/kubeslow/kubeslow/internal/engine/rule"
 	"github.com/kubeslow/kubeslow/internal/measure"
 	"github.com/kubeslow/kubeslow/internal/measure/apislo"
 	"github.com/kubeslow/kubeslow/internal/measure/etcdhealth"
 	"github.com/kubeslow/kubeslow/internal/measure/promwindow/timeline"
-	"github.com/kubeslow/kubeslow/internal/prom"
-	"github.com/kubeslow/kubeslow/internal/promql"
-	"github.com/kubeslow/kubeslow/internal/promql/promtest"
 	"github.com/kubeslow/kubeslow/internal/report"
-	"github.com/kubeslow/kubeslow/internal/rule"
+	"github.com/kubeslow/kubeslow/internal/source/prom"
+	"github.com/kubeslow/kubeslow/internal/source/promql"
+	"github.com/kubeslow/kubeslow/internal/source/promql/promtest"
 	"github.com/kubeslow/kubeslow/pkg/result"
 )
 
 func fixture(t *testing.T, name string) []byte {
-	return promtest.ReadScrape(t, "../../prom/testdata/"+name)
+	return promtest.ReadScrape(t, "../../source/prom/testdata/"+name)
 }
 
 // storm is two real scrapes of the lab's apiserver during the conflict storm and two of its etcd, placed a

@@ -13,8 +13,8 @@ import (
 	"github.com/prometheus/common/model"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/kubeslow/kubeslow/internal/prom"
-	"github.com/kubeslow/kubeslow/internal/promql"
+	"github.com/kubeslow/kubeslow/internal/source/prom"
+	"github.com/kubeslow/kubeslow/internal/source/promql"
 )
 
 // The live measurements analyse "after minus before" of two scrapes. Over a past window the same delta is

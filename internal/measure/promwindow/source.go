@@ -18,7 +18,7 @@ import (
 
 	"github.com/prometheus/common/model"
 
-	"github.com/kubeslow/kubeslow/internal/promql"
+	"github.com/kubeslow/kubeslow/internal/source/promql"
 )
 
 // Role is one kind of scrape target kubeslow reads, found by a series only it exposes.

@@ -17,10 +17,10 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 
-	"github.com/kubeslow/kubeslow/internal/agent"
-	"github.com/kubeslow/kubeslow/internal/kube"
 	"github.com/kubeslow/kubeslow/internal/measure"
 	"github.com/kubeslow/kubeslow/internal/measure/cpnode"
+	"github.com/kubeslow/kubeslow/internal/source/agent"
+	"github.com/kubeslow/kubeslow/internal/source/kube"
 )
 
 // Check runs the control-plane agent (image) on a lab's nodes. On the lab's real worker, where no

@@ -5,10 +5,10 @@ import (
 	"fmt"
 	"sync"
 
-	"github.com/kubeslow/kubeslow/internal/agent"
-	"github.com/kubeslow/kubeslow/internal/agentproto"
 	"github.com/kubeslow/kubeslow/internal/measure"
 	"github.com/kubeslow/kubeslow/internal/measure/cpnode"
+	"github.com/kubeslow/kubeslow/internal/source/agent"
+	"github.com/kubeslow/kubeslow/internal/source/agent/proto"
 )
 
 // Stub is a node tier for unit tests (measure.Env.NodeTier): the agents' answers are given, each read returns

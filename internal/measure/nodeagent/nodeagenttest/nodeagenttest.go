@@ -12,17 +12,17 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/kubeslow/kubeslow/internal/agent"
+	"github.com/kubeslow/kubeslow/internal/engine/rule/ruletest"
 	"github.com/kubeslow/kubeslow/internal/measure/nodeagent"
-	"github.com/kubeslow/kubeslow/internal/rule/ruletest"
+	"github.com/kubeslow/kubeslow/internal/source/agent"
 	"github.com/kubeslow/kubeslow/pkg/result"
 )
 
-// Hosts is the directory of the fixture host trees (internal/agent/testdata/hosts).
-var Hosts = ruletest.Path("internal/agent/testdata/hosts")
+// Hosts is the directory of the fixture host trees (internal/source/agent/testdata/hosts).
+var Hosts = ruletest.Path("internal/source/agent/testdata/hosts")
 
 // Sweep is the node sweep's result over fixture hosts: the node agent's own reader run on the fixture trees
-// of internal/agent/testdata/hosts (named by node), plus the disks each node's directories are on (read by
+// of internal/source/agent/testdata/hosts (named by node), plus the disks each node's directories are on (read by
 // the agent's sysfs reader from a fixture sysfs) and its sync-probe median.
 type Sweep struct {
 	Hosts map[string]string // node -> fixture tree
@@ -48,7 +48,7 @@ func (s Sweep) Result(t *testing.T) result.Result {
 			t.Fatalf("fixture %s: %v", tree, h.Unread)
 		}
 		if dev, ok := s.Disk[node]; ok {
-			d, err := agent.ReadBlockDev(ruletest.Path("internal/agent/testdata/sysfs-disks/sys"), dev[0], dev[1])
+			d, err := agent.ReadBlockDev(ruletest.Path("internal/source/agent/testdata/sysfs-disks/sys"), dev[0], dev[1])
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -1,7 +1,7 @@
 // Package timeline is the last result of the past-window path (`kubeslow run --prometheus`),
 // prometheus.timeline: when each signal crossed its rule's threshold in the window, in order, and the rule
 // that reads it, KS-PROM-ORDER. It is a leaf, apart from promwindow (which builds the result from its range
-// queries), so that the findings engine (internal/check) can hold the rule while promwindow reads the rule
+// queries), so that the findings engine (internal/engine/check) can hold the rule while promwindow reads the rule
 // set for its thresholds.
 package timeline
 
@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kubeslow/kubeslow/internal/rule"
+	"github.com/kubeslow/kubeslow/internal/engine/rule"
 	"github.com/kubeslow/kubeslow/pkg/result"
 )
 

@@ -10,6 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -85,6 +86,13 @@ func (n *NodeCache) start() {
 		},
 	}
 	n.informer = cache.NewSharedIndexInformer(cache.ToListWatcherWithWatchListSemantics(lw, n.client), &corev1.Node{}, 0, cache.Indexers{})
+	// Managed fields are the API server's bookkeeping, read by no measurement: not kept for every node.
+	_ = n.informer.SetTransform(func(o any) (any, error) {
+		if a, err := meta.Accessor(o); err == nil {
+			a.SetManagedFields(nil)
+		}
+		return o, nil
+	})
 	_ = n.informer.SetWatchErrorHandlerWithContext(func(_ context.Context, _ *cache.Reflector, err error) {
 		n.mu.Lock()
 		n.err = err

@@ -23,7 +23,8 @@ import (
 func TestNodeCacheSharesOneList(t *testing.T) {
 	var objs []runtime.Object
 	for i := range 1200 {
-		objs = append(objs, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("n-%04d", i)}})
+		objs = append(objs, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("n-%04d", i),
+			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubelet", Operation: metav1.ManagedFieldsOperationUpdate}}}})
 	}
 	c := fake.NewClientset(objs...)
 	env := &Env{Client: c, Nodes: NewNodeCache(c)}
@@ -37,6 +38,9 @@ func TestNodeCacheSharesOneList(t *testing.T) {
 		}
 		if len(nodes) != 1200 {
 			t.Fatalf("%d nodes, want 1200", len(nodes))
+		}
+		if len(nodes[0].ManagedFields) != 0 {
+			t.Fatalf("managed fields kept: %+v", nodes[0].ManagedFields)
 		}
 		// In name order, as the apiserver lists them (callers take "the first two real nodes").
 		if !slices.IsSortedFunc(nodes, func(a, b corev1.Node) int { return strings.Compare(a.Name, b.Name) }) {

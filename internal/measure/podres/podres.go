@@ -18,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubeslow/kubeslow/internal/measure"
+	"github.com/kubeslow/kubeslow/internal/source/kube"
 	"github.com/kubeslow/kubeslow/internal/source/prom"
 	"github.com/kubeslow/kubeslow/pkg/result"
 )
@@ -156,12 +157,39 @@ func ListPods(ctx context.Context, env *measure.Env) ([]corev1.Pod, error) {
 		if err != nil {
 			return nil, fmt.Errorf("listing pods: %w", err)
 		}
-		out = append(out, l.Items...)
+		for i := range l.Items {
+			out = append(out, Slim(&l.Items[i]))
+		}
 		if l.Continue == "" {
 			return out, nil
 		}
 		opts.Continue = l.Continue
 	}
+}
+
+// Slim keeps of a pod what Analyze reads: its identity, kubeslow's managed-by label, node, containers' names
+// and memory limits, and the containers' states, restarts and readiness. A run holds every pod of the cluster
+// twice (the window's two ends); at 30,000 pods the full objects (managed fields, volumes, env, conditions)
+// were most of kubeslow's peak memory (docs/scale.md).
+func Slim(p *corev1.Pod) corev1.Pod {
+	s := corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace, UID: p.UID, CreationTimestamp: p.CreationTimestamp}}
+	if v, ok := p.Labels[kube.ManagedByLabel]; ok {
+		s.Labels = map[string]string{kube.ManagedByLabel: v}
+	}
+	s.Spec.NodeName = p.Spec.NodeName
+	for _, c := range p.Spec.Containers {
+		sc := corev1.Container{Name: c.Name}
+		if q, ok := c.Resources.Limits[corev1.ResourceMemory]; ok {
+			sc.Resources.Limits = corev1.ResourceList{corev1.ResourceMemory: q}
+		}
+		s.Spec.Containers = append(s.Spec.Containers, sc)
+	}
+	s.Status.Phase, s.Status.Reason = p.Status.Phase, p.Status.Reason
+	for _, cs := range p.Status.ContainerStatuses {
+		s.Status.ContainerStatuses = append(s.Status.ContainerStatuses, corev1.ContainerStatus{Name: cs.Name, State: cs.State,
+			LastTerminationState: cs.LastTerminationState, RestartCount: cs.RestartCount, Ready: cs.Ready})
+	}
+	return s
 }
 
 func listEvents(ctx context.Context, env *measure.Env, reason string) ([]corev1.Event, error) {

@@ -1,6 +1,9 @@
 package podres_test
 
 import (
+	"encoding/json"
+	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -217,5 +220,35 @@ func TestRecorded(t *testing.T) {
 	healthy := podrestest.Recorded(t, "healthy")
 	if f, _ := rule.Evaluate(healthy, podres.Rules()); len(f) != 0 {
 		t.Errorf("healthy: %+v", f)
+	}
+}
+
+// TestSlimKeepsWhatAnalyzeReads: the recorded runs' pods, full as the API returned them and slimmed as
+// ListPods keeps them, give the same result; and the slim pod is a fraction of the full one.
+func TestSlimKeepsWhatAnalyzeReads(t *testing.T) {
+	for _, name := range []string{"faults", "healthy"} {
+		in, err := podres.Load(filepath.Join("testdata", "recorded-"+name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		full, fullBytes, slimBytes := podres.Analyze(in), 0, 0
+		for _, ps := range []*[]corev1.Pod{&in.PodsStart, &in.PodsEnd} {
+			slim := make([]corev1.Pod, len(*ps))
+			for i := range *ps {
+				slim[i] = podres.Slim(&(*ps)[i])
+				a, _ := json.Marshal((*ps)[i])
+				b, _ := json.Marshal(slim[i])
+				fullBytes, slimBytes = fullBytes+len(a), slimBytes+len(b)
+			}
+			*ps = slim
+		}
+		got := podres.Analyze(in)
+		if !reflect.DeepEqual(full, got) {
+			t.Errorf("%s: the slim pods' result differs:\nfull %s\nslim %s", name, full.Reason, got.Reason)
+		}
+		t.Logf("%s: pods as JSON %d bytes full, %d slim", name, fullBytes, slimBytes)
+		if slimBytes*2 > fullBytes {
+			t.Errorf("%s: slim pods %d bytes of %d: not much smaller", name, slimBytes, fullBytes)
+		}
 	}
 }

@@ -145,8 +145,13 @@ func (o *observation) Gather(ctx context.Context) (result.Result, error) {
 	return res, nil
 }
 
-// ListPods lists every pod the user can read, in pages of 500.
+// ListPods lists every pod the user can read, in pages of 500, slim (Slim).
 func ListPods(ctx context.Context, env *measure.Env) ([]corev1.Pod, error) {
+	return listPods(ctx, env, Slim)
+}
+
+// listPods lists every pod, page by page, keeping keep(pod) of each.
+func listPods(ctx context.Context, env *measure.Env, keep func(*corev1.Pod) corev1.Pod) ([]corev1.Pod, error) {
 	var out []corev1.Pod
 	opts := metav1.ListOptions{Limit: 500}
 	for {
@@ -158,7 +163,7 @@ func ListPods(ctx context.Context, env *measure.Env) ([]corev1.Pod, error) {
 			return nil, fmt.Errorf("listing pods: %w", err)
 		}
 		for i := range l.Items {
-			out = append(out, Slim(&l.Items[i]))
+			out = append(out, keep(&l.Items[i]))
 		}
 		if l.Continue == "" {
 			return out, nil

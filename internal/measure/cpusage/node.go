@@ -150,7 +150,7 @@ func AddComponents(res *result.Result, figs []ComponentFigure, last []cpnode.Com
 	add := func(name, unit string, v float64, l map[string]string) {
 		res.Metrics = append(res.Metrics, result.Metric{Name: name, Unit: unit, Value: v, Labels: l})
 	}
-	var best, waiting *ComponentFigure
+	var best *ComponentFigure
 	bestV, bestBasis := 0.0, ""
 	for i, f := range figs {
 		add(MetricComponentCPUCores, "cores", f.Cores, lab(f))
@@ -166,15 +166,9 @@ func AddComponents(res *result.Result, figs []ComponentFigure, last []cpnode.Com
 		if f.Saturation > bestV {
 			best, bestV, bestBasis = &figs[i], f.Saturation, BasisComponentLimit
 		}
-		if f.WaitRate > 0 && (waiting == nil || f.WaitRate > waiting.WaitRate) {
-			waiting = &figs[i]
+		if f.WaitShare > bestV {
+			best, bestV, bestBasis = &figs[i], f.WaitShare, BasisRunQueueWait
 		}
-	}
-	// By run-queue wait, the component that lost the most time waiting for a CPU: its share of runnable time is
-	// the figure. A component that barely ran (the scheduler on an idle cluster) can show a high share of a
-	// few milliseconds; the one that waited longest is the one the cluster's latency is made of.
-	if waiting != nil && waiting.WaitShare > bestV {
-		best, bestV, bestBasis = waiting, waiting.WaitShare, BasisRunQueueWait
 	}
 	seen := map[string]bool{}
 	for _, c := range last {

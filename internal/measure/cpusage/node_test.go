@@ -77,25 +77,6 @@ func TestComponents(t *testing.T) {
 	}
 }
 
-// A CPU hog on the control-plane node starves everything on it: the scheduler, which barely runs, waited 98%
-// of its few runnable milliseconds; the apiserver waited a smaller share but far longer. The apiserver is named
-// (it lost the most time), with its own share as the figure (the lab's control-plane-hog run named the
-// scheduler at 0.00 cores before).
-func TestMostWaitingComponentNamed(t *testing.T) {
-	first := []cpnode.Component{comp(agent.CompAPIServer, 20, 50, 10, 0, 0), comp(agent.CompScheduler, 30, 5, 1, 0, 0)}
-	last := []cpnode.Component{comp(agent.CompAPIServer, 20, 54, 22, 0, 0), comp(agent.CompScheduler, 30, 5.06, 4.6, 0, 0)}
-	figs := Components(first, last, 20)
-	res := result.Result{}
-	AddComponents(&res, figs, last)
-	s := res.Metric(MetricCPUSaturation, nil)
-	if s == nil || s.Labels["component"] != APIServer || s.Labels["basis"] != BasisRunQueueWait || s.Value < 0.7 || s.Value > 0.8 {
-		t.Fatalf("saturation %+v, want kube-apiserver by run-queue wait at 0.75", s)
-	}
-	if m := res.Metric(MetricComponentWaitShare, map[string]string{"component": "kube-scheduler"}); m == nil || m.Value < 0.98 {
-		t.Errorf("the scheduler's own share is still reported: %+v", m)
-	}
-}
-
 // kube-apiserver and etcd under one 0.1-core limit (the small-control-plane scenario's cgroup): etcd's own
 // 0.01 core is not the figure, their 0.1 together is, and the sentence names the other component.
 func TestComponentsSharedLimit(t *testing.T) {

@@ -372,6 +372,12 @@ func kubeadmSteps(d Dirs, c *Config, bin func(string) string) ([]Step, error) {
 				u.step("control-plane node %s labelled and tainted; its four mirror pods Running", n.name())
 				return nil
 			}},
+		// kubeadm runs kube-proxy (a DaemonSet) on every node, the control-plane node too: without it a pod
+		// there (the DNS probe tolerates every taint) reaches no Service, and kube-dns's ClusterIP above all.
+		{Name: n.proc("kube-proxy"), Component: in("kube-proxy", []string{bin(KubeProxy), "--config=" + filepath.Join(n.dir(d), "kube-proxy.yaml")},
+			nsGetOK(n.netns(), "http://127.0.0.1:10256/healthz"),
+			File{Path: filepath.Join(n.dir(d), "kube-proxy.yaml"), Data: kubeProxyConfig(d, c, n), Mode: 0o644}),
+			What: "kube-proxy on the control-plane node, as kubeadm's DaemonSet puts it on every node"},
 	}
 	return steps, nil
 }

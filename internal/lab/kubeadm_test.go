@@ -154,13 +154,13 @@ func TestKubeadmPlan(t *testing.T) {
 		if comp.Name == "lab-control-plane.kubelet" {
 			kubelet = comp
 		}
-		if comp.Name == "lab-control-plane.kubelet" || comp.Name == "lab-control-plane.containerd" {
+		if strings.HasPrefix(comp.Name, "lab-control-plane.") {
 			if comp.Namespace != NetNS {
 				t.Errorf("%s in namespace %s, want the lab's %s", comp.Name, comp.Namespace, NetNS)
 			}
 		}
 	}
-	want := []string{"lab-control-plane.containerd", "lab-control-plane.kubelet", Kwok, CoreDNS, "registry", "lab-node-1.containerd", "lab-node-1.kubelet", "lab-node-1.kube-proxy"}
+	want := []string{"lab-control-plane.containerd", "lab-control-plane.kubelet", "lab-control-plane.kube-proxy", Kwok, CoreDNS, "registry", "lab-node-1.containerd", "lab-node-1.kubelet", "lab-node-1.kube-proxy"}
 	if !slices.Equal(names, want) {
 		t.Fatalf("components %v\nwant %v", names, want)
 	}

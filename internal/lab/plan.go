@@ -122,7 +122,7 @@ func plannedBinaries(c *Config) []string {
 	if c.RealNodes > 0 {
 		out = append(out, CoreDNS, Kubelet, KubeProxy)
 	} else if c.Kubeadm() {
-		out = append(out, Kubelet)
+		out = append(out, Kubelet, KubeProxy)
 	}
 	if c.RealNodes > 0 && cniOf(c) == CNIFlannel {
 		out = append(out, Flannel)

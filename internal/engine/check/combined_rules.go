@@ -7,6 +7,7 @@ import (
 
 	"github.com/kubeslow/kubeslow/internal/engine/rule"
 	"github.com/kubeslow/kubeslow/internal/measure/apislo"
+	"github.com/kubeslow/kubeslow/internal/measure/cpnode"
 	"github.com/kubeslow/kubeslow/internal/measure/cpusage"
 	"github.com/kubeslow/kubeslow/internal/measure/podstartup"
 	"github.com/kubeslow/kubeslow/pkg/result"
@@ -81,13 +82,15 @@ func apiTierSaturatedRule() rule.Rule {
 		When:  rule.Condition{Metric: cpSchedP99, Op: ">", Value: SchedDelayMax, Unit: "seconds"},
 		Also:  []rule.Condition{{Metric: apiLatencySingle, Op: ">", Value: apislo.SLOSingle, Unit: "seconds"}},
 		Reads: []rule.Metric{cpAPICores, cpScrapes, cpMissed, apiAPFWait, apiAPFQueue, apiAPFReject, apiReplica, apiConflicts, apiRequests},
+		// The node tier's figures of kube-apiserver (apiserverOnNode) add to the evidence where present and are
+		// not rule inputs (the fixtures' managed control plane has no node agent).
 		// The pod start-up SLO (cpPodsSLO) is read only when the run had that benchmark: not an input.
 		Needs: []string{apislo.Name},
 		Source: "Linux CFS's targeted scheduling latency (sysctl_sched_latency: at most 24 ms by default, kernel/sched/fair.c) for the p99 of " +
 			"kube-apiserver's goroutines' wait for a CPU (go_sched_latencies_seconds), with the API call latency SLO (p99 <= 1 s, SIG Scalability) " +
 			"or, when the run had the benchmark, the pod start-up SLO (p99 <= 5 s) breached, or half the apiserver's own /metrics scrapes unanswered; case E's starved master",
 		Summary: "kube-apiserver's goroutines waited {{.sched}} (p99) for a CPU while API p99 was {{.api}}{{.pods}}{{.apf}}; it used {{.cpu}} cores by its own count " +
-			"({{.replica}}); source: the API tier (the apiserver's /metrics); the cores it has are out of reach{{.gaps}}{{.retries}}",
+			"({{.replica}}); source: the API tier (the apiserver's /metrics); {{.node}}{{.gaps}}{{.retries}}",
 		Remediation: "Give kube-apiserver more CPU: on a managed control plane, a larger tier or a scale-up through the provider (EKS: AWS support; " +
 			"AKS: the Standard/Premium tier; GKE: the control plane scales with the load it sees), elsewhere its node or its limit; and take load off " +
 			"it: `kubeslow audit` on the audit log names the heaviest clients, APF's queueing names their priority level.",
@@ -165,6 +168,11 @@ func apiTierSaturatedMatch(r *result.Report, rl rule.Rule) []rule.Hit {
 		h.Vars["replica"] = "two replicas answered, started " + time.Unix(int64(first.Value), 0).UTC().Format(time.RFC3339) + " and " +
 			time.Unix(int64(last.Value), 0).UTC().Format(time.RFC3339)
 	}
+	h.Vars["node"] = "the cores it has are out of reach"
+	if says, ev := apiserverOnNode(r); says != "" {
+		h.Vars["node"] = says
+		h.Evidence = append(h.Evidence, ev...)
+	}
 	h.Vars["gaps"] = ""
 	if a, m := cpScrapes.In(r, map[string]string{"component": cpusage.APIServer}), cpMissed.In(r, map[string]string{"component": cpusage.APIServer}); a != nil && m != nil && m.Value > 0 {
 		h.Evidence = append(h.Evidence, cpScrapes.Evidence(*a), cpMissed.Evidence(*m))
@@ -216,7 +224,8 @@ func controlPlaneSaturatedRule() rule.Rule {
 			"(p99 <= 1 s) or the pod start-up SLO (p99 <= 5 s) is breached, or, where the API's latency is not known, the apiserver " +
 			"left half its own /metrics scrapes unanswered (a scrape times out after 10 s by Prometheus's default); where the node agent runs " +
 			"on the control-plane nodes, the saturation is also each component's CPU against its own cores (its cgroup's limit, its cpuset or " +
-			"its node's cores), or the share of its runnable time its threads waited on a run queue (/proc/<pid>/schedstat; the USE method's " +
+			"its node's cores), or the share of its runnable time its threads waited on a run queue where that wait came to at least 0.1 s per second " +
+			"(/proc/<pid>/schedstat; the USE method's " +
 			"saturation, Coroot's CPU delay: at 90% it got a tenth of the CPU it was ready to use), whichever is higher, named by component",
 		Summary: "kube-apiserver and etcd used {{.used}} of {{.cores}} cores{{.throttled}}{{.component}} while API p99 was {{.api}} and pod start-up p99 {{.pods}}{{.gaps}}{{.pressure}}{{.retries}}",
 		Remediation: "Give kube-apiserver and etcd more CPU (a larger control plane: case E went from 2 cores, p99 far over 5 s, to 4 mostly and 16 fully fixed) " +
@@ -314,6 +323,53 @@ func cpSaturatedMatch(r *result.Report, rl rule.Rule) []rule.Hit {
 		hits = append(hits, h)
 	}
 	return hits
+}
+
+// The node tier's figures of each component (cpusage.AddComponents), read by KS-CP-SATURATED-API to say
+// where the starved apiserver's CPU went when its cores are known but short of KS-CP-SATURATED's threshold.
+var (
+	compCores     = rule.Metric{Result: cpusage.Name, Name: cpusage.MetricComponentCPUCores}
+	compWait      = rule.Metric{Result: cpusage.Name, Name: cpusage.MetricComponentSchedWait}
+	compWaitShare = rule.Metric{Result: cpusage.Name, Name: cpusage.MetricComponentWaitShare}
+	compThrottled = rule.Metric{Result: cpusage.Name, Name: cpusage.MetricComponentThrottled}
+)
+
+// apiserverOnNode says what the node agent saw of kube-apiserver on its node, where it ran there: the cores it
+// used, its threads' wait on a run queue, whether a CPU limit of its own bounds it (else its neighbours on
+// the node took the CPU) and the node's CPU pressure; "" where the node tier did not reach it.
+func apiserverOnNode(r *result.Report) (string, []result.Evidence) {
+	var says []string
+	var ev []result.Evidence
+	for _, w := range compWait.Samples(r) {
+		if w.Labels["component"] != cpusage.APIServer || w.Labels["source"] != cpnode.SourceNodeAgent {
+			continue
+		}
+		node := w.Labels["node"]
+		at := map[string]string{"component": cpusage.APIServer, "node": node}
+		s := fmt.Sprintf("the node agent on %s: it", node)
+		if c := compCores.In(r, at); c != nil {
+			s += fmt.Sprintf(" used %.2f cores and", c.Value)
+			ev = append(ev, compCores.Evidence(*c))
+		}
+		s += fmt.Sprintf(" its threads waited %.2f s per second for a CPU", w.Value)
+		ev = append(ev, compWait.Evidence(w))
+		if sh := compWaitShare.In(r, at); sh != nil {
+			s += fmt.Sprintf(" (%.0f%% of their runnable time)", sh.Value*100)
+			ev = append(ev, compWaitShare.Evidence(*sh))
+		}
+		if th := compThrottled.In(r, at); th != nil {
+			s += fmt.Sprintf(", under a CPU limit of its own (throttled in %.0f%% of its CFS periods)", th.Value*100)
+			ev = append(ev, compThrottled.Evidence(*th))
+		} else {
+			s += ", with no CPU limit of its own: its neighbours on the node took the CPU"
+		}
+		if p := cpPressure.In(r, map[string]string{"instance": node}); p != nil {
+			s += fmt.Sprintf("; tasks on %s waited for a CPU %.0f%% of the time (PSI)", node, p.Value*100)
+			ev = append(ev, cpPressure.Evidence(*p))
+		}
+		says = append(says, s)
+	}
+	return strings.Join(says, "; "), ev
 }
 
 // unansweredShare is the share of its own /metrics scrapes the apiserver must have left unanswered for

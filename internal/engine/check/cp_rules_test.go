@@ -214,10 +214,32 @@ func TestAPITierSaturated(t *testing.T) {
 			}
 		})
 	}
+	// Where the node agent reached kube-apiserver on its node but its figures stay under KS-CP-SATURATED's
+	// threshold (a hog beside it: 78% of its runnable time waiting, the API over its SLO), this finding says
+	// where its CPU went instead of calling the cores out of reach.
+	rep := cpSaturated(starvedManaged, slowAPI, nil)(t)
+	usage := rep.Result(cpusage.Name)
+	cpusage.AddComponents(usage, []cpusage.ComponentFigure{
+		{Name: cpusage.APIServer, Node: "cp-1", Cores: 0.26, Available: 2, Basis: "its node's cores", Saturation: 0.13, WaitRate: 0.94, WaitShare: 0.78},
+		{Name: cpusage.Etcd, Node: "cp-1", Cores: 0.04, Available: 2, Basis: "its node's cores", Saturation: 0.02, WaitRate: 0.19, WaitShare: 0.85},
+	}, []cpnode.Component{{Name: cpusage.APIServer, Node: "cp-1", NodePSI: &agent.PSIPair{SomeAvg60: 63}}})
+	fs, _ := rule.Evaluate(rep, []rule.Rule{controlPlaneSaturatedRule(), apiTierSaturatedRule()})
+	if len(fs) != 1 || fs[0].ID != "KS-CP-SATURATED-API" {
+		t.Fatalf("node tier under the threshold: %+v, want KS-CP-SATURATED-API alone", fs)
+	}
+	for _, w := range []string{"the node agent on cp-1: it used 0.26 cores and its threads waited 0.94 s per second for a CPU (78% of their runnable time)",
+		"no CPU limit of its own: its neighbours on the node took the CPU", "tasks on cp-1 waited for a CPU 63% of the time (PSI)"} {
+		if !strings.Contains(fs[0].Summary, w) {
+			t.Errorf("summary %q lacks %q", fs[0].Summary, w)
+		}
+	}
+	if strings.Contains(fs[0].Summary, "out of reach") {
+		t.Errorf("summary %q calls the cores out of reach with the node tier's figures in the report", fs[0].Summary)
+	}
 	// Where the cores are known the same starvation is KS-CP-SATURATED's, and this finding folds under it.
 	known := starvedManaged
 	known.cores, known.throttled = 0.1, 0.9
-	fs, _ := rule.Evaluate(cpSaturated(known, slowAPI, nil)(t), []rule.Rule{controlPlaneSaturatedRule(), apiTierSaturatedRule()})
+	fs, _ = rule.Evaluate(cpSaturated(known, slowAPI, nil)(t), []rule.Rule{controlPlaneSaturatedRule(), apiTierSaturatedRule()})
 	if len(fs) != 1 || fs[0].ID != "KS-CP-SATURATED" || len(fs[0].SeenAlso) != 1 || fs[0].SeenAlso[0].ID != "KS-CP-SATURATED-API" {
 		t.Errorf("cores known: %d findings %+v, want KS-CP-SATURATED with the API tier's view under it", len(fs), fs)
 	}

@@ -44,12 +44,12 @@ import (
 //     agent (cpnodetest.Check) finds the components there and not on the worker;
 //   - then `kubeslow run` given only the lab's kubeconfig (no --etcd-endpoint, no --audit-log, no lab hints;
 //     the agent image as --agent-image gives it), the node tier through the agent on the control-plane node:
-//     healthy (nothing at warning or above, each signal said to come from the node agent), list-storm (the
+//     healthy (the whole run: nothing at warning or above, each node-tier signal said to come from the node
+//     agent), list-storm (the
 //     client named from the audit file the flag names), slow-etcd-disk and etcd-disk-bandwidth (etcd's slow
 //     fsync, by two mechanisms) and a CPU cgroup of the test's own confining kube-apiserver and etcd, named
-//     from the node tier. (control-plane-hog, a pod with no limit starving kube-apiserver and etcd, is not
-//     asserted here: on an idle machine the API's p99 stayed within its SLO in 2 of 4 runs, so KS-CP-SATURATED,
-//     which needs that breach, was not raised — docs/control-plane.md.) (small-control-plane, the same confinement in the lab's own
+//     from the node tier, and control-plane-hog (a pod with no limit spinning on every core beside them, named
+//     from the node tier's run-queue wait). (small-control-plane, the same confinement in the lab's own
 //     cgroup with a 128-client storm, is left to the managed lab's TestIntegrationControlPlaneSaturation: here
 //     its agent pod was once not created within 5 minutes through the starved apiserver, a CI flake, and the
 //     test's own cgroup covers the mechanism);
@@ -145,7 +145,9 @@ func TestIntegrationKubeadm(t *testing.T) {
 	t.Run("layout", func(t *testing.T) { kubeadmLayout(ctx, t, d, rc, c) })
 
 	t.Run("healthy", func(t *testing.T) {
-		rep, _ := run(t, etcdhealth.Name, "api.", cpusage.Name)
+		// The whole run, not the node tier's three alone: the DNS probes' pods land on the control-plane node
+		// too (they tolerate every taint), which reach kube-dns only through its kube-proxy.
+		rep, _ := run(t)
 		for name, says := range map[string]string{etcdhealth.Name: "etcd read by the node agent on " + lab.ControlPlaneNodeName,
 			"api.audit": "read by the node agent on " + lab.ControlPlaneNodeName, cpusage.Name: "read by the node agent"} {
 			r := rep.Result(name)
@@ -285,6 +287,34 @@ func TestIntegrationKubeadm(t *testing.T) {
 		})
 		_, r := saturated(t, true)
 		limited(t, r, cg, scenario.SmallControlPlaneCores)
+	})
+
+	// control-plane-hog: a pod with no limit spinning on every core of the control-plane node, beside
+	// kube-apiserver and etcd (no limit either) under the conflict storm. The starvation is named from the node
+	// tier where a component's run-queue wait crosses KS-CP-SATURATED's threshold (KS-CP-SATURATED, naming
+	// kube-apiserver or etcd, not a component idle on a few milliseconds), else by kube-apiserver's own
+	// goroutines' wait (KS-CP-SATURATED-API) with the node agent's figures of where its CPU went: runs here put
+	// the share of their runnable time kube-apiserver and etcd waited at 78-90%, around that threshold.
+	t.Run("control-plane-hog", func(t *testing.T) {
+		sc := get(t, "control-plane-hog")
+		start1(t, sc)
+		agentWait = 5 * time.Minute
+		defer func() { agentWait = cpnode.DefaultOptions(lab.AgentImage).Timeout }()
+		waitRequests(ctx, t, rc, "200 409s", 200, func(l map[string]string) bool { return l["code"] == "409" })
+		_, got := run(t, "api.responsiveness", cpusage.Name)
+		switch f, api := got["KS-CP-SATURATED"], got["KS-CP-SATURATED-API"]; {
+		case f != nil:
+			if !strings.Contains(f.Summary, "run-queue wait") || !(strings.Contains(f.Summary, "component's run-queue wait (node agent): kube-apiserver") ||
+				strings.Contains(f.Summary, "component's run-queue wait (node agent): etcd")) || !strings.Contains(f.Summary, "starved by its neighbours") {
+				t.Errorf("KS-CP-SATURATED does not name kube-apiserver or etcd starved by its neighbours on the run queue: %s", f.Summary)
+			}
+		case api != nil:
+			if !strings.Contains(api.Summary, "the node agent on "+lab.ControlPlaneNodeName) || !strings.Contains(api.Summary, "its neighbours on the node took the CPU") {
+				t.Errorf("KS-CP-SATURATED-API does not say where kube-apiserver's CPU went, from the node agent: %s", api.Summary)
+			}
+		default:
+			t.Error("neither KS-CP-SATURATED nor KS-CP-SATURATED-API reported")
+		}
 	})
 
 	// The static pods' processes are not lab records: check them gone too.

@@ -87,7 +87,10 @@ type Unreachable struct {
 }
 
 func (u *Unreachable) Error() string {
-	s := string(u.Reason) + ": " + u.Detail
+	s := u.Detail
+	if !strings.HasPrefix(s, string(u.Reason)) { // a detail that says the reason itself is not said twice
+		s = string(u.Reason) + ": " + s
+	}
 	if u.Fix != "" {
 		s += " (fix: " + u.Fix + ")"
 	}
@@ -253,7 +256,7 @@ func isControlPlane(n *corev1.Node) bool {
 // *Unreachable when no agent runs on any target node; nodes without one are listed by Missing.
 func Start(ctx context.Context, env *measure.Env, o Options) (*Session, error) {
 	if o.Image == "" {
-		return nil, &Unreachable{Reason: NoImage, Detail: agentimage.NoImage, Fix: "pass --agent-image (see `kubeslow image push`)"}
+		return nil, &Unreachable{Reason: NoImage, Detail: agentimage.NoImage}
 	}
 	if o.Timeout <= 0 {
 		o.Timeout = 2 * time.Minute

@@ -134,9 +134,16 @@ func Components(first, last []cpnode.Component, secs float64) []ComponentFigure 
 	return out
 }
 
+// MinRunQueueWait is the run-queue wait (seconds per second: the cores' worth of time lost) below which a
+// component's wait share is not its saturation: a share of a few milliseconds is noise, not starvation. Under a
+// hog beside the control plane here, kube-scheduler waited 93% of its runnable time — 0.04 s per second — while
+// kube-apiserver, the component the API's latency is made of, lost 1.02 s per second (85%) and etcd 0.26 (90%).
+const MinRunQueueWait = 0.1
+
 // AddComponents adds the node tier's component figures to res, the node's CPU pressure (PSI "some", the
 // share of the last minute in which a task waited for a CPU) of each node, and, where one component's
-// saturation (its CPU against its own cores, or its run-queue wait) is above the window's
+// saturation (its CPU against its own cores, or its run-queue wait share where it lost at least
+// MinRunQueueWait) is above the window's
 // MetricCPUSaturation, makes it the figure, named by component and basis. A component that waits for a CPU
 // with no limit of its own is starved by its neighbours on the node, and its basis says so.
 func AddComponents(res *result.Result, figs []ComponentFigure, last []cpnode.Component) {
@@ -166,7 +173,7 @@ func AddComponents(res *result.Result, figs []ComponentFigure, last []cpnode.Com
 		if f.Saturation > bestV {
 			best, bestV, bestBasis = &figs[i], f.Saturation, BasisComponentLimit
 		}
-		if f.WaitShare > bestV {
+		if f.WaitRate >= MinRunQueueWait && f.WaitShare > bestV {
 			best, bestV, bestBasis = &figs[i], f.WaitShare, BasisRunQueueWait
 		}
 	}

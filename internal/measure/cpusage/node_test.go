@@ -69,6 +69,23 @@ func TestComponents(t *testing.T) {
 		t.Errorf("saturation %+v", s)
 	}
 
+	// A component whose share is high on a few milliseconds of runnable time is not the figure: the hog case's
+	// kube-scheduler (93% of 0.04 s per second) beside kube-apiserver (85%, 1.02 s per second lost) and etcd
+	// (90%, 0.26 s per second) names etcd; the scheduler's share alone names nothing.
+	sched := ComponentFigure{Name: "kube-scheduler", Node: "cp", Available: 2, WaitRate: 0.04, WaitShare: 0.93}
+	api := ComponentFigure{Name: APIServer, Node: "cp", Cores: 0.18, Available: 2, WaitRate: 1.02, WaitShare: 0.85}
+	etcd := ComponentFigure{Name: Etcd, Node: "cp", Cores: 0.03, Available: 2, WaitRate: 0.26, WaitShare: 0.90}
+	res = result.Result{}
+	AddComponents(&res, []ComponentFigure{sched, api, etcd}, last)
+	if s := res.Metric(MetricCPUSaturation, nil); s == nil || s.Labels["component"] != Etcd || s.Value != 0.90 {
+		t.Errorf("hog: saturation %+v, want etcd's 0.90 (kube-scheduler's 0.93 is of 0.04 s per second)", s)
+	}
+	res = result.Result{}
+	AddComponents(&res, []ComponentFigure{sched}, last)
+	if s := res.Metric(MetricCPUSaturation, nil); s != nil && s.Labels["basis"] == BasisRunQueueWait {
+		t.Errorf("kube-scheduler's 0.04 s per second made the saturation: %+v", s)
+	}
+
 	// A higher window figure stays.
 	res = result.Result{Metrics: []result.Metric{{Name: MetricCPUSaturation, Value: 1.2, Labels: map[string]string{"basis": BasisThrottled}}}}
 	AddComponents(&res, figs, last)

@@ -11,6 +11,7 @@
 #   hack/bench-scale.sh                          # SIZES="500 1000 2500 5000"
 #   SIZES="250 500" FULL=1 hack/bench-scale.sh
 #   BEFORE=/tmp/kubeslow-old hack/bench-scale.sh # also `run --profile quick` with another build (label quick-before)
+#   SIZES=5000 FULL=1 RUN_ARGS="--budget 60s" hack/bench-scale.sh # every run's benchmarks within a 60 s budget
 #
 # Needs root and bin/kubeslow (make build). The machine has one lab: the lab lock is taken for one size at a
 # time (lab up, fill, measure, lab down) and released between sizes, so others can use the lab in between.
@@ -23,6 +24,7 @@ PER_NODE=${PER_NODE:-6}
 FULL=${FULL:-0}
 BEFORE=${BEFORE:-}
 KUBESLOW=${KUBESLOW:-bin/kubeslow}
+RUN_ARGS=${RUN_ARGS:-} # more flags for every `run`, e.g. RUN_ARGS="--budget 60s"
 OUT=${OUT:-$(mktemp -d /tmp/kubeslow-scale.XXXXXX)}
 LOCK=/run/kubeslow-lab.lock
 export PATH=/usr/local/go/bin:$PATH
@@ -52,12 +54,12 @@ one_size() {
 	[[ $FULL == 1 ]] && profiles+=(full)
 	for p in "${profiles[@]}"; do
 		echo "$n: run --profile $p ($(date -u +%T))" >&2
-		"$helper" measure -label "$p" -out-dir "$dir/$p" -- "$KUBESLOW" run --lab --profile "$p" -o json --out-dir "$dir/$p" \
+		"$helper" measure -label "$p" -out-dir "$dir/$p" -- "$KUBESLOW" run --lab --profile "$p" $RUN_ARGS -o json --out-dir "$dir/$p" \
 			>>"$OUT/rows.jsonl" || echo "$n: measuring $p failed" | tee -a "$OUT/failed.txt" >&2
 	done
 	if [[ -n $BEFORE ]]; then
 		echo "$n: run --profile quick with $BEFORE ($(date -u +%T))" >&2
-		"$helper" measure -label quick-before -out-dir "$dir/quick-before" -- "$BEFORE" run --lab --profile quick -o json --out-dir "$dir/quick-before" \
+		"$helper" measure -label quick-before -out-dir "$dir/quick-before" -- "$BEFORE" run --lab --profile quick $RUN_ARGS -o json --out-dir "$dir/quick-before" \
 			>>"$OUT/rows.jsonl" || echo "$n: measuring quick-before failed" | tee -a "$OUT/failed.txt" >&2
 	fi
 	echo "$n: API tier ($(date -u +%T))" >&2

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -17,6 +18,34 @@ var knownCNIs = []struct{ fragment, name string }{
 	{"calico-node", "calico"}, {"cilium", "cilium"}, {"kube-flannel", "flannel"}, {"flannel", "flannel"},
 	{"weave-net", "weave"}, {"kube-router", "kube-router"}, {"aws-node", "aws-vpc-cni"}, {"antrea-agent", "antrea"},
 	{"canal", "canal"}, {"azure-cni", "azure-cni"},
+}
+
+// cniNodeAnnotations maps annotations a CNI's node agent writes on its Node to CNI names: found where the
+// CNI runs outside a DaemonSet of a known name (a static pod, a systemd unit, k3s's embedded flannel).
+// Sources: flannel's kube subnet manager (pkg/subnet/kube: flannel.alpha.coreos.com/backend-type), Calico's
+// node (projectcalico.org/IPv4Address), Cilium's agent (network.cilium.io/ipv4-cilium-host), Antrea's agent
+// (node.antrea.io/mac-address), kube-router (kube-router.io/pod-cidr).
+var cniNodeAnnotations = []struct{ key, name string }{
+	{"flannel.alpha.coreos.com/backend-type", "flannel"}, {"projectcalico.org/IPv4Address", "calico"},
+	{"network.cilium.io/ipv4-cilium-host", "cilium"}, {"io.cilium.network.ipv4-cilium-host", "cilium"},
+	{"node.antrea.io/mac-address", "antrea"}, {"kube-router.io/pod-cidr", "kube-router"},
+}
+
+// cniFromNodes names the CNI from its annotations on the nodes, with flannel's backend (flannel:vxlan), or "".
+func cniFromNodes(nodes []corev1.Node) string {
+	for i := range nodes {
+		for _, a := range cniNodeAnnotations {
+			v, ok := nodes[i].Annotations[a.key]
+			if !ok {
+				continue
+			}
+			if a.name == "flannel" && v != "" {
+				return "flannel (" + v + ")"
+			}
+			return a.name
+		}
+	}
+	return ""
 }
 
 // Discover identifies the cluster: apiserver version, kube-system UID, node counts and a few facts (CNI,
@@ -58,13 +87,19 @@ func Discover(ctx context.Context, c kubernetes.Interface, name, server string) 
 		if managed != "" {
 			cl.Facts["provider"] = managed
 		}
+		if cni := cniFromNodes(nodes.Items); cni != "" {
+			cl.Facts["cni"] = cni
+		}
 	}
 	ds, err := c.AppsV1().DaemonSets("").List(ctx, metav1.ListOptions{ResourceVersion: "0"})
 	if err == nil {
-		cl.Facts["cni"] = "unknown"
+		if cl.Facts["cni"] == "" {
+			cl.Facts["cni"] = "unknown"
+		}
 		for _, d := range ds.Items {
 			for _, k := range knownCNIs {
-				if strings.Contains(d.Name, k.fragment) {
+				// A known DaemonSet names it, unless the nodes said the same with more (flannel's backend).
+				if strings.Contains(d.Name, k.fragment) && !strings.HasPrefix(cl.Facts["cni"], k.name) {
 					cl.Facts["cni"] = k.name
 				}
 			}

@@ -4,8 +4,10 @@ import (
 	"context"
 	"testing"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
 )
 
@@ -49,5 +51,37 @@ func TestDiscoverCountsNodes(t *testing.T) {
 	}
 	if cl.Nodes.Total != 2 || cl.Nodes.Ready != 1 || cl.Nodes.Simulated != 1 || cl.Facts["provider"] != "aws" || cl.Facts["events-etcd"] != "unknown" {
 		t.Fatalf("%+v", cl)
+	}
+}
+
+// TestDiscoverCNI: the CNI is named from a DaemonSet of a known name, or, where it runs outside one (the
+// lab's flanneld processes, k3s's embedded flannel), from the annotations its agent writes on the Nodes, with
+// flannel's backend; with neither it is "unknown".
+func TestDiscoverCNI(t *testing.T) {
+	node := func(ann map[string]string) *corev1.Node {
+		return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1", Annotations: ann}}
+	}
+	ds := func(name string) *appsv1.DaemonSet {
+		return &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "kube-system"}}
+	}
+	flannelNode := node(map[string]string{"flannel.alpha.coreos.com/backend-type": "vxlan", "flannel.alpha.coreos.com/public-ip": "198.18.0.11"})
+	for name, c := range map[string]struct {
+		objs []runtime.Object
+		want string
+	}{
+		"nothing known":                 {[]runtime.Object{node(nil), ds("kube-proxy")}, "unknown"},
+		"flannel, no DaemonSet":         {[]runtime.Object{flannelNode}, "flannel (vxlan)"},
+		"flannel's DaemonSet too":       {[]runtime.Object{flannelNode, ds("kube-flannel-ds")}, "flannel (vxlan)"},
+		"calico by its DaemonSet":       {[]runtime.Object{node(nil), ds("calico-node")}, "calico"},
+		"calico by its node annotation": {[]runtime.Object{node(map[string]string{"projectcalico.org/IPv4Address": "198.18.0.11/24"})}, "calico"},
+		"canal: the DaemonSet's name":   {[]runtime.Object{flannelNode, ds("canal")}, "canal"},
+	} {
+		cl, err := Discover(context.Background(), fake.NewClientset(c.objs...), "ctx", "https://x")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cl.Facts["cni"] != c.want {
+			t.Errorf("%s: cni %q, want %q", name, cl.Facts["cni"], c.want)
+		}
 	}
 }

@@ -317,3 +317,32 @@ func SetPodMTU(d Dirs, c *Config, mtu int) error {
 	}
 	return nil
 }
+
+// SetOverlayRate caps the egress of flannel.1 on every real node of a running flannel lab at mbit Mbit/s (a
+// token bucket, tc's tbf) or, with 0, takes the cap off: the overlay that tops out (case B's flannel carried
+// ~2 of the nodes' 10–15 Gbit/s), while the nodes' own link stays as it was.
+func SetOverlayRate(ctx context.Context, c *Config, mbit int) error {
+	if cniOf(c) != CNIFlannel {
+		return errors.New("the overlay's rate needs a flannel lab (--cni flannel)")
+	}
+	if mbit < 0 || mbit > 100000 {
+		return fmt.Errorf("overlay rate %d Mbit/s: want 0 (no cap) to 100000", mbit)
+	}
+	for i := 1; i <= c.RealNodes; i++ {
+		ns := realNode{i}.netns()
+		if mbit == 0 {
+			if _, err := host.Run(ctx, host.Short, "ip", "netns", "exec", ns, "tc", "qdisc", "del", "dev", "flannel.1", "root"); err != nil &&
+				!strings.Contains(err.Error(), "No such file") && !strings.Contains(err.Error(), "handle of zero") {
+				return fmt.Errorf("%s: %w", ns, err)
+			}
+			continue
+		}
+		// A burst of 64 KiB (a TSO segment's worth) and at most 50 ms of queue: the rate holds for bulk
+		// transfers, and small requests pass at the link's speed.
+		if _, err := host.Run(ctx, host.Short, "ip", "netns", "exec", ns, "tc", "qdisc", "replace", "dev", "flannel.1", "root",
+			"tbf", "rate", fmt.Sprintf("%dmbit", mbit), "burst", "64kb", "latency", "50ms"); err != nil {
+			return fmt.Errorf("%s: %w", ns, err)
+		}
+	}
+	return nil
+}

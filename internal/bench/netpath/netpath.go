@@ -13,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/kubeslow/kubeslow/internal/engine/stats"
 	"github.com/kubeslow/kubeslow/internal/measure"
@@ -114,6 +115,36 @@ func nodeIP(n corev1.Node) string {
 	return ""
 }
 
+// releaseHostPorts deletes the named host-network pods and waits, at most hostPortsWait, until they are gone:
+// a host-network server holds its ports on its node until its container has stopped, which the run's cleanup
+// (deleting the namespace) does not wait for. Two bench net runs back to back on the flannel lab measured the
+// second one's host->host against no server: its srv-host could not bind 28080 while the first one's was still
+// terminating (1,645 connects refused, "container not found"). It runs on a context of its own: the run's may
+// be cancelled already.
+func releaseHostPorts(env *measure.Env, names ...string) {
+	ctx, cancel := context.WithTimeout(context.Background(), hostPortsWait)
+	defer cancel()
+	one := int64(1) // not 0: that removes the object at once, the container still running
+	pods := env.Client.CoreV1().Pods(env.Namespace)
+	for _, n := range names {
+		if err := pods.Delete(ctx, n, metav1.DeleteOptions{GracePeriodSeconds: &one}); err != nil && !apierrors.IsNotFound(err) {
+			return // the run's cleanup deletes it with the namespace
+		}
+	}
+	_ = wait.PollUntilContextCancel(ctx, 500*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		for _, n := range names {
+			if _, err := pods.Get(ctx, n, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+}
+
+// hostPortsWait bounds releaseHostPorts: the pods' grace is 1 s; a kubelet that does not stop them within
+// this is left to the run's cleanup.
+const hostPortsWait = 30 * time.Second
+
 // pod builds an agent pod pinned to node, labelled with its role (the Service selects srv-pod by it).
 func (m *Measurement) pod(env *measure.Env, name, node string, hostNet bool, args ...string) *corev1.Pod {
 	p := env.AgentPod(name, m.Opts.Image, node, args...)
@@ -171,6 +202,7 @@ func (m *Measurement) Run(ctx context.Context, env *measure.Env) (result.Result,
 			return res, fmt.Errorf("creating %s: %w", p.Name, err)
 		}
 	}
+	defer releaseHostPorts(env, "srv-host")
 	svcMeta := kube.ObjectMeta("srv", env.Namespace, env.RunID)
 	// NodePort: it has a ClusterIP too, and the node ports add the host->NodePort path.
 	svc, err := env.Client.CoreV1().Services(env.Namespace).Create(ctx, &corev1.Service{ObjectMeta: svcMeta, Spec: corev1.ServiceSpec{

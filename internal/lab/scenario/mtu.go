@@ -60,3 +60,35 @@ func mtuTransitScenario() Scenario {
 // flannelLayouts: the flannel lab has been run with the control plane outside every node only; the kubeadm
 // layout's control-plane node runs no flanneld and is left out until a test runs it there.
 var flannelLayouts = []string{lab.LayoutManaged}
+
+// OverlayRateMbit is slow-overlay's cap on flannel.1: a tenth of what the lab's veth pairs carry between two
+// nodes (2–5 Gbit/s here), far below the nodes' own link.
+const OverlayRateMbit = 200
+
+// slowOverlayScenario: flannel's VXLAN device capped on every node (tc tbf on flannel.1's egress), the nodes'
+// link untouched: pods across nodes move a fraction of what the hosts do, the pod network's hop costs many
+// times the host path. Case B's flannel carried ~2 of the nodes' 10–15 Gbit/s.
+func slowOverlayScenario() Scenario {
+	return Scenario{Name: "slow-overlay", Case: "B", Layouts: flannelLayouts, Description: fmt.Sprintf("flannel (VXLAN) on 2 real nodes; once up, "+
+		"flannel.1's egress capped at %d Mbit/s on every node (tc tbf) while the nodes' own link is not: bulk transfers between pods on two nodes "+
+		"top out at the cap (case B's flannel: ~2 of 10–15 Gbit/s), host to host does not", OverlayRateMbit),
+		Configure: func(c *lab.Config) {
+			c.RealNodes = max(c.RealNodes, 2)
+			c.CNI = lab.CNIFlannel
+		},
+		Start: func(ctx context.Context, d lab.Dirs, c *lab.Config, progress lab.Progress) error {
+			if err := lab.SetOverlayRate(ctx, c, OverlayRateMbit); err != nil {
+				return err
+			}
+			progress("flannel.1 capped at %d Mbit/s on %d nodes", OverlayRateMbit, c.RealNodes)
+			return nil
+		},
+		Stop: func(ctx context.Context, _ lab.Dirs, c *lab.Config, progress lab.Progress) error {
+			if err := lab.SetOverlayRate(ctx, c, 0); err != nil {
+				return err
+			}
+			progress("flannel.1's cap taken off")
+			return nil
+		},
+		Expect: []string{"KS-NET-HOP"}}
+}

@@ -30,18 +30,25 @@ func inNode(ctx context.Context, t *testing.T, i int, args ...string) string {
 	return strings.TrimSpace(string(out))
 }
 
-// TestIntegrationFlannelMTU brings up a flannel lab (--cni flannel, 2 real nodes) and checks: flannel.1 is a VXLAN
+// TestIntegrationFlannelMTU brings up a flannel lab (--cni flannel, 2 real nodes, kube-proxy in nftables mode) and
+// checks: flannel.1 is a VXLAN
 // device at the uplink's MTU minus 50 on each node, the other node's pod CIDR is routed over it (no static
 // route), pods on the two nodes reach each other through it (the DF probe crosses and flannel.1's counters
-// grow), the probe's full size passes and one byte more is refused, and KS-NET-MTU stays quiet; then the two MTU
+// grow), the probe's full size passes and one byte more is refused, and KS-NET-MTU stays quiet; then the
+// slow-overlay scenario (flannel.1 capped) is named by KS-NET-HOP from bench net's hop costs; then the two MTU
 // scenarios' faults on the same lab — a narrower transit link (mtu-transit) and pods at the uplink's MTU
 // (mtu-pod) — are each named by KS-NET-MTU.
 func TestIntegrationFlannelMTU(t *testing.T) {
 	d := labtest.Dirs(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
-	cfg := lab.Config{Nodes: 1, RealNodes: 2, CNI: lab.CNIFlannel, AgentBinary: labtest.Binary(t), Etcd: lab.EtcdStorage{Kind: "tmpfs"},
-		ImagePulls: lab.ImagePullSettings{Serialize: true}}
+	// kube-proxy in nftables mode (--proxy-mode nftables; the other labs run iptables): the Services' data path
+	// users move to at large rule counts, measured by bench net like the others.
+	cfg := lab.Config{Nodes: 1, RealNodes: 2, CNI: lab.CNIFlannel, ProxyMode: lab.ProxyNFTables, AgentBinary: labtest.Binary(t),
+		Etcd: lab.EtcdStorage{Kind: "tmpfs"}, ImagePulls: lab.ImagePullSettings{Serialize: true}}
+	if err := lab.CheckProxyMode("/", lab.ProxyNFTables, exec.LookPath); err != nil {
+		t.Fatalf("this machine cannot run kube-proxy's nftables mode: %v", err)
+	}
 	began := time.Now()
 	rc, down := labtest.Up(t, d, func() error {
 		_, err := lab.Up(ctx, d, cfg, t.Logf)
@@ -127,6 +134,70 @@ func TestIntegrationFlannelMTU(t *testing.T) {
 	}
 	if grew := txPackets() - tx; grew < 1 {
 		t.Errorf("flannel.1 on node 1 sent %d packets during the probe: the pods did not talk through the overlay", grew)
+	}
+
+	// slow-overlay: flannel.1 capped at 200 Mbit/s on both nodes, the nodes' link untouched. bench net's hop costs
+	// put the pod network across nodes first, many times over KS-NET-HOP's 2x, in bulk throughput (the stream
+	// test); the cap taken off, the overlay's stream cost falls back under it. (KS-NET-HOP's first mechanism is
+	// the ingress proxy of a healthy lab: TestIntegrationBenchPods.)
+	slow, err := scenario.Get("slow-overlay")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hopCost := func(phase string) (float64, []result.Finding) {
+		t.Helper()
+		o := netpath.DefaultOptions()
+		o.Image, o.Duration, o.Repeats = lab.AgentImage, time.Second, 1
+		rep, err := runner.Execute(ctx, runner.Plan{Target: runner.Target{Config: rc, Name: "lab", Lab: true},
+			Measurements: []measure.Measurement{netpath.New(o)}, Rules: check.Rules(), Progress: t.Logf, Log: slog.New(slog.NewTextHandler(os.Stderr, nil))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := rep.Result(netpath.Name)
+		if r == nil || !r.Status.Measured() {
+			t.Fatalf("%s: net.paths not measured: %+v", phase, r)
+		}
+		modes := map[string]bool{}
+		for _, rec := range r.Records {
+			if strings.HasPrefix(rec.ID, "hops ") {
+				t.Logf("%s: %s: %s", phase, rec.ID, rec.Labels["hops"])
+			}
+			if m := rec.Labels["kube_proxy_mode"]; m != "" {
+				modes[m] = true
+			}
+		}
+		// Each node's kube-proxy said its mode (its /proxyMode), and the Service path was measured through it.
+		if !modes[lab.ProxyNFTables] || len(modes) != 1 {
+			t.Errorf("%s: kube-proxy modes read from the nodes %v, want nftables only", phase, modes)
+		}
+		if m, ok := metric(r, "rps", "path", "pod->Service", "conn", "new"); !ok || m.Value <= 0 {
+			t.Errorf("%s: pod->Service through nftables kube-proxy: %+v", phase, m)
+		}
+		m, ok := metric(r, netpath.MetricHopThroughputCost, "hop", netpath.Hops[0].Name, "conn", "stream")
+		if !ok {
+			t.Fatalf("%s: no stream cost of %s", phase, netpath.Hops[0].Name)
+		}
+		return m.Value, rep.Findings
+	}
+	if err := slow.Start(ctx, d, &cfg, t.Logf); err != nil {
+		t.Fatal(err)
+	}
+	capped, fs := hopCost("slow-overlay")
+	named := false
+	for _, f := range fs {
+		if f.ID == "KS-NET-HOP" && len(f.Items) > 0 && f.Items[0].Key == "hop="+netpath.Hops[0].Name {
+			named = true
+			t.Logf("slow-overlay: %s", f.Items[0].Summary)
+		}
+	}
+	if !named || capped <= 3*netpath.MaxHopCost {
+		t.Errorf("slow-overlay: the pod network across nodes divides bulk throughput by %.2f, KS-NET-HOP naming it first: %v (findings %+v)", capped, named, fs)
+	}
+	if err := slow.Stop(ctx, d, &cfg, t.Logf); err != nil {
+		t.Fatal(err)
+	}
+	if free, _ := hopCost("cap off"); free >= capped/2 {
+		t.Errorf("the overlay's stream cost %.2f with the cap off, %.2f with it: the cap was not what cost", free, capped)
 	}
 
 	// mtu-transit: the probe stops at 1350, no ICMP; the path is named.

@@ -182,7 +182,7 @@ func All() []Scenario {
 			EtcdWriteBPS>>10),
 			Configure: onBlockDevice, Start: limitEtcdBandwidth, Stop: unlimitEtcdBandwidth, Expect: []string{"KS-ETCD-FSYNC"}},
 		hogScenario(),
-		mtuPodScenario(), mtuTransitScenario(),
+		mtuPodScenario(), mtuTransitScenario(), slowOverlayScenario(),
 	}
 }
 

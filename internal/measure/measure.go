@@ -353,4 +353,3 @@ func UsesNodeTier(ms []Measurement) bool {
 	}
 	return false
 }
-

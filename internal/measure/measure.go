@@ -46,8 +46,8 @@ type Env struct {
 	Scrapes *SharedScrapes
 	// Nodes is the run's shared node informer (nil: ListNodes sends its own paginated LIST).
 	Nodes *NodeCache
-	// BenchDeadline is when the run's --budget for benchmarks ends (zero: no budget): a benchmark that waits
-	// on the cluster through WaitBound (pods.startup) stops waiting there and reports what it saw.
+	// BenchDeadline is when the run's --budget for benchmarks ends (zero: no budget): a benchmark's waits on
+	// the cluster (WaitBound, BoundContext, WaitRunning) stop there, and it reports what it saw.
 	BenchDeadline time.Time
 	// There is no lab here on purpose: a measurement learns about the cluster only from the cluster (the API,
 	// the kubelet through the node proxy, the node agent, an optional Prometheus) and from what the user states

@@ -46,8 +46,8 @@ type Env struct {
 	Scrapes *SharedScrapes
 	// Nodes is the run's shared node informer (nil: ListNodes sends its own paginated LIST).
 	Nodes *NodeCache
-	// BenchDeadline is when the run's --budget for benchmarks ends (zero: no budget): a benchmark that waits
-	// on the cluster through WaitBound (pods.startup) stops waiting there and reports what it saw.
+	// BenchDeadline is when the run's --budget for benchmarks ends (zero: no budget): a benchmark's waits on
+	// the cluster (WaitBound, BoundContext, WaitRunning) stop there, and it reports what it saw.
 	BenchDeadline time.Time
 	// There is no lab here on purpose: a measurement learns about the cluster only from the cluster (the API,
 	// the kubelet through the node proxy, the node agent, an optional Prometheus) and from what the user states
@@ -259,10 +259,13 @@ func (e *Env) AgentPod(name, image, node string, args ...string) *corev1.Pod {
 }
 
 // WaitRunning polls (every second, for at most 3 minutes: the apiserver is the source of truth) until every
-// named pod of the run's namespace is Running, and returns them by name; a pod that ended is an error.
+// named pod of the run's namespace is Running, and returns them by name; a pod that ended is an error. The
+// wait ends sooner at the end of the run's budget (BoundContext): that is a SkipError that says so.
 func (e *Env) WaitRunning(ctx context.Context, names ...string) (map[string]*corev1.Pod, error) {
 	got := map[string]*corev1.Pod{}
-	err := wait.PollUntilContextTimeout(ctx, time.Second, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
+	bctx, cancel, bound := e.BoundContext(ctx, 3*time.Minute)
+	defer cancel()
+	err := wait.PollUntilContextCancel(bctx, time.Second, true, func(ctx context.Context) (bool, error) {
 		for _, name := range names {
 			p, err := e.Client.CoreV1().Pods(e.Namespace).Get(ctx, name, metav1.GetOptions{})
 			if err != nil {
@@ -278,6 +281,9 @@ func (e *Env) WaitRunning(ctx context.Context, names ...string) (map[string]*cor
 		}
 		return true, nil
 	})
+	if err != nil && BudgetEnded(bctx) && ctx.Err() == nil {
+		return nil, Skipf("%s not Running yet%s", strings.Join(names, ", "), bound.Note())
+	}
 	if err != nil {
 		return nil, fmt.Errorf("waiting for %s: %w", strings.Join(names, ", "), err)
 	}
@@ -346,17 +352,4 @@ func UsesNodeTier(ms []Measurement) bool {
 		}
 	}
 	return false
-}
-
-// WaitBound is how long a benchmark may wait for the cluster: d, or less when the run's budget ends first
-// (cut says so). A budget already spent leaves one second, so the benchmark still reads what it has.
-func (e *Env) WaitBound(d time.Duration) (bound time.Duration, cut bool) {
-	if e == nil || e.BenchDeadline.IsZero() || e.Clock == nil {
-		return d, false
-	}
-	left := max(e.BenchDeadline.Sub(e.Clock.Now()), time.Second)
-	if left < d {
-		return left, true
-	}
-	return d, false
 }

@@ -149,7 +149,8 @@ func (m *Measurement) Run(ctx context.Context, env *measure.Env) (result.Result,
 	}
 	defer col.Stop()
 
-	runCtx, cancel := context.WithTimeout(ctx, o.Duration)
+	// The run lasts Duration, or until the end of the run's budget when that comes first.
+	runCtx, cancel, bound := env.BoundContext(ctx, o.Duration)
 	defer cancel()
 	// The disk samplers run until the last pod is gone.
 	sampleCtx, stopSampling := context.WithCancel(ctx)
@@ -211,6 +212,14 @@ func (m *Measurement) Run(ctx context.Context, env *measure.Env) (result.Result,
 		result.Metric{Name: MetricConcurrency, Unit: "count", Value: float64(concurrency), Labels: map[string]string{"requested": strconv.Itoa(m.Opts.Concurrency)}})
 	if stopped != "" {
 		res.Metrics = append(res.Metrics, result.Metric{Name: MetricStoppedAtKnee, Unit: "count", Value: float64(len(its))})
+	}
+	if measure.BudgetEnded(runCtx) && ctx.Err() == nil && len(its) < o.Count {
+		// kubeslow's own budget stopped the run: the pods it left unstarted say nothing of the cluster.
+		budget := fmt.Sprintf("%d of %d pods started or tried%s", len(its), o.Count, bound.Note())
+		if res.Status == result.StatusError { // no pod started before the budget ended
+			res.Status = result.StatusSkip
+		}
+		stopped = strings.Join(slices.DeleteFunc([]string{stopped, budget}, func(s string) bool { return s == "" }), "; ")
 	}
 	if limit != "" || stopped != "" {
 		res.Reason = strings.Join(slices.DeleteFunc([]string{limit, stopped, res.Reason}, func(s string) bool { return s == "" }), "; ")
@@ -316,7 +325,8 @@ func (m *Measurement) startSamplers(ctx context.Context, env *measure.Env, nodes
 					Image: m.Opts.AgentImage, HostDir: nd.Dir}
 				// The agent stops on its own a little after the run's bounds; the run stops it sooner.
 				life := m.Opts.Duration + 2*m.Opts.PodTimeout + time.Minute
-				st, err := diskagent.StartSampler(ctx, env.Client, spec, interval, min(life, MaxDuration), 2*time.Minute, func(smp disk.Sample) {
+				start, cut := env.WaitBound(2 * time.Minute) // the wait for the sampler pod to run
+				st, err := diskagent.StartSampler(ctx, env.Client, spec, interval, min(life, MaxDuration), start, func(smp disk.Sample) {
 					mu.Lock()
 					defer mu.Unlock()
 					nd.Samples = append(nd.Samples, smp)
@@ -326,6 +336,9 @@ func (m *Measurement) startSamplers(ctx context.Context, env *measure.Env, nodes
 				})
 				if err != nil {
 					nd.Reason = err.Error()
+					if errors.Is(err, context.DeadlineExceeded) {
+						nd.Reason += measure.Bound{D: start, Cut: cut}.Note()
+					}
 					m.progress("churn: %s's disk not sampled: %v", n, err)
 					return
 				}
@@ -397,8 +410,9 @@ func (m *Measurement) iterate(runCtx, ctx context.Context, env *measure.Env, w *
 			it.Phases, it.Latency = ph, sli
 		}
 	}
-	// Delete and wait until it is gone (as `docker run --rm` does), bounded by PodTimeout.
-	dctx, dcancel := context.WithTimeout(ctx, m.Opts.PodTimeout)
+	// Delete and wait until it is gone (as `docker run --rm` does), bounded by PodTimeout (or the end of the
+	// run's budget: the deletion is then not timed; the run's cleanup removes what is left).
+	dctx, dcancel, _ := env.BoundContext(ctx, m.Opts.PodTimeout)
 	defer dcancel()
 	t0 := env.Clock.Now()
 	if err := env.Client.CoreV1().Pods(env.Namespace).Delete(dctx, name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To(int64(0))}); err != nil && !apierrors.IsNotFound(err) {

@@ -256,11 +256,23 @@ func (m *Measurement) createIngress(ctx context.Context, env *measure.Env, in In
 // runs (the ingress is the cluster's entry from outside): 404 with an empty body. A controller answers a path it
 // has no route for yet with its own 404 (Traefik's and ingress-nginx's have a body) and a route without a ready
 // endpoint with 503, so only the agent's empty 404 shows the route works end to end.
-func waitRoutes(ctx context.Context, timeout time.Duration, urls ...string) error {
+// Each url is waited for timeout, or until the end of the run's budget when that comes first (which the
+// error then says).
+func waitRoutes(ctx context.Context, env *measure.Env, timeout time.Duration, urls ...string) error {
 	for _, u := range urls {
-		if err := agentproto.WaitServed(ctx, u, timeout); err != nil {
+		if err := waitRoute(ctx, env, timeout, u); err != nil {
 			return fmt.Errorf("through the ingress to kubeslow's server: %w", err)
 		}
 	}
 	return nil
+}
+
+func waitRoute(ctx context.Context, env *measure.Env, timeout time.Duration, url string) error {
+	wctx, cancel, bound := env.BoundContext(ctx, timeout)
+	defer cancel()
+	err := agentproto.WaitServed(wctx, url, bound.D)
+	if err != nil && measure.BudgetEnded(wctx) && ctx.Err() == nil {
+		return fmt.Errorf("%w%s", err, bound.Note())
+	}
+	return err
 }

@@ -257,7 +257,7 @@ func (m *Measurement) Run(ctx context.Context, env *measure.Env) (result.Result,
 		if b.Name != a.Name {
 			urls = append(urls, addr.ingress+"/other")
 		}
-		if err := waitRoutes(ctx, time.Minute, urls...); err != nil {
+		if err := waitRoutes(ctx, env, time.Minute, urls...); err != nil {
 			noIngress = err.Error()
 		}
 	}

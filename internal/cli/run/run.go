@@ -91,7 +91,7 @@ measurement skipped or errored; the reasons are printed).`,
 	fl.StringSliceVar(&f.only, "only", nil, "run only these measurements (names or prefixes ending in '.')")
 	fl.StringSliceVar(&f.skip, "skip", nil, "skip these measurements (names or prefixes ending in '.')")
 	fl.StringVar(&f.profile, "profile", "quick", "quick (read-only checks and short benchmarks: 50 pods) or full (500 pods); the pods are at most what fits on the nodes they may use")
-	fl.DurationVar(&f.budget, "budget", 10*time.Minute, "time budget for the benchmarks: none starts after it, and pods.startup stops waiting for pods at it (read-only checks always run)")
+	fl.DurationVar(&f.budget, "budget", 10*time.Minute, "time budget for the benchmarks: none starts after it, and a running one stops waiting on the cluster at it (read-only checks always run)")
 	fl.StringVar(&f.failOn, "fail-on", "warning", "lowest finding severity that makes the exit code 1: info, warning, error, critical")
 	fl.BoolVarP(&f.verbose, "verbose", "v", false, "debug logging on stderr")
 	fl.StringVar(&f.outDir, "out-dir", ".", "directory for report.json, report.html and report.xml (JUnit) (empty: write no files)")

@@ -40,8 +40,8 @@ type Plan struct {
 	Target       Target
 	Measurements []measure.Measurement
 	Rules        []rule.Rule
-	// Budget bounds the benchmarks' total time (0: no bound): none starts after it and pods.startup stops
-	// waiting at it (measure.Env.WaitBound); read-only checks always run.
+	// Budget bounds the benchmarks' total time (0: no bound): none starts after it and a running one stops
+	// waiting on the cluster at it (measure.Env.WaitBound, BoundContext); read-only checks always run.
 	Budget time.Duration
 	// Progress gets one line per step (nil: none); Log gets debug output (nil: discarded).
 	Progress func(format string, args ...any)

@@ -29,8 +29,9 @@ type Options struct {
 	RunID   string
 	// Namespace is the run's own namespace (created by benchmarks that need one).
 	Namespace string
-	// Budget bounds the benchmarks' total time: none starts after it, and a running one that reads
-	// measure.Env.WaitBound (pods.startup) stops waiting on the cluster at it; read-only checks always run.
+	// Budget bounds the benchmarks' total time: none starts after it, and a running one stops waiting on the
+	// cluster at it (measure.Env.WaitBound and BoundContext, which every benchmark's waits read); read-only
+	// checks always run.
 	Budget time.Duration
 	// Progress gets one line per measurement.
 	Progress func(format string, args ...any)
@@ -139,7 +140,7 @@ func Run(ctx context.Context, o Options, ms []measure.Measurement) *result.Repor
 	}
 	deadline := rep.Start.Add(o.Budget)
 	if o.Budget > 0 {
-		env.BenchDeadline = deadline // a started benchmark that reads Env.WaitBound stops waiting there too
+		env.BenchDeadline = deadline // a started benchmark stops waiting on the cluster there too (Env.WaitBound)
 	}
 	var load []result.Span
 	for _, i := range bench {

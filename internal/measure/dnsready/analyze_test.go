@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kubeslow/kubeslow/internal/measure"
 	"github.com/kubeslow/kubeslow/pkg/result"
 )
 
@@ -57,7 +58,7 @@ func TestReportSplit(t *testing.T) {
 	m.Report(&res, []Target{
 		{Pod: "peer-0", Asked: at(0), Ready: at(3), Endpoint: at(3.2), Resolved: at(20.1)},
 		{Pod: "peer-1", Asked: at(0), Ready: at(2), Resolved: at(2.5)},
-	}, at(0.1), at(0))
+	}, at(0.1), at(0), measure.Bound{D: time.Minute})
 	get := func(n string) float64 {
 		if mm := res.Metric(n, nil); mm != nil {
 			return mm.Value

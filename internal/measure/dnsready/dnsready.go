@@ -140,9 +140,11 @@ func (m *Measurement) Run(ctx context.Context, env *measure.Env) (result.Result,
 	}
 	clientDone := make(chan waitOut, 1)
 	errOut := &askedSignal{asked: make(chan struct{})}
+	// The client asks for Wait, or until the end of the run's budget when that comes first.
+	wait := m.clientWait(env)
 	go func() {
-		req := agentproto.DNSWait{Interval: m.Opts.Interval, Wait: m.Opts.Wait, Timeout: 2 * time.Second, Names: names}
-		cctx, cancel := context.WithTimeout(ctx, m.Opts.Wait+time.Minute)
+		req := agentproto.DNSWait{Interval: m.Opts.Interval, Wait: wait.D, Timeout: 2 * time.Second, Names: names}
+		cctx, cancel := context.WithTimeout(ctx, wait.D+time.Minute)
 		defer cancel()
 		var out bytes.Buffer
 		if err := kube.ExecStream(cctx, env.Config, env.Client, env.Namespace, client.Name, &out, errOut, agentproto.Argv(req)...); err != nil {
@@ -192,17 +194,31 @@ func (m *Measurement) Run(ctx context.Context, env *measure.Env) (result.Result,
 			firstAsk = w.FirstAttempt
 		}
 	}
-	m.Report(&res, targets, created, firstAsk)
+	m.Report(&res, targets, created, firstAsk, wait)
 	return res, nil
 }
 
-// Report turns the targets into metrics and per-pod records (pure).
-func (m *Measurement) Report(res *result.Result, targets []Target, created, firstAsk time.Time) {
+// clientWait is how long the client asks: Wait, or until the end of the run's budget when that comes first.
+func (m *Measurement) clientWait(env *measure.Env) measure.Bound {
+	d, cut := env.WaitBound(m.Opts.Wait)
+	return measure.Bound{D: d, Cut: cut}
+}
+
+// Report turns the targets into metrics and per-pod records (pure); wait is how long the client asked. Names
+// unresolved when the client stopped at the end of the run's budget say so, and blame nothing (a skip when no
+// name resolved).
+func (m *Measurement) Report(res *result.Result, targets []Target, created, firstAsk time.Time, wait measure.Bound) {
 	lags, unresolved := Analyze(targets, m.Opts.Backoff)
 	res.Metrics = append(res.Metrics,
 		result.Metric{Name: "pods", Unit: "count", Value: float64(len(targets))},
 		result.Metric{Name: "unresolved", Unit: "count", Value: float64(unresolved)})
-	if unresolved > 0 {
+	switch {
+	case unresolved > 0 && wait.Cut:
+		res.Reason = fmt.Sprintf("%d of %d names did not resolve%s", unresolved, len(targets), wait.Note())
+		if unresolved == len(targets) {
+			res.Status = result.StatusSkip
+		}
+	case unresolved > 0:
 		res.Status, res.Reason = result.StatusWarn, fmt.Sprintf("%d of %d names did not resolve within %s of creation", unresolved, len(targets), m.Opts.Wait)
 	}
 	res.Metrics = append(res.Metrics, lagMetrics(lags, nil)...)

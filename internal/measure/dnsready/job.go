@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -96,6 +97,7 @@ func (m *JobMeasurement) Run(ctx context.Context, env *measure.Env) (result.Resu
 	if m.Opts.WarmUp {
 		variants = append(variants, VariantWarmUp)
 	}
+	notRun := ""
 	for i, v := range variants {
 		env.Log.Info("job start-up run", "run", i+1, "of", len(variants), "variant", v)
 		run, err := m.runOnce(ctx, env, v, fmt.Sprintf("job-%c", 'a'+i), names)
@@ -103,12 +105,20 @@ func (m *JobMeasurement) Run(ctx context.Context, env *measure.Env) (result.Resu
 			return res, err
 		}
 		m.Runs = append(m.Runs, run)
+		if run.Stopped > 0 && i+1 < len(variants) {
+			notRun = fmt.Sprintf("%s not run: the run's --budget ended", strings.Join(variants[i+1:], ", "))
+			break
+		}
 	}
 	ReportJob(&res, m.Runs, m.Opts)
+	if notRun != "" {
+		res.Reason = strings.TrimPrefix(res.Reason+"; "+notRun, "; ")
+	}
 	return res, nil
 }
 
-// runOnce creates the Services and the Job named job and waits until every member reported (or Wait ends).
+// runOnce creates the Services and the Job named job and waits until every member reported (or Wait ends, or
+// the run's budget: the members then wait no longer than it, and run.Stopped says when kubeslow stopped).
 func (m *JobMeasurement) runOnce(ctx context.Context, env *measure.Env, variant, job string, nodes []string) (JobRun, error) {
 	run := JobRun{Variant: variant, Connect: m.Opts.Connect}
 	svcs := env.Client.CoreV1().Services(env.Namespace)
@@ -140,7 +150,7 @@ func (m *JobMeasurement) runOnce(ctx context.Context, env *measure.Env, variant,
 		err             error
 	}
 	reports := make(chan report, m.Opts.Count)
-	wctx, stop := context.WithTimeout(ctx, m.Opts.Wait+time.Minute)
+	wctx, stop, bound := env.BoundContext(ctx, m.Opts.Wait+time.Minute)
 	// followers are waited for before returning, after wctx ended (the deferred stop runs first); none
 	// starts once that wait has begun.
 	var followers sync.WaitGroup
@@ -186,7 +196,8 @@ func (m *JobMeasurement) runOnce(ctx context.Context, env *measure.Env, variant,
 	if err := obs.start(wctx, env); err != nil {
 		return run, err
 	}
-	req := agentproto.JobPeer{Listen: fmt.Sprintf("0.0.0.0:%d", m.Opts.Port), Interval: m.Opts.Interval, Wait: m.Opts.Wait, Timeout: 2 * time.Second,
+	// The members wait no longer than kubeslow does for them.
+	req := agentproto.JobPeer{Listen: fmt.Sprintf("0.0.0.0:%d", m.Opts.Port), Interval: m.Opts.Interval, Wait: min(m.Opts.Wait, bound.D), Timeout: 2 * time.Second,
 		Connect: m.Opts.Connect, BackoffBase: m.Opts.Backoff.Base, BackoffFactor: m.Opts.Backoff.Factor, BackoffCap: m.Opts.Backoff.Cap, Names: fqdns}
 	run.Created = env.Clock.Now()
 	if _, err := env.Client.BatchV1().Jobs(env.Namespace).Create(ctx, m.job(env, job, nodes, req), metav1.CreateOptions{}); err != nil {
@@ -205,7 +216,10 @@ func (m *JobMeasurement) runOnce(ctx context.Context, env *measure.Env, variant,
 			if ctx.Err() != nil {
 				return run, ctx.Err()
 			}
-			env.Log.Warn("job members did not all report", "reported", len(got), "of", m.Opts.Count, "within", m.Opts.Wait+time.Minute)
+			if measure.BudgetEnded(wctx) {
+				run.Stopped = bound.D
+			}
+			env.Log.Warn("job members did not all report", "reported", len(got), "of", m.Opts.Count, "within", bound.D)
 		}
 		if wctx.Err() != nil {
 			break

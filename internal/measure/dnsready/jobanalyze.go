@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"os"
 	"sort"
+	"strings"
 	"time"
 
+	"github.com/kubeslow/kubeslow/internal/measure"
 	"github.com/kubeslow/kubeslow/internal/source/agent"
 	"github.com/kubeslow/kubeslow/pkg/result"
 )
@@ -43,6 +45,9 @@ type JobRun struct {
 	// Created is when the Job was created (kubeslow's clock).
 	Created time.Time   `json:"created"`
 	Members []JobMember `json:"members"`
+	// Stopped is when (after the start of the wait) kubeslow stopped waiting for the members at the end of the
+	// run's --budget (zero: it did not).
+	Stopped time.Duration `json:"stopped_at_budget,omitempty"`
 }
 
 // JobMember is one member: kubeslow's observations (its clock) and the member's own report (its node's clock;
@@ -235,7 +240,8 @@ func (r JobRun) Figures() JobFigures {
 
 // ReportJob turns the runs into metrics (labelled variant=...) and records (pure).
 func ReportJob(res *result.Result, runs []JobRun, o JobOptions) {
-	var problems []string
+	var problems, cut []string
+	reported := 0 // members of the runs cut by the budget that reported
 	startup := map[string]JobFigures{}
 	for _, run := range runs {
 		labels := map[string]string{"variant": run.Variant}
@@ -252,7 +258,13 @@ func ReportJob(res *result.Result, runs []JobRun, o JobOptions) {
 			result.Metric{Name: "pods", Unit: "count", Value: float64(len(run.Members)), Labels: labels},
 			result.Metric{Name: "unresolved", Unit: "count", Value: float64(unresolved), Labels: labels},
 			result.Metric{Name: "unreported", Unit: "count", Value: float64(unreported), Labels: labels})
-		if unresolved > 0 || unreported > 0 || !f.AllRunning {
+		switch {
+		case (unresolved > 0 || unreported > 0 || !f.AllRunning) && run.Stopped > 0:
+			// kubeslow's own budget ended the wait: said, but not the cluster's fault.
+			cut = append(cut, fmt.Sprintf("%s: %d of %d members did not report, %d names not resolved (or connected) by every member%s",
+				run.Variant, unreported, len(run.Members), unresolved, measure.Bound{D: run.Stopped, Cut: true}.Note()))
+			reported += len(run.Members) - unreported
+		case unresolved > 0 || unreported > 0 || !f.AllRunning:
 			problems = append(problems, fmt.Sprintf("%s: %d of %d members did not report, %d names not resolved (or connected) by every member within %s",
 				run.Variant, unreported, len(run.Members), unresolved, o.Wait))
 		}
@@ -286,6 +298,12 @@ func ReportJob(res *result.Result, runs []JobRun, o JobOptions) {
 	if len(problems) > 0 {
 		sort.Strings(problems)
 		res.Status, res.Reason = result.StatusWarn, fmt.Sprint(problems)
+	}
+	if len(cut) > 0 {
+		res.Reason = strings.TrimPrefix(res.Reason+"; "+strings.Join(cut, "; "), "; ")
+		if len(problems) == 0 && reported == 0 && len(cut) == len(runs) {
+			res.Status = result.StatusSkip // no member reported before the budget ended: nothing measured
+		}
 	}
 }
 

@@ -166,8 +166,8 @@ func (m *Measurement) Run(ctx context.Context, env *measure.Env) (result.Result,
 	if timedOut && res.Reason == "" {
 		res.Reason = fmt.Sprintf("not all pods Running after %s", timeout.Round(time.Second))
 	}
-	if timedOut && cut {
-		res.Reason += fmt.Sprintf(" (stopped waiting after %s, at the end of the run's --budget)", timeout.Round(time.Second))
+	if timedOut {
+		res.Reason += measure.Bound{D: timeout, Cut: cut}.Note()
 	}
 	sized(&res, p, want, count)
 	return res, nil

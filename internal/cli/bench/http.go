@@ -20,6 +20,7 @@ const HTTPName = "net.http"
 func newHTTP(streams common.IOStreams) *cobra.Command {
 	var out common.OutputFlag
 	var mode string
+	var prof profileFlags
 	cfg := loadgen.Config{}
 	cmd := &cobra.Command{
 		Use:   "http URL",
@@ -45,8 +46,13 @@ the moment it was due, so a stalling server shows in the tail (no coordinated om
 				return &common.ExitError{Code: 2, Err: err}
 			}
 			streams.Progressf("%s: %s", args[0], cfg.Describe())
+			stopProf, err := prof.start()
+			if err != nil {
+				return &common.ExitError{Code: 2, Err: err}
+			}
 			start := time.Now()
 			res, err := loadgen.Run(common.Context(cmd), cfg)
+			stopProf()
 			if err != nil {
 				return &common.ExitError{Code: 2, Err: err}
 			}
@@ -60,6 +66,7 @@ the moment it was due, so a stalling server shows in the tail (no coordinated om
 	}
 	out.Add(cmd)
 	fl := cmd.Flags()
+	prof.add(fl)
 	fl.StringVar(&mode, "mode", "closed", "closed (max throughput at --concurrency) or open (fixed --rate)")
 	fl.IntVarP(&cfg.Concurrency, "concurrency", "c", 8, "connections (requests in flight)")
 	fl.Float64Var(&cfg.Rate, "rate", 1000, "open loop: requests per second")

@@ -182,3 +182,24 @@ func generatorSockets(t *testing.T, port int) map[string]int {
 	}
 	return out
 }
+
+// TestSpinPolls: the closed loop polls before blocking only against a server on this host, with half the cores
+// left to it; the open loop (its own schedule) never does.
+func TestSpinPolls(t *testing.T) {
+	for _, c := range []struct {
+		name           string
+		mode           Mode
+		local          bool
+		threads, cores int
+		want           bool
+	}{
+		{"local server, 1 thread of 2 cores", Closed, true, 1, 2, true},
+		{"remote server (a proxy in another namespace)", Closed, false, 1, 2, false},
+		{"local server, every core taken", Closed, true, 2, 2, false},
+		{"open loop", Open, true, 1, 4, false},
+	} {
+		if got := spinPolls(c.mode, c.local, c.threads, c.cores); got != c.want {
+			t.Errorf("%s: %v, want %v", c.name, got, c.want)
+		}
+	}
+}

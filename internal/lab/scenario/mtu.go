@@ -24,10 +24,7 @@ func mtuPodScenario() Scenario {
 	return Scenario{Name: "mtu-pod", Case: "D", Layouts: flannelLayouts, Description: fmt.Sprintf("flannel (VXLAN) on 2 real nodes; once up, the nodes' CNI configuration "+
 		"gives new pods eth0 (and cni0) at MTU %d, the uplink's, while flannel.1 is at %d: full-size packets from a pod to another node are "+
 		"refused at flannel.1 (ICMP fragmentation needed to the pod)", MTUPodWrong, MTUPodWrong-lab.VXLANOverhead),
-		Configure: func(c *lab.Config) {
-			c.RealNodes = max(c.RealNodes, 2)
-			c.CNI = lab.CNIFlannel
-		},
+		Configure: twoFlannelNodes,
 		Start: func(ctx context.Context, d lab.Dirs, c *lab.Config, progress lab.Progress) error {
 			if err := lab.SetPodMTU(d, c, MTUPodWrong); err != nil {
 				return err
@@ -44,10 +41,7 @@ func mtuTransitScenario() Scenario {
 	return Scenario{Name: "mtu-transit", Case: "D", Layouts: flannelLayouts, Description: fmt.Sprintf("flannel (VXLAN) on 2 real nodes, every MTU on the nodes right, but %s's "+
 		"port on the lab bridge (the transit link to it) at MTU %d: frames above it are dropped without ICMP (a black hole for VXLAN packets over %d bytes, "+
 		"pod packets over %d)", lab.RealNodeName(MTUTransitNode), MTUTransit, MTUTransit, MTUTransit-lab.VXLANOverhead),
-		Configure: func(c *lab.Config) {
-			c.RealNodes = max(c.RealNodes, 2)
-			c.CNI = lab.CNIFlannel
-		},
+		Configure: twoFlannelNodes,
 		Start: func(ctx context.Context, d lab.Dirs, c *lab.Config, progress lab.Progress) error {
 			if err := lab.SetTransitMTU(ctx, MTUTransitNode, MTUTransit); err != nil {
 				return err
@@ -55,6 +49,12 @@ func mtuTransitScenario() Scenario {
 			progress("%s's transit link at MTU %d", lab.RealNodeName(MTUTransitNode), MTUTransit)
 			return nil
 		}, Expect: []string{"KS-NET-MTU"}}
+}
+
+// twoFlannelNodes is the flannel scenarios' lab: flannel's VXLAN overlay on at least two real nodes.
+func twoFlannelNodes(c *lab.Config) {
+	c.RealNodes = max(c.RealNodes, 2)
+	c.CNI = lab.CNIFlannel
 }
 
 // flannelLayouts: the flannel lab has been run with the control plane outside every node only; the kubeadm
@@ -72,10 +72,7 @@ func slowOverlayScenario() Scenario {
 	return Scenario{Name: "slow-overlay", Case: "B", Layouts: flannelLayouts, Description: fmt.Sprintf("flannel (VXLAN) on 2 real nodes; once up, "+
 		"flannel.1's egress capped at %d Mbit/s on every node (tc tbf) while the nodes' own link is not: bulk transfers between pods on two nodes "+
 		"top out at the cap (case B's flannel: ~2 of 10–15 Gbit/s), host to host does not", OverlayRateMbit),
-		Configure: func(c *lab.Config) {
-			c.RealNodes = max(c.RealNodes, 2)
-			c.CNI = lab.CNIFlannel
-		},
+		Configure: twoFlannelNodes,
 		Start: func(ctx context.Context, d lab.Dirs, c *lab.Config, progress lab.Progress) error {
 			if err := lab.SetOverlayRate(ctx, c, OverlayRateMbit); err != nil {
 				return err

@@ -71,7 +71,7 @@ one_size() {
 
 for n in $SIZES; do
 	# One size per lock: others get the lab between sizes.
-	flock "$LOCK" bash -c "set -o pipefail; $(declare -f one_size); OUT='$OUT' KUBESLOW='$KUBESLOW' PER_NODE='$PER_NODE' FULL='$FULL' BEFORE='$BEFORE' helper='$helper'; one_size $n"
+	flock "$LOCK" bash -c "set -o pipefail; $(declare -f one_size); OUT='$OUT' KUBESLOW='$KUBESLOW' PER_NODE='$PER_NODE' FULL='$FULL' BEFORE='$BEFORE' RUN_ARGS='$RUN_ARGS' helper='$helper'; one_size $n"
 	[[ -s $OUT/rows.jsonl ]] && "$helper" table "$OUT/rows.jsonl" >"$OUT/table.md"
 done
 echo "rows: $OUT/rows.jsonl; table: $OUT/table.md" >&2

@@ -31,7 +31,7 @@ var cniNodeAnnotations = []struct{ key, name string }{
 	{"node.antrea.io/mac-address", "antrea"}, {"kube-router.io/pod-cidr", "kube-router"},
 }
 
-// cniFromNodes names the CNI from its annotations on the nodes, with flannel's backend (flannel:vxlan), or "".
+// cniFromNodes names the CNI from its annotations on the nodes, with flannel's backend ("flannel (vxlan)"), or "".
 func cniFromNodes(nodes []corev1.Node) string {
 	for i := range nodes {
 		for _, a := range cniNodeAnnotations {

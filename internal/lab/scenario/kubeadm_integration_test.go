@@ -291,8 +291,8 @@ func TestIntegrationKubeadm(t *testing.T) {
 
 	// control-plane-hog: a pod with no limit spinning on every core of the control-plane node, beside
 	// kube-apiserver and etcd (no limit either) under the conflict storm. The starvation is named from the node
-	// tier where a component's run-queue wait crosses KS-CP-SATURATED's threshold (KS-CP-SATURATED, naming
-	// kube-apiserver or etcd, not a component idle on a few milliseconds), else by kube-apiserver's own
+	// tier where a component's run-queue wait crosses KS-CP-SATURATED's threshold (KS-CP-SATURATED, naming a
+	// component that lost at least 0.1 s per second, not one idle on a few milliseconds), else by kube-apiserver's own
 	// goroutines' wait (KS-CP-SATURATED-API) with the node agent's figures of where its CPU went: runs here put
 	// the share of their runnable time kube-apiserver and etcd waited at 78-90%, around that threshold.
 	t.Run("control-plane-hog", func(t *testing.T) {
@@ -304,9 +304,14 @@ func TestIntegrationKubeadm(t *testing.T) {
 		_, got := run(t, "api.responsiveness", cpusage.Name)
 		switch f, api := got["KS-CP-SATURATED"], got["KS-CP-SATURATED-API"]; {
 		case f != nil:
-			if !strings.Contains(f.Summary, "run-queue wait") || !(strings.Contains(f.Summary, "component's run-queue wait (node agent): kube-apiserver") ||
-				strings.Contains(f.Summary, "component's run-queue wait (node agent): etcd")) || !strings.Contains(f.Summary, "starved by its neighbours") {
-				t.Errorf("KS-CP-SATURATED does not name kube-apiserver or etcd starved by its neighbours on the run queue: %s", f.Summary)
+			// Any of the four components may be the most starved (each lost at least MinRunQueueWait): the hog
+			// starves them all; kube-apiserver and etcd were named in the runs here.
+			named := false
+			for _, comp := range []string{cpusage.APIServer, cpusage.Etcd, "kube-controller-manager", "kube-scheduler"} {
+				named = named || strings.Contains(f.Summary, "component's run-queue wait (node agent): "+comp+" on "+lab.ControlPlaneNodeName)
+			}
+			if !named || !strings.Contains(f.Summary, "starved by its neighbours") {
+				t.Errorf("KS-CP-SATURATED does not name a component starved by its neighbours on the run queue: %s", f.Summary)
 			}
 		case api != nil:
 			if !strings.Contains(api.Summary, "the node agent on "+lab.ControlPlaneNodeName) || !strings.Contains(api.Summary, "its neighbours on the node took the CPU") {

@@ -91,8 +91,8 @@ func (a *API) Run(ctx context.Context, _ *measure.Env) (result.Result, error) {
 	}
 	res := apislo.Analyze(s.snapshots(fams))
 	res.Start, res.End, res.Absent = s.Window.From, s.Window.To, absent
-	if s.Target("apiserver").Silent {
-		res.Reason = strings.TrimPrefix(res.Reason+"; kube-apiserver (job "+jobValue(job)+") answered none of Prometheus's scrapes in the window: "+
+	if t := s.Target("apiserver"); t.Silent {
+		res.Reason = strings.TrimPrefix(res.Reason+"; kube-apiserver (job "+jobValue(job)+") "+t.Silence()+" in the window: "+
 			"its latency, codes and APF over the window are not known (controlplane.usage counts the scrapes it missed)", "; ")
 	}
 	a.src.label(&res, "job "+jobValue(job))

@@ -127,10 +127,11 @@ func (c *ControlPlane) Run(ctx context.Context, _ *measure.Env) (result.Result, 
 		return res, err
 	}
 	if _, ok := used[cpusage.APIServer]; !ok {
-		if !s.Target("apiserver").Silent {
+		t := s.Target("apiserver")
+		if !t.Silent {
 			return res, measure.Skipf("%s has no process_cpu_seconds_total of kube-apiserver (job %s) in %s", s.Client.URL(), jobValue(apiJob), s.Window)
 		}
-		notes = append(notes, "kube-apiserver answered none of its scrapes in the window: its own CPU count is missing, the kernel's count of its cgroup stands for it")
+		notes = append(notes, "kube-apiserver "+t.Silence()+" in the window: its own CPU count is missing, the kernel's count of its cgroup stands for it")
 	}
 	total := 0.0
 	for _, j := range jobs {

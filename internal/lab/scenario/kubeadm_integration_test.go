@@ -302,23 +302,23 @@ func TestIntegrationKubeadm(t *testing.T) {
 		defer func() { agentWait = cpnode.DefaultOptions(lab.AgentImage).Timeout }()
 		waitRequests(ctx, t, rc, "200 409s", 200, func(l map[string]string) bool { return l["code"] == "409" })
 		_, got := run(t, "api.responsiveness", cpusage.Name)
-		switch f, api := got["KS-CP-SATURATED"], got["KS-CP-SATURATED-API"]; {
-		case f != nil:
-			// Any of the four components may be the most starved (each lost at least MinRunQueueWait): the hog
-			// starves them all; kube-apiserver and etcd were named in the runs here.
-			named := false
-			for _, comp := range []string{cpusage.APIServer, cpusage.Etcd, "kube-controller-manager", "kube-scheduler"} {
-				named = named || strings.Contains(f.Summary, "component's run-queue wait (node agent): "+comp+" on "+lab.ControlPlaneNodeName)
-			}
-			if !named || !strings.Contains(f.Summary, "starved by its neighbours") {
-				t.Errorf("KS-CP-SATURATED does not name a component starved by its neighbours on the run queue: %s", f.Summary)
-			}
-		case api != nil:
-			if !strings.Contains(api.Summary, "the node agent on "+lab.ControlPlaneNodeName) || !strings.Contains(api.Summary, "its neighbours on the node took the CPU") {
-				t.Errorf("KS-CP-SATURATED-API does not say where kube-apiserver's CPU went, from the node agent: %s", api.Summary)
-			}
-		default:
-			t.Error("neither KS-CP-SATURATED nor KS-CP-SATURATED-API reported")
+		// The node tier names the starved component: in KS-CP-SATURATED's text when a component's run-queue
+		// wait is its figure (any of the four that lost at least 0.1 s per second: the hog starves them all;
+		// kube-apiserver and etcd were named in the runs here), else in KS-CP-SATURATED-API's (on its own, or
+		// under KS-CP-SATURATED when the window's figure was the higher: CI's run of 2026-11-26) with the node
+		// agent's figures of where kube-apiserver's CPU went.
+		f, api := got["KS-CP-SATURATED"], got["KS-CP-SATURATED-API"]
+		if f == nil && api == nil {
+			t.Fatal("neither KS-CP-SATURATED nor KS-CP-SATURATED-API reported")
+		}
+		byComponent := false
+		for _, comp := range []string{cpusage.APIServer, cpusage.Etcd, "kube-controller-manager", "kube-scheduler"} {
+			byComponent = byComponent || f != nil && strings.Contains(f.Summary, "component's run-queue wait (node agent): "+comp+" on "+lab.ControlPlaneNodeName) &&
+				strings.Contains(f.Summary, "starved by its neighbours")
+		}
+		byAPI := api != nil && strings.Contains(api.Summary, "the node agent on "+lab.ControlPlaneNodeName) && strings.Contains(api.Summary, "its neighbours on the node took the CPU")
+		if !byComponent && !byAPI {
+			t.Errorf("no finding names the starved component from the node agent: KS-CP-SATURATED %+v, KS-CP-SATURATED-API %+v", f, api)
 		}
 	})
 

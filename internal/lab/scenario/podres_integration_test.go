@@ -35,7 +35,7 @@ import (
 const (
 	podHealthy = "healthy"   // no limit, idle, a readiness probe that passes: reads nothing
 	podSpin    = "spin-100m" // one thread spinning under a 100m CPU limit, no probe: throttled, no symptom (info)
-	podBurst   = "burst-50m" // four threads spinning under 50m, serving its readiness probe: throttled, not Ready (warning)
+	podBurst   = "burst-50m" // 16 threads spinning under 50m, serving its readiness probe: throttled, not Ready (warning)
 	podOOMOwn  = "oom-own"   // allocates 256 MiB under a 64 MiB memory limit: OOMKilled, CrashLoopBackOff
 	podOOMNode = "oom-node"  // no memory limit, allocates 1 GiB on a node whose memory is capped 400 MiB above its use
 	nodeOOMCap = 400 << 20   // the node's memory cap above what it uses when oom-node starts
@@ -116,7 +116,10 @@ func TestIntegrationPodResources(t *testing.T) {
 	t.Logf("%s capped at %d MiB (%d MiB in use)", capFile, (used+nodeOOMCap)>>20, used>>20)
 
 	create(burnPod(podSpin, node, agentproto.Burn{Threads: 1}, corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m")}, false))
-	create(burnPod(podBurst, node, agentproto.Burn{Threads: 4, Listen: ":8080"}, corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("50m")}, true))
+	// 16 spinning goroutines, not 4: Go preempts a spinning goroutine every 10 ms of its CPU, so the probe's
+	// handler waits for ~8 turns (16 over GOMAXPROCS 2) — 80 ms of CPU, 1.6 s under a 50m quota, past the
+	// probe's 1 s. With 4 it waited ~0.4 s and in CI's run of 2026-11-26 the probe never failed.
+	create(burnPod(podBurst, node, agentproto.Burn{Threads: 16, Listen: ":8080"}, corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("50m")}, true))
 	create(burnPod(podOOMOwn, node, agentproto.Burn{Memory: 256 << 20}, corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("64Mi")}, false))
 	create(burnPod(podOOMNode, node, agentproto.Burn{Memory: 1 << 30}, nil, false))
 	// Both OOM pods killed once before the run, as a user runs kubeslow on a pod seen crash-looping.
@@ -132,6 +135,15 @@ func TestIntegrationPodResources(t *testing.T) {
 			p, _ := c.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
 			t.Fatalf("%s never restarted: %v (%+v)", name, err, p.Status.ContainerStatuses)
 		}
+	}
+	// The burst pod has shown its symptom before the run: its readiness probe failed (the kubelet's Unhealthy
+	// Event on it).
+	err = wait.PollUntilContextTimeout(ctx, time.Second, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		ev, err := c.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=" + podBurst + ",reason=Unhealthy"})
+		return err == nil && len(ev.Items) > 0, nil
+	})
+	if err != nil {
+		t.Fatalf("%s's readiness probe never failed under its 50m limit: %v", podBurst, err)
 	}
 	rep = runPodRes(ctx, t, c, rc, d, "faults")
 	res = rep.Result(podres.Name)

@@ -8,16 +8,16 @@ import (
 )
 
 // WaitBound is how long a benchmark may wait for the cluster: d, or less when the run's budget ends first
-// (cut says so). A budget already spent leaves one second, so the benchmark still reads what it has.
-func (e *Env) WaitBound(d time.Duration) (bound time.Duration, cut bool) {
+// (Cut says so). A budget already spent leaves one second, so the benchmark still reads what it has.
+func (e *Env) WaitBound(d time.Duration) Bound {
 	if e == nil || e.BenchDeadline.IsZero() || e.Clock == nil {
-		return d, false
+		return Bound{D: d}
 	}
 	left := max(e.BenchDeadline.Sub(e.Clock.Now()), time.Second)
 	if left < d {
-		return left, true
+		return Bound{D: left, Cut: true}
 	}
-	return d, false
+	return Bound{D: d}
 }
 
 // Bound is a wait's bound as WaitBound gave it: D from the wait's start, Cut when the end of the run's
@@ -44,14 +44,13 @@ var ErrBudgetEnd = errors.New("the run's --budget ended")
 // first) it is context.WithTimeout(ctx, d), as the wait had before the budget; with one it ends on e's clock
 // at the end of the run's budget, with ErrBudgetEnd as its cause (BudgetEnded).
 func (e *Env) BoundContext(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc, Bound) {
-	bound, cut := e.WaitBound(d)
-	b := Bound{D: bound, Cut: cut}
-	if !cut {
+	b := e.WaitBound(d)
+	if !b.Cut {
 		c, cancel := context.WithTimeout(ctx, d)
 		return c, cancel, b
 	}
 	c, cancel := context.WithCancelCause(ctx)
-	t := e.Clock.NewTimer(bound)
+	t := e.Clock.NewTimer(b.D)
 	go func() {
 		defer t.Stop()
 		select {

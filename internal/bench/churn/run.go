@@ -325,8 +325,8 @@ func (m *Measurement) startSamplers(ctx context.Context, env *measure.Env, nodes
 					Image: m.Opts.AgentImage, HostDir: nd.Dir}
 				// The agent stops on its own a little after the run's bounds; the run stops it sooner.
 				life := m.Opts.Duration + 2*m.Opts.PodTimeout + time.Minute
-				start, cut := env.WaitBound(2 * time.Minute) // the wait for the sampler pod to run
-				st, err := diskagent.StartSampler(ctx, env.Client, spec, interval, min(life, MaxDuration), start, func(smp disk.Sample) {
+				start := env.WaitBound(2 * time.Minute) // the wait for the sampler pod to run
+				st, err := diskagent.StartSampler(ctx, env.Client, spec, interval, min(life, MaxDuration), start.D, func(smp disk.Sample) {
 					mu.Lock()
 					defer mu.Unlock()
 					nd.Samples = append(nd.Samples, smp)
@@ -337,7 +337,7 @@ func (m *Measurement) startSamplers(ctx context.Context, env *measure.Env, nodes
 				if err != nil {
 					nd.Reason = err.Error()
 					if errors.Is(err, context.DeadlineExceeded) {
-						nd.Reason += measure.Bound{D: start, Cut: cut}.Note()
+						nd.Reason += start.Note()
 					}
 					m.progress("churn: %s's disk not sampled: %v", n, err)
 					return

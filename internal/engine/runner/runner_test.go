@@ -90,8 +90,8 @@ type waiter struct {
 }
 
 func (w *waiter) Run(ctx context.Context, env *measure.Env) (result.Result, error) {
-	d, cut := env.WaitBound(5 * time.Minute)
-	*w.bounds = append(*w.bounds, fmt.Sprintf("%s %s %v", w.name, d, cut))
+	b := env.WaitBound(5 * time.Minute)
+	*w.bounds = append(*w.bounds, fmt.Sprintf("%s %s %v", w.name, b.D, b.Cut))
 	return w.m.Run(ctx, env)
 }
 

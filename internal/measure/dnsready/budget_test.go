@@ -50,11 +50,11 @@ func TestBudgetBoundsWaits(t *testing.T) {
 	}
 
 	fresh, _ := budgetEnv(10 * time.Second)
-	if w := m.clientWait(fresh); !w.Cut || w.D != 10*time.Second {
+	if w := fresh.WaitBound(m.Opts.Wait); !w.Cut || w.D != 10*time.Second {
 		t.Errorf("client's wait with the budget 10s ahead: %+v", w)
 	}
 	noBudget, _ := budgetEnv(0)
-	if w := m.clientWait(noBudget); w.Cut || w.D != m.Opts.Wait {
+	if w := noBudget.WaitBound(m.Opts.Wait); w.Cut || w.D != m.Opts.Wait {
 		t.Errorf("client's wait without a budget: %+v, want %s", w, m.Opts.Wait)
 	}
 	targets := []Target{{Pod: "peer-0", Asked: budgetT0, Ready: budgetT0.Add(time.Second), Resolved: budgetT0.Add(2 * time.Second)}, {Pod: "peer-1", Asked: budgetT0}}

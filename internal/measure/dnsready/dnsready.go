@@ -141,7 +141,7 @@ func (m *Measurement) Run(ctx context.Context, env *measure.Env) (result.Result,
 	clientDone := make(chan waitOut, 1)
 	errOut := &askedSignal{asked: make(chan struct{})}
 	// The client asks for Wait, or until the end of the run's budget when that comes first.
-	wait := m.clientWait(env)
+	wait := env.WaitBound(m.Opts.Wait)
 	go func() {
 		req := agentproto.DNSWait{Interval: m.Opts.Interval, Wait: wait.D, Timeout: 2 * time.Second, Names: names}
 		cctx, cancel := context.WithTimeout(ctx, wait.D+time.Minute)
@@ -196,12 +196,6 @@ func (m *Measurement) Run(ctx context.Context, env *measure.Env) (result.Result,
 	}
 	m.Report(&res, targets, created, firstAsk, wait)
 	return res, nil
-}
-
-// clientWait is how long the client asks: Wait, or until the end of the run's budget when that comes first.
-func (m *Measurement) clientWait(env *measure.Env) measure.Bound {
-	d, cut := env.WaitBound(m.Opts.Wait)
-	return measure.Bound{D: d, Cut: cut}
 }
 
 // Report turns the targets into metrics and per-pod records (pure); wait is how long the client asked. Names

@@ -142,7 +142,8 @@ func (m *Measurement) Run(ctx context.Context, env *measure.Env) (result.Result,
 	if timeout <= 0 {
 		timeout = 5 * time.Minute
 	}
-	timeout, cut := env.WaitBound(timeout)
+	bound := env.WaitBound(timeout)
+	timeout = bound.D
 	timedOut := false
 	select {
 	case <-col.AllRunning():
@@ -167,7 +168,7 @@ func (m *Measurement) Run(ctx context.Context, env *measure.Env) (result.Result,
 		res.Reason = fmt.Sprintf("not all pods Running after %s", timeout.Round(time.Second))
 	}
 	if timedOut {
-		res.Reason += measure.Bound{D: timeout, Cut: cut}.Note()
+		res.Reason += bound.Note()
 	}
 	sized(&res, p, want, count)
 	return res, nil

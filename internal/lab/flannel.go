@@ -331,7 +331,7 @@ func SetOverlayRate(ctx context.Context, c *Config, mbit int) error {
 	for i := 1; i <= c.RealNodes; i++ {
 		ns := realNode{i}.netns()
 		if mbit == 0 {
-			if _, err := host.Run(ctx, host.Short, "ip", "netns", "exec", ns, "tc", "qdisc", "del", "dev", "flannel.1", "root"); err != nil &&
+			if _, err := host.RunIn(ctx, host.Short, nil, ns, "tc", "qdisc", "del", "dev", "flannel.1", "root"); err != nil &&
 				!strings.Contains(err.Error(), "No such file") && !strings.Contains(err.Error(), "handle of zero") {
 				return fmt.Errorf("%s: %w", ns, err)
 			}
@@ -339,7 +339,7 @@ func SetOverlayRate(ctx context.Context, c *Config, mbit int) error {
 		}
 		// A burst of 64 KiB (a TSO segment's worth) and at most 50 ms of queue: the rate holds for bulk
 		// transfers, and small requests pass at the link's speed.
-		if _, err := host.Run(ctx, host.Short, "ip", "netns", "exec", ns, "tc", "qdisc", "replace", "dev", "flannel.1", "root",
+		if _, err := host.RunIn(ctx, host.Short, nil, ns, "tc", "qdisc", "replace", "dev", "flannel.1", "root",
 			"tbf", "rate", fmt.Sprintf("%dmbit", mbit), "burst", "64kb", "latency", "50ms"); err != nil {
 			return fmt.Errorf("%s: %w", ns, err)
 		}

@@ -3,12 +3,23 @@
 # everything is present. Only Debian's package registry and the Go module proxy are used.
 set -euo pipefail
 
-# Debian packages: iproute2/util-linux (network namespaces, nsenter, mount), iptables/conntrack (kube-proxy
-# and the network lab), containerd/runc/CNI plugins (real lab nodes), jq/wrk/nginx-light (peer tools the benchmarks
-# compare against, fio for `bench disk`), e2fsprogs (formatting lab block devices), procps, chromium + a font (the HTML report is
-# tested in a real headless browser), prometheus + prometheus-node-exporter (`lab up --prometheus` and the
-# tests of `run --prometheus`: run as lab processes, never as the packages' services).
-PKGS=(iproute2 util-linux procps curl nftables e2fsprogs iptables conntrack containerd runc containernetworking-plugins jq wrk fio nginx-light chromium fonts-dejavu-core prometheus prometheus-node-exporter)
+# Usage: hack/deps.sh [demo|test]  (default test). `demo` installs what the lab and `kubeslow run --lab`
+# need; `test` adds what only the tests and benchmarks use.
+#
+# The demo's Debian packages: iproute2/util-linux (network namespaces, nsenter, mount), iptables/nftables/
+# conntrack (kube-proxy and the network lab), containerd/runc/CNI plugins (real lab nodes), e2fsprogs
+# (formatting lab block devices), procps, curl (the lab's health checks).
+# The tests' on top: jq (the test summary), wrk/nginx-light/fio (peer tools the benchmarks compare against),
+# chromium + a font (the HTML report is tested in a real headless browser), prometheus +
+# prometheus-node-exporter (`lab up --prometheus` and the tests of `run --prometheus`: run as lab processes,
+# never as the packages' services).
+DEMO_PKGS=(iproute2 util-linux procps curl nftables e2fsprogs iptables conntrack containerd runc containernetworking-plugins)
+TEST_PKGS=(jq wrk fio nginx-light chromium fonts-dejavu-core prometheus prometheus-node-exporter)
+case "${1:-test}" in
+  demo) PKGS=("${DEMO_PKGS[@]}") ;;
+  test) PKGS=("${DEMO_PKGS[@]}" "${TEST_PKGS[@]}") ;;
+  *) echo "usage: hack/deps.sh [demo|test]" >&2; exit 2 ;;
+esac
 
 missing=()
 for p in "${PKGS[@]}"; do

@@ -49,12 +49,15 @@ func Up(ctx context.Context, d Dirs, c Config, progress Progress) (*State, error
 	if c.Ingress == IngressTraefik {
 		with = append(with, Traefik)
 	}
+	if c.RealNodes > 0 && cniOf(&c) == CNIFlannel {
+		with = append(with, Flannel)
+	}
 	man, err := Build(ctx, d, progress, with...)
 	if err != nil {
 		return nil, err
 	}
 	st := &State{Config: c, Started: time.Now().UTC(), Binaries: map[string]string{}, Versions: map[string]string{}}
-	for _, comp := range append([]string{Etcd, KubeAPIServer, KubeControllerMgr, KubeScheduler, Kwok, Kubelet, KubeProxy, CoreDNS, Flannel}, with...) {
+	for _, comp := range append([]string{Etcd, KubeAPIServer, KubeControllerMgr, KubeScheduler, Kwok, Kubelet, KubeProxy, CoreDNS}, with...) {
 		p, err := man.Binary(comp)
 		if err != nil {
 			return nil, err

@@ -33,14 +33,15 @@ func TestTraefikGoMod(t *testing.T) {
 	}
 }
 
-// Traefik is optional: the default build leaves it out, and asking for an unknown optional component is an error.
+// Traefik and flanneld are optional: the default build (a demo's bridge lab) leaves them out, and asking for an
+// unknown optional component is an error.
 func TestOptionalTraefik(t *testing.T) {
-	if got := Optional(); len(got) != 1 || got[0] != Traefik {
-		t.Fatalf("optional components %v, want [%s]", got, Traefik)
+	if got := Optional(); !slices.Equal(got, []string{Flannel, Traefik}) {
+		t.Fatalf("optional components %v, want [%s %s]", got, Flannel, Traefik)
 	}
 	for _, s := range buildSteps() {
-		if !s.optional && slices.Contains(s.components, Traefik) {
-			t.Fatal("Traefik is built by default")
+		if !s.optional && (slices.Contains(s.components, Traefik) || slices.Contains(s.components, Flannel)) {
+			t.Fatalf("%v built by default", s.components)
 		}
 	}
 	if _, err := Build(t.Context(), Cache{Dir: t.TempDir()}, func(string, ...any) {}, "nginx"); err == nil || !strings.Contains(err.Error(), "no optional lab component") {

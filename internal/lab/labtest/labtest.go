@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -47,6 +46,10 @@ func Dirs(t *testing.T) lab.Dirs {
 	if os.Geteuid() != 0 {
 		t.Fatalf("%s is set but the lab needs root", EnvVar)
 	}
+	// A lab shared by the package's earlier tests goes down first: this test starts a lab of its own.
+	if err := closeShared(); err != nil {
+		t.Fatal(err)
+	}
 	lockLab(t)
 	if _, err := os.Stat("/run/netns/" + lab.NetNS); err == nil {
 		t.Fatalf("a lab is already up on this machine (network namespace %s): run `kubeslow lab down` first", lab.NetNS)
@@ -68,18 +71,9 @@ func Dirs(t *testing.T) lab.Dirs {
 // which runs last). The lock goes with the process if the test dies.
 func lockLab(t *testing.T) {
 	t.Helper()
-	f, err := os.OpenFile(LockPath, os.O_RDWR|os.O_CREATE, 0o600)
+	f, err := takeLock(t.Logf)
 	if err != nil {
-		t.Fatalf("opening the lab lock: %v", err)
-	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		t.Logf("waiting for the lab lock %s (another lab user holds it)", LockPath)
-		start := time.Now()
-		if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
-			_ = f.Close()
-			t.Fatalf("taking the lab lock: %v", err)
-		}
-		t.Logf("took the lab lock after %s", time.Since(start).Round(time.Second))
+		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = f.Close() })
 }
@@ -117,20 +111,28 @@ func Processes(t *testing.T, d lab.Dirs) []Process {
 // namespace, host link and cgroups are gone, and the state directory is removed.
 func AssertGone(t *testing.T, d lab.Dirs, procs []Process) {
 	t.Helper()
+	for _, l := range leftovers(d, procs) {
+		t.Error(l)
+	}
+}
+
+// leftovers lists what a lab that is down left behind: recorded processes still running, mounts under the
+// state directory, the network namespaces, host link, cgroups, state directory, container log links and
+// the node disk's loop device.
+func leftovers(d lab.Dirs, procs []Process) []string {
+	var out []string
 	for _, p := range procs {
 		if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.PID)); err == nil {
 			f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
 			if len(f) > 19 && f[19] == fmt.Sprint(p.StartTick) {
-				t.Errorf("process %s (pid %d) still exists (state %s)", p.Name, p.PID, f[0])
+				out = append(out, fmt.Sprintf("process %s (pid %d) still exists (state %s)", p.Name, p.PID, f[0]))
 			}
 		}
 	}
-	mi, err := os.ReadFile("/proc/self/mountinfo")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if strings.Contains(string(mi), d.State) {
-		t.Errorf("mounts left under %s", d.State)
+	if mi, err := os.ReadFile("/proc/self/mountinfo"); err != nil {
+		out = append(out, "reading mountinfo: "+err.Error())
+	} else if strings.Contains(string(mi), d.State) {
+		out = append(out, fmt.Sprintf("mounts left under %s", d.State))
 	}
 	paths := []string{"/run/netns/" + lab.NetNS, "/sys/class/net/" + lab.HostVeth, d.State}
 	for i := 1; i <= lab.MaxRealNodes; i++ {
@@ -142,18 +144,19 @@ func AssertGone(t *testing.T, d lab.Dirs, procs []Process) {
 	if links, _ := filepath.Glob("/var/log/containers/*"); len(links) > 0 {
 		for _, l := range links {
 			if target, err := os.Readlink(l); err == nil && strings.HasPrefix(target, d.State) {
-				t.Errorf("container log link %s -> %s left behind", l, target)
+				out = append(out, fmt.Sprintf("container log link %s -> %s left behind", l, target))
 			}
 		}
 	}
 	for _, path := range paths {
 		if _, err := os.Stat(path); err == nil {
-			t.Errorf("%s still exists after lab down", path)
+			out = append(out, fmt.Sprintf("%s still exists after lab down", path))
 		}
 	}
 	if dev := lab.NodeDiskDevice(d); dev != "" {
-		t.Errorf("loop device %s of the node disk left attached", dev)
+		out = append(out, fmt.Sprintf("loop device %s of the node disk left attached", dev))
 	}
+	return out
 }
 
 // Up starts a lab with start (lab.Up or scenario.Up with the test's configuration) and returns its admin

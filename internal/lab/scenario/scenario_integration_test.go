@@ -91,41 +91,76 @@ func TestIntegrationControlPlaneScenarios(t *testing.T) {
 	}
 }
 
-// runScenario starts the scenario on a fresh lab, runs the selected measurements and the rules, and tears
-// the lab down (checking that nothing is left).
+// runScenario starts the scenario on a lab of the package's (upScenario), runs the selected measurements and
+// the rules, and stops the scenario.
 func runScenario(t *testing.T, sc scenario.Scenario, extra []func(*rest.Config, lab.Dirs), only ...string) *result.Report {
 	t.Helper()
-	d := labtest.Dirs(t)
-	// etcd's metrics and the audit log as a user who can reach them states them (--etcd-endpoint,
-	// --audit-log): the lab hands the measurements nothing of its own.
-	ms, err := all.Registry(all.Options{Window: 15 * time.Second, EtcdEndpoint: lab.EtcdEndpoint(), AuditLogs: []string{d.AuditLog()}}).Select(only, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return runScenarioOn(t, d, sc, ms, extra...)
+	return runScenarioOn(t, sc, func(d lab.Dirs) []measure.Measurement {
+		// etcd's metrics and the audit log as a user who can reach them states them (--etcd-endpoint,
+		// --audit-log): the lab hands the measurements nothing of its own.
+		ms, err := all.Registry(all.Options{Window: 15 * time.Second, EtcdEndpoint: lab.EtcdEndpoint(), AuditLogs: []string{d.AuditLog()}}).Select(only, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ms
+	}, extra...)
 }
 
 // runScenarioWith runs ms on the scenario's lab, given only its kubeconfig (as `kubeslow run --kubeconfig`),
 // then each extra while the lab is still up.
 func runScenarioWith(t *testing.T, sc scenario.Scenario, ms []measure.Measurement, extra ...func(*rest.Config, lab.Dirs)) *result.Report {
 	t.Helper()
-	return runScenarioOn(t, labtest.Dirs(t), sc, ms, extra...)
+	return runScenarioOn(t, sc, func(lab.Dirs) []measure.Measurement { return ms }, extra...)
 }
 
-func runScenarioOn(t *testing.T, d lab.Dirs, sc scenario.Scenario, ms []measure.Measurement, extra ...func(*rest.Config, lab.Dirs)) *result.Report {
+// scenarioBase is the lab the scenario tests start their scenarios on (each scenario's Configure on top).
+func scenarioBase(t *testing.T) lab.Config {
+	return lab.Config{Nodes: 3, AgentBinary: labtest.Binary(t)}
+}
+
+// upScenario starts sc on a lab of configuration cfg with the scenario's Configure applied: the package's
+// shared lab where the previous test left one of the same configuration (labtest.Shared: scenarios that only
+// add load, with a Stop, share one), a fresh one otherwise. The scenario's Stop runs when the test ends; a
+// scenario without one leaves the lab to no other test (labtest.Spend).
+func upScenario(t *testing.T, cfg lab.Config, sc scenario.Scenario) (lab.Dirs, *rest.Config) {
+	t.Helper()
+	if !sc.Supports(cfg.LayoutName()) {
+		t.Fatalf("scenario %s does not run on layout %s", sc.Name, cfg.LayoutName())
+	}
+	sc.Configure(&cfg)
+	d, rc := labtest.Shared(t, cfg)
+	if sc.Start == nil {
+		return d, rc
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	if sc.Stop != nil {
+		t.Cleanup(func() {
+			if err := sc.Stop(context.Background(), d, &cfg, t.Logf); err != nil {
+				t.Errorf("stopping scenario %s: %v", sc.Name, err)
+				labtest.Spend(t, "its scenario did not stop")
+			}
+		})
+	} else {
+		labtest.Spend(t, "scenario "+sc.Name+" has no Stop")
+	}
+	if err := sc.Start(ctx, d, &cfg, t.Logf); err != nil {
+		labtest.Spend(t, "its scenario failed to start")
+		t.Fatalf("scenario %s: %v", sc.Name, err)
+	}
+	t.Logf("scenario %s running: %s", sc.Name, sc.Description)
+	return d, rc
+}
+
+func runScenarioOn(t *testing.T, sc scenario.Scenario, measurements func(lab.Dirs) []measure.Measurement, extra ...func(*rest.Config, lab.Dirs)) *result.Report {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
-	cfg := lab.Config{Nodes: 3, AgentBinary: labtest.Binary(t)}
-	rc, down := labtest.Up(t, d, func() error {
-		_, err := scenario.Up(ctx, d, cfg, sc, t.Logf)
-		return err
-	})
-	defer down()
+	d, rc := upScenario(t, scenarioBase(t), sc)
 	// The run lifecycle of `kubeslow run`: only benchmarks get a namespace (etcd-quota's full etcd refuses to
-	// create one), and what they created is deleted before the lab goes down.
+	// create one), and what they created is deleted before the test ends.
 	rep, err := runner.Execute(ctx, runner.Plan{Target: runner.Target{Config: rc, Name: "lab", Lab: true},
-		Measurements: ms, Rules: check.Rules(), Progress: t.Logf, Log: slog.New(slog.NewTextHandler(os.Stderr, nil)),
+		Measurements: measurements(d), Rules: check.Rules(), Progress: t.Logf, Log: slog.New(slog.NewTextHandler(os.Stderr, nil)),
 		NodeTier: cpnode.NewShared(cpnode.DefaultOptions(lab.AgentImage))}) // as `kubeslow run` gives it
 	if err != nil {
 		t.Fatal(err)

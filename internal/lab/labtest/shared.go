@@ -1,0 +1,267 @@
+package labtest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/rest"
+
+	"github.com/kubeslow/kubeslow/internal/lab"
+	"github.com/kubeslow/kubeslow/internal/source/kube"
+)
+
+// A shared lab is kept up across the tests of one test process (one package): tests that ask for the same
+// configuration one after another run on one lab, each checked at its end to have left the lab healthy;
+// a test that asks for another configuration takes the previous lab down (checking that nothing it made is
+// left, as Up's down does) and starts its own. The last one goes down in Main, the package's TestMain.
+// Starting a lab takes 1-2 minutes on 2 cores; most integration tests need a few seconds to a minute on it.
+//
+// Tests run one at a time in a package (none of them calls t.Parallel), so the state needs no lock.
+var shared struct {
+	lock  *os.File // the machine's lab lock, held while a shared lab is up
+	up    bool
+	d     lab.Dirs
+	cfg   lab.Config
+	rc    *rest.Config
+	procs []Process
+	// spent: the last test left the lab in a state no other test may inherit (a scenario with no Stop, a
+	// failed health check): the next test starts a fresh one.
+	spent string
+	// by is the test that started it, users the tests that ran on it (for the log).
+	by    string
+	users int
+}
+
+// Shared returns a running lab of configuration cfg (lab.Up's): the previous test's when it has the same
+// configuration and was left healthy, else a fresh one (the previous taken down first). When the test ends
+// it checks that the lab is healthy again (its components running, every node Ready, the apiserver ready,
+// no namespace of a kubeslow run left, no lab process but the lab's own): a test that leaves it otherwise
+// fails, and the next test gets a fresh lab. A test that changes the lab for good (a scenario without a
+// Stop, a fault left in place) calls Spend.
+func Shared(t *testing.T, cfg lab.Config) (lab.Dirs, *rest.Config) {
+	t.Helper()
+	if os.Getenv(EnvVar) == "" {
+		t.Skipf("integration test: set %s=1 (needs root; builds the lab on first use)", EnvVar)
+	}
+	if os.Geteuid() != 0 {
+		t.Fatalf("%s is set but the lab needs root", EnvVar)
+	}
+	if shared.up && (shared.spent != "" || !reflect.DeepEqual(shared.cfg, cfg)) {
+		why := shared.spent
+		if why == "" {
+			why = "another configuration is asked for"
+		}
+		t.Logf("shared lab of %s (%d tests on it): taking it down: %s", shared.by, shared.users, why)
+		if err := closeShared(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !shared.up {
+		startShared(t, cfg)
+	} else {
+		t.Logf("shared lab of %s reused (test %d on it)", shared.by, shared.users+1)
+	}
+	shared.users++
+	t.Cleanup(func() { checkShared(t) })
+	return shared.d, rest.CopyConfig(shared.rc)
+}
+
+// Spend marks the shared lab as changed for good by this test (why): the next test starts a fresh one.
+func Spend(t *testing.T, why string) {
+	t.Helper()
+	shared.spent = t.Name() + ": " + why
+}
+
+func startShared(t *testing.T, cfg lab.Config) {
+	t.Helper()
+	if shared.lock == nil {
+		f, err := takeLock(t.Logf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		shared.lock = f
+	}
+	if _, err := os.Stat("/run/netns/" + lab.NetNS); err == nil {
+		releaseLock()
+		t.Fatalf("a lab is already up on this machine (network namespace %s): run `kubeslow lab down` first", lab.NetNS)
+	}
+	d, err := lab.DefaultDirs()
+	if err != nil {
+		releaseLock()
+		t.Fatal(err)
+	}
+	state, err := os.MkdirTemp("", "kubeslow-lab-test-")
+	if err != nil {
+		releaseLock()
+		t.Fatal(err)
+	}
+	d.State = filepath.Join(state, "lab")
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
+	began := time.Now()
+	if _, err := lab.Up(ctx, d, cfg, t.Logf); err != nil {
+		_ = lab.Down(context.Background(), d, t.Logf)
+		_ = os.Remove(state)
+		releaseLock()
+		t.Fatalf("lab up: %v", err)
+	}
+	rc, err := lab.AdminRESTConfig(d)
+	if err != nil {
+		_ = lab.Down(context.Background(), d, t.Logf)
+		_ = os.Remove(state)
+		releaseLock()
+		t.Fatal(err)
+	}
+	shared.up, shared.d, shared.cfg, shared.rc, shared.spent, shared.by, shared.users = true, d, cfg, rc, "", t.Name(), 0
+	shared.procs = Processes(t, d)
+	t.Logf("shared lab started for %s in %s", t.Name(), time.Since(began).Round(100*time.Millisecond))
+}
+
+// checkShared fails the test if it left the shared lab unhealthy (and spends the lab).
+func checkShared(t *testing.T) {
+	if !shared.up || shared.spent != "" {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if err := sharedHealthy(ctx); err != nil {
+		t.Errorf("the test left the shared lab unhealthy: %v", err)
+		shared.spent = t.Name() + " left it unhealthy"
+	}
+}
+
+// sharedHealthy waits (a fault may take a moment to recover from) until the lab's components run, the
+// apiserver is ready, every node is Ready, no namespace of a kubeslow run is left and no lab process runs
+// that was not there when it started; it returns what is still wrong when ctx ends.
+func sharedHealthy(ctx context.Context) error {
+	c, err := lab.AdminClient(shared.d)
+	if err != nil {
+		return err
+	}
+	own := map[string]bool{}
+	for _, p := range shared.procs {
+		own[p.Name] = true
+	}
+	var last error
+	check := func(ctx context.Context) error {
+		st, err := lab.GetStatus(ctx, shared.d)
+		if err != nil {
+			return err
+		}
+		var bad []string
+		for _, comp := range st.Components {
+			switch {
+			case !own[comp.Name] && comp.Running:
+				bad = append(bad, "lab process "+comp.Name+" left running")
+			case own[comp.Name] && !comp.Running:
+				bad = append(bad, "component "+comp.Name+" not running")
+			}
+		}
+		if st.NodesError != "" {
+			bad = append(bad, "nodes: "+st.NodesError)
+		}
+		for _, n := range st.Nodes {
+			if !n.Ready {
+				bad = append(bad, "node "+n.Name+" not Ready")
+			}
+		}
+		if want := shared.cfg.Nodes + shared.cfg.RealNodes; len(st.Nodes) < want {
+			bad = append(bad, fmt.Sprintf("%d nodes, want %d", len(st.Nodes), want))
+		}
+		if body, err := c.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx); err != nil {
+			bad = append(bad, fmt.Sprintf("apiserver not ready: %v %s", err, strings.TrimSpace(string(body))))
+		}
+		nss, err := c.CoreV1().Namespaces().List(ctx, metav1.ListOptions{LabelSelector: kube.RunLabel})
+		if err != nil {
+			bad = append(bad, "listing namespaces: "+err.Error())
+		} else {
+			for _, ns := range nss.Items {
+				bad = append(bad, "namespace "+ns.Name+" of run "+ns.Labels[kube.RunLabel]+" left")
+			}
+		}
+		slices.Sort(bad)
+		if len(bad) > 0 {
+			return errors.New(strings.Join(bad, "; "))
+		}
+		return nil
+	}
+	err = wait.PollUntilContextCancel(ctx, time.Second, true, func(ctx context.Context) (bool, error) {
+		last = check(ctx)
+		return last == nil, nil
+	})
+	if err != nil {
+		return fmt.Errorf("%v (after %v)", last, err)
+	}
+	return nil
+}
+
+// closeShared takes the shared lab down, checks that nothing it made is left and releases the lab lock.
+func closeShared() error {
+	if !shared.up {
+		releaseLock()
+		return nil
+	}
+	var errs []error
+	if err := lab.Down(context.Background(), shared.d, func(string, ...any) {}); err != nil {
+		errs = append(errs, fmt.Errorf("lab down: %w", err))
+	}
+	for _, l := range leftovers(shared.d, shared.procs) {
+		errs = append(errs, errors.New(l))
+	}
+	_ = os.Remove(filepath.Dir(shared.d.State))
+	shared.up = false
+	releaseLock()
+	if len(errs) > 0 {
+		return fmt.Errorf("the shared lab of %s: %w", shared.by, errors.Join(errs...))
+	}
+	return nil
+}
+
+func releaseLock() {
+	if shared.lock != nil {
+		_ = shared.lock.Close()
+		shared.lock = nil
+	}
+}
+
+// Main is the TestMain of a package whose tests share labs: it runs the tests, then takes the last shared
+// lab down (a leftover fails the run).
+func Main(m *testing.M) {
+	code := m.Run()
+	if err := closeShared(); err != nil {
+		fmt.Fprintln(os.Stderr, "labtest:", err)
+		if code == 0 {
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+// takeLock takes the machine's lab lock (waiting for another holder), logging the wait through logf.
+func takeLock(logf func(string, ...any)) (*os.File, error) {
+	f, err := os.OpenFile(LockPath, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("opening the lab lock: %w", err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		logf("waiting for the lab lock %s (another lab user holds it)", LockPath)
+		start := time.Now()
+		if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+			_ = f.Close()
+			return nil, fmt.Errorf("taking the lab lock: %w", err)
+		}
+		logf("took the lab lock after %s", time.Since(start).Round(time.Second))
+	}
+	return f, nil
+}

@@ -27,7 +27,7 @@ const (
 )
 
 // Window is one outage: consecutive failed probes of one cause, from the first failed probe to the first
-// probe after it that differs (or the last probe).
+// probe after its last failed one (or that probe's answer, when it was the last).
 type Window struct {
 	Cause      string
 	Failing    []string
@@ -38,19 +38,51 @@ type Window struct {
 // Seconds is the window's length.
 func (w Window) Seconds() float64 { return w.End.Sub(w.Start).Seconds() }
 
-// Windows groups the probes (in time order) into outages.
+// Windows groups the probes (in time order) into outages, per target: the apiserver's own probe's windows
+// (unreachable, not ready) and etcd's (its checks failing) are apart, so an apiserver outage inside an etcd
+// stall is named as well as the stall (and an etcd window runs through the probes whose etcd state was
+// unseen when etcd failed on both sides of them).
 func Windows(ps []Probe) []Window {
+	byTarget := map[string][]Probe{}
+	var targets []string
+	for _, p := range ps {
+		if _, ok := byTarget[p.Target]; !ok {
+			targets = append(targets, p.Target)
+		}
+		byTarget[p.Target] = append(byTarget[p.Target], p)
+	}
+	var out []Window
+	for _, t := range targets {
+		out = append(out, windowsOf(byTarget[t])...)
+	}
+	slices.SortStableFunc(out, func(a, b Window) int { return a.Start.Compare(b.Start) })
+	return out
+}
+
+func windowsOf(ps []Probe) []Window {
 	var out []Window
 	var cur *Window
+	last := -1 // the window's last failed probe
+	closeAt := func() {
+		if last+1 < len(ps) {
+			cur.End = ps[last+1].T
+		} else {
+			// Still failing at the last probe: the window lasts at least to that probe's answer.
+			cur.End = ps[last].T.Add(max(ps[last].Latency, time.Millisecond))
+		}
+		out = append(out, *cur)
+		cur = nil
+	}
 	for i, p := range ps {
 		cause := p.Cause
 		if p.OK || cause == CauseForbidden {
 			cause = ""
 		}
+		if cause == CauseUnknown {
+			continue
+		}
 		if cur != nil && cur.Cause != cause {
-			cur.End = p.T
-			out = append(out, *cur)
-			cur = nil
+			closeAt()
 		}
 		if cause == "" {
 			continue
@@ -59,16 +91,15 @@ func Windows(ps []Probe) []Window {
 			cur = &Window{Cause: cause, Start: p.T}
 		}
 		cur.Probes++
+		last = i
 		for _, c := range p.Failing {
 			if !slices.Contains(cur.Failing, c) {
 				cur.Failing = append(cur.Failing, c)
 			}
 		}
-		if i == len(ps)-1 {
-			// Still failing at the last probe: the window lasts at least to that probe's answer.
-			cur.End = p.T.Add(max(p.Latency, time.Millisecond))
-			out = append(out, *cur)
-		}
+	}
+	if cur != nil {
+		closeAt()
 	}
 	return out
 }
@@ -77,6 +108,9 @@ func Windows(ps []Probe) []Window {
 // the apiserver and the time the apiserver was unreachable, a readiness series.
 func Analyze(ps []Probe) result.Result {
 	r := result.Result{Name: Name, Status: result.StatusPass, Start: ps[0].T, End: ps[len(ps)-1].T.Add(ps[len(ps)-1].Latency)}
+	for _, p := range ps {
+		r.End = maxTime(r.End, p.T.Add(p.Latency))
+	}
 	ws := Windows(ps)
 	total := map[string]float64{}
 	longest := map[string]float64{}
@@ -94,9 +128,13 @@ func Analyze(ps []Probe) result.Result {
 		r.Records = append(r.Records, rec)
 		why = append(why, describe(w))
 	}
-	forbidden := 0
+	forbidden, probes := 0, 0
 	ser := result.Series{Name: seriesName, Unit: seriesUnitReady}
 	for _, p := range ps {
+		if p.Target == TargetEtcd {
+			continue // the apiserver's probe of the same tick counts the tick
+		}
+		probes++
 		v := 0.0
 		if p.OK {
 			v = 1
@@ -110,13 +148,13 @@ func Analyze(ps []Probe) result.Result {
 	for _, w := range ws {
 		ser.Marks = append(ser.Marks, result.Mark{T: w.Start, Label: w.Cause})
 	}
-	if forbidden == len(ps) {
+	if forbidden == probes {
 		r.Status, r.Reason = result.StatusSkip, "no permission to get /readyz: "+ps[0].Err
 		return r
 	}
 	r.Series = append(r.Series, ser)
 	r.Metrics = append(r.Metrics,
-		result.Metric{Name: MetricProbes, Unit: "count", Value: float64(len(ps) - forbidden)},
+		result.Metric{Name: MetricProbes, Unit: "count", Value: float64(probes - forbidden)},
 		result.Metric{Name: MetricOutages, Unit: "count", Value: float64(len(ws))},
 		result.Metric{Name: MetricEtcdUnavailable, Unit: "seconds", Value: total[CauseEtcd]},
 		result.Metric{Name: MetricEtcdLongest, Unit: "seconds", Value: longest[CauseEtcd]},
@@ -142,6 +180,9 @@ func describe(w Window) string {
 	span := fmt.Sprintf("for %.1f s (%s to %s UTC, %d probes)", w.Seconds(), w.Start.UTC().Format(timeLayout), w.End.UTC().Format(timeLayout), w.Probes)
 	switch w.Cause {
 	case CauseEtcd:
+		if len(w.Failing) == 0 {
+			return "etcd did not answer the apiserver " + span + ": readyz's etcd checks did not answer within the probe's time-out while its other checks did"
+		}
 		return "etcd did not answer the apiserver " + span + ": readyz's " + checks(w.Failing) + " check failed"
 	case CauseUnreachable:
 		return "the apiserver was unreachable " + span
@@ -169,3 +210,10 @@ func Outages(r result.Result) []Window {
 
 // Describe says what the window was, for a note on a measurement it interrupted.
 func (w Window) Describe() string { return describe(w) }
+
+func maxTime(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}

@@ -8,7 +8,10 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -23,18 +26,36 @@ import (
 // Name of the measurement.
 const Name = "controlplane.availability"
 
-// ProbeEvery is the probe's period; ProbeTimeout bounds one probe (above the apiserver's own 2 s
-// --etcd-healthcheck-timeout, so a stalled etcd shows as readyz's failing check, not a probe time-out).
+// ProbeEvery is the probes' period; ProbeTimeout bounds each probe, below the period: a frozen apiserver or
+// etcd costs one failed probe a second, never a wait that delays the next one. Each tick sends two probes at
+// once: /readyz without its etcd checks (the apiserver itself: it answers in milliseconds when it runs) and the
+// whole /readyz (etcd, as the apiserver sees it). The apiserver's own etcd check waits up to 2 s
+// (--etcd-healthcheck-timeout), but it runs at most once a second and the others get its last error at once;
+// the whole /readyz timing out while the same tick's /readyz without etcd answered is etcd not answering.
 const (
 	ProbeEvery   = time.Second
-	ProbeTimeout = 5 * time.Second
+	ProbeTimeout = 800 * time.Millisecond
+)
+
+// The two probes of a tick.
+const (
+	TargetAPIServer = "apiserver" // /readyz?exclude=etcd&exclude=etcd-readiness: the apiserver itself
+	TargetEtcd      = "etcd"      // the whole /readyz: its etcd checks, read beside the apiserver's probe
 )
 
 // Measurement is the observer.
-type Measurement struct{ window time.Duration }
+type Measurement struct{ window, every, timeout time.Duration }
 
-// New returns the observer with the run's least window.
-func New(window time.Duration) *Measurement { return &Measurement{window: window} }
+// New returns the observer with the run's least window, probing every ProbeEvery.
+func New(window time.Duration) *Measurement {
+	return &Measurement{window: window, every: ProbeEvery, timeout: ProbeTimeout}
+}
+
+// Cadence sets the probes' period and each probe's time-out (which stays below the period).
+func (m *Measurement) Cadence(every, timeout time.Duration) *Measurement {
+	m.every, m.timeout = every, min(timeout, every*9/10)
+	return m
+}
 
 // Name implements measure.Measurement.
 func (*Measurement) Name() string { return Name }
@@ -57,75 +78,162 @@ func (m *Measurement) Run(ctx context.Context, env *measure.Env) (result.Result,
 	return measure.Observe(ctx, env, m)
 }
 
-// Start implements measure.Observer: the probe runs in its own goroutine, on its own client-side limiter
-// (kubeslow's shared one may be cut to 1 request/s by APF rejections: the probe must keep its period).
+type getter func(ctx context.Context, withEtcd bool) ([]byte, error)
+
+// readyz is one probe's request: no client-side retry (client-go retries a GET on a reset connection after a
+// second, up to ten times: a probe would wait out its outage instead of failing), no rate limit of the run's.
+func readyz(c rest.Interface, ctx context.Context, withEtcd bool) ([]byte, error) {
+	req := c.Get().AbsPath("/readyz").Param("verbose", "").MaxRetries(0)
+	if !withEtcd {
+		req = req.Param("exclude", "etcd").Param("exclude", "etcd-readiness")
+	}
+	return req.DoRaw(ctx)
+}
+
+// Start implements measure.Observer: the probes run on their own cadence, each tick's in goroutines of their
+// own, on a client of their own (kubeslow's shared limiter may be cut to 1 request/s by APF rejections: the
+// probe must keep its period) whose requests are bounded only by each probe's time-out.
 func (m *Measurement) Start(ctx context.Context, env *measure.Env) (measure.Observation, error) {
-	get := func(ctx context.Context) ([]byte, error) {
-		return env.Client.Discovery().RESTClient().Get().AbsPath("/readyz").Param("verbose", "").DoRaw(ctx)
+	get := func(ctx context.Context, withEtcd bool) ([]byte, error) {
+		return readyz(env.Client.Discovery().RESTClient(), ctx, withEtcd)
 	}
 	if env.Config != nil {
 		cfg := rest.CopyConfig(env.Config)
 		cfg.RateLimiter = flowcontrol.NewFakeAlwaysRateLimiter()
-		cfg.Timeout = ProbeTimeout
+		cfg.Timeout = 0 // each probe's context bounds it (a client time-out would add ?timeout= and a second clock)
 		c, err := kubernetes.NewForConfig(cfg)
 		if err != nil {
 			return nil, err
 		}
-		get = func(ctx context.Context) ([]byte, error) {
-			return c.Discovery().RESTClient().Get().AbsPath("/readyz").Param("verbose", "").DoRaw(ctx)
+		get = func(ctx context.Context, withEtcd bool) ([]byte, error) {
+			return readyz(c.Discovery().RESTClient(), ctx, withEtcd)
 		}
 	}
-	o := &observation{start: env.Clock.Now(), done: make(chan struct{}), finished: make(chan struct{})}
-	go o.loop(ctx, env, get)
+	lctx, stop := context.WithCancel(ctx)
+	o := &observation{start: env.Clock.Now(), every: m.every, timeout: m.timeout, stop: stop, finished: make(chan struct{})}
+	go o.loop(lctx, env, get)
 	return o, nil
 }
 
 type observation struct {
-	start    time.Time
-	mu       sync.Mutex
-	probes   []Probe
-	done     chan struct{}
-	finished chan struct{}
-	stopOnce sync.Once
+	start          time.Time
+	every, timeout time.Duration
+	mu             sync.Mutex
+	probes         []Probe
+	stop           context.CancelFunc
+	finished       chan struct{}
+	// answered counts the answers the ticks received (not timed out), for tests to step a fake clock by.
+	answered atomic.Int64
 }
 
-func (o *observation) loop(ctx context.Context, env *measure.Env, get func(context.Context) ([]byte, error)) {
+// loop starts a tick every period, on the period's own schedule: a tick never waits for the one before
+// (its probes run in their own goroutines), and ticks the process itself missed are skipped, not bunched.
+func (o *observation) loop(ctx context.Context, env *measure.Env, get getter) {
 	defer close(o.finished)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	next := env.Clock.Now()
 	for {
-		t := env.Clock.Now()
-		pctx, cancel := context.WithTimeout(ctx, ProbeTimeout)
-		body, err := get(pctx)
-		cancel()
-		if ctx.Err() != nil {
-			return
+		t := next
+		wg.Go(func() { o.tick(ctx, env, get, t) })
+		now := env.Clock.Now()
+		for next = next.Add(o.every); !next.After(now); next = next.Add(o.every) {
 		}
-		p := Classify(body, err)
-		p.T, p.Latency = t, env.Clock.Since(t)
-		o.mu.Lock()
-		o.probes = append(o.probes, p)
-		o.mu.Unlock()
+		timer := env.Clock.NewTimer(next.Sub(now))
 		select {
-		case <-o.done:
-			return
 		case <-ctx.Done():
+			timer.Stop()
 			return
-		case <-env.Clock.After(ProbeEvery - min(env.Clock.Since(t), ProbeEvery)):
+		case <-timer.C():
 		}
 	}
 }
 
+// tick sends the tick's two probes at once and waits for both or the time-out: a probe that has not
+// answered by then failed (it is cancelled). A tick cut short by the end of the run records nothing.
+func (o *observation) tick(ctx context.Context, env *measure.Env, get getter, t time.Time) {
+	type answer struct {
+		etcd bool
+		body []byte
+		err  error
+		lat  time.Duration
+	}
+	pctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	ch := make(chan answer, 2)
+	for _, withEtcd := range []bool{false, true} {
+		go func() {
+			body, err := get(pctx, withEtcd)
+			ch <- answer{etcd: withEtcd, body: body, err: err, lat: env.Clock.Since(t)}
+		}()
+	}
+	timer := env.Clock.NewTimer(o.timeout)
+	defer timer.Stop()
+	var api, full *Probe
+	for api == nil || full == nil {
+		select {
+		case <-ctx.Done():
+			return
+		case a := <-ch:
+			o.answered.Add(1)
+			p := Classify(a.body, a.err)
+			p.T, p.Latency = t, a.lat
+			if a.etcd {
+				full = &p
+			} else {
+				api = &p
+			}
+		case <-timer.C():
+			late := Probe{T: t, Latency: o.timeout, Cause: CauseUnreachable, Err: fmt.Sprintf("no answer within %s", o.timeout)}
+			if api == nil {
+				api = &late
+			}
+			if full == nil {
+				late.Err = fmt.Sprintf("readyz with its etcd checks: no answer within %s", o.timeout)
+				full = &late
+			}
+		}
+	}
+	api.Target = TargetAPIServer
+	e := etcdView(*api, *full)
+	o.mu.Lock()
+	o.probes = append(o.probes, *api, e)
+	o.mu.Unlock()
+}
+
+// etcdView reads etcd's state from the whole /readyz beside the same tick's probe of the apiserver: failing
+// when its etcd checks alone failed, or when it did not answer in time while the apiserver did; unknown when
+// the apiserver itself did not answer (or was starting, its etcd check failing with its other checks).
+func etcdView(api, full Probe) Probe {
+	e := full
+	e.Target = TargetEtcd
+	switch {
+	case full.OK || full.Cause == CauseForbidden || full.Cause == CauseEtcd:
+	case full.Cause == CauseNotReady && !slices.ContainsFunc(full.Failing, isEtcdCheck):
+		e.OK, e.Cause, e.Failing = true, "", nil // its other checks failed; etcd's passed
+	case full.Cause == CauseUnreachable && api.OK:
+		e.Cause = CauseEtcd // the apiserver answered without its etcd checks, not with them
+	default:
+		e.Cause = CauseUnknown
+	}
+	return e
+}
+
+func isEtcdCheck(c string) bool { return c == "etcd" || c == "etcd-readiness" }
+
 // Sample implements measure.Observation: the probe samples on its own period.
 func (o *observation) Sample(context.Context) {}
 
-// Gather implements measure.Observation.
+// Gather implements measure.Observation: the probes in time order (ticks finish out of order).
 func (o *observation) Gather(context.Context) (result.Result, error) {
-	o.stopOnce.Do(func() { close(o.done) })
+	o.stop()
 	<-o.finished
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if len(o.probes) == 0 {
 		return result.Result{}, errors.New("no probe of /readyz completed")
 	}
+	slices.SortStableFunc(o.probes, func(a, b Probe) int { return a.T.Compare(b.T) })
 	return Analyze(o.probes), nil
 }
 
@@ -135,10 +243,13 @@ const (
 	CauseNotReady    = "not-ready"   // the apiserver answered, other checks failing
 	CauseUnreachable = "unreachable" // no answer (connection refused, reset, timed out)
 	CauseForbidden   = "forbidden"   // no permission: not an outage
+	CauseUnknown     = "unknown"     // etcd's probe when the apiserver did not answer: etcd's state unseen
 )
 
 // Probe is one /readyz probe.
 type Probe struct {
+	// Target is what the probe reads: TargetAPIServer, TargetEtcd, or "" for one whole /readyz read as both.
+	Target  string
 	T       time.Time
 	Latency time.Duration
 	// OK is a 200; otherwise Cause says why, Failing lists the checks the apiserver said failed.
@@ -179,7 +290,7 @@ func Classify(body []byte, err error) Probe {
 	p.Cause = CauseNotReady
 	etcd := 0
 	for _, c := range p.Failing {
-		if c == "etcd" || c == "etcd-readiness" {
+		if isEtcdCheck(c) {
 			etcd++
 		}
 	}

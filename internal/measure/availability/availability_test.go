@@ -72,10 +72,10 @@ func TestAnalyze(t *testing.T) {
 		t.Errorf("%s %q", r.Status, r.Reason)
 	}
 	ws := availability.Outages(r)
-	if len(ws) != 2 || ws[0].Cause != availability.CauseEtcd || ws[0].Start != ps[3].T || ws[0].End != ps[13].T || ws[1].Cause != availability.CauseUnreachable {
+	if len(ws) != 2 || ws[0].Cause != availability.CauseEtcd || ws[0].Start != ps[2*3].T || ws[0].End != ps[2*13].T || ws[1].Cause != availability.CauseUnreachable {
 		t.Errorf("windows %+v", ws)
 	}
-	// Still failing at the end: the window ends at the last probe's answer.
+	// Still failing at the end: the window ends at the last probe's answer (ps holds two probes a tick).
 	r = availability.Analyze(availabilitytest.Timeline(availabilitytest.S("ok", 2), availabilitytest.S("refused", 3)))
 	if ws := availability.Outages(r); len(ws) != 1 || ws[0].Probes != 3 || ws[0].Seconds() < 2 || ws[0].Seconds() > 2.1 {
 		t.Errorf("open window %+v", ws)

@@ -5,8 +5,8 @@ import (
 	"github.com/kubeslow/kubeslow/pkg/result"
 )
 
-// StallMin is the shortest etcd outage the rule names: two failed probes in a row, a second apart, each
-// after the apiserver's own 2 s etcd health-check time-out — not one slow check.
+// StallMin is the shortest outage the rules name: two failed probes in a row, a second apart — not one slow
+// check or one lost packet.
 const StallMin = 2.0
 
 // The rules' IDs: the runner marks the findings an outage explains with them.
@@ -33,7 +33,8 @@ func Rules() []rule.Rule {
 		When: rule.Condition{Metric: rule.Metric{Result: Name, Name: MetricEtcdLongest}, Op: ">=", Value: StallMin, Unit: "seconds"},
 		Also: []rule.Condition{{Metric: rule.Metric{Result: Name, Name: MetricEtcdUnavailable}, Op: ">=", Value: StallMin, Unit: "seconds"}},
 		Source: "kube-apiserver: /readyz's etcd check fails when etcd does not answer within --etcd-healthcheck-timeout (2 s by default); " +
-			"while it fails every write and every quorum read waits or fails",
+			"while it fails every write and every quorum read waits or fails; kubeslow's probe also counts the whole /readyz unanswered within " +
+			"0.8 s while the apiserver answered /readyz without its etcd checks in the same second",
 		Summary: "etcd did not answer the apiserver for {{.value}} at a stretch ({{." + MetricEtcdUnavailable + "}} in all; threshold {{.threshold}}): " +
 			"the apiserver's readyz etcd check failed, every write stalled",
 		Remediation: "Find why etcd stopped: its process stopped or starved (CPU quota, a frozen cgroup, swap), its disk stalled " +
@@ -44,7 +45,7 @@ func Rules() []rule.Rule {
 		When: rule.Condition{Metric: rule.Metric{Result: Name, Name: MetricUnreachableLongest}, Op: ">=", Value: StallMin, Unit: "seconds"},
 		Also: []rule.Condition{{Metric: rule.Metric{Result: Name, Name: MetricUnreachable}, Op: ">=", Value: StallMin, Unit: "seconds"}},
 		Source: "Kubernetes API availability: clients, kubelets and controllers need the apiserver to answer; " +
-			"two probes a second apart without an answer (refused, reset or timed out) is an outage, not one lost packet",
+			"two probes a second apart without an answer (refused, reset, or none within 0.8 s, each probe on its own second) is an outage, not one lost packet",
 		Summary: "the apiserver did not answer kubeslow for {{.value}} at a stretch ({{." + MetricUnreachable + "}} in all; threshold {{.threshold}}): " +
 			"it restarted, was stopped, or the path to it broke",
 		Remediation: "Find why kube-apiserver stopped answering at that time: a restart (its start time, its log's last lines, an OOM kill " +

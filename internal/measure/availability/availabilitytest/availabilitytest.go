@@ -27,27 +27,30 @@ type Step struct {
 	N    int
 }
 
-// Timeline is the probes of steps, a second apart from ruletest.T0, classified as the measurement
-// classifies the client's answers.
+// Timeline is the probes of steps, a tick a second apart from ruletest.T0, each tick the apiserver's own
+// probe and etcd's as the measurement classifies the client's answers ("refused": the apiserver did not
+// answer, so etcd's state was unseen).
 func Timeline(steps ...Step) []availability.Probe {
 	var ps []availability.Probe
 	t := ruletest.T0
 	for _, s := range steps {
 		for range s.N {
-			var p availability.Probe
+			var api, etcd availability.Probe
 			switch s.Kind {
 			case "ok":
-				p = availability.Classify([]byte("ok"), nil)
+				api, etcd = availability.Classify([]byte("ok"), nil), availability.Classify([]byte("ok"), nil)
 			case "etcd":
-				p = availability.Classify([]byte(EtcdFailedBody), apierrors.NewGenericServerResponse(500, "get", schema.GroupResource{}, "", EtcdFailedBody, 0, true))
+				api = availability.Classify([]byte("ok"), nil)
+				etcd = availability.Classify([]byte(EtcdFailedBody), apierrors.NewGenericServerResponse(500, "get", schema.GroupResource{}, "", EtcdFailedBody, 0, true))
+				etcd.Latency = 2 * time.Second
 			case "refused":
-				p = availability.Classify(nil, errors.New("dial tcp 198.18.0.2:6443: connect: connection refused"))
+				api = availability.Classify(nil, errors.New("dial tcp 198.18.0.2:6443: connect: connection refused"))
+				etcd = availability.Probe{Cause: availability.CauseUnknown}
 			}
-			p.T, p.Latency = t, 20*time.Millisecond
-			if s.Kind == "etcd" {
-				p.Latency = 2 * time.Second
-			}
-			ps = append(ps, p)
+			api.Target, etcd.Target = availability.TargetAPIServer, availability.TargetEtcd
+			api.T, etcd.T, api.Latency = t, t, 20*time.Millisecond
+			etcd.Latency = max(etcd.Latency, 20*time.Millisecond)
+			ps = append(ps, api, etcd)
 			t = t.Add(time.Second)
 		}
 	}

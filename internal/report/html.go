@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"html/template"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
@@ -58,33 +59,36 @@ type htmlMetric struct {
 
 type htmlResult struct {
 	result.Result
-	Anchor    string
-	Window    string
-	Charts    []htmlChart
+	Anchor string
+	Window string
+	Charts []htmlChart
+	// Gap is the title of the gap a result not measured is folded under ("": none), said there once.
+	Gap       string
 	Quantiles []htmlQuantile
 	Rest      []htmlMetric
 }
 
-type unmeasured struct {
-	What, Reason string
-	// Fix is the exact fix of a signal out of reach ("": none known).
-	Fix    string
-	Anchor string
+// htmlGap is one source that could not be read, with the measurements it held back linked to their sections.
+type htmlGap struct {
+	result.Gap
+	Measured []htmlLink
 }
 
+type htmlLink struct{ Name, Anchor string }
+
 type htmlPage struct {
-	R          *result.Report
-	Tally      result.Tally
-	Causes     []htmlCause
-	Unmeasured []unmeasured
-	Count      struct{ Fired, Clear, NotEvaluated int }
-	NotEval    []result.RuleEvaluation
-	Results    []htmlResult
-	Duration   time.Duration
-	Library    string
-	LibJS      template.JS
-	PageJS     template.JS
-	ChartJSON  template.JS
+	R         *result.Report
+	Tally     result.Tally
+	Causes    []htmlCause
+	Gaps      []htmlGap
+	Count     struct{ Fired, Clear, NotEvaluated int }
+	NotEval   []result.RuleEvaluation
+	Results   []htmlResult
+	Duration  time.Duration
+	Library   string
+	LibJS     template.JS
+	PageJS    template.JS
+	ChartJSON template.JS
 }
 
 // causes ranks the findings by cause (CausalOrder): the causes, worst first, then the symptoms no cause was
@@ -147,19 +151,6 @@ func WriteHTML(w io.Writer, r *result.Report) error {
 		if res.Observed {
 			hr.Window = ObservationWindow(res)
 		}
-		if !res.Status.Measured() {
-			p.Unmeasured = append(p.Unmeasured, unmeasured{What: res.Name + " (" + strings.ToLower(string(res.Status)) + ")", Reason: res.Reason, Anchor: hr.Anchor})
-		}
-		for _, a := range res.Absent {
-			reason := a.Reason
-			if reason == "" {
-				reason = "the source has no " + a.Series
-			}
-			p.Unmeasured = append(p.Unmeasured, unmeasured{What: res.Name + ": " + a.Metric, Reason: reason, Anchor: hr.Anchor})
-		}
-		for _, o := range res.OutOfReach {
-			p.Unmeasured = append(p.Unmeasured, unmeasured{What: res.Name + ": " + o.Signal + " (out of reach)", Reason: o.Why, Fix: o.Fix, Anchor: hr.Anchor})
-		}
 		rows, rest := QuantileRows(res.Metrics)
 		for _, q := range rows {
 			hq := htmlQuantile{QuantileRow: q}
@@ -182,8 +173,21 @@ func WriteHTML(w io.Writer, r *result.Report) error {
 		}
 		p.Results = append(p.Results, hr)
 	}
-	for _, e := range p.NotEval {
-		p.Unmeasured = append(p.Unmeasured, unmeasured{What: "rule " + e.ID + " (not evaluated)", Reason: e.Reason})
+	for _, g := range r.FoldedGaps() {
+		hg := htmlGap{Gap: g}
+		for i := range p.Results {
+			if hr := &p.Results[i]; hr.Gap == "" && !hr.Status.Measured() && slices.Contains(g.Measurements, hr.Name) {
+				hr.Gap = g.Title
+			}
+		}
+		for _, m := range g.Measurements {
+			l := htmlLink{Name: m}
+			if r.Result(m) != nil {
+				l.Anchor = anchor(m)
+			}
+			hg.Measured = append(hg.Measured, l)
+		}
+		p.Gaps = append(p.Gaps, hg)
 	}
 	if specs == nil {
 		specs = []chartSpec{}
@@ -224,7 +228,7 @@ var pageTmpl = template.Must(template.New("report").Funcs(template.FuncMap{
 <span>run {{.R.RunID}} · {{.R.Start.UTC.Format "2006-01-02 15:04:05 UTC"}}, {{.Duration}} · {{.Tally}}</span></div></header>
 <main>
 <h2 id="findings">Why is it slow?</h2>
-{{if not .Causes}}<div class="none">Nothing measured crossed a threshold: no finding. {{if .Unmeasured}}Some things could not be measured (below): that is not a pass.{{end}}</div>
+{{if not .Causes}}<div class="none">Nothing measured crossed a threshold: no finding. {{if .Gaps}}Some things could not be measured (below): that is not a pass.{{end}}</div>
 {{else}}<p class="lead">{{len .Causes}} cause{{if gt (len .Causes) 1}}s{{end}}, worst first (symptoms with no cause found last); each one's symptoms and evidence are folded under it.</p>{{end}}
 {{range .Causes}}<div class="cause {{.Severity}}" id="{{.ID}}">
 <div class="head"><span class="rank">{{.Rank}}.</span><span class="pill {{.Severity}}">{{upper .Severity}}</span><span class="title">{{.Title}}</span>
@@ -238,14 +242,17 @@ var pageTmpl = template.Must(template.New("report").Funcs(template.FuncMap{
 <div class="muted">evidence: {{range $i, $e := .Evidence}}{{if $i}}; {{end}}{{if $e.Result}}<a href="#{{anchor $e.Result}}">{{$e.Name}}</a>{{else}}{{$e.Name}}{{end}} = {{value $e.Value}} {{$e.Unit}} {{labels $e.Labels}}{{end}}</div>
 {{if gt (len .Items) 1}}{{$u := .Threshold.Unit}}<table><tr><th>{{items .Finding}}</th><th>value</th><th></th></tr>{{range .Items}}<tr><td>{{item .}}</td><td class="n">{{quantity .Value $u}}</td><td>{{.Summary}}</td></tr>{{end}}</table>{{end}}
 </details></div>{{end}}
-{{if .Unmeasured}}<div class="unmeasured" id="unmeasured"><h2>Could not measure ({{len .Unmeasured}})</h2><ul>
-{{range .Unmeasured}}<li>{{if .Anchor}}<a href="#{{.Anchor}}">{{.What}}</a>{{else}}{{.What}}{{end}}: {{.Reason}}{{if .Fix}} <b>Fix:</b> {{.Fix}}{{end}}</li>{{end}}</ul></div>{{end}}
+{{if .Gaps}}<div class="unmeasured" id="unmeasured"><h2>Could not measure ({{len .Gaps}})</h2><ul>
+{{range .Gaps}}<li class="gap" data-source="{{.Source}}"><b>{{.Title}}</b>: {{.Reason}}{{if .Fix}} <b>Fix:</b> {{.Fix}}{{end}}
+<div class="held">{{if .Measured}}not measured: {{range $i, $m := .Measured}}{{if $i}}, {{end}}{{if $m.Anchor}}<a href="#{{$m.Anchor}}">{{$m.Name}}</a>{{else}}{{$m.Name}}{{end}}{{end}}{{end}}
+{{if .Signals}}{{if .Measured}} · {{end}}not read: {{range $i, $s := .Signals}}{{if $i}}; {{end}}{{$s}}{{end}}{{end}}
+{{if .Rules}}{{if or .Measured .Signals}} · {{end}}rules not evaluated: {{range $i, $r := .Rules}}{{if $i}}, {{end}}{{$r}}{{end}}{{end}}</div></li>{{end}}</ul></div>{{end}}
 <h2 id="rules">Rules</h2>
 <p class="lead">{{.Count.Fired}} fired, {{.Count.Clear}} clear, {{.Count.NotEvaluated}} not evaluated (their inputs were not measured: not a pass).</p>
 <h2 id="results">Measurements</h2>
 <div class="grid">{{range .Results}}<div><a href="#{{.Anchor}}">{{.Name}}</a> <span class="status {{.Status}}">{{.Status}}</span></div>{{end}}</div>
 {{range .Results}}<section class="res" id="{{.Anchor}}"><h3>{{.Name}} <span class="status {{.Status}}">{{.Status}}</span></h3>
-{{if .Reason}}<p class="lead">{{.Reason}}</p>{{end}}{{if .Window}}<p class="muted">{{.Window}}</p>{{end}}
+{{if .Gap}}<p class="lead">Not measured: <a href="#unmeasured">{{.Gap}}</a> (could not measure, above).</p>{{else if .Reason}}<p class="lead">{{.Reason}}</p>{{end}}{{if .Window}}<p class="muted">{{.Window}}</p>{{end}}
 {{range .Charts}}<figure><figcaption>{{.Title}}{{if .Note}} <span class="muted">— {{.Note}}</span>{{end}}</figcaption><div class="chart" id="{{.ID}}"></div></figure>{{end}}
 {{if .Quantiles}}{{if gt (len .Quantiles) 12}}<details><summary>all {{len .Quantiles}} distributions</summary>{{end}}<table><tr><th>distribution</th>{{range cols}}<th>{{.}}</th>{{end}}<th>unit</th><th>labels</th></tr>
 {{range .Quantiles}}<tr><td>{{.Name}}</td>{{range .Cells}}<td class="n">{{if .Bucket}}<span class="est" title="{{.Bucket}}">{{.Text}}</span>{{else}}{{.Text}}{{end}}</td>{{end}}<td>{{.Unit}}</td><td>{{labels .Labels}}</td></tr>{{end}}</table>{{if gt (len .Quantiles) 12}}</details>{{end}}{{end}}
@@ -285,6 +292,7 @@ details{margin-top:6px}summary{cursor:pointer;color:#1f5fa8;font-size:13px}
 .none{background:#fff;border:1px solid #d8dee4;border-radius:6px;padding:10px 14px}
 .unmeasured{background:#fffbe6;border:1px solid #eed888;border-radius:6px;padding:8px 14px;margin:10px 0}
 .unmeasured h2{font-size:15px;margin:0 0 4px}.unmeasured ul{margin:0;padding-left:18px;font-size:13px}
+.unmeasured li{margin:0 0 5px}.unmeasured .held{color:#57606a;font-size:12.5px}
 table{border-collapse:collapse;margin:6px 0;font-size:12.5px;background:#fff}td,th{padding:3px 10px;text-align:left;border-bottom:1px solid #eaeef2}
 th{background:#f0f3f6;font-weight:600}td.n{text-align:right;font-variant-numeric:tabular-nums}
 .Pass{color:#1a7f37}.Fail{color:#d1242f}.Warn{color:#bc4c00}.Skip{color:#6e7781}.Error{color:#d1242f}

@@ -52,9 +52,11 @@ func TestWriteHTML(t *testing.T) {
 		`href="#r-pods-startup"`, `id="r-pods-startup"`, `id="r-etcd-health"`, // findings link to their evidence
 		"pod start-up: CDF per phase over 60 pods", "phases per node", "change point", "wal_fsync_p99 (seconds)",
 		"lab &lt;test&gt;", "&lt;script&gt;alert(1)&lt;/script&gt;", // escaped
-		"no audit log given", "could not create the probe pod", "not evaluated (their inputs were not measured",
-		"KS-AUDIT-LIST (not evaluated): api.audit was not measured", "Could not measure (4)",
-		"api.audit: the apiserver&#39;s audit log (out of reach)</a>: a managed control plane <b>Fix:</b> EKS: enable the audit log type",
+		`Not measured: <a href="#unmeasured">the apiserver&#39;s audit log</a>`, "could not create the probe pod", "not evaluated (their inputs were not measured",
+		"Could not measure (2)",
+		"<b>the apiserver&#39;s audit log</b>: a managed control plane <b>Fix:</b> EKS: enable the audit log type",
+		`not measured: <a href="#r-api-audit">api.audit</a>`, "rules not evaluated: KS-AUDIT-LIST",
+		"<b>could not create the probe pod</b>: could not create the probe pod: forbidden",
 	} {
 		if !strings.Contains(page, want) {
 			t.Errorf("page lacks %q", want)

@@ -64,36 +64,42 @@ func WriteText(w io.Writer, r *result.Report) error {
 		ew.printf("\n")
 	}
 
+	gaps := r.FoldedGaps()
 	if len(r.Rules) > 0 {
 		counts := map[result.RuleStatus]int{}
-		var notEval []string
 		for _, e := range r.Rules {
 			counts[e.Status]++
-			if e.Status == result.RuleNotEvaluated {
-				notEval = append(notEval, e.ID+" ("+e.Reason+")")
-			}
 		}
-		ew.printf("RULES: %d fired, %d clear, %d not evaluated\n", counts[result.RuleFired], counts[result.RuleClear], counts[result.RuleNotEvaluated])
-		for _, n := range notEval {
-			ew.printf("  not evaluated: %s\n", n)
+		ew.printf("RULES: %d fired, %d clear, %d not evaluated", counts[result.RuleFired], counts[result.RuleClear], counts[result.RuleNotEvaluated])
+		if counts[result.RuleNotEvaluated] > 0 {
+			ew.printf(" (each under the source that starved it, below)")
 		}
-		ew.printf("\n")
+		ew.printf("\n\n")
 	}
 
-	var out []string
-	for _, res := range r.Results {
-		for _, o := range res.OutOfReach {
-			out = append(out, fmt.Sprintf("  %s: %s — %s\n      fix: %s\n", res.Name, o.Signal, o.Why, o.Fix))
+	// What could not be measured, once per source: the reason and the fix said once, what it held back under it.
+	gapOf := map[string]string{}
+	if len(gaps) > 0 {
+		ew.printf("COULD NOT MEASURE (%d source(s)): not read on this run, so not judged (missing is never healthy)\n", len(gaps))
+		for _, g := range gaps {
+			writeTextGap(ew, g)
+			for _, m := range g.Measurements {
+				if _, ok := gapOf[m]; !ok {
+					gapOf[m] = g.Title
+				}
+			}
 		}
-	}
-	if len(out) > 0 {
-		ew.printf("OUT OF REACH (%d): not read on this cluster, so not judged (missing is never healthy)\n%s\n", len(out), strings.Join(out, ""))
+		ew.printf("\n")
 	}
 
 	ew.printf("RESULTS: %s\n", r.Tally())
 	tw := tabwriter.NewWriter(ew, 2, 4, 2, ' ', 0)
 	for _, res := range r.Results {
-		fmt.Fprintf(tw, "  %s\t%s\t%s\n", res.Name, res.Status, res.Reason)
+		reason := res.Reason
+		if g, ok := gapOf[res.Name]; ok && !res.Status.Measured() {
+			reason = "see could not measure: " + g
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\n", res.Name, res.Status, reason)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -140,6 +146,23 @@ func WriteText(w io.Writer, r *result.Report) error {
 		}
 	}
 	return ew.err
+}
+
+// writeTextGap writes one source that could not be read: its reason, what it held back, its fix.
+func writeTextGap(ew *errWriter, g result.Gap) {
+	ew.printf("  %s: %s\n", g.Title, g.Reason)
+	if len(g.Measurements) > 0 {
+		ew.printf("      measurements: %s\n", strings.Join(g.Measurements, ", "))
+	}
+	if len(g.Signals) > 0 {
+		ew.printf("      signals: %s\n", strings.Join(g.Signals, "; "))
+	}
+	if len(g.Rules) > 0 {
+		ew.printf("      rules not evaluated: %s\n", strings.Join(g.Rules, ", "))
+	}
+	if g.Fix != "" {
+		ew.printf("      fix: %s\n", g.Fix)
+	}
 }
 
 // writeTextFinding writes one finding at indent; a symptom (one another finding explains) is marked so.

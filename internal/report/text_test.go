@@ -40,8 +40,8 @@ func TestWriteText(t *testing.T) {
 	}
 	for _, want := range []string{"FINDINGS (3)", "[CRITICAL] KS-A", "seen also by KS-B-AUDIT (api.audit): 800 409s from calico-node", "threshold: > 0.5 seconds (src)", "fix: fix KS-A",
 		"RULES: 1 fired, 0 clear, 1 not evaluated",
-		"OUT OF REACH (1)", "a.b: etcd WAL fsync latency — a managed control plane", "fix: pass --etcd-endpoint",
-		"1200 items, worst first (the first 50 listed):", "node=n0  100 s", "node=n9  91 s", "... and 1190 more (-o json lists 50)", "not evaluated: KS-X (a.b was not measured)", "a.b", "Skip", "no permission", "0.123", "a=1 verb=GET"} {
+		"COULD NOT MEASURE (1 source(s))", "  etcd WAL fsync latency: a managed control plane\n      measurements: a.b\n", "rules not evaluated: KS-X\n", "fix: pass --etcd-endpoint",
+		"1200 items, worst first (the first 50 listed):", "node=n0  100 s", "node=n9  91 s", "... and 1190 more (-o json lists 50)", "a.b  Skip  see could not measure: etcd WAL fsync latency", "0.123", "a=1 verb=GET"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("text output lacks %q:\n%s", want, out)
 		}

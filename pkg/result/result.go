@@ -34,6 +34,10 @@ type Report struct {
 	// Rules says, for every rule of the findings engine, whether it fired, was clear, or could not be
 	// evaluated because its inputs were not measured.
 	Rules []RuleEvaluation `json:"rules,omitempty"`
+	// Gaps say what could not be measured once per source (etcd's metrics, the audit log, the agent image...),
+	// each with the measurements, signals and rules it held back: a view folded from Results and Rules
+	// (FoldGaps), which keep their own entries.
+	Gaps []Gap `json:"gaps,omitempty"`
 }
 
 // RuleEvaluation is the outcome of one rule.
@@ -163,6 +167,9 @@ type OutOfReach struct {
 	Signal string `json:"signal"`
 	Why    string `json:"why"`
 	Fix    string `json:"fix"`
+	// Source is the stable key of the source the signal comes from ("etcd-metrics", "audit-log", ...): the
+	// report's gaps fold every entry of one source into one (Gap.Source).
+	Source string `json:"source,omitempty"`
 }
 
 // Span is one named interval, e.g. a benchmark that ran during an observation.
@@ -370,6 +377,11 @@ func (r *Report) Validate() error {
 	for i, e := range r.Rules {
 		if e.ID == "" || !e.Status.Valid() {
 			return fmt.Errorf("rules[%d]: id %q status %q", i, e.ID, e.Status)
+		}
+	}
+	for i, g := range r.Gaps {
+		if g.Source == "" || g.Title == "" || g.Reason == "" {
+			return fmt.Errorf("gaps[%d]: needs a source, title and reason: %+v", i, g)
 		}
 	}
 	for i, f := range r.Findings {

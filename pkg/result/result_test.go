@@ -26,7 +26,8 @@ func sample() *result.Report {
 				Metrics: []result.Metric{{Name: "pod_startup_p99", Unit: "seconds", Value: 7.2, Labels: map[string]string{"phase": "sli"}}},
 				Records: []result.Record{{ID: "ns/pod-1", Labels: map[string]string{"node": "kwok-node-1"}, Values: map[string]float64{"sli_seconds": 7.2}, Times: map[string]time.Time{"created": t0}}},
 				Series:  []result.Series{{Name: "startup", Unit: "seconds", Points: []result.Point{{T: t0, V: 1.5}}, Marks: []result.Mark{{T: t0, Label: "change point"}}}}},
-			{Name: "etcd.health", Status: result.StatusSkip, Reason: "no etcd endpoint configured"},
+			{Name: "etcd.health", Status: result.StatusSkip, Reason: "no etcd endpoint configured",
+				OutOfReach: []result.OutOfReach{{Signal: "etcd WAL fsync", Why: "no etcd endpoint configured", Fix: "pass --etcd-endpoint", Source: "etcd-metrics"}}},
 		},
 		Findings: []result.Finding{{
 			ID: "KS-POD-001", Severity: result.SeverityError, Title: "Pod start-up SLO violated", Summary: "p99 7.2 s > 5 s; sandbox phase dominates",
@@ -36,6 +37,8 @@ func sample() *result.Report {
 			Items: []result.Item{{Key: "node=kwok-node-1", Value: 7.2, Summary: "p99 7.2 s > 5 s; sandbox phase dominates"}, {Key: "node=kwok-node-7", Value: 5.5, Summary: "p99 5.5 s > 5 s"}}, ItemCount: 1200,
 		}},
 		Rules: []result.RuleEvaluation{{ID: "KS-POD-001", Status: result.RuleFired}, {ID: "KS-ETCD-001", Status: result.RuleNotEvaluated, Reason: "etcd.health was not measured (Skip: no etcd endpoint configured)"}},
+		Gaps: []result.Gap{{Source: "etcd-metrics", Title: "etcd's own metrics", Reason: "no etcd endpoint configured", Fix: "pass --etcd-endpoint",
+			Measurements: []string{"etcd.health"}, Signals: []string{"etcd WAL fsync [etcd.health]"}, Rules: []string{"KS-ETCD-001"}}},
 	}
 }
 
@@ -90,6 +93,7 @@ func TestValidate(t *testing.T) {
 			r.Results[1].OutOfReach = []result.OutOfReach{{Signal: "etcd WAL fsync", Why: "managed control plane"}}
 		}, "needs a signal, why and fix"},
 		{"bad severity", func(r *result.Report) { r.Findings[0].Severity = "huge" }, "invalid severity"},
+		{"gap without a reason", func(r *result.Report) { r.Gaps[0].Reason = "" }, "gaps[0]: needs a source, title and reason"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

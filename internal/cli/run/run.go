@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -17,6 +18,9 @@ import (
 	"github.com/kubeslow/kubeslow/internal/measure"
 	"github.com/kubeslow/kubeslow/internal/measure/all"
 	"github.com/kubeslow/kubeslow/internal/measure/cpnode"
+	"github.com/kubeslow/kubeslow/internal/measure/dnslookup"
+	"github.com/kubeslow/kubeslow/internal/measure/dnsready"
+	"github.com/kubeslow/kubeslow/internal/measure/nodeagent"
 	"github.com/kubeslow/kubeslow/internal/measure/podstartup"
 	"github.com/kubeslow/kubeslow/internal/report"
 	"github.com/kubeslow/kubeslow/internal/source/agent/image"
@@ -147,12 +151,30 @@ func (f *flags) run(ctx context.Context, streams common.IOStreams) (*result.Repo
 	}
 	plan := runner.Plan{Target: t, Measurements: ms, Rules: check.Rules(), Budget: f.budget,
 		Progress: streams.Progressf, Log: streams.Logger(f.verbose)}
+	if ao.Image == "" && !f.readOnly && needsImage(ms) {
+		// Said once, here, rather than by each measurement it holds back (the report's gaps say it once too).
+		streams.Progressf("no agent image: %s; %s", measure.WhyNoAgentImage, measure.FixAgentImage)
+		plan.Said = append(plan.Said, measure.SourceAgentImage)
+	}
 	if f.readOnly {
 		plan.NodeTierOff = "--read-only: kubeslow deploys no agent on the control-plane nodes"
 	} else {
 		plan.NodeTier = cpnode.NewShared(cpnode.DefaultOptions(ao.Image))
 	}
 	return runner.Execute(ctx, plan)
+}
+
+// imageUsers are the measurements of a run that run kubeslow in pods from the agent image.
+var imageUsers = []string{nodeagent.Name, dnsready.Name, dnslookup.Name}
+
+// needsImage reports whether one of ms runs from the agent image, itself or through the control-plane node tier.
+func needsImage(ms []measure.Measurement) bool {
+	for _, m := range ms {
+		if slices.Contains(imageUsers, m.Name()) {
+			return true
+		}
+	}
+	return measure.UsesNodeTier(ms)
 }
 
 // writeReportFiles saves the report as report.json in dir and returns its path.

@@ -54,6 +54,8 @@ type Plan struct {
 	// reads it and closed at the end of the run; nil: none, NodeTierOff says why.
 	NodeTier    measure.NodeTier
 	NodeTierOff string
+	// Said are the sources the caller has explained on its progress lines already (Options.Said).
+	Said []string
 }
 
 // BenchmarkPermissions are what the run itself needs when a benchmark runs: its own namespace, and the
@@ -181,7 +183,7 @@ func Execute(ctx context.Context, p Plan) (*result.Report, error) {
 	runID := kube.NewRunID(clk.Now())
 	ns := "kubeslow-" + runID
 	o := Options{Client: c.Client, Config: c.Config, Cluster: cl, Clock: clk, Log: log, RunID: runID, Namespace: ns,
-		Budget: p.Budget, Progress: progress, Rules: p.Rules, NodeTier: p.NodeTier, NodeTierOff: p.NodeTierOff}
+		Budget: p.Budget, Progress: progress, Rules: p.Rules, NodeTier: p.NodeTier, NodeTierOff: p.NodeTierOff, Said: p.Said}
 	if !p.NoPreflight {
 		o.Skip = Preflight(ctx, &measure.Reviewer{Client: c.Client}, p.Measurements, progress)
 	}

@@ -45,6 +45,9 @@ type Options struct {
 	// NodeTier is the run's shared control-plane node tier (measure.Env.NodeTier); NodeTierOff why there is none.
 	NodeTier    measure.NodeTier
 	NodeTierOff string
+	// Said are sources (measure.GapSource's keys) the caller has already explained on its progress lines (a
+	// development build's missing agent image): a skip for one of them names it instead of saying it again.
+	Said []string
 }
 
 // Run executes ms and returns the report, clusterloader2's way: observers (measure.Observer: the metric-based
@@ -71,9 +74,13 @@ func Run(ctx context.Context, o Options, ms []measure.Measurement) *result.Repor
 		NodeTier: o.NodeTier, NodeTierOff: o.NodeTierOff, Scrapes: measure.NewSharedScrapes(o.Clock), Nodes: measure.NewNodeCache(o.Client)}
 	defer env.Nodes.Stop() // one node informer for the run's measurements (docs/scale.md)
 	results := make([]*result.Result, len(ms))
+	skips := skipNote{}
+	for _, src := range o.Said {
+		skips[src] = true
+	}
 	set := func(i int, r result.Result) {
 		results[i] = &r
-		progress("[%d/%d] %s: %s %s", i+1, len(ms), r.Name, r.Status, r.Reason)
+		progress("[%d/%d] %s: %s %s", i+1, len(ms), r.Name, r.Status, skips.say(r))
 	}
 	var observers, checks, bench []int
 	for i, m := range ms {
@@ -186,6 +193,7 @@ func Run(ctx context.Context, o Options, ms []measure.Measurement) *result.Repor
 	rep.Findings = append(rep.Findings, findings...)
 	rep.Rules = evals
 	markOutages(rep)
+	rep.Gaps = Gaps(rep, o.Rules)
 	rep.End = o.Clock.Now().UTC()
 	return rep
 }

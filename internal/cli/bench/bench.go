@@ -36,10 +36,13 @@ func newPods(streams common.IOStreams) *cobra.Command {
 		Short: "Pod start-up latency by phase against the 5 s p99 SLO, with the slow phase and node named",
 		Long: `Pod start-up latency by phase against the 5 s p99 SLO, with the slow phase and node named.
 
-By default kubeslow creates the pods (--kind, --count, --create-qps). With --passive it creates nothing and
+By default kubeslow creates the pods (--kind, --count, --create-qps). --kind pods creates them at a steady
+--create-qps from the first pod, as clusterloader2's qps (qpsLoad) does; --create-burst N sends N at once
+first, deliberately (they queue in the scheduler, and the start-up tail measures that queue). The result
+states the load's rate and burst beside the SLI. With --passive it creates nothing and
 measures the pods others create (a Deployment's rollout, a peer benchmark) that match --watch-namespace
 and --watch-selector, until --count new pods are Running (0: for all of --timeout); it needs only list and
-watch on pods and events (the view role).`,
+watch on pods and events (the view role); the result gives their measured creation rate, not kubeslow's.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := out.Validate(); err != nil {

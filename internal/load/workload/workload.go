@@ -68,10 +68,11 @@ type Spec struct {
 // Create is one client-side create request.
 type Create struct {
 	Name string
-	// Intended is when the schedule said to send it; Sent is when the client-side limiter let it go; Done is
-	// when the apiserver answered. Sent-Intended is client-side throttling.
-	Intended, Sent, Done time.Time
-	Err                  string
+	// Intended is when the schedule said to send it; Released is when the client-side limiter let it go;
+	// Sent is when a worker took it (after Released only when every worker was busy); Done is when the
+	// apiserver answered. Sent-Intended is client-side throttling.
+	Intended, Released, Sent, Done time.Time
+	Err                            string
 }
 
 // Outcome is what Run did.
@@ -152,11 +153,54 @@ func Run(ctx context.Context, c kubernetes.Interface, clk clock.PassiveClock, s 
 	return runPods(ctx, c, clk, s, out)
 }
 
-func runPods(ctx context.Context, c kubernetes.Interface, clk clock.PassiveClock, s Spec, out *Outcome) (*Outcome, error) {
+// Limiter is the client-side limiter of the creates (Pods kind): QPS tokens a second in a bucket of Burst
+// (at least 1). Burst 1 is a steady rate, clusterloader2's qpsLoad: one create every 1/QPS from the first;
+// Burst N lets N go at once, then one every 1/QPS.
+func (s Spec) Limiter() *rate.Limiter {
+	return rate.NewLimiter(rate.Limit(s.QPS), max(s.Burst, 1))
+}
+
+// Schedule is the intended send time of each of n creates from start, as the limiter lets them go when each
+// is asked for as soon as possible: the first Burst (at least 1) at start, then one every 1/QPS.
+func (s Spec) Schedule(start time.Time, n int) []time.Time {
 	burst := max(s.Burst, 1)
-	lim := rate.NewLimiter(rate.Limit(s.QPS), burst)
+	out := make([]time.Time, n)
+	for i := range out {
+		out[i] = start
+		if i >= burst {
+			out[i] = start.Add(time.Duration(float64(i-burst+1) / s.QPS * float64(time.Second)))
+		}
+	}
+	return out
+}
+
+// runPods sends the creates as the limiter lets them go, waiting on clk (a fake clock in tests) when clk can
+// wait, else on the wall clock.
+func runPods(ctx context.Context, c kubernetes.Interface, clk clock.PassiveClock, s Spec, out *Outcome) (*Outcome, error) {
+	lim := s.Limiter()
+	waitTurn := func() error { return lim.Wait(ctx) }
+	if wc, ok := clk.(clock.Clock); ok {
+		waitTurn = func() error {
+			now := wc.Now()
+			r := lim.ReserveN(now, 1)
+			d := r.DelayFrom(now)
+			if d <= 0 {
+				return ctx.Err()
+			}
+			select {
+			case <-wc.After(d):
+				return nil
+			case <-ctx.Done():
+				r.Cancel()
+				return ctx.Err()
+			}
+		}
+	}
 	workers := max(s.Workers, 1)
 	out.Creates = make([]Create, s.Count)
+	for i, at := range s.Schedule(out.Start, s.Count) {
+		out.Creates[i] = Create{Name: fmt.Sprintf("%s-%05d", s.Name, i), Intended: at}
+	}
 	jobs := make(chan int)
 	var wg sync.WaitGroup
 	for w := 0; w < workers; w++ {
@@ -176,15 +220,10 @@ func runPods(ctx context.Context, c kubernetes.Interface, clk clock.PassiveClock
 	}
 	var err error
 	for i := 0; i < s.Count; i++ {
-		// The intended schedule: the burst at once, then one every 1/QPS.
-		intended := out.Start
-		if i >= burst {
-			intended = out.Start.Add(time.Duration(float64(i-burst+1) / s.QPS * float64(time.Second)))
-		}
-		out.Creates[i] = Create{Name: fmt.Sprintf("%s-%05d", s.Name, i), Intended: intended}
-		if err = lim.Wait(ctx); err != nil {
+		if err = waitTurn(); err != nil {
 			break
 		}
+		out.Creates[i].Released = clk.Now()
 		select {
 		case jobs <- i:
 		case <-ctx.Done():
@@ -201,7 +240,7 @@ func runPods(ctx context.Context, c kubernetes.Interface, clk clock.PassiveClock
 		// Keep only what was sent.
 		n := 0
 		for _, cr := range out.Creates {
-			if !cr.Sent.IsZero() {
+			if !cr.Sent.IsZero() { // taken by a worker (Released alone: never sent)
 				out.Creates[n] = cr
 				n++
 			}

@@ -3,6 +3,7 @@ package workload
 import (
 	"context"
 	"errors"
+	goruntime "runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -14,6 +15,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/utils/clock"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/kubeslow/kubeslow/internal/source/kube"
 )
@@ -112,5 +114,88 @@ func TestCancelStopsSending(t *testing.T) {
 	out, err := Run(ctx, c, clock.RealClock{}, s)
 	if err == nil || len(out.Creates) >= 1000 {
 		t.Fatalf("cancelled run sent %d creates, err %v", len(out.Creates), err)
+	}
+}
+
+// TestLimiter: the limiter is QPS tokens a second in a bucket of Burst (at least 1), and Schedule, the
+// intended send times, is what that limiter lets through when every create asks at once.
+func TestLimiter(t *testing.T) {
+	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	for _, c := range []struct {
+		burst, want int
+	}{{0, 1}, {1, 1}, {20, 20}} {
+		s := spec(Pods, 30)
+		s.QPS, s.Burst = 10, c.burst
+		lim := s.Limiter()
+		if lim.Limit() != 10 || lim.Burst() != c.want {
+			t.Fatalf("burst %d: limiter %v/s burst %d, want 10/s burst %d", c.burst, lim.Limit(), lim.Burst(), c.want)
+		}
+		sched := s.Schedule(t0, s.Count)
+		for i, at := range sched {
+			r := lim.ReserveN(t0, 1)
+			if d := t0.Add(r.DelayFrom(t0)).Sub(at); d < -time.Microsecond || d > time.Microsecond {
+				t.Fatalf("burst %d: create %d intended at %s, the limiter lets it go %s later", c.burst, i, at.Sub(t0), d)
+			}
+			want := time.Duration(0)
+			if i >= c.want {
+				want = time.Duration(i-c.want+1) * 100 * time.Millisecond
+			}
+			if got := at.Sub(t0); got != want {
+				t.Fatalf("burst %d: create %d intended at +%s, want +%s", c.burst, i, got, want)
+			}
+		}
+	}
+}
+
+// TestPodsPaced runs the creates on a fake clock stepped 1 ms at a time while the limiter holds them: at
+// 10/s with burst 1 they go ~100 ms apart from the first; with burst 20 the first 20 go at once.
+func TestPodsPaced(t *testing.T) {
+	for _, burst := range []int{1, 20} {
+		t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+		clk := clocktesting.NewFakeClock(t0)
+		s := spec(Pods, 25)
+		s.QPS, s.Burst = 10, burst
+		type res struct {
+			out *Outcome
+			err error
+		}
+		done := make(chan res, 1)
+		go func() {
+			out, err := Run(context.Background(), fake.NewClientset(), clk, s)
+			done <- res{out, err}
+		}()
+		var got res
+		deadline := time.Now().Add(30 * time.Second)
+	loop:
+		for {
+			select {
+			case got = <-done:
+				break loop
+			default:
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("burst %d: not done at fake +%s", burst, clk.Since(t0))
+			}
+			if clk.HasWaiters() {
+				clk.Step(time.Millisecond)
+			} else {
+				goruntime.Gosched()
+			}
+		}
+		if got.err != nil || len(got.out.Creates) != s.Count {
+			t.Fatalf("burst %d: %v, %d creates", burst, got.err, len(got.out.Creates))
+		}
+		for i, cr := range got.out.Creates {
+			want := time.Duration(0)
+			if i >= burst {
+				want = time.Duration(i-burst+1) * 100 * time.Millisecond
+			}
+			if d := cr.Released.Sub(t0) - want; d < 0 || d > time.Millisecond {
+				t.Errorf("burst %d: create %d released at +%s, want +%s", burst, i, cr.Released.Sub(t0), want)
+			}
+			if cr.Sent.Before(cr.Released) {
+				t.Errorf("burst %d: create %d sent before the limiter let it go", burst, i)
+			}
+		}
 	}
 }

@@ -35,6 +35,11 @@ const (
 	MetricCreationRate          = "creation_rate"
 	MetricCreationSpan          = "creation_span"
 	MetricCreationRateRequested = "creation_rate_requested"
+	// MetricCreateQPS and MetricCreateBurst are the shape of kubeslow's own load (label creator=client, load:
+	// steady for burst 1, else burst): the rate its limiter allowed and how many creates it let go at once
+	// first. Every result of pods it created carries them, beside the SLI (and its reason says them).
+	MetricCreateQPS   = "create_qps"
+	MetricCreateBurst = "create_burst"
 	// MetricCreationRateRatio is the achieved creation rate over the rate kubeslow requested.
 	MetricCreationRateRatio = "creation_rate_ratio"
 	MetricClientLimiterWait = "client_limiter_wait"
@@ -64,10 +69,13 @@ var Phases = []string{"schedule", "sandbox", "start", "observe"}
 type Input struct {
 	Timelines []Timeline
 	SLO       time.Duration
-	// Creator says who created the pods: "client" (kubeslow, at RequestedQPS) or "controller" (a
-	// Deployment's ReplicaSet controller or a Job controller).
+	// Creator says who created the pods: "client" (kubeslow, at RequestedQPS with its limiter's Burst),
+	// "controller" (a Deployment's ReplicaSet controller or a Job controller) or "others" (passive: pods
+	// kubeslow did not create).
 	Creator      string
 	RequestedQPS float64
+	// Burst is how many of kubeslow's creates its limiter let go at once first (client; 1: a steady rate).
+	Burst int
 	// ClientWait is how long kubeslow's own rate limiter held create requests back, in total.
 	ClientWait time.Duration
 	// CreateLatency is how long the apiserver took to accept each of kubeslow's creates (its own limiter
@@ -139,14 +147,23 @@ func summary(add func(name, unit string, v float64, l map[string]string), name s
 
 // Analyze turns timelines into the result: per-phase percentiles, the SLI and its verdict, per-pod records,
 // per-node breakdown, the slow tail's dominant phase, creation rate, and pods that never started (pure).
-func Analyze(in Input) result.Result {
+func Analyze(in Input) (res result.Result) {
 	if in.SLO <= 0 {
 		in.SLO = DefaultSLO
 	}
-	res := result.Result{Name: Name, Status: result.StatusPass}
+	res = result.Result{Name: Name, Status: result.StatusPass}
 	add := func(name, unit string, v float64, l map[string]string) {
 		res.Metrics = append(res.Metrics, result.Metric{Name: name, Unit: unit, Value: v, Labels: l})
 	}
+	createLoad(add, in)
+	// The load's shape goes beside the SLI in the reason, whatever the verdict: a p99 says little without it.
+	measured := 0.0
+	defer func() {
+		if res.Reason != "" {
+			res.Reason += "; "
+		}
+		res.Reason += LoadShape(in, measured)
+	}()
 	type podP struct {
 		t Timeline
 		p phaseTimes
@@ -234,7 +251,7 @@ func Analyze(in Input) result.Result {
 	}
 	cl2(add, in.Timelines)
 	nodeBreakdown(add, ok2(ok, func(x podP) (string, float64, map[string]float64) { return x.t.Node, x.p.sli, x.p.phase }))
-	creationRate(add, in)
+	measured = creationRate(add, in)
 	addNotStarted(&res, notStarted)
 	var late []Timeline
 	for _, x := range ok {
@@ -343,7 +360,7 @@ func medianWithout(sorted []float64, v float64) float64 {
 
 // creationRate compares how fast pods were created (first to last creation seen by the watch) with what was
 // requested, and says who set the pace: kubeslow's own client (its limiter's wait) or the controller.
-func creationRate(add func(string, string, float64, map[string]string), in Input) {
+func creationRate(add func(string, string, float64, map[string]string), in Input) float64 {
 	var first, last time.Time
 	n := 0
 	for _, t := range in.Timelines {
@@ -360,7 +377,7 @@ func creationRate(add func(string, string, float64, map[string]string), in Input
 	}
 	span := last.Sub(first).Seconds()
 	if n < 2 || span <= 0 {
-		return
+		return 0
 	}
 	l := map[string]string{"creator": in.Creator}
 	rate := float64(n-1) / span
@@ -381,6 +398,42 @@ func creationRate(add func(string, string, float64, map[string]string), in Input
 		}
 		add(MetricCreateRequestP99, "seconds", stats.Percentile(stats.Sorted(v), 0.99), nil)
 	}
+	return rate
+}
+
+// createLoad records the shape of kubeslow's own load (client): the rate and the burst its limiter allowed.
+func createLoad(add func(string, string, float64, map[string]string), in Input) {
+	if in.Creator != "client" {
+		return
+	}
+	burst := max(in.Burst, 1)
+	l := map[string]string{"creator": "client", "load": "steady"}
+	if burst > 1 {
+		l["load"] = "burst"
+	}
+	add(MetricCreateQPS, "pods_per_second", in.RequestedQPS, l)
+	add(MetricCreateBurst, "count", float64(burst), l)
+}
+
+// LoadShape says how the pods were created, for the result's reason: kubeslow's rate and burst (a steady
+// rate with burst 1, as clusterloader2's qpsLoad), or, for pods a controller or others created, that the rate
+// was not kubeslow's and what it measured (measured: pods per second from the first creation to the last,
+// 0 when unknown).
+func LoadShape(in Input, measured float64) string {
+	at := ""
+	if measured > 0 {
+		at = " at a measured " + result.FormatValue(measured) + "/s"
+	}
+	switch in.Creator {
+	case "client":
+		if b := max(in.Burst, 1); b > 1 {
+			return fmt.Sprintf("load: kubeslow created them at %g/s after a burst of %d at once (--create-burst %d)", in.RequestedQPS, b, b)
+		}
+		return fmt.Sprintf("load: kubeslow created them at a steady %g/s (burst 1)", in.RequestedQPS)
+	case "controller":
+		return "load: their controller created them" + at + " (its rate, not kubeslow's)"
+	}
+	return "load: created by others" + at + " (not kubeslow's rate)"
 }
 
 func addNotStarted(res *result.Result, ts []Timeline) {

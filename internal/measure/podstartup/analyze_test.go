@@ -186,3 +186,49 @@ func TestClusterloader2Method(t *testing.T) {
 		t.Errorf("pods %v, preexisting %v: want 2 and 1", n, metric(t, r, MetricPodsPreexisting, nil))
 	}
 }
+
+// TestLoadShape: every result states how its pods were created beside the SLI: kubeslow's rate and burst
+// (create_qps, create_burst and the reason), or, for pods others or a controller created, that the rate was not
+// kubeslow's and the rate measured.
+func TestLoadShape(t *testing.T) {
+	var ts []Timeline
+	for i := 0; i < 50; i++ {
+		ts = append(ts, pod(fmt.Sprintf("p%d", i), "n1", float64(i)/10, 0.01, 0.005, 0.005, 0.005)) // created at 10/s
+	}
+	for _, c := range []struct {
+		burst      int
+		load       string
+		wantReason string
+	}{
+		{1, "steady", "load: kubeslow created them at a steady 10/s (burst 1)"},
+		{0, "steady", "load: kubeslow created them at a steady 10/s (burst 1)"},
+		{20, "burst", "load: kubeslow created them at 10/s after a burst of 20 at once (--create-burst 20)"},
+	} {
+		r := Analyze(Input{Timelines: ts, Creator: "client", RequestedQPS: 10, Burst: c.burst})
+		l := map[string]string{"creator": "client", "load": c.load}
+		if q, b := metric(t, r, MetricCreateQPS, l), metric(t, r, MetricCreateBurst, l); q != 10 || b != float64(max(c.burst, 1)) {
+			t.Errorf("burst %d: create_qps %v create_burst %v", c.burst, q, b)
+		}
+		if !strings.HasPrefix(r.Reason, "pod start-up p99 ") || !strings.HasSuffix(r.Reason, "; "+c.wantReason) {
+			t.Errorf("burst %d: reason %q, want the SLI then %q", c.burst, r.Reason, c.wantReason)
+		}
+	}
+	// Nothing ran: the reason still says the load.
+	stuck := Timeline{Name: "stuck", SeenCreated: t0, Created: t0}
+	if r := Analyze(Input{Timelines: []Timeline{stuck}, Creator: "client", RequestedQPS: 10, Burst: 1}); !strings.HasPrefix(r.Reason, "no pod reached Running") ||
+		!strings.Contains(r.Reason, "steady 10/s") || r.Metric(MetricCreateBurst, nil) == nil {
+		t.Errorf("no pod ran: %q", r.Reason)
+	}
+	for creator, want := range map[string]string{
+		"others":     "load: created by others at a measured 10/s (not kubeslow's rate)",
+		"controller": "load: their controller created them at a measured 10/s (its rate, not kubeslow's)",
+	} {
+		r := Analyze(Input{Timelines: ts, Creator: creator})
+		if !strings.HasSuffix(r.Reason, "; "+want) || r.Metric(MetricCreateQPS, nil) != nil || r.Metric(MetricCreateBurst, nil) != nil {
+			t.Errorf("%s: reason %q, create_qps %v: want %q and no kubeslow rate", creator, r.Reason, r.Metric(MetricCreateQPS, nil), want)
+		}
+	}
+	if r := Analyze(Input{Timelines: ts[:1], Creator: "others"}); !strings.HasSuffix(r.Reason, "; load: created by others (not kubeslow's rate)") {
+		t.Errorf("one pod, no rate: %q", r.Reason)
+	}
+}

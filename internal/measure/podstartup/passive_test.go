@@ -97,8 +97,11 @@ func TestPassiveSelection(t *testing.T) {
 	if strings.Join(ids, ",") != "web-1,web-2" && strings.Join(ids, ",") != "web-2,web-1" {
 		t.Fatalf("measured %v, want web-1 and web-2", ids)
 	}
-	if r.Metric(MetricClientLimiterWait, map[string]string{"creator": "others"}) != nil {
-		t.Fatal("a passive run reports no limiter of its own")
+	if r.Metric(MetricClientLimiterWait, map[string]string{"creator": "others"}) != nil || r.Metric(MetricCreateQPS, nil) != nil {
+		t.Fatal("a passive run reports no limiter or rate of its own")
+	}
+	if !strings.Contains(r.Reason, "load: created by others") || !strings.Contains(r.Reason, "not kubeslow's rate") {
+		t.Errorf("reason %q: the load's rate was not kubeslow's", r.Reason)
 	}
 	// It creates nothing: only reads.
 	for _, a := range cs.Actions() {

@@ -209,3 +209,23 @@ func TestSpecImage(t *testing.T) {
 		t.Errorf("--image: %s", s.Image)
 	}
 }
+
+// TestRunStatesLoad: the benchmark's result carries the load's shape, its rate and burst, beside the SLI.
+func TestRunStatesLoad(t *testing.T) {
+	objs := []runtime.Object{node("kwok-1", 110, true)}
+	for _, burst := range []int{1, 20} {
+		o := opts(5, true)
+		o.QPS, o.Burst = 50, burst
+		res, pods, err := runFake(t, o, objs...)
+		if err != nil || len(pods) != 5 {
+			t.Fatalf("burst %d: %d pods, %v", burst, len(pods), err)
+		}
+		q, b := res.Metric(MetricCreateQPS, map[string]string{"creator": "client"}), res.Metric(MetricCreateBurst, map[string]string{"creator": "client"})
+		if q == nil || q.Value != 50 || b == nil || b.Value != float64(burst) {
+			t.Fatalf("burst %d: create_qps %+v create_burst %+v", burst, q, b)
+		}
+		if !strings.Contains(res.Reason, "load: kubeslow created them at") || !strings.Contains(res.Reason, fmt.Sprint(burst)) {
+			t.Errorf("burst %d: reason %q", burst, res.Reason)
+		}
+	}
+}

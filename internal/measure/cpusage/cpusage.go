@@ -372,11 +372,16 @@ func cpu(before, after *prom.Snapshot) map[string]float64 {
 
 // Step is one step of the series (pure): cores used per component and together, APF seats in use over the
 // nominal limit per priority level, requests in flight.
+//
+// A snapshot is stamped when its answer came, but its counters were read when the apiserver wrote them: after
+// a late answer the next interval looks short while its counters cover more time (CI's starved lab read 2.4 of
+// 2 cores), so an interval is never taken shorter than the observers' step, the time the two scrapes' starts
+// were apart.
 func Step(prev, cur *prom.Snapshot) []result.Metric {
-	secs := cur.At.Sub(prev.At).Seconds()
-	if secs <= 0 {
+	if !cur.At.After(prev.At) {
 		return nil
 	}
+	secs := max(cur.At.Sub(prev.At), measure.ObserveStep).Seconds()
 	var out []result.Metric
 	total, n := 0.0, 0
 	used := cpu(prev, cur)
@@ -547,8 +552,19 @@ func FromSteps(res *result.Result) {
 	if !found {
 		return
 	}
-	add(MetricCPUCoresBusiest, "cores", busiest, map[string]string{"component": All, "source": source})
 	c := res.Metric(MetricCoresAvailable, nil)
+	labels := map[string]string{"component": All, "source": source}
+	if c != nil && c.Value > 0 && busiest > c.Value {
+		// Bounded: the control plane cannot use more cores than it has; a figure above them is its counters read
+		// through late scrapes (a starved process answers late), not CPU it had.
+		labels["measured"] = result.FormatQuantity(busiest, "cores")
+		note := fmt.Sprintf("the busiest %d steps read %s of the %s available, bounded to %s: more than the cores is not CPU the control plane had "+
+			"but its counters read through late or uneven scrapes (a starved process answers late)",
+			BusiestSteps, result.FormatQuantity(busiest, "cores"), result.FormatQuantity(c.Value, "cores"), result.FormatQuantity(c.Value, "cores"))
+		res.Reason = strings.TrimPrefix(res.Reason+"; "+note, "; ")
+		busiest = c.Value
+	}
+	add(MetricCPUCoresBusiest, "cores", busiest, labels)
 	if c == nil || c.Value <= 0 {
 		return
 	}

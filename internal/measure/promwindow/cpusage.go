@@ -169,16 +169,15 @@ func (c *ControlPlane) Run(ctx context.Context, _ *measure.Env) (result.Result, 
 	if err != nil {
 		return res, err
 	}
-	// The busiest stretch: the profiles of their summed CPU by their own count and by the kernel's count of
-	// their cgroups (cAdvisor's, scraped from the kubelet: it stays right when the starved processes miss
-	// their scrapes), whose busiest BusiestSteps points FromSteps reads as the live measurement reads its steps.
+	// The busiest stretch: the profiles of their summed CPU by their own count (addCPUProfile: bounded by the
+	// scrapes' own times) and by the kernel's count of their cgroups (cAdvisor's, scraped from the kubelet: it
+	// stays right when the starved processes miss their scrapes), whose busiest BusiestSteps points FromSteps
+	// reads as the live measurement reads its steps (and bounds by the cores).
 	thr := math.Inf(1)
 	if cores > 0 {
 		thr = cpusage.SaturationThreshold * cores
 	}
-	if err := s.addProfile(ctx, &res, profile{Result: cpusage.Name, Metric: cpusage.MetricCPUCores, Unit: "cores", Op: ">=", Threshold: thr,
-		What:  "kube-apiserver and etcd CPU",
-		Query: fmt.Sprintf(`label_replace(sum(%s), "component", %q, "", "")`, strings.Join(prof, " or "), cpusage.All)}); err != nil {
+	if err := c.addCPUProfile(ctx, &res, jobs, thr); err != nil {
 		return res, err
 	}
 	if err := s.addProfile(ctx, &res, profile{Result: cpusage.Name, Metric: cpusage.MetricCgroupCPUCores, Unit: "cores", Op: ">=", Threshold: thr,
@@ -204,8 +203,172 @@ func (c *ControlPlane) Run(ctx context.Context, _ *measure.Env) (result.Result, 
 		busiest = "container_cpu_usage_seconds_total" + c.src.cgroupsText()
 	}
 	s.label(&res, job, map[string]string{cpusage.MetricCPUCores: "process_cpu_seconds_total", cpusage.MetricCPUCoresBusiest: busiest})
+	if res.Reason != "" { // FromSteps's note of a figure bounded by the cores
+		notes = append(notes, res.Reason)
+	}
 	res.Reason = strings.Join(notes, "; ")
 	return res, nil
+}
+
+// cpuSample is one scrape's sample of a CPU counter: its timestamp (Prometheus's: the scrape's start), value,
+// and how long the scrape took (scrape_duration_seconds of that scrape; 0 when not known).
+type cpuSample struct{ t, v, dur float64 }
+
+// addCPUProfile adds the profile of kube-apiserver's and etcd's summed CPU (cpu_cores{component=all}) from
+// their process_cpu_seconds_total samples, each point the counter's increase between the last sample at or
+// before it and the last sample a rate window before that, over the time between them plus the last one's
+// scrape duration. Prometheus stamps a sample with its scrape's start, but a starved process's counter reads
+// the CPU it used up to its (late) answer: rate() over the timestamps squeezed that CPU into the interval before
+// it (a 2-core control plane read 2.4 cores). The time between two samples is never below the scrape interval.
+func (c *ControlPlane) addCPUProfile(ctx context.Context, res *result.Result, jobs []struct{ comp, sel string }, thr float64) error {
+	s := c.src
+	var parts []string
+	for _, j := range jobs {
+		tag := func(expr, what string) string {
+			return fmt.Sprintf(`label_replace(label_replace(%s, "what", %q, "", ""), "component", %q, "", "")`, expr, what, j.comp)
+		}
+		x, dur := selector("process_cpu_seconds_total", j.sel), selector("scrape_duration_seconds", j.sel)
+		parts = append(parts, tag(x, "value"), tag("timestamp("+x+")", "ts"), tag(dur, "dur"), tag("timestamp("+dur+")", "durts"))
+	}
+	q := strings.Join(parts, " or ")
+	r := s.Window.Range()
+	r.Start = r.Start.Add(-s.Window.Rate) // the first point's rate window
+	m, err := s.Client.Range(ctx, q, r)
+	if err != nil {
+		return err
+	}
+	res.Records = append(res.Records, result.Record{ID: "profile " + cpusage.MetricCPUCores, Labels: map[string]string{"query": q,
+		"step": s.Window.Step.String(), "rate": s.Window.Rate.String(),
+		"method": "counter increase between samples a rate window apart, over their timestamps' span plus the last scrape's duration"}})
+	type key struct{ comp, instance string }
+	vals := map[key]map[model.Time]map[string]float64{} // per series, per query step: value, ts, dur, durts
+	for _, ss := range m {
+		k := key{string(ss.Metric["component"]), string(ss.Metric["instance"])}
+		if vals[k] == nil {
+			vals[k] = map[model.Time]map[string]float64{}
+		}
+		for _, v := range ss.Values {
+			if vals[k][v.Timestamp] == nil {
+				vals[k][v.Timestamp] = map[string]float64{}
+			}
+			vals[k][v.Timestamp][string(ss.Metric["what"])] = float64(v.Value)
+		}
+	}
+	series := map[key][]cpuSample{}
+	for k, steps := range vals {
+		byTS, durs := map[float64]float64{}, map[float64]float64{}
+		for _, st := range steps {
+			if ts, ok := st["ts"]; ok {
+				if v, ok := st["value"]; ok {
+					byTS[ts] = v
+				}
+			}
+			if ts, ok := st["durts"]; ok {
+				if d, ok := st["dur"]; ok {
+					durs[ts] = d
+				}
+			}
+		}
+		var ss []cpuSample
+		for ts, v := range byTS {
+			ss = append(ss, cpuSample{t: ts, v: v, dur: durs[ts]})
+		}
+		slices.SortFunc(ss, func(a, b cpuSample) int { return cmpFloat(a.t, b.t) })
+		series[k] = ss
+	}
+	rate := s.Window.Rate.Seconds()
+	out := result.Series{Name: cpusage.MetricCPUCores, Unit: "cores", Labels: map[string]string{"component": cpusage.All}}
+	for t := s.Window.From; !t.After(s.Window.To); t = t.Add(s.Window.Step) {
+		at := float64(t.UnixMilli()) / 1e3
+		sum, any := 0.0, false
+		for _, ss := range series {
+			if v, ok := boundedRate(ss, at, rate); ok {
+				sum, any = sum+v, true
+			}
+		}
+		if any {
+			out.Points = append(out.Points, result.Point{T: t.UTC(), V: sum})
+		}
+	}
+	if len(out.Points) == 0 {
+		return nil
+	}
+	out.Marks = append(out.Marks, changeMarks(out.Points, "cores")...)
+	for _, p := range out.Points {
+		if p.V >= thr {
+			o := Onset{Result: cpusage.Name, Metric: cpusage.MetricCPUCores, What: "kube-apiserver and etcd CPU", Labels: out.Labels, At: p.T,
+				Value: p.V, Threshold: thr, Op: ">=", Unit: "cores"}
+			out.Marks = append(out.Marks, result.Mark{T: p.T, Label: fmt.Sprintf("%s >= %s at %s", o.What, result.FormatQuantity(thr, "cores"), p.T.Format("15:04:05"))})
+			s.mu.Lock()
+			s.onsets = append(s.onsets, o)
+			s.mu.Unlock()
+			break
+		}
+	}
+	res.Series = append(res.Series, out)
+	return nil
+}
+
+// boundedRate is the CPU rate of one counter's samples (in time order) at at: its increase (counter resets
+// count from zero) from the last sample at or before at-rate (or the first after it) to the last sample at or
+// before at (one of its last two scrapes: a series that stopped answering is silent, as rate() over a
+// window it answered in part would dilute it), over the time between them plus the last one's scrape duration (its counter was read at most that
+// late), and never over less than the series' scrape interval; false with fewer than two samples there.
+func boundedRate(ss []cpuSample, at, rate float64) (float64, bool) {
+	last := -1
+	for i, x := range ss {
+		if x.t > at {
+			break
+		}
+		last = i
+	}
+	iv := scrapeInterval(ss)
+	if last < 1 || ss[last].t <= at-min(rate, 2*iv) {
+		return 0, false // neither of its last two scrapes answered: the series is silent there
+	}
+	first := 0
+	for i := last - 1; i >= 0; i-- {
+		if ss[i].t <= at-rate {
+			first = i
+			break
+		}
+	}
+	inc := 0.0
+	for i := first + 1; i <= last; i++ {
+		if d := ss[i].v - ss[i-1].v; d >= 0 {
+			inc += d
+		} else {
+			inc += ss[i].v
+		}
+	}
+	span := max(ss[last].t+ss[last].dur-ss[first].t, iv)
+	if span <= 0 {
+		return 0, false
+	}
+	return inc / span, true
+}
+
+// scrapeInterval is the median time between a series' samples.
+func scrapeInterval(ss []cpuSample) float64 {
+	if len(ss) < 2 {
+		return 0
+	}
+	d := make([]float64, 0, len(ss)-1)
+	for i := 1; i < len(ss); i++ {
+		d = append(d, ss[i].t-ss[i-1].t)
+	}
+	slices.Sort(d)
+	return d[len(d)/2]
+}
+
+func cmpFloat(a, b float64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
 }
 
 // cores is how many cores kube-apiserver and etcd may use together, and its source: the stated figure, else

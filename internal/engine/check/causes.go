@@ -7,6 +7,12 @@ import "github.com/kubeslow/kubeslow/internal/engine/rule"
 // the first that fired). A measurement's own links stay in its rules (KS-POD-EVENTS under the slow-start
 // findings); these cross measurements, so they are kept in one place, where the chain reads as a whole:
 // etcd's disk → the apiserver's latency → slow pod creates → the start-up SLO missed.
+//
+// One link depends on the numbers, not only on which rules fired, so it is not here: CPU starvation before an
+// outage. Where the node agent saw kube-apiserver or etcd waiting for a CPU most of their time in the window of
+// an outage, the runner (internal/engine/runner, starvationFirst) puts KS-CP-SATURATED (or -API) first and
+// KS-ETCD-STALL, KS-APISERVER-UNREACHABLE and KS-API-LATENCY under it; a stall without that wait (a stopped
+// process, a blocked disk) stays the cause, with the findings measured through it under it.
 var causes = map[string][]string{
 	"KS-API-LATENCY":      {"KS-ETCD-STALL", "KS-ETCD-FSYNC", "KS-DISK-SYNC", "KS-ETCD-COMMIT", "KS-ETCD-NOSPACE", "KS-CP-SATURATED", "KS-CP-SATURATED-API"},
 	"KS-API-LIST-LATENCY": {"KS-API-LIST-BYTES", "KS-AUDIT-LIST", "KS-CP-SATURATED", "KS-CP-SATURATED-API"},

@@ -9,6 +9,7 @@ import (
 	"github.com/kubeslow/kubeslow/internal/engine/rule/ruletest"
 	"github.com/kubeslow/kubeslow/internal/measure/availability"
 	"github.com/kubeslow/kubeslow/internal/measure/availability/availabilitytest"
+	"github.com/kubeslow/kubeslow/internal/measure/cpusage"
 	"github.com/kubeslow/kubeslow/pkg/result"
 )
 
@@ -61,5 +62,96 @@ func TestMarkOutages(t *testing.T) {
 	}
 	if ExitCode(rep, result.SeverityWarning) != 1 {
 		t.Error("a run that lived through an etcd stall exits 0")
+	}
+}
+
+// starvationReport is a run in which etcd did not answer the apiserver for 6 s (from T0+5 s) and then the
+// apiserver itself for 4 s, KS-CP-SATURATED fired on controlplane.usage (which ran through both), and the API's
+// latency was, by the catalogue's order, a symptom of the stall; the node agent read etcd's and kube-apiserver's
+// run-queue wait (seconds per second, share of their runnable time) as given.
+func starvationReport(t *testing.T, etcdWait, etcdShare, apiWait, apiShare float64) *result.Report {
+	t.Helper()
+	av := availability.Analyze(availabilitytest.Timeline(availabilitytest.S("ok", 5), availabilitytest.S("etcd", 6), availabilitytest.S("refused", 4), availabilitytest.S("ok", 15)))
+	at := func(s int) time.Time { return ruletest.T0.Add(time.Duration(s) * time.Second) }
+	comp := func(c string) map[string]string {
+		return map[string]string{"component": c, "node": "cp", "source": "node-agent"}
+	}
+	cp := result.Result{Name: cpusage.Name, Status: result.StatusPass, Start: at(0), End: at(30), Metrics: []result.Metric{
+		{Name: cpusage.MetricComponentSchedWait, Unit: "seconds/second", Value: etcdWait, Labels: comp(cpusage.Etcd)},
+		{Name: cpusage.MetricComponentWaitShare, Unit: "ratio", Value: etcdShare, Labels: comp(cpusage.Etcd)},
+		{Name: cpusage.MetricComponentSchedWait, Unit: "seconds/second", Value: apiWait, Labels: comp(cpusage.APIServer)},
+		{Name: cpusage.MetricComponentWaitShare, Unit: "ratio", Value: apiShare, Labels: comp(cpusage.APIServer)},
+	}}
+	rep := ruletest.Report(nil, av, cp, result.Result{Name: "api.responsiveness", Status: result.StatusFail, Start: at(0), End: at(30)})
+	findings, _ := rule.Evaluate(rep, availability.Rules())
+	rep.Findings = append(findings,
+		result.Finding{ID: ruleCPSaturated, Severity: result.SeverityError, Summary: "kube-apiserver and etcd used 2 of 2 cores", Results: []string{cpusage.Name, "api.responsiveness"}},
+		result.Finding{ID: ruleAPILatency, Severity: result.SeverityInfo, ExplainedBy: availability.RuleEtcdStall, Summary: "POST pods p99 9 s", Results: []string{"api.responsiveness"}})
+	if len(findings) != 2 {
+		t.Fatalf("outage rules: %+v", findings)
+	}
+	markOutages(rep)
+	return rep
+}
+
+func byID(rep *result.Report) map[string]result.Finding {
+	out := map[string]result.Finding{}
+	for _, f := range rep.Findings {
+		out[f.ID] = f
+	}
+	return out
+}
+
+// TestStarvationFirst: the node agent saw etcd's threads wait 1.48 s/s for a CPU (99% of their runnable time)
+// and kube-apiserver's 1.02 s/s (85%) in the window of the outages: CPU starvation is the cause, KS-CP-SATURATED
+// keeps its error and says why it came first, and the etcd stall, the apiserver's outage and the API's latency
+// are its symptoms (the run used to lower KS-CP-SATURATED to info as "a consequence of that outage").
+func TestStarvationFirst(t *testing.T) {
+	fs := byID(starvationReport(t, 1.48, 0.99, 1.02, 0.85))
+	sat := fs[ruleCPSaturated]
+	if sat.Severity != result.SeverityError || sat.ExplainedBy != "" ||
+		!strings.Contains(sat.Summary, "etcd's threads waited 1.48 s/s for a CPU (99% of their runnable time") || !strings.Contains(sat.Summary, "starvation came first") ||
+		!strings.Contains(sat.Summary, "threshold: waiting for a CPU >= 50%") {
+		t.Errorf("saturation: %+v", sat)
+	}
+	ev := 0
+	for _, e := range sat.Evidence {
+		if e.Name == cpusage.MetricComponentSchedWait || e.Name == cpusage.MetricComponentWaitShare {
+			ev++
+		}
+	}
+	if ev != 4 {
+		t.Errorf("run-queue wait evidence %+v", sat.Evidence)
+	}
+	for _, id := range []string{availability.RuleEtcdStall, availability.RuleUnreachable, ruleAPILatency} {
+		if f := fs[id]; f.Severity != result.SeverityInfo || f.ExplainedBy != ruleCPSaturated || !strings.Contains(f.Summary, "a symptom of KS-CP-SATURATED") {
+			t.Errorf("%s: %+v, want a symptom of starvation", id, f)
+		}
+	}
+	// etcd starved alone: the apiserver's own outage is not etcd's starvation's symptom.
+	fs = byID(starvationReport(t, 1.48, 0.99, 0.05, 0.3))
+	if f := fs[availability.RuleUnreachable]; f.Severity != result.SeverityWarning || f.ExplainedBy != "" {
+		t.Errorf("apiserver outage with only etcd starved: %+v", f)
+	}
+	if f := fs[availability.RuleEtcdStall]; f.ExplainedBy != ruleCPSaturated {
+		t.Errorf("etcd stall with etcd starved: %+v", f)
+	}
+	if f := fs[ruleCPSaturated]; f.Severity != result.SeverityError || f.ExplainedBy != "" {
+		t.Errorf("saturation: %+v", f)
+	}
+}
+
+// TestStopFirst: etcd stopped by a signal (a stopped process is not runnable: its threads waited 0.02 s/s, 30%)
+// and the apiserver's run-queue wait small: the stall stays the cause, with KS-CP-SATURATED under it as today.
+func TestStopFirst(t *testing.T) {
+	fs := byID(starvationReport(t, 0.02, 0.3, 0.12, 0.4))
+	if f := fs[availability.RuleEtcdStall]; f.Severity != result.SeverityError || f.ExplainedBy != "" {
+		t.Errorf("stall: %+v", f)
+	}
+	if f := fs[ruleCPSaturated]; f.Severity != result.SeverityInfo || f.ExplainedBy != availability.RuleEtcdStall || strings.Contains(f.Summary, "starvation came first") {
+		t.Errorf("saturation: %+v, want under the stall", f)
+	}
+	if f := fs[ruleAPILatency]; f.ExplainedBy != availability.RuleEtcdStall {
+		t.Errorf("latency: %+v", f)
 	}
 }

@@ -106,10 +106,9 @@ func (c *ControlPlane) Run(ctx context.Context, _ *measure.Env) (result.Result, 
 		notes = append(notes, "etcd is not scraped: its CPU is not counted ("+s.absentReason("etcd")+")")
 	}
 	// The window's average per component and instance (one query); the instances name the control-plane hosts.
-	var avg, prof []string
+	var avg []string
 	for _, j := range jobs {
 		avg = append(avg, fmt.Sprintf(`label_replace(sum by (instance) (rate(%s[%s])), "component", %q, "", "")`, selector("process_cpu_seconds_total", j.sel), s.window(), j.comp))
-		prof = append(prof, fmt.Sprintf("rate(%s[%s])", selector("process_cpu_seconds_total", j.sel), s.rate()))
 	}
 	v, err := s.Client.Instant(ctx, strings.Join(avg, " or "), s.Window.To)
 	if err != nil {

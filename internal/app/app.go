@@ -19,6 +19,7 @@ import (
 	"github.com/kubeslow/kubeslow/internal/cli/bench"
 	"github.com/kubeslow/kubeslow/internal/cli/cleanup"
 	"github.com/kubeslow/kubeslow/internal/cli/common"
+	explaincmd "github.com/kubeslow/kubeslow/internal/cli/explain"
 	imagecmd "github.com/kubeslow/kubeslow/internal/cli/image"
 	"github.com/kubeslow/kubeslow/internal/cli/lab"
 	nodescmd "github.com/kubeslow/kubeslow/internal/cli/nodes"
@@ -95,6 +96,7 @@ With no cluster at hand, "kubeslow lab up" starts a real local Kubernetes to try
 		agentcmd.NewCommand(streams),
 		nodescmd.NewCommand(streams),
 		imagecmd.NewCommand(streams),
+		explaincmd.NewCommand(streams),
 	)
 	return root
 }

@@ -29,6 +29,7 @@ import (
 	"github.com/kubeslow/kubeslow/internal/cli/reportcmd"
 	"github.com/kubeslow/kubeslow/internal/cli/run"
 	versioncmd "github.com/kubeslow/kubeslow/internal/cli/version"
+	watchcmd "github.com/kubeslow/kubeslow/internal/cli/watch"
 )
 
 // Main runs kubeslow with the process's arguments and exits with its code.
@@ -97,6 +98,7 @@ With no cluster at hand, "kubeslow lab up" starts a real local Kubernetes to try
 		nodescmd.NewCommand(streams),
 		imagecmd.NewCommand(streams),
 		explaincmd.NewCommand(streams),
+		watchcmd.NewCommand(streams),
 	)
 	return root
 }

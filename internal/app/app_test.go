@@ -107,3 +107,15 @@ func TestReportAndDiff(t *testing.T) {
 		t.Errorf("diff with an improvement: code %d\n%s", code, out)
 	}
 }
+
+// `agent burn --for D` ends by itself with exit 0 (the init container of the explain integration test); a
+// burn without it runs until stopped.
+func TestAgentBurnFor(t *testing.T) {
+	code, out, errOut := runArgs(t, "agent", "burn", "--for", "50ms")
+	if code != 0 || !strings.Contains(out, "burning: 0 threads") {
+		t.Fatalf("agent burn --for 50ms: exit %d, %q %q", code, out, errOut)
+	}
+	if code, _, errOut := runArgs(t, "agent", "burn", "--for", "soon"); code == 0 {
+		t.Fatalf("agent burn --for soon: exit 0 (%s)", errOut)
+	}
+}

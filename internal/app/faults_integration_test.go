@@ -31,15 +31,12 @@ import (
 // code, marks what the fault interrupted, names the outage it lived through (etcd's stall as KS-ETCD-STALL)
 // and leaves no kubeslow-labelled object behind.
 func TestIntegrationFaults(t *testing.T) {
-	d := labtest.Dirs(t)
+	// The lab TestIntegrationExplain ran on (labtest.Shared); the faults below each end with the lab whole
+	// again, which the shared lab's check at the end of the test confirms.
+	d, rc := labtest.Shared(t, faultsLab(t))
 	t.Setenv("KUBESLOW_STATE_DIR", d.State)
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
-	rc, down := labtest.Up(t, d, func() error {
-		_, err := lab.Up(ctx, d, lab.Config{Nodes: 3, RealNodes: 1, AgentBinary: labtest.Binary(t)}, t.Logf)
-		return err
-	})
-	defer down()
 	c := kubernetes.NewForConfigOrDie(rc)
 	kc := d.AdminKubeconfig()
 	// A short run: the probe, the API and pod start-up (its pods are what the fault hits), the window 20 s; the

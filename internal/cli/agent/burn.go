@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"net/http"
@@ -14,11 +15,11 @@ import (
 
 // newBurn is `kubeslow agent burn` (hidden): the lab's CPU and memory workloads — threads that spin, memory
 // allocated and touched step by step and held, and an HTTP endpoint for a probe — for the throttling and OOM
-// scenarios. It runs until stopped.
+// scenarios. It runs until stopped, or for --for and then exits 0 (an init container that takes its time).
 func newBurn(streams common.IOStreams) *cobra.Command {
 	var threads int
 	var memory, step int64
-	var interval time.Duration
+	var interval, lasts time.Duration
 	var listen string
 	cmd := &cobra.Command{
 		Use:    "burn",
@@ -30,6 +31,11 @@ func newBurn(streams common.IOStreams) *cobra.Command {
 				return &common.ExitError{Code: 2, Err: fmt.Errorf("--%s 0..64, --%s >= 0, --step > 0, --%s > 0", agentproto.FlagThreads, agentproto.FlagMemory, agentproto.FlagInterval)}
 			}
 			ctx := common.Context(cmd)
+			if lasts > 0 {
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithTimeout(ctx, lasts)
+				defer cancel()
+			}
 			if listen != "" {
 				ln, err := net.Listen("tcp", listen)
 				if err != nil {
@@ -73,6 +79,7 @@ func newBurn(streams common.IOStreams) *cobra.Command {
 	cmd.Flags().Int64Var(&step, "step", 16<<20, "bytes allocated each --interval")
 	cmd.Flags().DurationVar(&interval, agentproto.FlagInterval, 100*time.Millisecond, "time between allocations")
 	cmd.Flags().StringVar(&listen, agentproto.FlagListen, "", "address to answer HTTP 200 on (empty: none)")
+	cmd.Flags().DurationVar(&lasts, "for", 0, "exit 0 after this long (0: run until stopped)")
 	return cmd
 }
 

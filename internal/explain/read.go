@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/kubeslow/kubeslow/internal/source/kube"
 	"github.com/kubeslow/kubeslow/pkg/result"
 )
 
@@ -207,7 +208,7 @@ func Read(ctx context.Context, c kubernetes.Interface, ref Ref, now time.Time) (
 	for _, p := range in.Pods {
 		uids[p.UID] = true
 	}
-	evs, err := listEvents(ctx, c, ns, sel.AsSelector().String())
+	evs, err := kube.ListEvents(ctx, c, ns, sel.AsSelector().String())
 	if err != nil {
 		if !apierrors.IsForbidden(err) && !apierrors.IsUnauthorized(err) {
 			return nil, fmt.Errorf("listing events in %s: %w", ns, err)
@@ -220,7 +221,7 @@ func Read(ctx context.Context, c kubernetes.Interface, ref Ref, now time.Time) (
 		}
 	}
 	if ownerKind != "" && in.EventsErr == nil {
-		oe, err := listEvents(ctx, c, ns, fields.Set{"involvedObject.kind": ownerKind, "involvedObject.name": ownerName}.AsSelector().String())
+		oe, err := kube.ListEvents(ctx, c, ns, fields.Set{"involvedObject.kind": ownerKind, "involvedObject.name": ownerName}.AsSelector().String())
 		if err == nil {
 			for _, e := range oe {
 				if e.InvolvedObject.Kind == ownerKind && e.InvolvedObject.Name == ownerName {
@@ -308,23 +309,6 @@ func listPods(ctx context.Context, c kubernetes.Interface, ns string, sel *metav
 				out = append(out, p)
 			}
 		}
-		if l.Continue == "" {
-			return out, nil
-		}
-		opts.Continue = l.Continue
-	}
-}
-
-// listEvents lists the Events matching a field selector, 500 a page.
-func listEvents(ctx context.Context, c kubernetes.Interface, ns, sel string) ([]corev1.Event, error) {
-	var out []corev1.Event
-	opts := metav1.ListOptions{FieldSelector: sel, Limit: 500}
-	for {
-		l, err := c.CoreV1().Events(ns).List(ctx, opts)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, l.Items...)
 		if l.Continue == "" {
 			return out, nil
 		}

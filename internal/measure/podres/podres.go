@@ -115,7 +115,7 @@ func (o *observation) Gather(ctx context.Context) (result.Result, error) {
 	var notes []string
 	var events []corev1.Event
 	for _, reason := range []string{"Unhealthy", "SystemOOM"} {
-		evs, err := listEvents(ctx, o.env, reason)
+		evs, err := kube.ListEvents(ctx, o.env.Client, "", "reason="+reason)
 		if err != nil {
 			notes = append(notes, fmt.Sprintf("%s Events not read (%v): failed probes are not seen", reason, err))
 			continue
@@ -195,22 +195,6 @@ func Slim(p *corev1.Pod) corev1.Pod {
 			LastTerminationState: cs.LastTerminationState, RestartCount: cs.RestartCount, Ready: cs.Ready})
 	}
 	return s
-}
-
-func listEvents(ctx context.Context, env *measure.Env, reason string) ([]corev1.Event, error) {
-	var out []corev1.Event
-	opts := metav1.ListOptions{Limit: 500, FieldSelector: "reason=" + reason}
-	for {
-		l, err := env.Client.CoreV1().Events("").List(ctx, opts)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, l.Items...)
-		if l.Continue == "" {
-			return out, nil
-		}
-		opts.Continue = l.Continue
-	}
 }
 
 func joinErrs(errs map[string]error) string {

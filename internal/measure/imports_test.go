@@ -45,12 +45,12 @@ func isLab(pkg string) bool {
 // TestNoLabImports: a measurement and the findings engine learn about a cluster only from the cluster (the
 // API, the kubelet through the node proxy, the node agent, a Prometheus) and from the user's flags, so
 // kubeslow's own lab is measured as any other cluster. No package of the flow (internal/source, internal/measure,
-// internal/bench, internal/engine, internal/report) may depend on internal/lab (which holds labtest and netlab
+// internal/bench, internal/engine, internal/report, and the ground: internal/rule, internal/stats) may depend on internal/lab (which holds labtest and netlab
 // too), directly or through another package (their tests may use the lab as a fixture: `go list` without -test
 // reads the code that ships). And the dependency runs one way: the lab's own code imports no measurement.
 func TestNoLabImports(t *testing.T) {
 	lines := goList(t, `{{.ImportPath}} {{join .Deps " "}}`, "./internal/source/...", "./internal/measure/...",
-		"./internal/bench/...", "./internal/engine/...", "./internal/report/...")
+		"./internal/bench/...", "./internal/engine/...", "./internal/report/...", "./internal/rule/...", "./internal/stats/...")
 	if len(lines) < 40 {
 		t.Fatalf("go list found %d packages under internal/source, measure, bench, engine and report, want them all", len(lines))
 	}

@@ -3,7 +3,7 @@ package measure
 import (
 	"time"
 
-	"github.com/kubeslow/kubeslow/internal/engine/rule"
+	"github.com/kubeslow/kubeslow/internal/rule"
 )
 
 // Spec declares one measurement: everything the rest of kubeslow reads of it. Each measurement package

@@ -9,7 +9,7 @@ import (
 	"sort"
 	"time"
 
-	"github.com/kubeslow/kubeslow/internal/engine/stats"
+	"github.com/kubeslow/kubeslow/internal/stats"
 	"github.com/kubeslow/kubeslow/internal/measure/disk"
 	"github.com/kubeslow/kubeslow/pkg/result"
 )

@@ -7,7 +7,7 @@ import (
 
 	"github.com/kubeslow/kubeslow/internal/bench/churn"
 	"github.com/kubeslow/kubeslow/internal/bench/churn/churntest"
-	"github.com/kubeslow/kubeslow/internal/engine/rule"
+	"github.com/kubeslow/kubeslow/internal/rule"
 	"github.com/kubeslow/kubeslow/pkg/result"
 )
 

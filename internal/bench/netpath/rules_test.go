@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/kubeslow/kubeslow/internal/bench/netpath"
-	"github.com/kubeslow/kubeslow/internal/engine/rule"
+	"github.com/kubeslow/kubeslow/internal/rule"
 	"github.com/kubeslow/kubeslow/pkg/result"
 )
 

@@ -1,6 +1,6 @@
 package check
 
-import "github.com/kubeslow/kubeslow/internal/engine/rule"
+import "github.com/kubeslow/kubeslow/internal/rule"
 
 // causes are the causal links between rules of different measurements: each symptom's rule and the rules
 // whose cause, when they fire in the same report, is its cause too, most direct first (rule.Evaluate names

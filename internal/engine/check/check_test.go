@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kubeslow/kubeslow/internal/engine/rule"
+	"github.com/kubeslow/kubeslow/internal/rule"
 )
 
 var update = flag.Bool("update", false, "regenerate docs/rules.md")
@@ -74,9 +74,9 @@ func TestReferenceUpToDate(t *testing.T) {
 }
 
 // TestEngineDoesNotImportRenderers: the findings engine (the rule type and its evaluation, and the rule set)
-// depends on the schema, never on a renderer; internal/engine/rule is a leaf that measurement packages import.
+// depends on the schema, never on a renderer; internal/rule is a leaf that measurement packages import.
 func TestEngineDoesNotImportRenderers(t *testing.T) {
-	for _, dir := range []string{".", "../rule"} {
+	for _, dir := range []string{".", "../../rule"} {
 		pkg, err := build.ImportDir(dir, 0)
 		if err != nil {
 			t.Fatal(err)
@@ -85,8 +85,8 @@ func TestEngineDoesNotImportRenderers(t *testing.T) {
 			if strings.HasSuffix(imp, "/internal/report") {
 				t.Errorf("%s imports %s", dir, imp)
 			}
-			if dir == "../rule" && strings.Contains(imp, "/kubeslow/") && !strings.HasSuffix(imp, "/pkg/result") {
-				t.Errorf("internal/engine/rule imports %s: it must stay a leaf that measurement packages can import", imp)
+			if dir == "../../rule" && strings.Contains(imp, "/kubeslow/") && !strings.HasSuffix(imp, "/pkg/result") {
+				t.Errorf("internal/rule imports %s: it must stay a leaf that measurement packages can import", imp)
 			}
 		}
 	}

@@ -5,7 +5,6 @@ package check
 import (
 	"github.com/kubeslow/kubeslow/internal/bench/churn/churntest"
 	"github.com/kubeslow/kubeslow/internal/bench/netpath/netpathtest"
-	"github.com/kubeslow/kubeslow/internal/engine/rule/ruletest"
 	"github.com/kubeslow/kubeslow/internal/measure/apislo/apislotest"
 	"github.com/kubeslow/kubeslow/internal/measure/availability/availabilitytest"
 	"github.com/kubeslow/kubeslow/internal/measure/disk/disktest"
@@ -20,6 +19,7 @@ import (
 	"github.com/kubeslow/kubeslow/internal/measure/podstartup/podstartuptest"
 	"github.com/kubeslow/kubeslow/internal/measure/promwindow/timeline/timelinetest"
 	"github.com/kubeslow/kubeslow/internal/measure/throttle/throttletest"
+	"github.com/kubeslow/kubeslow/internal/rule/ruletest"
 	"github.com/kubeslow/kubeslow/internal/source/auditlog/auditlogtest"
 )
 

@@ -1,10 +1,10 @@
 // Package check is the findings engine's set of rules: it collects the rules each measurement declares in its
-// Spec (internal/engine/rule is what a rule is and how it is evaluated) from internal/measure/all, and holds the
+// Spec (internal/rule is what a rule is and how it is evaluated) from internal/measure/all, and holds the
 // rules that combine several measurements.
 package check
 
 import (
-	"github.com/kubeslow/kubeslow/internal/engine/rule"
+	"github.com/kubeslow/kubeslow/internal/rule"
 	"github.com/kubeslow/kubeslow/internal/measure"
 	"github.com/kubeslow/kubeslow/internal/measure/all"
 	"github.com/kubeslow/kubeslow/internal/measure/promwindow/timeline"

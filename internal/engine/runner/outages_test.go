@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kubeslow/kubeslow/internal/engine/rule"
-	"github.com/kubeslow/kubeslow/internal/engine/rule/ruletest"
+	"github.com/kubeslow/kubeslow/internal/rule"
+	"github.com/kubeslow/kubeslow/internal/rule/ruletest"
 	"github.com/kubeslow/kubeslow/internal/measure/availability"
 	"github.com/kubeslow/kubeslow/internal/measure/availability/availabilitytest"
 	"github.com/kubeslow/kubeslow/internal/measure/cpusage"

@@ -19,7 +19,7 @@ import (
 
 	"github.com/kubeslow/kubeslow/internal/bench/churn"
 	"github.com/kubeslow/kubeslow/internal/bench/diskagent"
-	"github.com/kubeslow/kubeslow/internal/engine/rule"
+	"github.com/kubeslow/kubeslow/internal/rule"
 	"github.com/kubeslow/kubeslow/internal/engine/runner"
 	"github.com/kubeslow/kubeslow/internal/lab"
 	"github.com/kubeslow/kubeslow/internal/lab/labtest"

@@ -10,7 +10,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/kubeslow/kubeslow/internal/engine/stats"
+	"github.com/kubeslow/kubeslow/internal/stats"
 	"github.com/kubeslow/kubeslow/internal/source/agent"
 	"github.com/kubeslow/kubeslow/pkg/result"
 )

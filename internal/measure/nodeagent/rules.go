@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/kubeslow/kubeslow/internal/bench/netpath"
-	"github.com/kubeslow/kubeslow/internal/engine/rule"
+	"github.com/kubeslow/kubeslow/internal/rule"
 	"github.com/kubeslow/kubeslow/internal/source/agent"
 	"github.com/kubeslow/kubeslow/pkg/result"
 )

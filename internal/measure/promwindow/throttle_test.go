@@ -9,8 +9,8 @@ import (
 
 	"k8s.io/utils/clock"
 
-	"github.com/kubeslow/kubeslow/internal/engine/rule"
-	"github.com/kubeslow/kubeslow/internal/engine/rule/ruletest"
+	"github.com/kubeslow/kubeslow/internal/rule"
+	"github.com/kubeslow/kubeslow/internal/rule/ruletest"
 	"github.com/kubeslow/kubeslow/internal/measure"
 	"github.com/kubeslow/kubeslow/internal/measure/throttle"
 	"github.com/kubeslow/kubeslow/internal/measure/throttle/throttletest"

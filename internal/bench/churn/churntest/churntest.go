@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/kubeslow/kubeslow/internal/bench/churn"
-	"github.com/kubeslow/kubeslow/internal/engine/rule/ruletest"
+	"github.com/kubeslow/kubeslow/internal/rule/ruletest"
 	"github.com/kubeslow/kubeslow/internal/measure/disk"
 	"github.com/kubeslow/kubeslow/pkg/result"
 )

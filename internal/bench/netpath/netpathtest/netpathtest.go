@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/kubeslow/kubeslow/internal/bench/netpath"
-	"github.com/kubeslow/kubeslow/internal/engine/rule/ruletest"
+	"github.com/kubeslow/kubeslow/internal/rule/ruletest"
 	"github.com/kubeslow/kubeslow/internal/source/agent"
 	"github.com/kubeslow/kubeslow/pkg/result"
 )

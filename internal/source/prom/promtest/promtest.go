@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kubeslow/kubeslow/internal/engine/rule/ruletest"
+	"github.com/kubeslow/kubeslow/internal/rule/ruletest"
 	"github.com/kubeslow/kubeslow/internal/source/prom"
 )
 

@@ -37,5 +37,5 @@ func One(f func(t *testing.T) result.Result) func(t *testing.T) *result.Report {
 // relative to the working directory would depend on which).
 func Path(rel string) string {
 	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..", "..", "..", filepath.FromSlash(rel))
+	return filepath.Join(filepath.Dir(file), "..", "..", "..", filepath.FromSlash(rel))
 }

@@ -27,6 +27,7 @@ import (
 	"github.com/kubeslow/kubeslow/internal/cli/probe"
 	"github.com/kubeslow/kubeslow/internal/cli/rbac"
 	"github.com/kubeslow/kubeslow/internal/cli/reportcmd"
+	rulescmd "github.com/kubeslow/kubeslow/internal/cli/rules"
 	"github.com/kubeslow/kubeslow/internal/cli/run"
 	versioncmd "github.com/kubeslow/kubeslow/internal/cli/version"
 	watchcmd "github.com/kubeslow/kubeslow/internal/cli/watch"
@@ -99,6 +100,7 @@ With no cluster at hand, "kubeslow lab up" starts a real local Kubernetes to try
 		imagecmd.NewCommand(streams),
 		explaincmd.NewCommand(streams),
 		watchcmd.NewCommand(streams),
+		rulescmd.NewCommand(streams),
 	)
 	return root
 }

@@ -11,8 +11,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/kubeslow/kubeslow/internal/rule"
 	"github.com/kubeslow/kubeslow/internal/measure"
+	"github.com/kubeslow/kubeslow/internal/rule"
 	"github.com/kubeslow/kubeslow/internal/source/agent"
 	"github.com/kubeslow/kubeslow/internal/source/agent/proto"
 	"github.com/kubeslow/kubeslow/pkg/result"
@@ -74,16 +74,8 @@ func (*MTUMeasurement) Permissions() []measure.Permission {
 	}
 }
 
-// MTURules are the rules of `kubeslow bench mtu` (net.mtu's, among Rules).
-func MTURules() []rule.Rule {
-	var out []rule.Rule
-	for _, r := range Rules() {
-		if r.When.Metric.Result == MTUName {
-			out = append(out, r)
-		}
-	}
-	return out
-}
+// MTURules are the rules of `kubeslow bench mtu`: KS-NET-MTU over its links and DF probe (net.mtu).
+func MTURules() []rule.Rule { return []rule.Rule{mtuProbeRule()} }
 
 // Run deploys a host-network and a pod-network agent on each of two real nodes, reads their links and counters,
 // and probes pod -> pod across the nodes with DF set.

@@ -15,10 +15,10 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/wait"
 
-	"github.com/kubeslow/kubeslow/internal/stats"
 	"github.com/kubeslow/kubeslow/internal/measure"
 	"github.com/kubeslow/kubeslow/internal/source/agent/proto"
 	"github.com/kubeslow/kubeslow/internal/source/kube"
+	"github.com/kubeslow/kubeslow/internal/stats"
 	"github.com/kubeslow/kubeslow/pkg/result"
 )
 
@@ -282,14 +282,24 @@ func (m *Measurement) Run(ctx context.Context, env *measure.Env) (result.Result,
 	if b.Name != a.Name {
 		probes = append(probes, struct{ pod, where string }{"cli-host-b", "node " + b.Name})
 	}
+	var links []NodeLinks
 	for _, pr := range probes {
 		nn, err := m.probeNode(ctx, env, pr.pod)
+		if node, ok := strings.CutPrefix(pr.where, "node "); ok {
+			links = append(links, NodeLinks{Node: node, Net: nn})
+			if err != nil {
+				links[len(links)-1] = NodeLinks{Node: node, Why: "the node probe failed: " + err.Error()}
+			}
+		}
 		if err != nil {
 			res.Records = append(res.Records, result.Record{ID: "probe " + pr.where, Labels: map[string]string{"error": err.Error()}})
 			continue
 		}
 		NodeNetResult(&res, pr.where, nn)
 	}
+	// Whether every node's uplink carries the overlay's packets (KS-NET-MTU): the facts are read already, so it
+	// costs nothing, and it names the link when a pod path is capped by it.
+	OverlayFit(&res, links)
 	// Where the time goes: the agents' start and the probes, then the matrix.
 	res.Metrics = append(res.Metrics, result.Metric{Name: "setup_seconds", Unit: "seconds", Value: time.Since(began).Seconds()})
 	matrix := time.Now()

@@ -37,6 +37,8 @@ func Rules() []rule.Rule {
 			"datapath; raise nf_conntrack_max); keep-alive and streams: encapsulation and MTU (VXLAN/Geneve overlays: MTU 1450, lost offloads -> native " +
 			"routing, jumbo frames or an eBPF datapath); pod->Service only: the Service path itself.",
 		Match: netPodMatch,
+		// A link the overlay's packets do not fit caps the pod paths (issue 43: 0.0573x of host->host in streams).
+		ExplainedBy: []string{"KS-NET-MTU"},
 	}, {
 		ID: "KS-NODE-CONNTRACK", Title: "A node's conntrack table is nearly full", Severity: result.SeverityWarning, Cases: []string{"B", "D"},
 		When:        rule.Condition{Metric: netConntrack, Op: ">=", Value: 0.8, Unit: "ratio"},
@@ -49,23 +51,27 @@ func Rules() []rule.Rule {
 		Source:      "Linux neighbour table: past gc_thresh3 entries are refused (\"neighbor table overflow\"), which broke case B's cluster at 2,500 nodes",
 		Summary:     "{{.where}} has {{.value}} of gc_thresh3 neighbour entries: new peers fail to resolve once it is full",
 		Remediation: "Raise net.ipv4.neigh.default.gc_thresh1/2/3 (case B: 80000/90000/100000), or use a datapath that does not need an ARP entry per pod (routed /32s with a gateway, overlay).",
-	}, {
-		ID: "KS-NET-MTU", Title: "A link on the pod path has a larger MTU than the path carries", Severity: result.SeverityError, Cases: []string{"D"},
-		When:  rule.Condition{Metric: mtuExcess, Op: ">", Value: 0, Unit: "bytes"},
-		Also:  []rule.Condition{{Metric: mtuDFShort, Op: ">", Value: 0, Unit: "bytes"}},
-		Reads: []rule.Metric{mtuUnreach, mtuFragFails},
-		Source: "RFC 7348 sections 4.3 and 5: a VXLAN packet carries 50 bytes more (outer IPv4 20, UDP 8, VXLAN 8, inner Ethernet 14) and VTEPs do not " +
-			"fragment, so the overlay and the pods must be at the uplink's MTU minus 50 (flannel sets flannel.1 so; IP-in-IP 20, WireGuard 60/80); " +
-			"flannel#1614 and #1999: pods above the path's MTU pass small requests and stall on large responses and TLS handshakes. A DF-set echo " +
-			"filling the pod's MTU (ping -M do -s MTU-28) must cross to a pod on another node (RFC 1191)",
-		Summary: "{{.link}}: {{.detail}}",
-		Remediation: "Set the pods' and the overlay's MTU to the uplink's minus the overlay's overhead: with flannel leave the MTU to flannel " +
-			"(FLANNEL_MTU in subnet.env) or set it in net-conf.json's backend, never hard-code 1500 in a CNI config on an overlay; Calico: veth_mtu; " +
-			"Cilium: --mtu. When the links agree but DF probes stop short, a link between the nodes is narrower (a VPN, a cloud network at 1460, " +
-			"a switch port): lower the uplink or overlay MTU to what crosses, let ICMP \"fragmentation needed\" (type 3 code 4) through every " +
-			"firewall on the way, and consider net.ipv4.tcp_mtu_probing=1 on the nodes.",
-		Match: mtuMatch,
-	}, hopRule()}
+	}, MTURuleOver(Name), hopRule()}
+}
+
+// mtuProbeRule is KS-NET-MTU over bench mtu's links and DF probe (net.mtu).
+func mtuProbeRule() rule.Rule {
+	return mtuRule(rule.Condition{Metric: mtuExcess, Op: ">", Value: 0, Unit: "bytes"},
+		[]rule.Condition{{Metric: mtuDFShort, Op: ">", Value: 0, Unit: "bytes"}}, []rule.Metric{mtuUnreach, mtuFragFails}, mtuMatch)
+}
+
+// CatalogueRules are the rules net.paths and net.mtu give the findings engine's catalogue (Spec): Rules, with
+// KS-NET-MTU over bench mtu's probe (net.mtu). The catalogue holds one rule per ID and the rule engine evaluates a
+// rule only when every result it reads was measured, so KS-NET-MTU's other sources (bench net's node facts,
+// MTURuleOver(Name), in Rules; the node agent's) are evaluated by the commands that measure them.
+func CatalogueRules() []rule.Rule {
+	rs := Rules()
+	for i := range rs {
+		if rs[i].ID == "KS-NET-MTU" {
+			rs[i] = mtuProbeRule()
+		}
+	}
+	return rs
 }
 
 // mtuMatch: one item per pod-path link above the MTU its node's uplink and overlay allow; when every link
@@ -252,6 +258,8 @@ func hopRule() rule.Rule {
 			return out
 		}(), "; ") + ".",
 		Match: hopMatch,
+		// The pod network's hop divides throughput when the overlay's packets do not fit a link (issue 43: 12.7x).
+		ExplainedBy: []string{"KS-NET-MTU"},
 	}
 }
 

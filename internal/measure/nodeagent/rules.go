@@ -101,6 +101,12 @@ func newestLine(r *result.Report, node, class string) string {
 	return ""
 }
 
+// MTURule is KS-NET-MTU over the node sweep's facts (MetricOverlayExcess): every real node's uplink against
+// every node's overlay packets. The findings engine's catalogue holds one rule per ID, and its KS-NET-MTU is bench
+// mtu's (net.mtu, netpath.CatalogueRules), which the rule engine evaluates only when net.mtu ran; this one is
+// evaluated where the node sweep's result is given to it (see docs/netlab.md).
+func MTURule() rule.Rule { return netpath.MTURuleOver(Name) }
+
 // Rules are the rules over the node sweep (issue 15).
 func Rules() []rule.Rule {
 	var neigh, conntrack rule.Rule

@@ -8,10 +8,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kubeslow/kubeslow/internal/rule"
-	"github.com/kubeslow/kubeslow/internal/rule/ruletest"
+	"github.com/kubeslow/kubeslow/internal/bench/netpath/netpathtest"
 	"github.com/kubeslow/kubeslow/internal/measure/nodeagent"
 	"github.com/kubeslow/kubeslow/internal/measure/nodeagent/nodeagenttest"
+	"github.com/kubeslow/kubeslow/internal/rule"
+	"github.com/kubeslow/kubeslow/internal/rule/ruletest"
 	"github.com/kubeslow/kubeslow/internal/source/agent"
 	"github.com/kubeslow/kubeslow/pkg/result"
 )
@@ -110,5 +111,41 @@ func TestKernelLinesAge(t *testing.T) {
 				t.Fatalf("%s %q, want %s with %q", f.Severity, f.Summary, c.severity, c.wantInSum)
 			}
 		})
+	}
+}
+
+// TestMTURuleOverTheSweep: the node agent reads every real node's links; one node's eth0 at 1400 under flannel.1
+// at 1450 is named by KS-NET-MTU over nodes.agent, the node and the link; the healthy lab and a bridge lab raise
+// nothing; a node whose agent did not report leaves it not evaluated, with why.
+func TestMTURuleOverTheSweep(t *testing.T) {
+	hosts := func(edit2 ...func(*agent.NodeNet)) []agent.NodeHost {
+		return []agent.NodeHost{{Node: "lab-node-1", Net: netpathtest.FlannelNode(t)}, {Node: "lab-node-2", Net: netpathtest.FlannelNode(t, edit2...)},
+			{Node: "lab-node-3", Net: netpathtest.FlannelNode(t)}}
+	}
+	eval := func(hs []agent.NodeHost, failures map[string]string) ([]result.Finding, result.RuleEvaluation) {
+		fs, evals := rule.Evaluate(ruletest.Report(nil, nodeagent.Analyze(hs, failures)), []rule.Rule{nodeagent.MTURule()})
+		return fs, evals[0]
+	}
+	fs, _ := eval(hosts(netpathtest.SetMTU("eth0", 1400)), nil)
+	if len(fs) != 1 || fs[0].ID != "KS-NET-MTU" || fs[0].ItemCount != 1 || fs[0].Items[0].Key != "link=node lab-node-2/eth0" ||
+		!strings.Contains(fs[0].Summary, "lab-node-2's eth0 MTU 1400 < flannel.1 1450 + VXLAN 50 = 1500") ||
+		!strings.Contains(fs[0].Summary, "sent by lab-node-1, lab-node-2, lab-node-3") || fs[0].Results[0] != nodeagent.Name {
+		t.Fatalf("findings %+v", fs)
+	}
+	if fs, ev := eval(hosts(), nil); len(fs) != 0 || ev.Status != result.RuleClear {
+		t.Errorf("healthy flannel: %+v %+v", fs, ev)
+	}
+	bridge := []agent.NodeHost{{Node: "n1", Net: netpathtest.FlannelNode(t, netpathtest.NoOverlay)}, {Node: "n2", Net: netpathtest.FlannelNode(t, netpathtest.NoOverlay)}}
+	if fs, ev := eval(bridge, nil); len(fs) != 0 || ev.Status != result.RuleClear {
+		t.Errorf("bridge: %+v %+v", fs, ev)
+	}
+	if fs, ev := eval(hosts(), map[string]string{"lab-node-4": "agent kubeslow-node-agent-x not Ready (ImagePullBackOff)"}); len(fs) != 0 ||
+		ev.Status != result.RuleNotEvaluated || !strings.Contains(ev.Reason, "lab-node-4: the agent did not report: agent kubeslow-node-agent-x not Ready") {
+		t.Errorf("an agent missing: %+v %+v", fs, ev)
+	}
+	// The fixture hosts as the agent's own reader reads them (eth0 the default route's, no overlay): clear.
+	if fs, evals := rule.Evaluate(ruletest.Report(nil, nodeagenttest.Healthy.Result(t)), []rule.Rule{nodeagent.MTURule()}); len(fs) != 0 ||
+		evals[0].Status != result.RuleClear {
+		t.Errorf("fixture hosts: %+v %+v", fs, evals)
 	}
 }

@@ -9,8 +9,8 @@ import (
 	"sort"
 	"time"
 
-	"github.com/kubeslow/kubeslow/internal/stats"
 	"github.com/kubeslow/kubeslow/internal/measure/disk"
+	"github.com/kubeslow/kubeslow/internal/stats"
 	"github.com/kubeslow/kubeslow/pkg/result"
 )
 

@@ -19,11 +19,11 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/kubeslow/kubeslow/internal/bench/diskagent"
-	"github.com/kubeslow/kubeslow/internal/stats"
 	"github.com/kubeslow/kubeslow/internal/load/workload"
 	"github.com/kubeslow/kubeslow/internal/measure"
 	"github.com/kubeslow/kubeslow/internal/measure/disk"
 	"github.com/kubeslow/kubeslow/internal/measure/podstartup"
+	"github.com/kubeslow/kubeslow/internal/stats"
 	"github.com/kubeslow/kubeslow/pkg/result"
 )
 

@@ -8,9 +8,9 @@ import (
 
 	"github.com/kubeslow/kubeslow/internal/bench/netpath"
 	"github.com/kubeslow/kubeslow/internal/cli/common"
-	"github.com/kubeslow/kubeslow/internal/rule"
 	"github.com/kubeslow/kubeslow/internal/lab"
 	"github.com/kubeslow/kubeslow/internal/measure"
+	"github.com/kubeslow/kubeslow/internal/rule"
 )
 
 func newNet(streams common.IOStreams) *cobra.Command {

@@ -5,12 +5,12 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kubeslow/kubeslow/internal/rule"
-	"github.com/kubeslow/kubeslow/internal/rule/ruletest"
 	"github.com/kubeslow/kubeslow/internal/measure/apislo/apislotest"
 	"github.com/kubeslow/kubeslow/internal/measure/etcdhealth/etcdhealthtest"
 	"github.com/kubeslow/kubeslow/internal/measure/podstartup/podstartuptest"
 	"github.com/kubeslow/kubeslow/internal/report"
+	"github.com/kubeslow/kubeslow/internal/rule"
+	"github.com/kubeslow/kubeslow/internal/rule/ruletest"
 	"github.com/kubeslow/kubeslow/internal/source/auditlog/auditlogtest"
 	"github.com/kubeslow/kubeslow/pkg/result"
 )

@@ -1,9 +1,9 @@
 package check
 
 import (
-	"github.com/kubeslow/kubeslow/internal/rule"
 	"github.com/kubeslow/kubeslow/internal/measure/dnslookup"
 	"github.com/kubeslow/kubeslow/internal/measure/nodeagent"
+	"github.com/kubeslow/kubeslow/internal/rule"
 	"github.com/kubeslow/kubeslow/pkg/result"
 )
 

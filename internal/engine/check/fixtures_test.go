@@ -10,12 +10,12 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kubeslow/kubeslow/internal/rule"
-	"github.com/kubeslow/kubeslow/internal/rule/ruletest"
 	"github.com/kubeslow/kubeslow/internal/measure/apislo/apislotest"
 	"github.com/kubeslow/kubeslow/internal/measure/dnslookup/dnslookuptest"
 	"github.com/kubeslow/kubeslow/internal/measure/nodeagent/nodeagenttest"
 	"github.com/kubeslow/kubeslow/internal/measure/podstartup/podstartuptest"
+	"github.com/kubeslow/kubeslow/internal/rule"
+	"github.com/kubeslow/kubeslow/internal/rule/ruletest"
 	"github.com/kubeslow/kubeslow/pkg/result"
 )
 

@@ -4,10 +4,10 @@
 package check
 
 import (
-	"github.com/kubeslow/kubeslow/internal/rule"
 	"github.com/kubeslow/kubeslow/internal/measure"
 	"github.com/kubeslow/kubeslow/internal/measure/all"
 	"github.com/kubeslow/kubeslow/internal/measure/promwindow/timeline"
+	"github.com/kubeslow/kubeslow/internal/rule"
 )
 
 // Rules returns every rule of the findings engine: those of every measurement (all.Specs, `run`'s and the

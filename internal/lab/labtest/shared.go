@@ -168,16 +168,20 @@ func sharedHealthy(ctx context.Context) error {
 				bad = append(bad, "component "+comp.Name+" not running")
 			}
 		}
-		if st.NodesError != "" {
-			bad = append(bad, "nodes: "+st.NodesError)
-		}
-		for _, n := range st.Nodes {
-			if !n.Ready {
-				bad = append(bad, "node "+n.Name+" not Ready")
+		// The nodes from the apiserver (lab.GetStatus lists them only while every recorded process runs, and a
+		// stopped scenario's load stays recorded, stopped).
+		nodes, err := c.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			bad = append(bad, "listing nodes: "+err.Error())
+		} else {
+			for i := range nodes.Items {
+				if !kube.NodeReady(&nodes.Items[i]) {
+					bad = append(bad, "node "+nodes.Items[i].Name+" not Ready")
+				}
 			}
-		}
-		if want := shared.cfg.Nodes + shared.cfg.RealNodes; len(st.Nodes) < want {
-			bad = append(bad, fmt.Sprintf("%d nodes, want %d", len(st.Nodes), want))
+			if want := shared.cfg.Nodes + shared.cfg.RealNodes; len(nodes.Items) < want {
+				bad = append(bad, fmt.Sprintf("%d nodes, want %d", len(nodes.Items), want))
+			}
 		}
 		if body, err := c.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx); err != nil {
 			bad = append(bad, fmt.Sprintf("apiserver not ready: %v %s", err, strings.TrimSpace(string(body))))

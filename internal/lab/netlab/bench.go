@@ -12,8 +12,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kubeslow/kubeslow/internal/stats"
 	"github.com/kubeslow/kubeslow/internal/source/agent/proto"
+	"github.com/kubeslow/kubeslow/internal/stats"
 	"github.com/kubeslow/kubeslow/pkg/result"
 
 	"github.com/kubeslow/kubeslow/internal/lab/host"

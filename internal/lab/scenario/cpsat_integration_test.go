@@ -12,7 +12,6 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/kubeslow/kubeslow/internal/engine/check"
-	"github.com/kubeslow/kubeslow/internal/rule"
 	"github.com/kubeslow/kubeslow/internal/lab"
 	"github.com/kubeslow/kubeslow/internal/lab/scenario"
 	"github.com/kubeslow/kubeslow/internal/measure"
@@ -21,6 +20,7 @@ import (
 	"github.com/kubeslow/kubeslow/internal/measure/cpusage"
 	"github.com/kubeslow/kubeslow/internal/measure/podstartup"
 	"github.com/kubeslow/kubeslow/internal/measure/promwindow"
+	"github.com/kubeslow/kubeslow/internal/rule"
 	"github.com/kubeslow/kubeslow/internal/source/promql"
 	"github.com/kubeslow/kubeslow/pkg/result"
 )

@@ -9,7 +9,6 @@ import (
 	"github.com/kubeslow/kubeslow/internal/bench/diskagent"
 	"github.com/kubeslow/kubeslow/internal/bench/dnsbench"
 	"github.com/kubeslow/kubeslow/internal/bench/netpath"
-	"github.com/kubeslow/kubeslow/internal/rule"
 	"github.com/kubeslow/kubeslow/internal/measure"
 	"github.com/kubeslow/kubeslow/internal/measure/apiaudit"
 	"github.com/kubeslow/kubeslow/internal/measure/apislo"
@@ -26,6 +25,7 @@ import (
 	"github.com/kubeslow/kubeslow/internal/measure/podres"
 	"github.com/kubeslow/kubeslow/internal/measure/podstartup"
 	"github.com/kubeslow/kubeslow/internal/measure/throttle"
+	"github.com/kubeslow/kubeslow/internal/rule"
 )
 
 // Options are the settings measurements take from the command line (measure.Options).

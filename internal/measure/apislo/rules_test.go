@@ -3,10 +3,10 @@ package apislo_test
 import (
 	"testing"
 
-	"github.com/kubeslow/kubeslow/internal/rule"
-	"github.com/kubeslow/kubeslow/internal/rule/ruletest"
 	"github.com/kubeslow/kubeslow/internal/measure/apislo"
 	"github.com/kubeslow/kubeslow/internal/measure/apislo/apislotest"
+	"github.com/kubeslow/kubeslow/internal/rule"
+	"github.com/kubeslow/kubeslow/internal/rule/ruletest"
 )
 
 // TestRecordedConflictStorm: the lab's recorded conflict storm (real apiserver scrapes) is one KS-API-409

@@ -31,7 +31,8 @@ const Name = "controlplane.availability"
 // once: /readyz without its etcd checks (the apiserver itself: it answers in milliseconds when it runs) and the
 // whole /readyz (etcd, as the apiserver sees it). The apiserver's own etcd check waits up to 2 s
 // (--etcd-healthcheck-timeout), but it runs at most once a second and the others get its last error at once;
-// the whole /readyz timing out while the same tick's /readyz without etcd answered is etcd not answering.
+// the whole /readyz timing out while the same tick's /readyz without etcd answered at once (within a quarter
+// of the time-out) is etcd not answering; behind a slow answer it is a starved apiserver, and etcd is unknown.
 const (
 	ProbeEvery   = time.Second
 	ProbeTimeout = 800 * time.Millisecond
@@ -195,24 +196,26 @@ func (o *observation) tick(ctx context.Context, env *measure.Env, get getter, t 
 		}
 	}
 	api.Target = TargetAPIServer
-	e := etcdView(*api, *full)
+	e := etcdView(*api, *full, o.timeout/4)
 	o.mu.Lock()
 	o.probes = append(o.probes, *api, e)
 	o.mu.Unlock()
 }
 
 // etcdView reads etcd's state from the whole /readyz beside the same tick's probe of the apiserver: failing
-// when its etcd checks alone failed, or when it did not answer in time while the apiserver did; unknown when
-// the apiserver itself did not answer (or was starting, its etcd check failing with its other checks).
-func etcdView(api, full Probe) Probe {
+// when its etcd checks alone failed, or when it did not answer in time while the apiserver answered at once
+// (within FastAnswer of the tick: it runs, and only the etcd check held the whole /readyz); unknown when the
+// apiserver itself did not answer, answered late (a starved apiserver is slow on both, and its whole /readyz,
+// which does more, times out first: that is not etcd's outage), or was starting.
+func etcdView(api, full Probe, fast time.Duration) Probe {
 	e := full
 	e.Target = TargetEtcd
 	switch {
 	case full.OK || full.Cause == CauseForbidden || full.Cause == CauseEtcd:
 	case full.Cause == CauseNotReady && !slices.ContainsFunc(full.Failing, isEtcdCheck):
 		e.OK, e.Cause, e.Failing = true, "", nil // its other checks failed; etcd's passed
-	case full.Cause == CauseUnreachable && api.OK:
-		e.Cause = CauseEtcd // the apiserver answered without its etcd checks, not with them
+	case full.Cause == CauseUnreachable && api.OK && api.Latency <= fast:
+		e.Cause = CauseEtcd // the apiserver answered at once without its etcd checks, not with them
 	default:
 		e.Cause = CauseUnknown
 	}

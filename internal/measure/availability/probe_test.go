@@ -161,3 +161,28 @@ func TestProbeEtcdAndAPIServer(t *testing.T) {
 		t.Errorf("status %s %q", r.Status, r.Reason)
 	}
 }
+
+// TestEtcdViewStarvedAPIServer: the whole /readyz timing out is etcd's stall only when the same tick's probe of
+// the apiserver itself answered at once; a starved apiserver (a CPU quota of 0.1 core answered the light probe
+// in 0.5 s and let the whole one time out, and the run called it an etcd stall of 16.8 s) leaves etcd unknown.
+func TestEtcdViewStarvedAPIServer(t *testing.T) {
+	late := Probe{Cause: CauseUnreachable, Latency: ProbeTimeout, Err: "no answer"}
+	fast := ProbeTimeout / 4
+	for _, c := range []struct {
+		name string
+		api  Probe
+		want string
+	}{
+		{"apiserver answered at once", Probe{OK: true, Latency: 20 * time.Millisecond}, CauseEtcd},
+		{"apiserver answered late", Probe{OK: true, Latency: 500 * time.Millisecond}, CauseUnknown},
+		{"apiserver did not answer", late, CauseUnknown},
+	} {
+		if got := etcdView(c.api, late, fast); got.Cause != c.want || got.OK || got.Target != TargetEtcd {
+			t.Errorf("%s: etcd %+v, want cause %q", c.name, got, c.want)
+		}
+	}
+	failing := Probe{Cause: CauseEtcd, Failing: []string{"etcd"}, Latency: 600 * time.Millisecond}
+	if got := etcdView(Probe{OK: true, Latency: 500 * time.Millisecond}, failing, fast); got.Cause != CauseEtcd {
+		t.Errorf("an explicit failing etcd check behind a slow apiserver: %+v", got)
+	}
+}

@@ -4,10 +4,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kubeslow/kubeslow/internal/rule"
-	"github.com/kubeslow/kubeslow/internal/rule/ruletest"
 	"github.com/kubeslow/kubeslow/internal/measure/dnsfacts"
 	"github.com/kubeslow/kubeslow/internal/measure/dnsfacts/dnsfactstest"
+	"github.com/kubeslow/kubeslow/internal/rule"
+	"github.com/kubeslow/kubeslow/internal/rule/ruletest"
 )
 
 // TestDNSHotspotNamesNodeAndShare: the hot spot names the packed node, its query share and rate; without

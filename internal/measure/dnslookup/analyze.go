@@ -10,8 +10,8 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/kubeslow/kubeslow/internal/stats"
 	"github.com/kubeslow/kubeslow/internal/source/agent"
+	"github.com/kubeslow/kubeslow/internal/stats"
 	"github.com/kubeslow/kubeslow/pkg/result"
 )
 

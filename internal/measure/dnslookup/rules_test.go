@@ -4,10 +4,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kubeslow/kubeslow/internal/rule"
-	"github.com/kubeslow/kubeslow/internal/rule/ruletest"
 	"github.com/kubeslow/kubeslow/internal/measure/dnslookup"
 	"github.com/kubeslow/kubeslow/internal/measure/dnslookup/dnslookuptest"
+	"github.com/kubeslow/kubeslow/internal/rule"
+	"github.com/kubeslow/kubeslow/internal/rule/ruletest"
 )
 
 // TestFiveSeconds: KS-DNS-5S fires on two mechanisms (one UDP/53 packet in two dropped; 5% loss on the DNS

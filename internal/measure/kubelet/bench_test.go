@@ -6,10 +6,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kubeslow/kubeslow/internal/rule"
-	"github.com/kubeslow/kubeslow/internal/rule/ruletest"
 	"github.com/kubeslow/kubeslow/internal/measure/kubelet"
 	"github.com/kubeslow/kubeslow/internal/measure/kubelet/kubelettest"
+	"github.com/kubeslow/kubeslow/internal/rule"
+	"github.com/kubeslow/kubeslow/internal/rule/ruletest"
 	"github.com/kubeslow/kubeslow/internal/source/prom/promtest"
 	"github.com/kubeslow/kubeslow/pkg/result"
 )

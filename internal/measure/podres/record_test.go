@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kubeslow/kubeslow/internal/rule/ruletest"
 	"github.com/kubeslow/kubeslow/internal/measure/podres"
+	"github.com/kubeslow/kubeslow/internal/rule/ruletest"
 )
 
 // TestLoadErrors: a recording with a file missing or a scrape that does not parse is an error naming it.

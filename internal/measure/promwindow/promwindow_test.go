@@ -14,12 +14,12 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/kubeslow/kubeslow/internal/engine/check"
-	"github.com/kubeslow/kubeslow/internal/rule"
 	"github.com/kubeslow/kubeslow/internal/measure"
 	"github.com/kubeslow/kubeslow/internal/measure/apislo"
 	"github.com/kubeslow/kubeslow/internal/measure/etcdhealth"
 	"github.com/kubeslow/kubeslow/internal/measure/promwindow/timeline"
 	"github.com/kubeslow/kubeslow/internal/report"
+	"github.com/kubeslow/kubeslow/internal/rule"
 	"github.com/kubeslow/kubeslow/internal/source/prom"
 	"github.com/kubeslow/kubeslow/internal/source/promql"
 	"github.com/kubeslow/kubeslow/internal/source/promql/promtest"

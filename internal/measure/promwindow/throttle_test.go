@@ -9,11 +9,11 @@ import (
 
 	"k8s.io/utils/clock"
 
-	"github.com/kubeslow/kubeslow/internal/rule"
-	"github.com/kubeslow/kubeslow/internal/rule/ruletest"
 	"github.com/kubeslow/kubeslow/internal/measure"
 	"github.com/kubeslow/kubeslow/internal/measure/throttle"
 	"github.com/kubeslow/kubeslow/internal/measure/throttle/throttletest"
+	"github.com/kubeslow/kubeslow/internal/rule"
+	"github.com/kubeslow/kubeslow/internal/rule/ruletest"
 	"github.com/kubeslow/kubeslow/internal/source/promql/promtest"
 	"github.com/kubeslow/kubeslow/pkg/result"
 )

@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/kubeslow/kubeslow/internal/bench/churn"
-	"github.com/kubeslow/kubeslow/internal/rule/ruletest"
 	"github.com/kubeslow/kubeslow/internal/measure/disk"
+	"github.com/kubeslow/kubeslow/internal/rule/ruletest"
 	"github.com/kubeslow/kubeslow/pkg/result"
 )
 

@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/kubeslow/kubeslow/internal/rule/ruletest"
 	"github.com/kubeslow/kubeslow/internal/measure/dnslookup"
+	"github.com/kubeslow/kubeslow/internal/rule/ruletest"
 	"github.com/kubeslow/kubeslow/internal/source/agent"
 	"github.com/kubeslow/kubeslow/pkg/result"
 )

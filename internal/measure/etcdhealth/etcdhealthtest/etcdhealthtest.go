@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kubeslow/kubeslow/internal/rule/ruletest"
 	"github.com/kubeslow/kubeslow/internal/measure/etcdhealth"
+	"github.com/kubeslow/kubeslow/internal/rule/ruletest"
 	"github.com/kubeslow/kubeslow/internal/source/prom/promtest"
 	"github.com/kubeslow/kubeslow/pkg/result"
 )

@@ -35,8 +35,9 @@ func inNode(ctx context.Context, t *testing.T, i int, args ...string) string {
 // device at the uplink's MTU minus 50 on each node, the other node's pod CIDR is routed over it (no static
 // route), pods on the two nodes reach each other through it (the DF probe crosses and flannel.1's counters
 // grow), the probe's full size passes and one byte more is refused, and KS-NET-MTU stays quiet; then the
-// slow-overlay scenario (flannel.1 capped) is named by KS-NET-HOP from bench net's hop costs; then the two MTU
-// scenarios' faults on the same lab — a narrower transit link (mtu-transit) and pods at the uplink's MTU
+// slow-overlay scenario (flannel.1 capped) is named by KS-NET-HOP from bench net's hop costs; then one node's
+// own link made smaller than the overlay needs (eth0 at 1400 under flannel.1's 1450) is named by bench net's
+// KS-NET-MTU from the node facts, node and link; then the two MTU scenarios' faults on the same lab — a narrower transit link (mtu-transit) and pods at the uplink's MTU
 // (mtu-pod) — are each named by KS-NET-MTU.
 func TestIntegrationFlannelMTU(t *testing.T) {
 	d := labtest.Dirs(t)
@@ -198,6 +199,55 @@ func TestIntegrationFlannelMTU(t *testing.T) {
 	}
 	if free, _ := hopCost("cap off"); free >= capped/2 {
 		t.Errorf("the overlay's stream cost %.2f with the cap off, %.2f with it: the cap was not what cost", free, capped)
+	}
+
+	// A node's own link too small for the overlay, by a mechanism of neither MTU scenario: lab-node-2's eth0
+	// lowered to 1400 while flannel.1 stays at 1450 (flanneld does not watch the link). bench net, with its own
+	// rules (netpath.Rules: KS-NET-MTU from the facts every node reports), names the node and the link, and the
+	// throughput findings, where they fire, are explained by it. Put back, nothing is named.
+	inNode(ctx, t, 2, "ip", "link", "set", "dev", "eth0", "mtu", "1400")
+	netRun := func(phase string) []result.Finding {
+		t.Helper()
+		o := netpath.DefaultOptions()
+		o.Image, o.Duration, o.Repeats = lab.AgentImage, time.Second, 1
+		rep, err := runner.Execute(ctx, runner.Plan{Target: runner.Target{Config: rc, Name: "lab", Lab: true},
+			Measurements: []measure.Measurement{netpath.New(o)}, Rules: netpath.Rules(), Progress: t.Logf, Log: slog.New(slog.NewTextHandler(os.Stderr, nil))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r := rep.Result(netpath.Name); r == nil || !r.Status.Measured() {
+			t.Fatalf("%s: net.paths not measured: %+v", phase, r)
+		}
+		for _, f := range rep.Findings {
+			t.Logf("%s: finding %s (%s, explained by %q): %s", phase, f.ID, f.Severity, f.ExplainedBy, f.Summary)
+		}
+		return rep.Findings
+	}
+	fs = netRun("node link at 1400")
+	inNode(ctx, t, 2, "ip", "link", "set", "dev", "eth0", "mtu", "1500")
+	var mtuItems []string
+	for _, f := range fs {
+		switch {
+		case f.ID == "KS-NET-MTU":
+			for _, it := range f.Items {
+				mtuItems = append(mtuItems, it.Key)
+				if it.Key == "link=node "+lab.RealNodeName(2)+"/eth0" && !strings.Contains(it.Summary, lab.RealNodeName(2)+"'s eth0 MTU 1400 < flannel.1 1450 + VXLAN 50 = 1500") {
+					t.Errorf("node link at 1400: the item does not give the sizes: %s", it.Summary)
+				}
+			}
+		case f.ID == "KS-NET-POD" || f.ID == "KS-NET-HOP":
+			if f.ExplainedBy != "KS-NET-MTU" {
+				t.Errorf("node link at 1400: %s not explained by KS-NET-MTU: %s", f.ID, f.Summary)
+			}
+		}
+	}
+	if len(mtuItems) != 1 || mtuItems[0] != "link=node "+lab.RealNodeName(2)+"/eth0" {
+		t.Errorf("node link at 1400: KS-NET-MTU items %v, want lab-node-2's eth0 alone", mtuItems)
+	}
+	for _, f := range netRun("node link back at 1500") {
+		if f.ID == "KS-NET-MTU" {
+			t.Errorf("node link back at 1500: %s", f.Summary)
+		}
 	}
 
 	// mtu-transit: the probe stops at 1350, no ICMP; the path is named.

@@ -302,6 +302,14 @@ func TestIntegrationKubeadm(t *testing.T) {
 		defer func() { agentWait = cpnode.DefaultOptions(lab.AgentImage).Timeout }()
 		waitRequests(ctx, t, rc, "200 409s", 200, func(l map[string]string) bool { return l["code"] == "409" })
 		_, got := run(t, "api.responsiveness", cpusage.Name)
+		// KS-CP-SATURATED(-API) is saturation *and* an SLO missed: in a window where the hog left the API
+		// within its SLO (no KS-API-LATENCY) no saturation finding may fire, and none is wanted (CI's run of
+		// 2026-11-28: etcd starved, API p99 within 1 s). Such a window is measured again, twice at most; an API
+		// that missed its SLO with no saturation finding fails at once.
+		for try := 2; try <= 3 && got["KS-CP-SATURATED"] == nil && got["KS-CP-SATURATED-API"] == nil && got["KS-API-LATENCY"] == nil; try++ {
+			t.Logf("the hog left the API within its SLO in this window (no KS-API-LATENCY): measuring again (run %d of 3)", try)
+			_, got = run(t, "api.responsiveness", cpusage.Name)
+		}
 		// The node tier names the starved component: in KS-CP-SATURATED's text when a component's run-queue
 		// wait is its figure (any of the four that lost at least 0.1 s per second: the hog starves them all;
 		// kube-apiserver and etcd were named in the runs here), else in KS-CP-SATURATED-API's (on its own, or

@@ -59,8 +59,8 @@ test: deps build
 	  if ! wait $$lb; then echo "lab build failed:"; tail -n 40 out/lab-build.log; exit 1; fi; \
 	  tail -n 1 out/lab-build.log; echo "lint, unit, fuzz and the lab build: $$(( $$(date +%s) - start ))s"; \
 	  exit $$rc
-	@$(MAKE) --no-print-directory integration
-	@hack/summary.sh out/unit.json out/integration.json
+	@rc=0; $(MAKE) --no-print-directory integration || rc=$$?; \
+	  hack/summary.sh out/unit.json out/integration.json || rc=1; exit $$rc
 
 # Installs only what the demo's lab needs, builds it, starts it with DEMO_SCENARIO and runs kubeslow on it;
 # ends with the time of each phase (hack/demo.sh).

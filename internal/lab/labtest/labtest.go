@@ -40,31 +40,48 @@ const LockPath = "/run/kubeslow-lab.lock"
 // directory.
 func Dirs(t *testing.T) lab.Dirs {
 	t.Helper()
+	gate(t)
+	// A lab shared by the package's earlier tests goes down first: this test starts a lab of its own.
+	if err := closeShared(); err != nil {
+		t.Fatal(err)
+	}
+	lockLab(t)
+	d, err := freshDirs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.Remove(filepath.Dir(d.State)) })
+	return d
+}
+
+// gate skips the test unless integration tests are enabled, and fails it when they are but it is not root.
+func gate(t *testing.T) {
+	t.Helper()
 	if os.Getenv(EnvVar) == "" {
 		t.Skipf("integration test: set %s=1 (needs root; builds the lab on first use)", EnvVar)
 	}
 	if os.Geteuid() != 0 {
 		t.Fatalf("%s is set but the lab needs root", EnvVar)
 	}
-	// A lab shared by the package's earlier tests goes down first: this test starts a lab of its own.
-	if err := closeShared(); err != nil {
-		t.Fatal(err)
-	}
-	lockLab(t)
+}
+
+// freshDirs checks that no lab is up on the machine (there is one lab per machine: its network namespace has a
+// fixed name) and returns the directories of a new one: the shared build cache and a state directory of its
+// own under a new temporary directory (the caller removes that parent once the lab is down).
+func freshDirs() (lab.Dirs, error) {
 	if _, err := os.Stat("/run/netns/" + lab.NetNS); err == nil {
-		t.Fatalf("a lab is already up on this machine (network namespace %s): run `kubeslow lab down` first", lab.NetNS)
+		return lab.Dirs{}, fmt.Errorf("a lab is already up on this machine (network namespace %s): run `kubeslow lab down` first", lab.NetNS)
 	}
 	d, err := lab.DefaultDirs()
 	if err != nil {
-		t.Fatal(err)
+		return lab.Dirs{}, err
 	}
 	state, err := os.MkdirTemp("", "kubeslow-lab-test-")
 	if err != nil {
-		t.Fatal(err)
+		return lab.Dirs{}, err
 	}
 	d.State = filepath.Join(state, "lab")
-	t.Cleanup(func() { _ = os.Remove(state) })
-	return d
+	return d, nil
 }
 
 // lockLab takes the machine's lab lock for the rest of the test (released by the first cleanup registered,

@@ -51,12 +51,7 @@ var shared struct {
 // Stop, a fault left in place) calls Spend.
 func Shared(t *testing.T, cfg lab.Config) (lab.Dirs, *rest.Config) {
 	t.Helper()
-	if os.Getenv(EnvVar) == "" {
-		t.Skipf("integration test: set %s=1 (needs root; builds the lab on first use)", EnvVar)
-	}
-	if os.Geteuid() != 0 {
-		t.Fatalf("%s is set but the lab needs root", EnvVar)
-	}
+	gate(t)
 	if shared.up && (shared.spent != "" || !reflect.DeepEqual(shared.cfg, cfg)) {
 		why := shared.spent
 		if why == "" {
@@ -92,36 +87,28 @@ func startShared(t *testing.T, cfg lab.Config) {
 		}
 		shared.lock = f
 	}
-	if _, err := os.Stat("/run/netns/" + lab.NetNS); err == nil {
-		releaseLock()
-		t.Fatalf("a lab is already up on this machine (network namespace %s): run `kubeslow lab down` first", lab.NetNS)
-	}
-	d, err := lab.DefaultDirs()
+	d, err := freshDirs()
 	if err != nil {
 		releaseLock()
 		t.Fatal(err)
 	}
-	state, err := os.MkdirTemp("", "kubeslow-lab-test-")
-	if err != nil {
+	// fail takes down what was started, removes the state directory and releases the lock.
+	fail := func(format string, args ...any) {
+		t.Helper()
+		_ = lab.Down(context.Background(), d, t.Logf)
+		_ = os.Remove(filepath.Dir(d.State))
 		releaseLock()
-		t.Fatal(err)
+		t.Fatalf(format, args...)
 	}
-	d.State = filepath.Join(state, "lab")
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 	began := time.Now()
 	if _, err := lab.Up(ctx, d, cfg, t.Logf); err != nil {
-		_ = lab.Down(context.Background(), d, t.Logf)
-		_ = os.Remove(state)
-		releaseLock()
-		t.Fatalf("lab up: %v", err)
+		fail("lab up: %v", err)
 	}
 	rc, err := lab.AdminRESTConfig(d)
 	if err != nil {
-		_ = lab.Down(context.Background(), d, t.Logf)
-		_ = os.Remove(state)
-		releaseLock()
-		t.Fatal(err)
+		fail("%v", err)
 	}
 	shared.up, shared.d, shared.cfg, shared.rc, shared.spent, shared.by, shared.users = true, d, cfg, rc, "", t.Name(), 0
 	shared.procs = Processes(t, d)

@@ -204,8 +204,8 @@ func (o *observation) tick(ctx context.Context, env *measure.Env, get getter, t 
 
 // etcdView reads etcd's state from the whole /readyz beside the same tick's probe of the apiserver: failing
 // when its etcd checks alone failed, or when it did not answer in time while the apiserver answered at once
-// (within FastAnswer of the tick: it runs, and only the etcd check held the whole /readyz); unknown when the
-// apiserver itself did not answer, answered late (a starved apiserver is slow on both, and its whole /readyz,
+// (within fast of the tick, a quarter of the probe time-out: it runs, and only the etcd check held the whole
+// /readyz); unknown when the apiserver itself did not answer, answered late (a starved apiserver is slow on both, and its whole /readyz,
 // which does more, times out first: that is not etcd's outage), or was starting.
 func etcdView(api, full Probe, fast time.Duration) Probe {
 	e := full

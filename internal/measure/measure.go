@@ -75,13 +75,10 @@ const (
 	Benchmark
 )
 
-// Classified is implemented by measurements that are not read-only.
-type Classified interface{ Kind() Kind }
-
-// KindOf returns m's kind (ReadOnly unless it says otherwise).
+// KindOf returns m's kind: its Spec's (SpecOf), ReadOnly for a measurement no Spec declares.
 func KindOf(m Measurement) Kind {
-	if c, ok := m.(Classified); ok {
-		return c.Kind()
+	if s, ok := SpecOf(m); ok {
+		return s.Kind
 	}
 	return ReadOnly
 }

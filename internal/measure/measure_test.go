@@ -110,7 +110,7 @@ func errorsJoin(err error) error { return errors.Join(errors.New("context"), err
 
 type bench struct{ fake }
 
-func (bench) Kind() measure.Kind { return measure.Benchmark }
+func (bench) Spec() measure.Spec { return measure.Spec{Kind: measure.Benchmark} }
 
 func TestKindOf(t *testing.T) {
 	if measure.KindOf(&fake{}) != measure.ReadOnly || measure.KindOf(&bench{}) != measure.Benchmark {

@@ -37,16 +37,11 @@ func (p Permission) String() string {
 	return strings.Join(p.Verbs, ",") + " " + what
 }
 
-// Permissioned is implemented by measurements that use the Kubernetes API: the permissions they need.
-// Measurements that read only outside it (etcd's endpoint, an audit log file) need none.
-type Permissioned interface {
-	Permissions() []Permission
-}
-
-// PermissionsOf returns m's permissions (none unless it declares them).
+// PermissionsOf returns m's permissions: its Spec's (SpecOf), none for a measurement no Spec declares.
+// Measurements that read only outside the API (etcd's endpoint, an audit log file) need none.
 func PermissionsOf(m Measurement) []Permission {
-	if p, ok := m.(Permissioned); ok {
-		return p.Permissions()
+	if s, ok := SpecOf(m); ok {
+		return s.Permissions
 	}
 	return nil
 }

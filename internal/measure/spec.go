@@ -21,19 +21,39 @@ type Spec struct {
 	// Bench says only `kubeslow bench` runs it: its command builds it from its own flags. Otherwise `kubeslow
 	// run` does, with the run's Options.
 	Bench bool
-	// Kind is ReadOnly or Benchmark (it creates objects or load), as New builds it from the run's defaults.
+	// Kind is ReadOnly or Benchmark (it creates objects or load): KindOf reads it here, through the instance's
+	// Spec method (Declared).
 	Kind Kind
 	// New builds the measurement from the run's options (for a bench: from its defaults).
 	New func(o Options) Measurement
 	// Rules are the rules over its result (nil: none).
 	Rules func() []rule.Rule
 	// Permissions are everything it may ask of the API server, each with its reason: `kubeslow rbac` grants
-	// them and a run checks them first (the measurement's Permissions method returns them).
+	// them and a run checks them first (PermissionsOf reads them here, through the instance's Spec method).
 	Permissions []Permission
 	// Prometheus are the signals its rules read as a Prometheus server holds them: the past-window path
 	// (`kubeslow run --prometheus`) builds its result from them when it has no hand-written twin of the
 	// measurement.
 	Prometheus []PromFamily
+}
+
+// Declared is implemented by every measurement a Spec declares: Spec returns that Spec, so what it states of
+// the measurement (its Kind, its Permissions) is read there and declared nowhere else. A run works on
+// instances, built by Spec.New from the run's options or by a `kubeslow bench` subcommand from its flags, and
+// this is how one finds its Spec; a name would not do, since two Specs may share one (dns.readiness and its Job
+// bench) and the past-window twins (internal/measure/promwindow) carry their measurement's name with no Spec.
+// An instance whose options make it another measurement (pods.startup's passive mode) returns the Spec that
+// declares that one.
+type Declared interface {
+	Spec() Spec
+}
+
+// SpecOf returns the Spec that declares m (false: none does, e.g. a past-window twin or a test's fake).
+func SpecOf(m Measurement) (Spec, bool) {
+	if d, ok := m.(Declared); ok {
+		return d.Spec(), true
+	}
+	return Spec{}, false
 }
 
 // PromFamily is one metric of a measurement's result read from Prometheus over a past window: a range query

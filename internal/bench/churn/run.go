@@ -107,9 +107,6 @@ func New(o Options, progress func(string, ...any)) *Measurement {
 // Name implements measure.Measurement.
 func (*Measurement) Name() string { return Name }
 
-// Kind marks it as a benchmark.
-func (*Measurement) Kind() measure.Kind { return measure.Benchmark }
-
 // ClientLoad is the client-side rate the loop needs: a create, a delete and the deletion polls (every 100 ms)
 // per pod in flight.
 func (m *Measurement) ClientLoad() (float32, int) {

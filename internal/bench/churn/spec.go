@@ -4,8 +4,9 @@ import "github.com/kubeslow/kubeslow/internal/measure"
 
 // Spec declares `kubeslow bench churn` (pods.churn), a bench: its command builds it from its flags.
 var Spec = measure.Spec{
-	Name: Name, Bench: true, Kind: measure.Benchmark, Rules: Rules,
-	New: func(measure.Options) measure.Measurement { return New(DefaultOptions(), nil) },
+	Name: Name, Bench: true, Rules: Rules,
+	Kind: measure.Benchmark, // it creates and deletes pods in a loop
+	New:  func(measure.Options) measure.Measurement { return New(DefaultOptions(), nil) },
 	Permissions: []measure.Permission{
 		{Verbs: []string{"list", "watch"}, Resource: "nodes", Reason: "the real nodes that take churn's pods"},
 		{Verbs: []string{"list"}, Resource: "pods", Reason: "the pods already on those nodes, to size the load to their free slots"},
@@ -15,6 +16,5 @@ var Spec = measure.Spec{
 	},
 }
 
-// Permissions implements measure.Permissioned: the Spec's (it asked for none before, and `kubeslow rbac` left
-// it out).
-func (*Measurement) Permissions() []measure.Permission { return Spec.Permissions }
+// Spec implements measure.Declared.
+func (*Measurement) Spec() measure.Spec { return Spec }

@@ -30,21 +30,9 @@ type Bench struct {
 // Name implements measure.Measurement: the same result as the local bench, so KS-DISK-SYNC reads it.
 func (*Bench) Name() string { return disk.BenchName }
 
-// Kind: it creates a pod.
-func (*Bench) Kind() measure.Kind { return measure.Benchmark }
-
 // Description implements measure.Measurement.
 func (b *Bench) Description() string {
 	return fmt.Sprintf("etcd's fio recipe on %s:%s from an agent pod (%d-byte writes, fdatasync after each, %d bytes)", b.Node, b.Dir, b.Recipe.BlockSize, b.Recipe.Size)
-}
-
-// Permissions implements measure.Permissioned.
-func (*Bench) Permissions() []measure.Permission {
-	return []measure.Permission{
-		{Verbs: []string{"get"}, Resource: "nodes", Reason: "the node named by --node"},
-		{Verbs: []string{"create", "delete", "get"}, Resource: "pods", Reason: "the agent pod that runs the recipe on the node"},
-		{Verbs: []string{"get"}, Resource: "pods/log", Reason: "the agent's report"},
-	}
 }
 
 // Run starts the pod, waits until it ended, reads its report from its log and deletes it. The result's

@@ -56,26 +56,10 @@ func New(o Options) *Measurement { return &Measurement{Opts: o} }
 // Name implements measure.Measurement.
 func (*Measurement) Name() string { return Name }
 
-// Kind: it creates pods and a Service, and loads the cluster DNS.
-func (*Measurement) Kind() measure.Kind { return measure.Benchmark }
-
 // Description implements measure.Measurement.
 func (m *Measurement) Description() string {
 	return fmt.Sprintf("open-loop DNS load from a pod per real node against the DNS Service and each DNS replica: ramp from %g q/s x%g per %s (at most %d steps)",
 		m.Opts.Start, m.Opts.Factor, m.Opts.Step, m.Opts.Steps)
-}
-
-// Permissions implements measure.Permissioned.
-func (*Measurement) Permissions() []measure.Permission {
-	return []measure.Permission{
-		{Verbs: []string{"list", "watch"}, Resource: "nodes", Reason: "the real nodes that carry a client pod"},
-		{Verbs: []string{"get"}, Resource: "services", Reason: "the cluster DNS Service (kube-system/kube-dns)"},
-		{Verbs: []string{"list"}, Resource: "pods", Reason: "the DNS pods behind it, loaded one by one"},
-		{Verbs: []string{"list"}, Group: "discovery.k8s.io", Resource: "endpointslices", Reason: "DNS endpoints that no pod backs"},
-		{Verbs: []string{"create", "delete", "get"}, Resource: "pods", Reason: "the client pods"},
-		{Verbs: []string{"create"}, Resource: "pods/exec", Reason: "running the generator in the client pods"},
-		{Verbs: []string{"create", "delete"}, Resource: "services", Reason: "a headless Service whose per-pod names are in the mix"},
-	}
 }
 
 // Target is one DNS server address loaded.

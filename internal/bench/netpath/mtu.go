@@ -58,20 +58,9 @@ func NewMTU(o MTUOptions) *MTUMeasurement { return &MTUMeasurement{Opts: o} }
 // Name implements measure.Measurement.
 func (*MTUMeasurement) Name() string { return MTUName }
 
-// Kind: it creates pods (a probe, not a load).
-func (*MTUMeasurement) Kind() measure.Kind { return measure.Benchmark }
-
 // Description implements measure.Measurement.
 func (*MTUMeasurement) Description() string {
 	return "MTUs along the pod path (pod eth0, CNI bridge, overlay, uplink) against the uplink minus the overlay's overhead; DF-set ICMP echoes between pods on two nodes"
-}
-
-// Permissions implements measure.Permissioned.
-func (*MTUMeasurement) Permissions() []measure.Permission {
-	return []measure.Permission{
-		{Verbs: []string{"list", "watch"}, Resource: "nodes", Reason: "two real nodes for the agents"},
-		{Verbs: []string{"create", "delete", "get"}, Resource: "pods", Reason: "the agent pods (host and pod network) that read the links and send the probes"},
-	}
 }
 
 // MTURules are the rules of `kubeslow bench mtu`: KS-NET-MTU over its links and DF probe (net.mtu).

@@ -64,22 +64,6 @@ func New(o Options) *Measurement { return &Measurement{Opts: o} }
 // Name implements measure.Measurement.
 func (*Measurement) Name() string { return Name }
 
-// Permissions implements measure.Permissioned.
-func (*Measurement) Permissions() []measure.Permission {
-	return []measure.Permission{
-		{Verbs: []string{"list", "watch"}, Resource: "nodes", Reason: "two real nodes for the agents"},
-		{Verbs: []string{"create", "delete", "get"}, Resource: "pods", Reason: "the agent pods (host and pod network)"},
-		{Verbs: []string{"create", "delete"}, Resource: "services", Reason: "the NodePort Service of the pod->Service path"},
-		{Verbs: []string{"list"}, Group: "networking.k8s.io", Resource: "ingressclasses", Reason: "the ingress controller of the ingress paths"},
-		{Verbs: []string{"list"}, Resource: "services", Reason: "the ingress controller's Service (its node port or load balancer)"},
-		{Verbs: []string{"list"}, Group: "discovery.k8s.io", Resource: "endpointslices", Reason: "the node the ingress controller runs on"},
-		{Verbs: []string{"create", "delete"}, Group: "networking.k8s.io", Resource: "ingresses", Reason: "the Ingress of the ingress paths"},
-	}
-}
-
-// Kind: it creates pods and loads the network.
-func (*Measurement) Kind() measure.Kind { return measure.Benchmark }
-
 // Description implements measure.Measurement.
 func (m *Measurement) Description() string {
 	return fmt.Sprintf("network paths host/pod/Service/ingress, same and other node: HTTP (keep-alive, new connections) and TCP, %s each, %d rounds", m.Opts.Duration, m.Opts.Repeats)

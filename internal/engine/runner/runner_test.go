@@ -34,7 +34,7 @@ type m struct {
 
 func (x *m) Name() string        { return x.name }
 func (x *m) Description() string { return x.name }
-func (x *m) Kind() measure.Kind  { return x.kind }
+func (x *m) Spec() measure.Spec  { return measure.Spec{Name: x.name, Kind: x.kind} }
 func (x *m) Run(context.Context, *measure.Env) (result.Result, error) {
 	*x.ran = append(*x.ran, x.name)
 	x.clk.Step(x.took)
@@ -289,7 +289,11 @@ type permM struct {
 	perms []measure.Permission
 }
 
-func (p *permM) Permissions() []measure.Permission { return p.perms }
+func (p *permM) Spec() measure.Spec {
+	s := p.m.Spec()
+	s.Permissions = p.perms
+	return s
+}
 
 // TestPreflight: a measurement lacking a permission is skipped with the permission and its reason named,
 // said once before any work; a benchmark also needs the run's namespace; the granted ones run.

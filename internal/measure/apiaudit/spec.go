@@ -12,3 +12,6 @@ var Spec = measure.Spec{
 	Name: auditlog.Name, Kind: measure.ReadOnly, Rules: auditlog.Rules,
 	New: func(o measure.Options) measure.Measurement { return New(o.Window, o.AuditLogs) },
 }
+
+// Spec implements measure.Declared.
+func (*Measurement) Spec() measure.Spec { return Spec }

@@ -63,11 +63,6 @@ func (m *Measurement) Window() time.Duration { return m.Length }
 // Name implements measure.Measurement.
 func (*Measurement) Name() string { return Name }
 
-// Permissions implements measure.Permissioned.
-func (*Measurement) Permissions() []measure.Permission {
-	return []measure.Permission{{Verbs: []string{"get"}, NonResourceURL: "/metrics", Reason: "the apiserver's own metrics: latency, response codes, APF"}}
-}
-
 // Description implements measure.Measurement.
 func (m *Measurement) Description() string {
 	return fmt.Sprintf("API latency p99 per verb/resource vs SLO, 409/429 rates, APF rejections and queues, LIST bytes and objects, etcd as the apiserver sees it, over %s of apiserver metrics", m.Length)

@@ -7,5 +7,8 @@ import "github.com/kubeslow/kubeslow/internal/measure"
 var Spec = measure.Spec{
 	Name: Name, Kind: measure.ReadOnly, Rules: Rules,
 	New:         func(o measure.Options) measure.Measurement { return New(o.Window) },
-	Permissions: (*Measurement)(nil).Permissions(),
+	Permissions: []measure.Permission{{Verbs: []string{"get"}, NonResourceURL: "/metrics", Reason: "the apiserver's own metrics: latency, response codes, APF"}},
 }
+
+// Spec implements measure.Declared.
+func (*Measurement) Spec() measure.Spec { return Spec }

@@ -69,11 +69,6 @@ func (*Measurement) Description() string {
 // Window implements measure.Observer.
 func (m *Measurement) Window() time.Duration { return m.window }
 
-// Permissions implements measure.Permissioned.
-func (*Measurement) Permissions() []measure.Permission {
-	return []measure.Permission{{Verbs: []string{"get"}, NonResourceURL: "/readyz", Reason: "the apiserver's readiness and its failing checks (etcd)"}}
-}
-
 // Run implements measure.Measurement: the observer on its own over its window.
 func (m *Measurement) Run(ctx context.Context, env *measure.Env) (result.Result, error) {
 	return measure.Observe(ctx, env, m)

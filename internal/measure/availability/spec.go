@@ -6,5 +6,8 @@ import "github.com/kubeslow/kubeslow/internal/measure"
 var Spec = measure.Spec{
 	Name: Name, Kind: measure.ReadOnly, Rules: Rules,
 	New:         func(o measure.Options) measure.Measurement { return New(o.Window) },
-	Permissions: (*Measurement)(nil).Permissions(),
+	Permissions: []measure.Permission{{Verbs: []string{"get"}, NonResourceURL: "/readyz", Reason: "the apiserver's readiness and its failing checks (etcd)"}},
 }
+
+// Spec implements measure.Declared.
+func (*Measurement) Spec() measure.Spec { return Spec }

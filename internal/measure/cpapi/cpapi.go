@@ -66,20 +66,6 @@ func (*Measurement) Description() string {
 	return "the control plane through the API: /readyz checks, kube-scheduler and kube-controller-manager Lease staleness, APF queues per flow, EKS ksh/kcm metrics"
 }
 
-// Permissions implements measure.Permissioned. The APF dump and EKS's metrics are Optional: read where
-// allowed (a 403 on the dump is said in the result), never a reason to skip the rest. EKS's rule is the one
-// its documentation gives for the ksh/kcm endpoints ("Fetch control plane raw metrics in Prometheus format",
-// EKS User Guide): get on kcm/metrics and ksh/metrics of metrics.eks.amazonaws.com.
-func (*Measurement) Permissions() []measure.Permission {
-	return []measure.Permission{
-		{Verbs: []string{"get"}, NonResourceURL: "/readyz", Reason: "the apiserver's health checks (/readyz?verbose)"},
-		{Verbs: []string{"get"}, Group: "coordination.k8s.io", Resource: "leases", Reason: "how stale kube-scheduler's and kube-controller-manager's leader Leases are (kube-system)"},
-		{Verbs: []string{"get"}, NonResourceURL: APFDumpPath, Optional: true, Reason: "optional: APF's per-flow queue snapshot (who waits in which queue); without it the result says it was not read"},
-		{Verbs: []string{"get"}, Group: "metrics.eks.amazonaws.com", Resource: "ksh/metrics", Optional: true, Reason: "optional, EKS only: the scheduler's metrics (pending pods by queue)"},
-		{Verbs: []string{"get"}, Group: "metrics.eks.amazonaws.com", Resource: "kcm/metrics", Optional: true, Reason: "optional, EKS only: the controller-manager's metrics (workqueue depth)"},
-	}
-}
-
 // Run implements measure.Measurement.
 func (m *Measurement) Run(ctx context.Context, env *measure.Env) (result.Result, error) {
 	res := result.Result{Name: Name, Status: result.StatusPass}

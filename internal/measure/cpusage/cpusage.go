@@ -120,15 +120,6 @@ func New(window time.Duration, etcdEndpoint string) *Measurement {
 // Name implements measure.Measurement.
 func (*Measurement) Name() string { return Name }
 
-// Permissions implements measure.Permissioned.
-func (*Measurement) Permissions() []measure.Permission {
-	return []measure.Permission{
-		{Verbs: []string{"get"}, NonResourceURL: "/metrics", Reason: "kube-apiserver's process CPU and memory, APF seats, inflight requests"},
-		{Verbs: []string{"list", "watch"}, Resource: "nodes", Reason: "the control-plane nodes' CPU capacity, the cores kube-apiserver and etcd may use",
-			Optional: true}, // without it the cores are unknown, and said so
-	}
-}
-
 // Description implements measure.Measurement.
 func (m *Measurement) Description() string {
 	return fmt.Sprintf("control-plane usage: kube-apiserver and etcd CPU and memory vs the cores they have, APF seats, inflight requests, over %s", m.Length)

@@ -65,20 +65,6 @@ func (m *Measurement) Description() string {
 	return fmt.Sprintf("cluster DNS: server, replicas per node/zone, anti-affinity/spread, NodeLocal DNSCache, autoscaler; CoreDNS metrics per replica over %s (pod proxy)", m.Length)
 }
 
-// Permissions implements measure.Permissioned.
-func (*Measurement) Permissions() []measure.Permission {
-	return []measure.Permission{
-		{Verbs: []string{"get"}, Resource: "services", Reason: "the cluster DNS Service (kube-system/kube-dns) and its selector"},
-		{Verbs: []string{"list"}, Resource: "pods", Reason: "the DNS pods behind it: their nodes, owners, affinity and spread"},
-		{Verbs: []string{"list"}, Group: "discovery.k8s.io", Resource: "endpointslices", Reason: "DNS endpoints that no pod backs"},
-		{Verbs: []string{"list"}, Group: "apps", Resource: "daemonsets", Reason: "NodeLocal DNSCache (node-local-dns)"},
-		{Verbs: []string{"list"}, Group: "apps", Resource: "deployments", Reason: "a cluster-proportional DNS autoscaler"},
-		{Verbs: []string{"list"}, Group: "autoscaling", Resource: "horizontalpodautoscalers", Reason: "an HPA on the DNS workload"},
-		{Verbs: []string{"list", "watch"}, Resource: "nodes", Reason: "the nodes replicas could spread over, and their zones"},
-		{Verbs: []string{"get"}, Resource: "pods/proxy", Reason: "each CoreDNS replica's /metrics (:9153) through the apiserver's pod proxy"},
-	}
-}
-
 // Run observes the window on its own.
 func (m *Measurement) Run(ctx context.Context, env *measure.Env) (result.Result, error) {
 	return measure.Observe(ctx, env, m)

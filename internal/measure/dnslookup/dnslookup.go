@@ -40,22 +40,10 @@ func New(o Options) *Measurement { return &Measurement{Opts: o} }
 // Name implements measure.Measurement.
 func (*Measurement) Name() string { return Name }
 
-// Kind: it creates pods.
-func (*Measurement) Kind() measure.Kind { return measure.Benchmark }
-
 // Description implements measure.Measurement.
 func (m *Measurement) Description() string {
 	return fmt.Sprintf("DNS lookups from a pod per real node (at most %d) for %s with the pod's resolver: how many take a multiple of its time-out (dropped queries, kubernetes#56903)",
 		MaxClients, m.Opts.Duration)
-}
-
-// Permissions implements measure.Permissioned.
-func (*Measurement) Permissions() []measure.Permission {
-	return []measure.Permission{
-		{Verbs: []string{"list", "watch"}, Resource: "nodes", Reason: "the real nodes that carry a client pod"},
-		{Verbs: []string{"create", "delete", "get"}, Resource: "pods", Reason: "the client pods"},
-		{Verbs: []string{"create"}, Resource: "pods/exec", Reason: "running the lookups in the client pods"},
-	}
 }
 
 // Names are the names looked up: the API's Service and the DNS Service's own name (each resolves in any

@@ -66,20 +66,6 @@ func New(o Options) *Measurement { return &Measurement{Opts: o} }
 // Name implements measure.Measurement.
 func (*Measurement) Name() string { return Name }
 
-// Permissions implements measure.Permissioned.
-func (*Measurement) Permissions() []measure.Permission {
-	return []measure.Permission{
-		{Verbs: []string{"list", "watch"}, Resource: "nodes", Reason: "a real node for the client pod"},
-		{Verbs: []string{"create", "delete", "get", "watch"}, Resource: "pods", Reason: "the client and peer pods"},
-		{Verbs: []string{"create"}, Resource: "pods/exec", Reason: "running the resolver's wait in the client pod"},
-		{Verbs: []string{"create", "delete"}, Resource: "services", Reason: "the headless Service behind the per-pod names"},
-		{Verbs: []string{"watch"}, Group: "discovery.k8s.io", Resource: "endpointslices", Reason: "when each peer enters the Service's EndpointSlice"},
-	}
-}
-
-// Kind: it creates pods and a Service.
-func (*Measurement) Kind() measure.Kind { return measure.Benchmark }
-
 // Description implements measure.Measurement.
 func (m *Measurement) Description() string {
 	return fmt.Sprintf("per-pod DNS names of %d pods behind a headless Service: Ready -> resolvable for a client asking every %s", m.Opts.Count, m.Opts.Interval)

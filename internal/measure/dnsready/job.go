@@ -38,21 +38,6 @@ func NewJob(o JobOptions) *JobMeasurement { return &JobMeasurement{Opts: o} }
 // Name implements measure.Measurement: the DNS readiness result, in its job shape.
 func (*JobMeasurement) Name() string { return Name }
 
-// Kind: it creates a Job and Services.
-func (*JobMeasurement) Kind() measure.Kind { return measure.Benchmark }
-
-// Permissions implements measure.Permissioned.
-func (*JobMeasurement) Permissions() []measure.Permission {
-	return []measure.Permission{
-		{Verbs: []string{"list", "watch"}, Resource: "nodes", Reason: "the real nodes the members run on"},
-		{Verbs: []string{"create", "delete", "patch"}, Group: "batch", Resource: "jobs", Reason: "the Indexed Job (patch: scaled to every member once its lead runs)"},
-		{Verbs: []string{"watch"}, Resource: "pods", Reason: "when each member is Running and Ready"},
-		{Verbs: []string{"get"}, Resource: "pods/log", Reason: "each member's report"},
-		{Verbs: []string{"create", "delete"}, Resource: "services", Reason: "the headless Service and the warm-up Service"},
-		{Verbs: []string{"watch"}, Group: "discovery.k8s.io", Resource: "endpointslices", Reason: "when each member enters the Service's EndpointSlice"},
-	}
-}
-
 // Description implements measure.Measurement.
 func (m *JobMeasurement) Description() string {
 	client := "polling every name every " + m.Opts.Interval.String()

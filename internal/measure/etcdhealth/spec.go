@@ -9,3 +9,6 @@ var Spec = measure.Spec{
 	Name: Name, Kind: measure.ReadOnly, Rules: Rules,
 	New: func(o measure.Options) measure.Measurement { return New(o.Window, o.EtcdEndpoint) },
 }
+
+// Spec implements measure.Declared.
+func (*Measurement) Spec() measure.Spec { return Spec }

@@ -40,15 +40,6 @@ func New() *Measurement { return &Measurement{} }
 // Name implements measure.Measurement.
 func (*Measurement) Name() string { return Name }
 
-// Permissions implements measure.Permissioned.
-func (*Measurement) Permissions() []measure.Permission {
-	return []measure.Permission{
-		{Verbs: []string{"list", "watch"}, Resource: "nodes", Reason: "the real nodes whose kubelets are read"},
-		{Verbs: []string{"get"}, Resource: "nodes/proxy", Reason: "each kubelet's /configz and /metrics through the apiserver's node proxy"},
-		{Verbs: []string{"list"}, Resource: "events", Reason: "the kubelets' Pulled events: each pull's time and its wait for the puller"},
-	}
-}
-
 // Description implements measure.Measurement.
 func (*Measurement) Description() string {
 	return "kubelet settings (/configz: image pulls, maxPods, API QPS, runtime time-out) and latency metrics (pod start SLI, runtime operations, PLEG) through the node proxy"

@@ -6,6 +6,13 @@ import "github.com/kubeslow/kubeslow/internal/measure"
 // kubelet measurement.
 var Spec = measure.Spec{
 	Name: Name, Kind: measure.ReadOnly, Rules: Rules,
-	New:         func(measure.Options) measure.Measurement { return New() },
-	Permissions: (*Measurement)(nil).Permissions(),
+	New: func(measure.Options) measure.Measurement { return New() },
+	Permissions: []measure.Permission{
+		{Verbs: []string{"list", "watch"}, Resource: "nodes", Reason: "the real nodes whose kubelets are read"},
+		{Verbs: []string{"get"}, Resource: "nodes/proxy", Reason: "each kubelet's /configz and /metrics through the apiserver's node proxy"},
+		{Verbs: []string{"list"}, Resource: "events", Reason: "the kubelets' Pulled events: each pull's time and its wait for the puller"},
+	},
 }
+
+// Spec implements measure.Declared.
+func (*Measurement) Spec() measure.Spec { return Spec }

@@ -57,19 +57,6 @@ func New(o Options) *Measurement { return &Measurement{Opts: o} }
 // Name implements measure.Measurement.
 func (*Measurement) Name() string { return Name }
 
-// Permissions implements measure.Permissioned.
-func (*Measurement) Permissions() []measure.Permission {
-	return []measure.Permission{
-		{Verbs: []string{"list", "watch"}, Resource: "nodes", Reason: "the real nodes the agent runs on"},
-		{Verbs: []string{"create", "delete", "get"}, Group: "apps", Resource: "daemonsets", Reason: "the node agent DaemonSet (host probes on every real node)"},
-		{Verbs: []string{"list", "watch"}, Resource: "pods", Reason: "the agent pods' readiness and results"},
-		{Verbs: []string{"get"}, Resource: "pods/log", Reason: "each agent pod's report"},
-	}
-}
-
-// Kind: it creates a DaemonSet (read-only runs leave it out).
-func (*Measurement) Kind() measure.Kind { return measure.Benchmark }
-
 // Description implements measure.Measurement.
 func (m *Measurement) Description() string {
 	return "node agent on every real node: neighbour table, conntrack, kernel log, D state, PSI, disks under the kubelet and runtime with a sync-write probe"

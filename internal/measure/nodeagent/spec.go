@@ -5,7 +5,16 @@ import "github.com/kubeslow/kubeslow/internal/measure"
 // Spec declares nodes.agent to the registry (internal/measure/all): the node sweep with the run's image; its
 // past-window twin is promwindow's agent measurement (node_exporter).
 var Spec = measure.Spec{
-	Name: Name, Kind: measure.Benchmark, Rules: Rules,
-	New:         func(o measure.Options) measure.Measurement { return New(DefaultOptions(o.Image)) },
-	Permissions: (*Measurement)(nil).Permissions(),
+	Name: Name, Rules: Rules,
+	Kind: measure.Benchmark, // it creates a DaemonSet (read-only runs leave it out)
+	New:  func(o measure.Options) measure.Measurement { return New(DefaultOptions(o.Image)) },
+	Permissions: []measure.Permission{
+		{Verbs: []string{"list", "watch"}, Resource: "nodes", Reason: "the real nodes the agent runs on"},
+		{Verbs: []string{"create", "delete", "get"}, Group: "apps", Resource: "daemonsets", Reason: "the node agent DaemonSet (host probes on every real node)"},
+		{Verbs: []string{"list", "watch"}, Resource: "pods", Reason: "the agent pods' readiness and results"},
+		{Verbs: []string{"get"}, Resource: "pods/log", Reason: "each agent pod's report"},
+	},
 }
+
+// Spec implements measure.Declared.
+func (*Measurement) Spec() measure.Spec { return Spec }

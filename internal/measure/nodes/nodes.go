@@ -51,14 +51,6 @@ func New() *Measurement { return &Measurement{Window: DefaultWindow} }
 // Name implements measure.Measurement.
 func (*Measurement) Name() string { return Name }
 
-// Permissions implements measure.Permissioned.
-func (*Measurement) Permissions() []measure.Permission {
-	return []measure.Permission{
-		{Verbs: []string{"list", "watch"}, Resource: "nodes", Reason: "node conditions, readiness and heartbeats"},
-		{Verbs: []string{"list"}, Resource: "events", Reason: "node events (NotReady flaps, pressure)"},
-	}
-}
-
 // Description implements measure.Measurement.
 func (*Measurement) Description() string {
 	return "node readiness and pressure conditions (MemoryPressure, DiskPressure, PIDPressure, NetworkUnavailable); nodes that flapped NotReady in the last hour of Events"

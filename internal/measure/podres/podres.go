@@ -41,16 +41,6 @@ func (*Measurement) Description() string {
 	return "application pods' CPU throttling under their limits and OOM kills (cAdvisor through the node proxy, the pods' status and Events)"
 }
 
-// Permissions implements measure.Permissioned.
-func (*Measurement) Permissions() []measure.Permission {
-	return []measure.Permission{
-		{Verbs: []string{"list", "watch"}, Resource: "nodes", Reason: "the real nodes whose kubelets' cAdvisor is read, and their MemoryPressure"},
-		{Verbs: []string{"get"}, Resource: "nodes/proxy", Reason: "each kubelet's /metrics/cadvisor through the apiserver's node proxy"},
-		{Verbs: []string{"list"}, Resource: "pods", Reason: "every pod's limits, readiness, restarts and last termination (OOMKilled)"},
-		{Verbs: []string{"list"}, Resource: "events", Reason: "Unhealthy (failed probes) and SystemOOM Events"},
-	}
-}
-
 // Window implements measure.Observer.
 func (m *Measurement) Window() time.Duration { return m.Length }
 

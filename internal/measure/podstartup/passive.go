@@ -51,17 +51,6 @@ func NewPassive(o PassiveOptions) *Passive { return &Passive{Opts: o} }
 // Name implements measure.Measurement: the same result as the benchmark's.
 func (*Passive) Name() string { return Name }
 
-// Kind implements measure.Classified: it creates nothing.
-func (*Passive) Kind() measure.Kind { return measure.ReadOnly }
-
-// Permissions implements measure.Permissioned.
-func (*Passive) Permissions() []measure.Permission {
-	return []measure.Permission{
-		{Verbs: []string{"list", "watch"}, Resource: "pods", Reason: "the observed pods, watched through their phases"},
-		{Verbs: []string{"list", "watch"}, Resource: "events", Reason: "the pods' scheduling and pull events"},
-	}
-}
-
 func (o PassiveOptions) where() string {
 	ns := "every namespace"
 	if o.Namespace != "" {

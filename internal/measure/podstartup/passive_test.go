@@ -48,7 +48,7 @@ func TestPassiveSelection(t *testing.T) {
 	})
 	clk := clocktesting.NewFakeClock(t0)
 	p := NewPassive(PassiveOptions{Namespace: "shop", Selector: "app=web", Count: 2, SLO: DefaultSLO, Timeout: time.Hour})
-	if p.Kind() != measure.ReadOnly {
+	if measure.KindOf(p) != measure.ReadOnly {
 		t.Fatal("passive mode must be read-only (no namespace is created for it)")
 	}
 	type out struct {

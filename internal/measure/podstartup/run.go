@@ -53,20 +53,6 @@ func New(o Options) *Measurement { return &Measurement{Opts: o} }
 // Name implements measure.Measurement.
 func (*Measurement) Name() string { return Name }
 
-// Permissions implements measure.Permissioned.
-func (*Measurement) Permissions() []measure.Permission {
-	return []measure.Permission{
-		{Verbs: []string{"create", "delete", "list", "watch"}, Resource: "pods", Reason: "the benchmark's pods (--kind pods), watched through their phases; the nodes' pods counted to size the load"},
-		{Verbs: []string{"list", "watch"}, Resource: "events", Reason: "the pods' scheduling and pull events"},
-		{Verbs: []string{"list", "watch"}, Resource: "nodes", Reason: "where the pods may go and how many fit (allocatable pods, taints, images)"},
-		{Verbs: []string{"create", "delete"}, Group: "apps", Resource: "deployments", Reason: "--kind deployment"},
-		{Verbs: []string{"create", "delete"}, Group: "batch", Resource: "jobs", Reason: "--kind job"},
-	}
-}
-
-// Kind marks it as a benchmark: it creates pods.
-func (*Measurement) Kind() measure.Kind { return measure.Benchmark }
-
 // ClientLoad implements measure.Loader: with --kind pods kubeslow itself creates the pods at QPS.
 func (m *Measurement) ClientLoad() (float32, int) {
 	if m.Opts.Kind != workload.Pods {

@@ -252,14 +252,6 @@ func (*Measurement) Description() string {
 	return "CFS throttling of kube-system's containers under their CPU limits (cAdvisor through the node proxy, at the start and the end of the window)"
 }
 
-// Permissions implements measure.Permissioned.
-func (*Measurement) Permissions() []measure.Permission {
-	return []measure.Permission{
-		{Verbs: []string{"list", "watch"}, Resource: "nodes", Reason: "the real nodes whose kubelets' cAdvisor is read"},
-		{Verbs: []string{"get"}, Resource: "nodes/proxy", Reason: "each kubelet's /metrics/cadvisor through the apiserver's node proxy"},
-	}
-}
-
 // Window implements measure.Observer.
 func (m *Measurement) Window() time.Duration { return m.Length }
 

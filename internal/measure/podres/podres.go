@@ -18,8 +18,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubeslow/kubeslow/internal/measure"
+	"github.com/kubeslow/kubeslow/internal/measure/throttle"
 	"github.com/kubeslow/kubeslow/internal/source/kube"
-	"github.com/kubeslow/kubeslow/internal/source/prom"
+	"github.com/kubeslow/kubeslow/internal/source/kubelet"
 	"github.com/kubeslow/kubeslow/pkg/result"
 )
 
@@ -51,9 +52,7 @@ func (m *Measurement) Run(ctx context.Context, env *measure.Env) (result.Result,
 
 type observation struct {
 	env       *measure.Env
-	nodes     []string
-	first     map[string]*prom.Snapshot
-	firstText map[string][]byte
+	ends      throttle.Ends
 	record    func(Recording)
 	podsStart []corev1.Pod
 	from      time.Time
@@ -61,30 +60,18 @@ type observation struct {
 
 // Start implements measure.Observer: the first read of every real node's cAdvisor, and the pods.
 func (m *Measurement) Start(ctx context.Context, env *measure.Env) (measure.Observation, error) {
-	kubelets, err := env.KubeletNodes(ctx)
+	o := &observation{env: env, record: m.Record,
+		ends: throttle.Ends{Reader: Name, Families: Families, Window: m.Length, NoNode: "simulated nodes have no kubelet, hence no cAdvisor and no kernel"}}
+	err := o.ends.Start(ctx, env, func(ctx context.Context) error {
+		o.from = time.Now()
+		pods, err := ListPods(ctx, env)
+		o.podsStart = pods
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}
-	var nodes []string
-	for _, n := range kubelets {
-		nodes = append(nodes, n.Name)
-	}
-	if len(nodes) == 0 {
-		return nil, measure.Skipf("no real node (simulated nodes have no kubelet, hence no cAdvisor and no kernel)")
-	}
-	from := time.Now()
-	pods, err := ListPods(ctx, env)
-	if err != nil {
-		return nil, err
-	}
-	firstText, first, errs, forbidden := readCadvisorRaw(ctx, env.Client, nodes)
-	if forbidden != nil {
-		return nil, measure.Skipf("no permission to read the kubelets' cAdvisor through the node proxy (nodes/proxy get): %v", forbidden)
-	}
-	if len(first) == 0 {
-		return nil, fmt.Errorf("no kubelet's /metrics/cadvisor could be read: %s", joinErrs(errs))
-	}
-	return &observation{env: env, nodes: nodes, first: first, firstText: firstText, record: m.Record, podsStart: pods, from: from}, nil
+	return o, nil
 }
 
 // Sample implements measure.Observation: counters need only the window's two ends.
@@ -92,7 +79,7 @@ func (*observation) Sample(context.Context) {}
 
 // Gather implements measure.Observation: the last reads, and the analysis.
 func (o *observation) Gather(ctx context.Context) (result.Result, error) {
-	lastText, last, errs, _ := readCadvisorRaw(ctx, o.env.Client, o.nodes)
+	lastScrapes, missed, errs, cerr := o.ends.Last(ctx)
 	to := time.Now()
 	pods, err := ListPods(ctx, o.env)
 	if err != nil {
@@ -112,22 +99,16 @@ func (o *observation) Gather(ctx context.Context) (result.Result, error) {
 		}
 		events = append(events, evs...)
 	}
-	in := Input{First: o.first, Last: last, PodsStart: o.podsStart, PodsEnd: pods, Events: events, Nodes: nodes, From: o.from, To: to}
+	in := Input{First: kubelet.Snaps(o.ends.First), Last: kubelet.Snaps(lastScrapes), PodsStart: o.podsStart, PodsEnd: pods, Events: events, Nodes: nodes, From: o.from, To: to}
 	if o.record != nil {
-		o.record(Recording{Input: in, FirstText: o.firstText, LastText: lastText})
+		o.record(Recording{Input: in, FirstText: kubelet.Texts(o.ends.First, Families), LastText: kubelet.Texts(lastScrapes, Families)})
 	}
 	res := Analyze(in)
-	var missed []string
-	for _, n := range o.nodes {
-		if o.first[n] == nil || last[n] == nil {
-			missed = append(missed, n)
-		}
-	}
-	if len(missed) == len(o.nodes) {
-		return res, fmt.Errorf("no kubelet's /metrics/cadvisor could be read at the window's end: %s", joinErrs(errs))
+	if cerr != nil {
+		return res, cerr
 	}
 	if len(missed) > 0 {
-		notes = append(notes, fmt.Sprintf("cAdvisor not read on %s (%s)", strings.Join(missed, ", "), joinErrs(errs)))
+		notes = append(notes, fmt.Sprintf("cAdvisor not read on %s (%s)", strings.Join(missed, ", "), throttle.JoinErrs(errs)))
 	}
 	if len(notes) > 0 {
 		res.Reason += "; " + strings.Join(notes, "; ")
@@ -185,12 +166,4 @@ func Slim(p *corev1.Pod) corev1.Pod {
 			LastTerminationState: cs.LastTerminationState, RestartCount: cs.RestartCount, Ready: cs.Ready})
 	}
 	return s
-}
-
-func joinErrs(errs map[string]error) string {
-	var out []string
-	for n, e := range errs {
-		out = append(out, n+": "+e.Error())
-	}
-	return strings.Join(out, "; ")
 }

@@ -1,86 +1,21 @@
 package podres
 
 import (
-	"bufio"
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
-	"strings"
-	"sync"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/client-go/kubernetes"
-
-	"github.com/kubeslow/kubeslow/internal/source/kube"
+	"github.com/kubeslow/kubeslow/internal/source/kubelet"
 	"github.com/kubeslow/kubeslow/internal/source/prom"
 )
 
 // Filter keeps the lines of a Prometheus text exposition that belong to families (their samples and their
-// HELP and TYPE lines): what a recording keeps of a cAdvisor scrape.
-func Filter(text []byte, families []string) []byte {
-	keep := map[string]bool{}
-	for _, f := range families {
-		keep[f] = true
-	}
-	var out bytes.Buffer
-	sc := bufio.NewScanner(bytes.NewReader(text))
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		name := line
-		if strings.HasPrefix(line, "# HELP ") || strings.HasPrefix(line, "# TYPE ") {
-			name = line[len("# HELP "):]
-		}
-		if i := strings.IndexAny(name, "{ "); i >= 0 {
-			name = name[:i]
-		}
-		if keep[name] {
-			out.WriteString(line)
-			out.WriteByte('\n')
-		}
-	}
-	return out.Bytes()
-}
-
-// readCadvisorRaw reads each node's /metrics/cadvisor through the node proxy, keeping Families, as text (for
-// a recording) and parsed; a node that failed is in errs; forbidden is set when RBAC refused nodes/proxy.
-func readCadvisorRaw(ctx context.Context, c kubernetes.Interface, nodes []string) (texts map[string][]byte, snaps map[string]*prom.Snapshot, errs map[string]error, forbidden error) {
-	texts, snaps, errs = map[string][]byte{}, map[string]*prom.Snapshot{}, map[string]error{}
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, 8)
-	for _, n := range nodes {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			b, err := kube.NodeProxyGet(ctx, c, n, "metrics", "cadvisor")
-			var s *prom.Snapshot
-			if err == nil {
-				b = Filter(b, Families)
-				s, err = prom.Parse(bytes.NewReader(b), time.Now())
-			}
-			mu.Lock()
-			defer mu.Unlock()
-			if err != nil {
-				errs[n] = err
-				if apierrors.IsForbidden(err) {
-					forbidden = err
-				}
-				return
-			}
-			texts[n], snaps[n] = b, s
-		}()
-	}
-	wg.Wait()
-	return texts, snaps, errs, forbidden
-}
+// HELP and TYPE lines): what a recording keeps of a cAdvisor scrape (kubelet.Filter).
+func Filter(text []byte, families []string) []byte { return kubelet.Filter(text, families) }
 
 // A recording (testdata/NAME/): cadvisor-NODE-first.txt and cadvisor-NODE-last.txt (Filter'ed scrapes),
 // pods-start.json, pods-end.json, events.json and nodes.json (API lists' items) and window.json.

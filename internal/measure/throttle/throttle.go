@@ -6,20 +6,14 @@
 package throttle
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"sort"
 	"strings"
-	"sync"
 	"time"
 
-	"golang.org/x/sync/errgroup"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/client-go/kubernetes"
-
 	"github.com/kubeslow/kubeslow/internal/measure"
-	"github.com/kubeslow/kubeslow/internal/source/kube"
+	"github.com/kubeslow/kubeslow/internal/source/kubelet"
 	"github.com/kubeslow/kubeslow/internal/source/prom"
 	"github.com/kubeslow/kubeslow/pkg/result"
 )
@@ -203,41 +197,6 @@ func Analyze(first, last map[string]*prom.Snapshot) result.Result {
 	return Build(cs, window, from, to)
 }
 
-// Concurrency bounds the node-proxy reads in flight.
-const Concurrency = 8
-
-// ReadCadvisor reads each node's /metrics/cadvisor through the node proxy, keeping Families; a node that
-// failed is in errs; forbidden is set when RBAC refused nodes/proxy.
-func ReadCadvisor(ctx context.Context, c kubernetes.Interface, nodes []string) (snaps map[string]*prom.Snapshot, errs map[string]error, forbidden error) {
-	snaps, errs = map[string]*prom.Snapshot{}, map[string]error{}
-	var mu sync.Mutex
-	var g errgroup.Group
-	g.SetLimit(Concurrency)
-	for _, n := range nodes {
-		g.Go(func() error {
-			b, err := kube.NodeProxyGet(ctx, c, n, "metrics", "cadvisor")
-			var s *prom.Snapshot
-			if err == nil {
-				s, err = prom.Parse(bytes.NewReader(b), time.Now())
-			}
-			mu.Lock()
-			defer mu.Unlock()
-			if err != nil {
-				errs[n] = err
-				if apierrors.IsForbidden(err) {
-					forbidden = err
-				}
-				return nil
-			}
-			s.Keep(Families...)
-			snaps[n] = s
-			return nil
-		})
-	}
-	_ = g.Wait()
-	return snaps, errs, forbidden
-}
-
 // Measurement reads the real nodes' cAdvisor at the start and the end of the run's window.
 type Measurement struct{ Length time.Duration }
 
@@ -260,33 +219,15 @@ func (m *Measurement) Run(ctx context.Context, env *measure.Env) (result.Result,
 	return measure.Observe(ctx, env, m)
 }
 
-type observation struct {
-	env   *measure.Env
-	nodes []string
-	first map[string]*prom.Snapshot
-}
+type observation struct{ ends Ends }
 
 // Start implements measure.Observer: the first read of every real node's cAdvisor.
 func (m *Measurement) Start(ctx context.Context, env *measure.Env) (measure.Observation, error) {
-	kubelets, err := env.KubeletNodes(ctx)
-	if err != nil {
+	o := &observation{ends: Ends{Reader: Name, Families: Families, Window: m.Length, NoNode: "simulated nodes have no kubelet, hence no cAdvisor"}}
+	if err := o.ends.Start(ctx, env, nil); err != nil {
 		return nil, err
 	}
-	var nodes []string
-	for _, n := range kubelets {
-		nodes = append(nodes, n.Name)
-	}
-	if len(nodes) == 0 {
-		return nil, measure.Skipf("no real node (simulated nodes have no kubelet, hence no cAdvisor)")
-	}
-	first, errs, forbidden := ReadCadvisor(ctx, env.Client, nodes)
-	if forbidden != nil {
-		return nil, measure.Skipf("no permission to read the kubelets' cAdvisor through the node proxy (nodes/proxy get): %v", forbidden)
-	}
-	if len(first) == 0 {
-		return nil, fmt.Errorf("no kubelet's /metrics/cadvisor could be read: %s", joinErrs(errs))
-	}
-	return &observation{env: env, nodes: nodes, first: first}, nil
+	return o, nil
 }
 
 // Sample implements measure.Observation: counters need only the window's two ends.
@@ -294,28 +235,13 @@ func (*observation) Sample(context.Context) {}
 
 // Gather implements measure.Observation: the last read, and the analysis.
 func (o *observation) Gather(ctx context.Context) (result.Result, error) {
-	last, errs, _ := ReadCadvisor(ctx, o.env.Client, o.nodes)
-	res := Analyze(o.first, last)
-	var missed []string
-	for _, n := range o.nodes {
-		if o.first[n] == nil || last[n] == nil {
-			missed = append(missed, n)
-		}
-	}
-	if len(missed) == len(o.nodes) {
-		return res, fmt.Errorf("no kubelet's /metrics/cadvisor could be read at the window's end: %s", joinErrs(errs))
+	last, missed, errs, err := o.ends.Last(ctx)
+	res := Analyze(kubelet.Snaps(o.ends.First), kubelet.Snaps(last))
+	if err != nil {
+		return res, err
 	}
 	if len(missed) > 0 {
-		res.Reason += fmt.Sprintf("; not read on %s (%s)", strings.Join(missed, ", "), joinErrs(errs))
+		res.Reason += fmt.Sprintf("; not read on %s (%s)", strings.Join(missed, ", "), JoinErrs(errs))
 	}
 	return res, nil
-}
-
-func joinErrs(errs map[string]error) string {
-	var out []string
-	for n, e := range errs {
-		out = append(out, n+": "+e.Error())
-	}
-	sort.Strings(out)
-	return strings.Join(out, "; ")
 }

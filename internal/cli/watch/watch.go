@@ -22,17 +22,18 @@ import (
 )
 
 type flags struct {
-	cluster   common.ClusterFlags
-	interval  time.Duration
-	listen    string
-	hold      int
-	window    time.Duration
-	only      []string
-	skip      []string
-	etcd      string
-	audit     []string
-	maxSeries int
-	verbose   bool
+	cluster    common.ClusterFlags
+	interval   time.Duration
+	listen     string
+	hold       int
+	window     time.Duration
+	only       []string
+	skip       []string
+	etcd       string
+	audit      []string
+	maxSeries  int
+	verbose    bool
+	agentImage string
 }
 
 // NewCommand returns `kubeslow watch`.
@@ -63,17 +64,25 @@ the interval). A failed cycle never ends the command; Ctrl-C does. docs/watch.md
 	}
 	f.cluster.Add(cmd)
 	fl := cmd.Flags()
-	fl.DurationVar(&f.interval, "interval", watch.DefaultInterval, "time between the end of one cycle and the start of the next")
 	fl.StringVar(&f.listen, "listen", "127.0.0.1:9464", "address to serve /metrics, /, /history and /healthz on")
+	fl.StringSliceVar(&f.audit, "audit-log", nil, "apiserver audit log files or directories, as for kubeslow run")
+	fl.BoolVarP(&f.verbose, "verbose", "v", false, "debug logging on stderr")
+	f.addCycleFlags(cmd)
+	cmd.AddCommand(newInstall(streams), newUninstall(streams))
+	return cmd
+}
+
+// addCycleFlags registers the flags that shape a cycle (install passes them on to the in-cluster watch).
+func (f *flags) addCycleFlags(cmd *cobra.Command) {
+	fl := cmd.Flags()
+	fl.DurationVar(&f.interval, "interval", watch.DefaultInterval, "time between the end of one cycle and the start of the next")
 	fl.IntVar(&f.hold, "for", watch.DefaultFor, "consecutive cycles a finding must hold before it fires")
 	fl.DurationVar(&f.window, "window", 20*time.Second, "observation window of the metric-based measurements in each cycle (below --interval)")
 	fl.StringSliceVar(&f.only, "only", nil, "run only these measurements (names or prefixes ending in '.')")
 	fl.StringSliceVar(&f.skip, "skip", nil, "skip these measurements (names or prefixes ending in '.')")
 	fl.StringVar(&f.etcd, "etcd-endpoint", "", "etcd metrics endpoint (plain http), as for kubeslow run")
-	fl.StringSliceVar(&f.audit, "audit-log", nil, "apiserver audit log files or directories, as for kubeslow run")
 	fl.IntVar(&f.maxSeries, "max-series", watch.DefaultMaxSeries, "most kubeslow_metric series exported from one cycle (the rest are counted in kubeslow_metric_series_dropped)")
-	fl.BoolVarP(&f.verbose, "verbose", "v", false, "debug logging on stderr")
-	return cmd
+	fl.StringVar(&f.agentImage, "agent-image", "", "image with the kubeslow binary at /kubeslow, for the measurements that run it in pods (the read-only ones run none today; default as for kubeslow run)")
 }
 
 func (f *flags) validate() error {
@@ -98,7 +107,7 @@ func (f *flags) watch(ctx context.Context, streams common.IOStreams) error {
 	if err != nil {
 		return err
 	}
-	ao := all.Options{Window: f.window, EtcdEndpoint: f.etcd, AuditLogs: f.audit, Image: f.cluster.AgentImage("")}
+	ao := all.Options{Window: f.window, EtcdEndpoint: f.etcd, AuditLogs: f.audit, Image: f.cluster.AgentImage(f.agentImage)}
 	// The selection is checked once here; each cycle builds fresh measurements (they keep state within a run).
 	if _, err := f.readOnly(ao); err != nil {
 		return err

@@ -46,6 +46,9 @@ touched. A kind the user may not list or delete is skipped and said.`,
 				for k, why := range rep.Skipped {
 					fmt.Fprintf(streams.ErrOut, "skipped %s: %s\n", k, why)
 				}
+				if rep.Installed > 0 {
+					fmt.Fprintf(streams.ErrOut, "left %d objects of `kubeslow watch install` in place (`kubeslow watch uninstall` removes them)\n", rep.Installed)
+				}
 				if len(rep.Deleted) == 0 && err == nil {
 					fmt.Fprintln(streams.Out, "nothing to delete")
 				}

@@ -16,6 +16,8 @@ type CleanupReport struct {
 	Deleted map[string]int
 	// Skipped lists kinds that could not be listed or deleted (e.g. missing permission), with the reason.
 	Skipped map[string]string
+	// Installed counts the objects of `kubeslow watch install` left in place (a cleanup of every run).
+	Installed int
 }
 
 // cleanupKinds are the kinds kubeslow creates, namespaces first (deleting one takes its contents).
@@ -33,7 +35,8 @@ var cleanupKinds = []schema.GroupVersionResource{
 }
 
 // Cleanup deletes every object carrying kubeslow's managed-by label (and the run label, if runID is set).
-// It never deletes an object without the labels. Permission errors skip a kind and are reported, not fatal.
+// It never deletes an object without the labels, and without runID it leaves a standing `kubeslow watch
+// install` (InstalledRun) in place, counted in the report. Permission errors skip a kind and are reported, not fatal.
 func Cleanup(ctx context.Context, c dynamic.Interface, runID string, log *slog.Logger) (*CleanupReport, error) {
 	rep := &CleanupReport{Deleted: map[string]int{}, Skipped: map[string]string{}}
 	opts := metav1.ListOptions{LabelSelector: Selector(runID).String(), Limit: cleanupPage}
@@ -53,6 +56,10 @@ func Cleanup(ctx context.Context, c dynamic.Interface, runID string, log *slog.L
 				return rep, fmt.Errorf("listing %s: %w", gvr.Resource, err)
 			}
 			for _, item := range l.Items {
+				if runID == "" && item.GetLabels()[RunLabel] == InstalledRun {
+					rep.Installed++
+					continue
+				}
 				if err := deleteOne(ctx, c, gvr, item.GetNamespace(), item.GetName(), item.GetLabels(), item.GetDeletionTimestamp() != nil, going, rep, log); err != nil {
 					return rep, err
 				}

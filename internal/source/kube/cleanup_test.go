@@ -109,3 +109,46 @@ func TestCleanupClusterRoleBindings(t *testing.T) {
 		}
 	}
 }
+
+// TestCleanupLeavesInstalledWatch: a cleanup of every run deletes the runs' objects but leaves what `kubeslow
+// watch install` made (counted in the report); asked for that install by its run label, it deletes it.
+func TestCleanupLeavesInstalledWatch(t *testing.T) {
+	pod := func(name, ns string, l map[string]string) *corev1.Pod {
+		return &corev1.Pod{TypeMeta: metav1.TypeMeta{Kind: "Pod", APIVersion: "v1"}, ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: l}}
+	}
+	sc := runtime.NewScheme()
+	_ = corev1.AddToScheme(sc)
+	gvrs := map[schema.GroupVersionResource]string{}
+	for _, g := range cleanupKinds {
+		gvrs[g] = map[string]string{"namespaces": "Namespace", "pods": "Pod", "deployments": "Deployment", "daemonsets": "DaemonSet",
+			"jobs": "Job", "services": "Service", "configmaps": "ConfigMap", "clusterrolebindings": "ClusterRoleBinding"}[g.Resource] + "List"
+	}
+	for _, tc := range []struct {
+		runID         string
+		want          []string
+		wantInstalled int
+	}{
+		{"", []string{"default/run-pod"}, 2},
+		{InstalledRun, []string{"/kubeslow", "default/watch-pod"}, 0},
+	} {
+		objs := []runtime.Object{
+			&corev1.Namespace{TypeMeta: metav1.TypeMeta{Kind: "Namespace", APIVersion: "v1"}, ObjectMeta: ObjectMeta("kubeslow", "", InstalledRun)},
+			pod("watch-pod", "default", RunLabels(InstalledRun)),
+			pod("run-pod", "default", RunLabels("r1")),
+		}
+		c := dynfake.NewSimpleDynamicClientWithCustomListKinds(sc, gvrs, objs...)
+		var deletes []string
+		c.PrependReactor("delete", "*", func(a k8stesting.Action) (bool, runtime.Object, error) {
+			deletes = append(deletes, a.GetNamespace()+"/"+a.(k8stesting.DeleteAction).GetName())
+			return false, nil, nil
+		})
+		rep, err := Cleanup(context.Background(), c, tc.runID, slog.New(slog.NewTextHandler(io.Discard, nil)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		sort.Strings(deletes)
+		if strings.Join(deletes, ",") != strings.Join(tc.want, ",") || rep.Installed != tc.wantInstalled {
+			t.Errorf("run %q: deletes %v, installed kept %d; want %v, %d", tc.runID, deletes, rep.Installed, tc.want, tc.wantInstalled)
+		}
+	}
+}

@@ -15,6 +15,10 @@ const (
 	ManagedByLabel = "app.kubernetes.io/managed-by"
 	ManagedByValue = "kubeslow"
 	RunLabel       = "kubeslow.dev/run"
+	// InstalledRun is the RunLabel value of what `kubeslow watch install` put in the cluster: not a run's but a
+	// standing install, which `kubeslow cleanup` of every run leaves alone (`kubeslow watch uninstall`, or
+	// `kubeslow cleanup --run watch-install`, removes it).
+	InstalledRun = "watch-install"
 )
 
 // NewRunID returns a short, sortable, unique run id (UTC time + random suffix), valid as a label value.

@@ -33,7 +33,7 @@ const (
 	// DefaultNamespace is where install puts them unless --namespace says otherwise.
 	DefaultNamespace = "kubeslow"
 	// RunValue is the kube.RunLabel value of every installed object: a fixed identity, not a run's ID.
-	RunValue = "watch-install"
+	RunValue = kube.InstalledRun
 	// NamespaceLabel names the namespace an object belongs to, so the cluster-scoped roles and bindings of
 	// one install are told from another's.
 	NamespaceLabel = "kubeslow.dev/watch-namespace"

@@ -23,6 +23,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/kubeslow/kubeslow/internal/source/kube"
+	"github.com/kubeslow/kubeslow/internal/source/kubelet"
 	"github.com/kubeslow/kubeslow/pkg/result"
 )
 
@@ -44,6 +45,9 @@ type Env struct {
 	// Scrapes shares each step's scrape of a source between the measurements that read it (nil: each
 	// fetches its own).
 	Scrapes *SharedScrapes
+	// Cadvisor shares each real node's cAdvisor scrape at a window end between its readers (system.throttling,
+	// pods.resources): one request per node per window end (nil: each reader scrapes its own).
+	Cadvisor *kubelet.Cadvisor
 	// Nodes is the run's shared node informer (nil: ListNodes sends its own paginated LIST).
 	Nodes *NodeCache
 	// BenchDeadline is when the run's --budget for benchmarks ends (zero: no budget): a benchmark's waits on

@@ -15,6 +15,7 @@ import (
 	"github.com/kubeslow/kubeslow/internal/measure"
 	"github.com/kubeslow/kubeslow/internal/rule"
 	"github.com/kubeslow/kubeslow/internal/source/kube"
+	"github.com/kubeslow/kubeslow/internal/source/kubelet"
 	"github.com/kubeslow/kubeslow/internal/version"
 	"github.com/kubeslow/kubeslow/pkg/result"
 )
@@ -71,7 +72,8 @@ func Run(ctx context.Context, o Options, ms []measure.Measurement) *result.Repor
 		progress = func(string, ...any) {}
 	}
 	env := &measure.Env{Client: o.Client, Config: o.Config, Clock: o.Clock, Log: log, Namespace: o.Namespace, RunID: o.RunID,
-		NodeTier: o.NodeTier, NodeTierOff: o.NodeTierOff, Scrapes: measure.NewSharedScrapes(o.Clock), Nodes: measure.NewNodeCache(o.Client)}
+		NodeTier: o.NodeTier, NodeTierOff: o.NodeTierOff, Scrapes: measure.NewSharedScrapes(o.Clock), Cadvisor: kubelet.NewCadvisor(o.Client),
+		Nodes: measure.NewNodeCache(o.Client)}
 	defer env.Nodes.Stop() // one node informer for the run's measurements (docs/scale.md)
 	results := make([]*result.Result, len(ms))
 	skips := skipNote{}

@@ -119,7 +119,7 @@ func TestOneCadvisorScrapePerEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	clk := clocktesting.NewFakeClock(time.Unix(1e9, 0))
-	env := &measure.Env{Client: c, Clock: clk, Scrapes: measure.NewSharedScrapes(clk)}
+	env := &measure.Env{Client: c, Clock: clk, Scrapes: measure.NewSharedScrapes(clk), Cadvisor: kubelet.NewCadvisor(c)}
 	ctx := context.Background()
 
 	th, pr := throttle.New(time.Minute), podres.New(time.Minute)

@@ -3,12 +3,9 @@ package throttle
 import (
 	"context"
 	"fmt"
-	"runtime"
 	"sort"
 	"strings"
-	"sync"
 	"time"
-	"weak"
 
 	"github.com/kubeslow/kubeslow/internal/measure"
 	"github.com/kubeslow/kubeslow/internal/source/kubelet"
@@ -82,25 +79,13 @@ func (e *Ends) Last(ctx context.Context) (last map[string]kubelet.Scrape, missed
 	return last, missed, errs, err
 }
 
-// runs holds each run's shared cAdvisor scrapes, by the run's shared scrapes (measure.Env.Scrapes): one
-// kubelet.Cadvisor per run, dropped with the run.
-var runs sync.Map // weak.Pointer[measure.SharedScrapes] -> *kubelet.Cadvisor
-
-// CadvisorOf is env's run's shared cAdvisor scrapes; a run that shares no scrapes (Env.Scrapes nil) gets
-// scrapes of its own at each call.
+// CadvisorOf is env's run's shared cAdvisor scrapes (Env.Cadvisor); an Env without them gets scrapes of its
+// own at each call.
 func CadvisorOf(env *measure.Env) *kubelet.Cadvisor {
-	if env.Scrapes == nil {
-		return kubelet.NewCadvisor(env.Client)
+	if env.Cadvisor != nil {
+		return env.Cadvisor
 	}
-	k := weak.Make(env.Scrapes)
-	if v, ok := runs.Load(k); ok {
-		return v.(*kubelet.Cadvisor)
-	}
-	v, loaded := runs.LoadOrStore(k, kubelet.NewCadvisor(env.Client))
-	if !loaded {
-		runtime.AddCleanup(env.Scrapes, func(k weak.Pointer[measure.SharedScrapes]) { runs.Delete(k) }, k)
-	}
-	return v.(*kubelet.Cadvisor)
+	return kubelet.NewCadvisor(env.Client)
 }
 
 // JoinErrs is each node's error, "node: error", sorted and joined.

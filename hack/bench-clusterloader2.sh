@@ -14,6 +14,10 @@
 #   PERF_TESTS=/path/to/perf-tests.git PERF_TESTS_COMMIT=4b34154 hack/bench-clusterloader2.sh
 #   ACTIVE_BURSTS="20 1" hack/bench-clusterloader2.sh  # then `kubeslow bench pods` creating its own COUNT pods
 #                                                      # at QPS/s, once per burst (not the same pods: variance)
+#   ALTERNATE=1 ROUNDS=4 hack/bench-clusterloader2.sh # after each clusterloader2 round, `kubeslow bench pods`
+#                                                      # with no flag but --count and --create-qps creates its own
+#                                                      # COUNT pods at QPS/s: its p99 per round beside the spread
+#                                                      # of clusterloader2's (issue 45's check)
 #   PROFILE=1 hack/bench-clusterloader2.sh             # kubeslow's CPU profile and execution trace per run
 #
 # Needs root (the lab) and bin/kubeslow (make build). It takes the machine's lab lock for the whole session,
@@ -29,6 +33,7 @@ QPS=${QPS:-10}
 ROUNDS=${ROUNDS:-2}
 NODES=${NODES:-20}
 ACTIVE_BURSTS=${ACTIVE_BURSTS:-}
+ALTERNATE=${ALTERNATE:-0}
 PROFILE=${PROFILE:-0}
 IMAGE=kubeslow.local/pause:1 # the lab's pause image (podstartup.LabImage), present on the lab's nodes
 OUT=${OUT:-$(mktemp -d /tmp/kubeslow-vs-cl2.XXXXXX)}
@@ -144,6 +149,14 @@ session() {
 			echo "clusterloader2 exited $?: $OUT/cl2-$r.log" >&2
 		wait "$ks" || [[ $? == 1 ]] || { echo "kubeslow failed: $OUT/kubeslow-$r.log" >&2; return 1; }
 		kubectl --kubeconfig "$kubeconfig" wait --for=delete pods -A -l "kubeslow-compare=r$r" --timeout=5m >/dev/null 2>&1 || true
+		if [[ $ALTERNATE == 1 ]]; then
+			echo "round $r: kubeslow bench pods creating its own $COUNT pods at $QPS/s (the default shape)" >&2
+			# shellcheck disable=SC2046
+			"$KUBESLOW" bench pods --lab --count "$COUNT" --create-qps "$QPS" $(prof "alt-$r") \
+				-o json >"$OUT/kubeslow-alt-$r.json" 2>"$OUT/kubeslow-alt-$r.log" || [[ $? == 1 ]] ||
+				{ echo "kubeslow failed: $OUT/kubeslow-alt-$r.log" >&2; return 1; }
+			kubectl --kubeconfig "$kubeconfig" wait --for=delete namespace -l kubeslow.dev/run --timeout=5m >/dev/null 2>&1 || true
+		fi
 	done
 	for burst in $ACTIVE_BURSTS; do
 		echo "active: kubeslow bench pods creating $COUNT pods at $QPS/s, burst $burst" >&2
@@ -156,13 +169,13 @@ session() {
 	done
 }
 export -f session prof
-export KUBESLOW CL2 OUT COUNT QPS ROUNDS NODES ACTIVE_BURSTS PROFILE
+export KUBESLOW CL2 OUT COUNT QPS ROUNDS NODES ACTIVE_BURSTS ALTERNATE PROFILE
 flock "$LOCK" bash -c session
 
 # --- the table ----------------------------------------------------------------------------------------------
-python3 - "$OUT" "$ROUNDS" "$COUNT" "$QPS" "$ACTIVE_BURSTS" <<'PY'
+python3 - "$OUT" "$ROUNDS" "$COUNT" "$QPS" "$ACTIVE_BURSTS" "$ALTERNATE" <<'PY'
 import glob, json, sys
-out, rounds, count, qps, bursts = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5].split()
+out, rounds, count, qps, bursts, alternate = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5].split(), sys.argv[6] == "1"
 # clusterloader2's transition -> kubeslow's figures on the same pods: its own SLI and phase, and its cl2 method.
 ROWS = [("pod_startup", "startup_sli", None), ("create_to_schedule", "phase", "schedule"),
         ("schedule_to_run", None, None), ("schedule_to_watch", None, None), ("run_to_watch", None, None)]
@@ -227,5 +240,27 @@ if bursts:
         print(f"burst {burst:>3}: SLI p50/p90/p99 {fmt(ks('startup_sli_p50'))} / {fmt(ks('startup_sli_p90'))} / {fmt(ks('startup_sli_p99'))};"
               f" cl2 method pod_startup p99 {fmt(ks('cl2_p99', phase='pod_startup', method='clusterloader2'))};"
               f" schedule p90/p99 {fmt(ks('phase_p90', phase='schedule'))} / {fmt(ks('phase_p99', phase='schedule'))}")
+if alternate:
+    print("\nalternated, round by round: clusterloader2 creating and measuring its pods, then `kubeslow bench pods --count"
+          f" {count} --create-qps {qps}` (no other flag) creating and measuring its own; pod start-up p99, ms")
+    cl, ksp = [], []
+    for r in range(1, rounds + 1):
+        cv = cl2(r).get("pod_startup", {}).get("Perc99")
+        kv = kubeslow(f"{out}/kubeslow-alt-{r}.json")("startup_sli_p99")
+        rep = json.load(open(f"{out}/kubeslow-alt-{r}.json"))
+        res = next(x for x in rep["results"] if x["name"] == "pods.startup")
+        shape = {m["name"]: m["value"] for m in res.get("metrics", []) if m["name"] in ("create_qps", "create_burst")}
+        print(f"round {r}: clusterloader2 {fmt(cv):>7}   kubeslow {fmt(kv):>7}   (kubeslow's load: {shape})")
+        if cv is not None:
+            cl.append(cv)
+        if kv is not None:
+            ksp.append(kv)
+    if cl and ksp:
+        lo, hi = min(cl), max(cl)
+        inside = sum(lo <= v <= hi for v in ksp)
+        med = sorted(ksp)[len(ksp) // 2]
+        print(f"clusterloader2's spread {lo:.1f}-{hi:.1f} ms over {len(cl)} rounds; kubeslow's p99 {min(ksp):.1f}-{max(ksp):.1f} ms"
+              f" (median {med:.1f}); {inside} of {len(ksp)} kubeslow rounds inside the spread; the median "
+              + ("inside" if lo <= med <= hi else "OUTSIDE"))
 print(f"\nfiles: {out}")
 PY

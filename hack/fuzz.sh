@@ -8,11 +8,20 @@
 # integration tests; `make fuzz` alone runs it.
 #
 #   FUZZTIME=30s hack/fuzz.sh            every target, longer
+#   FUZZWORKERS=1 hack/fuzz.sh           one fuzzing worker per target (and one compile at a time): `make test`
+#                                        runs it so, at nice 19, beside the integration tests
 #   hack/fuzz.sh ./internal/source/prom/...     only the targets under those packages
 set -uo pipefail
 cd "$(dirname "$0")/.."
 FUZZTIME=${FUZZTIME:-3s}
 GO=${GO:-go}
+# Workers per target (go test -parallel; default GOMAXPROCS); with FUZZWORKERS set, the instrumented test
+# binaries are also compiled one package at a time (go build -p).
+workers=() buildp=()
+if [ -n "${FUZZWORKERS:-}" ]; then
+	workers=(-test.parallel="$FUZZWORKERS")
+	buildp=(-p "$FUZZWORKERS")
+fi
 pkgs=("$@")
 [ ${#pkgs[@]} -eq 0 ] && pkgs=(./...)
 tmp=$(mktemp -d)
@@ -32,7 +41,7 @@ while read -r d ip; do
 	pkg=./${d#"$PWD"/}
 	bin=$tmp/$(echo "$ip" | tr / _).test
 	t0=$SECONDS
-	if ! out=$($GO test -c -fuzz=. -o "$bin" "$pkg" 2>&1); then
+	if ! out=$($GO test "${buildp[@]}" -c -fuzz=. -o "$bin" "$pkg" 2>&1); then
 		printf '%-4s %-44s %-28s %3ds\n' FAIL "$pkg" "(build)" $((SECONDS - t0))
 		echo "$out" | tail -30 | sed 's/^/     /'
 		failed=$((failed + 1))
@@ -45,7 +54,7 @@ while read -r d ip; do
 		res=FAIL
 		for try in 1 2 3; do
 			before=$(ls "$d/testdata/fuzz/$t" 2>/dev/null | wc -l)
-			if out=$(cd "$d" && "$bin" -test.run='^$' -test.fuzz="^$t\$" -test.fuzztime="$FUZZTIME" -test.fuzzcachedir="$cache/$ip" 2>&1); then
+			if out=$(cd "$d" && "$bin" -test.run='^$' -test.fuzz="^$t\$" -test.fuzztime="$FUZZTIME" -test.fuzzcachedir="$cache/$ip" "${workers[@]}" 2>&1); then
 				res=ok
 				break
 			fi

@@ -27,22 +27,19 @@ import (
 // `kubeslow run --lab` on the healthy lab (no finding, report.json/html/xml written);
 // everything they created must be gone.
 func TestIntegrationBenchPods(t *testing.T) {
-	d := labtest.Dirs(t)
-	t.Setenv("KUBESLOW_STATE_DIR", d.State)
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
-	defer cancel()
 	// Traefik's cold build is longer than the rest of the lab's: CI leaves it out (hack/bench-ingress.sh and
 	// KUBESLOW_INTEGRATION_INGRESS=1 bring it in).
 	withIngress := os.Getenv("KUBESLOW_INTEGRATION_INGRESS") != ""
-	cfg := lab.Config{Nodes: 5, RealNodes: 2, AgentBinary: labtest.Binary(t)}
+	// The package's shared lab (appLab), fresh: this test is the first on it (its lab down and what it left
+	// are checked when the package's last test is done, labtest.Main).
+	cfg := appLab(t)
 	if withIngress {
 		cfg.Ingress = lab.IngressTraefik
 	}
-	rc, down := labtest.Up(t, d, func() error {
-		_, err := lab.Up(ctx, d, cfg, t.Logf)
-		return err
-	})
-	defer down()
+	d, rc := labtest.Shared(t, cfg)
+	t.Setenv("KUBESLOW_STATE_DIR", d.State)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+	defer cancel()
 	c := kubernetes.NewForConfigOrDie(rc)
 
 	t.Run("simulated", func(t *testing.T) {

@@ -23,10 +23,13 @@ import (
 	"github.com/kubeslow/kubeslow/pkg/result"
 )
 
-// faultsLab is the lab TestIntegrationExplain and TestIntegrationFaults share (labtest.Shared): three kwok
-// nodes and one real node with the agent image.
-func faultsLab(t *testing.T) lab.Config {
-	return lab.Config{Nodes: 3, RealNodes: 1, AgentBinary: labtest.Binary(t)}
+// appLab is the lab this package's integration tests share (labtest.Shared), in the order of their files:
+// TestIntegrationBenchPods (the healthy lab: it runs first, on a fresh one), TestIntegrationExplain,
+// TestIntegrationFaults, TestIntegrationImagePushKubeconfigOnly and the managed case of
+// TestIntegrationRBACViewUser: five kwok nodes and two real nodes with the agent image (bench net's
+// pod->pod path between nodes needs the second).
+func appLab(t *testing.T) lab.Config {
+	return lab.Config{Nodes: 5, RealNodes: 2, AgentBinary: labtest.Binary(t)}
 }
 
 // TestIntegrationExplain: `kubeslow explain` on pods kubeslow did not create, read by a user bound only to
@@ -39,7 +42,7 @@ func faultsLab(t *testing.T) lab.Config {
 //   - bad input: a pod that does not exist and an unknown kind, each one line on stderr and exit 2;
 //   - nothing created: the namespace's objects are the same after as before.
 func TestIntegrationExplain(t *testing.T) {
-	d, rc := labtest.Shared(t, faultsLab(t))
+	d, rc := labtest.Shared(t, appLab(t))
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
 	admin := kubernetes.NewForConfigOrDie(rc)

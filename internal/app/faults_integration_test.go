@@ -31,9 +31,9 @@ import (
 // code, marks what the fault interrupted, names the outage it lived through (etcd's stall as KS-ETCD-STALL)
 // and leaves no kubeslow-labelled object behind.
 func TestIntegrationFaults(t *testing.T) {
-	// The lab TestIntegrationExplain ran on (labtest.Shared); the faults below each end with the lab whole
-	// again, which the shared lab's check at the end of the test confirms.
-	d, rc := labtest.Shared(t, faultsLab(t))
+	// The package's shared lab (appLab); the faults below each end with the lab whole again, which the shared
+	// lab's check at the end of the test confirms.
+	d, rc := labtest.Shared(t, appLab(t))
 	t.Setenv("KUBESLOW_STATE_DIR", d.State)
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()

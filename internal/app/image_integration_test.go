@@ -24,16 +24,13 @@ import (
 // is imported under another name (kubeslow.local/...), so the real node's containerd can only have the pushed
 // reference from the registry; the node's status lists it after.
 func TestIntegrationImagePushKubeconfigOnly(t *testing.T) {
-	d := labtest.Dirs(t)
+	// The package's shared lab (appLab): its two real nodes pull the pushed image from its registry.
+	cfg := appLab(t)
+	d, rc := labtest.Shared(t, cfg)
 	t.Setenv("KUBESLOW_STATE_DIR", d.State)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
 	bin := labtest.Binary(t)
-	rc, down := labtest.Up(t, d, func() error {
-		_, err := lab.Up(ctx, d, lab.Config{Nodes: 2, RealNodes: 1, AgentBinary: bin}, t.Logf)
-		return err
-	})
-	defer down()
 
 	code, out, errOut := runArgs(t, "lab", "status", "-o", "json")
 	var st lab.Status
@@ -60,7 +57,7 @@ func TestIntegrationImagePushKubeconfigOnly(t *testing.T) {
 	if na == nil || !na.Status.Measured() {
 		t.Fatalf("%s: %+v\n%s", nodeagent.Name, na, errOut)
 	}
-	if sched, got := metric(na, nodeagent.MetricAgentsScheduled, nil), metric(na, nodeagent.MetricNodesReported, nil); sched != 1 || got != 1 {
+	if sched, got := metric(na, nodeagent.MetricAgentsScheduled, nil), metric(na, nodeagent.MetricNodesReported, nil); sched != float64(cfg.RealNodes) || got != float64(cfg.RealNodes) {
 		t.Fatalf("agents scheduled %v, reported %v: %+v", sched, got, na.Records)
 	}
 	dr := find(rep, dnsready.Name)

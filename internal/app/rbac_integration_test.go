@@ -12,6 +12,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/yaml"
 
@@ -35,8 +36,6 @@ const viewUser = "kubeslow-viewer"
 // from `kubeslow rbac`. The user is checked to be no admin first (it may not list Secrets nor bind roles), so
 // a run that passes is a run the printed grants allowed.
 func TestIntegrationRBACViewUser(t *testing.T) {
-	d := labtest.Dirs(t)
-	t.Setenv("KUBESLOW_STATE_DIR", d.State)
 	bin := labtest.Binary(t)
 	kinds := map[string]measure.Kind{}
 	for _, m := range all.Registry(all.Options{}).All() {
@@ -46,17 +45,28 @@ func TestIntegrationRBACViewUser(t *testing.T) {
 		t.Run(layout, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 			defer cancel()
-			cfg := lab.Config{Layout: layout, Nodes: 1, RealNodes: 1, AgentBinary: bin, Etcd: lab.EtcdStorage{Kind: "tmpfs"},
-				ImagePulls: lab.ImagePullSettings{Serialize: true}}
-			start := time.Now()
-			rc, down := labtest.Up(t, d, func() error { _, err := lab.Up(ctx, d, cfg, t.Logf); return err })
-			defer down()
-			t.Logf("lab up --layout %s took %s", layout, time.Since(start).Round(100*time.Millisecond))
+			// managed: the package's shared lab (appLab, the default layout), the last test on it; kubeadm: a lab
+			// of its own (no other test of the package needs that layout).
+			var d lab.Dirs
+			var rc *rest.Config
+			if layout == lab.LayoutManaged {
+				d, rc = labtest.Shared(t, appLab(t))
+			} else {
+				d = labtest.Dirs(t)
+				cfg := lab.Config{Layout: layout, Nodes: 1, RealNodes: 1, AgentBinary: bin, Etcd: lab.EtcdStorage{Kind: "tmpfs"},
+					ImagePulls: lab.ImagePullSettings{Serialize: true}}
+				start := time.Now()
+				var down func()
+				rc, down = labtest.Up(t, d, func() error { _, err := lab.Up(ctx, d, cfg, t.Logf); return err })
+				defer down()
+				t.Logf("lab up --layout %s took %s", layout, time.Since(start).Round(100*time.Millisecond))
+			}
+			t.Setenv("KUBESLOW_STATE_DIR", d.State)
 			admin := kubernetes.NewForConfigOrDie(rc)
 
 			kc := viewerKubeconfig(ctx, t, d, rc.Host, admin)
 
-			start = time.Now()
+			start := time.Now()
 			code, out, errOut := runArgs(t, "run", "--kubeconfig", kc, "--agent-image", lab.AgentImage, "--profile", "quick",
 				"--out-dir", "", "-o", "json")
 			t.Logf("run as %s took %s, exit %d", viewUser, time.Since(start).Round(100*time.Millisecond), code)

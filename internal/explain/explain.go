@@ -49,6 +49,7 @@ func Explain(in Input) *result.Explanation {
 		facts[pt.Name] = f
 		causes = append(causes, podCauses(pt, f)...)
 	}
+	causes = append(causes, dnsCauses(in.Pods, x.Pods)...)
 	sort.SliceStable(x.Pods, func(i, j int) bool {
 		if x.Pods[i].Seconds != x.Pods[j].Seconds {
 			return x.Pods[i].Seconds > x.Pods[j].Seconds

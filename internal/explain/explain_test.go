@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -339,5 +340,85 @@ func TestNoPodReadyToStartContainers(t *testing.T) {
 	}
 	if s := step(t, x.Pods[0], StepStart); s.Seconds != 4 {
 		t.Errorf("start: %+v", s)
+	}
+}
+
+// caseAJob is an Indexed Job's four members behind the headless Service job-a (case A): the lead runs (and
+// is Ready) at 2 s, the others, created once it ran, are Ready at 8, 8 and 9 s; the slice was last written at
+// sliceAt.
+func caseAJob(sliceAt float64) Input {
+	sel := map[string]string{"job": "job-a"}
+	var pods []corev1.Pod
+	for i, r := range []float64{2, 8, 8, 9} {
+		p := buildPod(podSpec{name: fmt.Sprintf("job-a-%d-x", i), node: "node-a", scheduled: r - 2, sandbox: r - 1, started: r, ready: r, labels: sel})
+		p.Spec.Hostname, p.Spec.Subdomain = fmt.Sprintf("job-a-%d", i), "job-a"
+		pods = append(pods, p)
+	}
+	ptrs := []*corev1.Pod{&pods[0], &pods[1], &pods[2], &pods[3]}
+	return Input{Target: result.ExplainTarget{Kind: KindJob, Namespace: "shop", Name: "job-a", Selection: "the Job's pods"}, Pods: pods, Now: at(600),
+		Network: Network{Services: []corev1.Service{service("job-a", sel, true)}, Slices: []discoveryv1.EndpointSlice{slice("job-a", sliceAt, ptrs...)}}}
+}
+
+// TestDNSCaseA: the members created after the lead ran have names its lookups could only miss: one
+// KS-EXPLAIN-DNS verdict over the three, first, the worst the last to become Ready (7 s after the lead
+// started); the lead's own name existed before any peer ran. The dns steps stay not-measured, with the
+// inferred figures as values.
+func TestDNSCaseA(t *testing.T) {
+	x := Explain(caseAJob(10))
+	valid(t, x)
+	if len(x.Verdicts) == 0 || x.Verdicts[0].ID != IDDNS {
+		t.Fatalf("verdicts %+v: want %s first", x.Verdicts, IDDNS)
+	}
+	v := x.Verdicts[0]
+	if v.ItemCount != 3 || !strings.Contains(v.Summary, "on 3 of 4 pods; the slowest: job-a-3-x (job-a-3.job-a.shop.svc): peer job-a-0-x had been running 7 s") ||
+		strings.Contains(v.Summary, "EndpointSlice at most") {
+		t.Errorf("verdict: %+v", v)
+	}
+	for _, it := range v.Items {
+		if it.Key == "pod=job-a-0-x" {
+			t.Errorf("the lead's name existed before its peers ran: %+v", it)
+		}
+	}
+	byName := map[string]result.PodTimeline{}
+	for _, pt := range x.Pods {
+		byName[pt.Name] = pt
+	}
+	lead, last, mid := step(t, byName["job-a-0-x"], StepDNS), step(t, byName["job-a-3-x"], StepDNS), step(t, byName["job-a-1-x"], StepDNS)
+	if lead.Status != result.StepNotMeasured || lead.Values["peer_running_before_ready_seconds"] != 0 || lead.Details["earliest_peer"] != "job-a-1-x" {
+		t.Errorf("lead's dns: %+v", lead)
+	}
+	if _, ok := lead.Values["ready_to_endpointslice_seconds"]; ok || !strings.Contains(lead.Note, "a peer became Ready later") {
+		t.Errorf("lead's dns: the slice's write may be a later peer's, not its publication: %+v", lead)
+	}
+	if last.Values["peer_running_before_ready_seconds"] != 7 || last.Values["ready_to_endpointslice_seconds"] != 1 || !strings.HasPrefix(last.Note, "inferred") {
+		t.Errorf("last member's dns: %+v", last)
+	}
+	if mid.Values["peer_running_before_ready_seconds"] != 6 || mid.Details["earliest_peer"] != "job-a-0-x" {
+		t.Errorf("member 1's dns: %+v", mid)
+	}
+}
+
+// TestDNSCaseALatePublication: the EndpointSlice written 15 s after the last member was Ready (a batched
+// endpoint controller): the last member's window counts it and the verdict says so.
+func TestDNSCaseALatePublication(t *testing.T) {
+	x := Explain(caseAJob(24))
+	if len(x.Verdicts) == 0 || x.Verdicts[0].ID != IDDNS || !strings.Contains(x.Verdicts[0].Summary, "the slowest: job-a-3-x") ||
+		!strings.Contains(x.Verdicts[0].Summary, "EndpointSlice at most 15 s after the pod was Ready") {
+		t.Fatalf("verdicts %+v", x.Verdicts)
+	}
+	if e := x.Verdicts[0].Evidence[0]; e.Name != "dns_exposure_seconds" || e.Value != 22 {
+		t.Errorf("evidence %+v: want the window 7 + 15 s", e)
+	}
+}
+
+// TestDNSAlonePromptSlice: one pod, no peer, its name published 1 s after Ready: nothing to say about DNS.
+func TestDNSAlonePromptSlice(t *testing.T) {
+	in := caseAJob(10)
+	in.Pods = in.Pods[3:]
+	in.Target = ptarget("job-a-3-x")
+	for _, v := range Explain(in).Verdicts {
+		if v.ID == IDDNS {
+			t.Errorf("a lone pod published 1 s after Ready: %+v", v)
+		}
 	}
 }

@@ -128,3 +128,155 @@ func dnsStep(p *corev1.Pod, net Network) (result.Step, bool) {
 	}
 	return result.Step{}, false
 }
+
+// dnsMember is a pod with a per-pod DNS name (case A) as dnsCauses reads it.
+type dnsMember struct {
+	pod            *corev1.Pod
+	ready, started time.Time
+}
+
+// firstStart is the earliest start of p's containers (zero: none started): from then on it can ask for names.
+func firstStart(p *corev1.Pod) time.Time {
+	var first time.Time
+	for _, cs := range p.Status.ContainerStatuses {
+		var t time.Time
+		switch {
+		case cs.State.Running != nil:
+			t = cs.State.Running.StartedAt.Time
+		case cs.State.Terminated != nil:
+			t = cs.State.Terminated.StartedAt.Time
+		}
+		if !t.IsZero() && (first.IsZero() || t.Before(first)) {
+			first = t
+		}
+	}
+	return first
+}
+
+// dnsCauses reads case A across the pods explained together (a Job's members): for each pod with a dns step,
+// how long a peer of the same subdomain ran before the pod was Ready — its lookups of the pod's name could
+// then only get NXDOMAIN, which resolvers cache — and, when the pod was the last of them to become Ready (so
+// that the slice's last write can be its), how long after Ready its name was in the headless Service's
+// EndpointSlice. It fills the dns steps' values (the step stays not-measured: when the name became
+// resolvable is kept nowhere) and gives a KS-EXPLAIN-DNS cause per pod whose name was missing 1 s or more
+// while a peer ran, or published 2 s or more after Ready.
+func dnsCauses(in []corev1.Pod, pts []result.PodTimeline) []cause {
+	groups := map[string][]dnsMember{}
+	for i := range in {
+		p := &in[i]
+		if p.Spec.Hostname == "" || p.Spec.Subdomain == "" {
+			continue
+		}
+		k := p.Namespace + "/" + p.Spec.Subdomain
+		groups[k] = append(groups[k], dnsMember{pod: p, ready: trueSince(p, corev1.PodReady), started: firstStart(p)})
+	}
+	byName := map[string]*result.PodTimeline{}
+	for i := range pts {
+		byName[pts[i].Name] = &pts[i]
+	}
+	var out []cause
+	for _, k := range sortedKeys(groups) {
+		g := groups[k]
+		for _, m := range g {
+			pt := byName[m.pod.Name]
+			if pt == nil || m.ready.IsZero() {
+				continue
+			}
+			var dns, eps *result.Step
+			for j := range pt.Steps {
+				switch pt.Steps[j].Name {
+				case StepDNS:
+					dns = &pt.Steps[j]
+				case StepEndpoints:
+					eps = &pt.Steps[j]
+				}
+			}
+			if dns == nil {
+				continue
+			}
+			// The peer that could ask first, and whether any peer became Ready after this pod.
+			var peer string
+			var from time.Time
+			last := true
+			for _, o := range g {
+				if o.pod == m.pod {
+					continue
+				}
+				if !o.started.IsZero() && (from.IsZero() || o.started.Before(from)) {
+					from, peer = o.started, o.pod.Name
+				}
+				if o.ready.After(m.ready) {
+					last = false
+				}
+			}
+			if dns.Values == nil {
+				dns.Values = map[string]float64{}
+			}
+			exposure := 0.0
+			if peer != "" {
+				exposure = seconds(from, m.ready)
+				dns.Values["peer_running_before_ready_seconds"] = exposure
+				dns.Details["earliest_peer"] = peer
+			}
+			published, pubKnown := 0.0, false
+			if eps != nil && eps.Status == result.StepDone && eps.Details["service"] == m.pod.Spec.Subdomain && last {
+				published, pubKnown = eps.Seconds, true
+				dns.Values["ready_to_endpointslice_seconds"] = published
+			}
+			var parts, facts []string
+			if peer != "" {
+				facts = append(facts, fmt.Sprintf("peer %s started %s before this pod was Ready", peer, secs(exposure)))
+			}
+			switch {
+			case pubKnown:
+				facts = append(facts, fmt.Sprintf("the name was in the EndpointSlice at most %s after Ready", secs(published)))
+			case eps != nil && eps.Status == result.StepDone:
+				facts = append(facts, "a peer became Ready later, so the slice's last write may be the peer's: this name was published after Ready, by then")
+			}
+			if len(facts) > 0 {
+				dns.Note = "inferred from the pods and the EndpointSlice: " + strings.Join(facts, "; ") + ". " + dns.Note
+			}
+			if exposure >= MinPhaseSeconds {
+				parts = append(parts, fmt.Sprintf("peer %s had been running %s when %s became Ready (its lookups of the name until then could only get NXDOMAIN)",
+					peer, secs(exposure), m.pod.Name))
+			}
+			if pubKnown && published >= MinLongestSeconds {
+				parts = append(parts, fmt.Sprintf("the name was in Service %s's EndpointSlice at most %s after the pod was Ready (the slice's last write; no name resolves before it)",
+					m.pod.Spec.Subdomain, secs(published)))
+			} else {
+				published = 0
+			}
+			if len(parts) == 0 {
+				continue
+			}
+			window := exposure + published
+			name := dns.Details["name"]
+			out = append(out, cause{phase: StepDNS, pod: m.pod.Name, seconds: window, f: result.Finding{
+				ID: IDDNS, Severity: severityFor(window),
+				Title: "The pod's DNS name did not exist yet while its peers ran (case A): a cached NXDOMAIN may have held their lookups",
+				Summary: fmt.Sprintf("%s (%s): %s; a lookup made before the name existed gets NXDOMAIN, which resolvers keep for their negative TTL "+
+					"(CoreDNS's cache denial setting, the kubernetes plugin's 5 s SOA TTL by default; the client's own cache), so the name can stay "+
+					"unresolvable up to that TTL after it is published: when it became resolvable the cluster does not keep", m.pod.Name, name, strings.Join(parts, "; ")),
+				Evidence: []result.Evidence{ev("dns_exposure_seconds", window, "seconds", m.pod.Name, StepDNS),
+					ev("peer_running_before_ready_seconds", exposure, "seconds", m.pod.Name, StepDNS),
+					ev("ready_to_endpointslice_seconds", published, "seconds", m.pod.Name, StepEndpoints)},
+				Threshold: result.Threshold{Op: ">=", Value: MinPhaseSeconds, Unit: "seconds", Source: "the pods' containers' startedAt and Ready condition (1 s) and the headless " +
+					"Service's EndpointSlice's last write (managedFields, 1 s, an upper bound): a peer running 1 s or more before the pod was Ready, or the name " +
+					"published 2 s or more after it (counted only for the last pod to become Ready, whose publication the write can be); the negative cache's hold is not measured"},
+				Remediation: "Let the members ask for their peers' names only once the peers exist (an init container or a rendezvous that waits until the Job's pods " +
+					"all run), lower CoreDNS's negative TTL (cache { denial … }) and the clients' back-off cap; `kubeslow bench job` measures Ready → resolvable and " +
+					"the back-off's extra wait on this cluster.",
+			}})
+		}
+	}
+	return out
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}

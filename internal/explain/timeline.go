@@ -522,6 +522,7 @@ func pullSteps(p *corev1.Pod, evs []corev1.Event) []pullStep {
 				st.Values["image_bytes"] = float64(pl.Bytes)
 				if bps := pl.BytesPerSecond(); bps > 0 {
 					st.Values["bytes_per_second"] = bps
+					st.Note = strings.TrimPrefix(st.Note+"; bytes_per_second is the image's size over the pull's time: the size counts the layers the node already held, so the download ran at that rate or slower", "; ")
 				}
 			}
 		}

@@ -26,6 +26,7 @@ const (
 	IDPhase      = "KS-EXPLAIN-PHASE"
 	IDNode       = "KS-EXPLAIN-NODE"
 	IDCreate     = "KS-EXPLAIN-CREATE"
+	IDDNS        = "KS-EXPLAIN-DNS"
 )
 
 // Thresholds (docs/explain.md lists them with their sources).

@@ -133,9 +133,20 @@ func NewRegistryOf(o Options, specs []Spec) *Registry {
 // RulesOf are the rules every spec declares, in the specs' order.
 func RulesOf(specs []Spec) []rule.Rule {
 	var out []rule.Rule
+	at := map[string]int{}
 	for _, s := range specs {
-		if s.Rules != nil {
-			out = append(out, s.Rules()...)
+		if s.Rules == nil {
+			continue
+		}
+		for _, r := range s.Rules() {
+			// A rule ID several measurements declare (one cause read from several sources) is one rule: the
+			// first declaration, with the others as its Alternatives.
+			if i, ok := at[r.ID]; ok {
+				out[i].Alternatives = append(out[i].Alternatives, r)
+				continue
+			}
+			at[r.ID] = len(out)
+			out = append(out, r)
 		}
 	}
 	return out

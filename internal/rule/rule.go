@@ -112,6 +112,13 @@ type Rule struct {
 	// finding is folded into that one's (Finding.SeenAlso keeps its summary and evidence), so that one cause is
 	// one finding whatever the number of sources that see it.
 	SameCause []string
+	// Alternatives are the same rule (its ID, its cause) over other sources, e.g. KS-NET-MTU over `bench mtu`'s
+	// DF probe, over `bench net`'s node facts and over the node agent's: where the rule's own inputs were not
+	// measured or it did not fire, the first alternative that fires makes the finding; the rule is clear when
+	// one of them was evaluated and none fired, and not evaluated only when none could be. One ID stays one
+	// rule for the catalogue, the causes' links and the report. measure.RulesOf makes them from the rules of
+	// several measurements that share an ID.
+	Alternatives []Rule
 }
 
 // Hit is one item a rule fired on: its key, the number compared with the threshold, the numbers it rests on
@@ -241,29 +248,49 @@ func Evaluate(r *result.Report, rules []Rule) ([]result.Finding, []result.RuleEv
 	var findings []result.Finding
 	var evals []result.RuleEvaluation
 	for _, rule := range rules {
-		if missing := missingInputs(r, rule.Inputs()); missing != "" {
-			evals = append(evals, result.RuleEvaluation{ID: rule.ID, Status: result.RuleNotEvaluated, Reason: missing})
-			continue
+		f, ev := rule.evaluate(r)
+		for _, alt := range rule.Alternatives {
+			if ev.Status == result.RuleFired {
+				break
+			}
+			af, aev := alt.evaluate(r)
+			switch {
+			case aev.Status == result.RuleFired:
+				f, ev = af, aev
+			case aev.Status == result.RuleClear:
+				ev = aev
+			case ev.Status == result.RuleNotEvaluated:
+				ev.Reason += "; " + aev.Reason
+			}
 		}
-		// A metric its source lacks leaves the rule unable to say "clear"; it may still fire on what is there
-		// (a rule with alternative evidence: a starved apiserver's latency is absent, its unanswered scrapes
-		// are not).
-		absent := absentMetrics(r, rule.Metrics())
-		hits := rule.hits(r)
-		if len(hits) == 0 && absent != "" {
-			evals = append(evals, result.RuleEvaluation{ID: rule.ID, Status: result.RuleNotEvaluated, Reason: absent})
-			continue
+		evals = append(evals, ev)
+		if f != nil {
+			findings = append(findings, *f)
 		}
-		if len(hits) == 0 {
-			evals = append(evals, result.RuleEvaluation{ID: rule.ID, Status: result.RuleClear})
-			continue
-		}
-		evals = append(evals, result.RuleEvaluation{ID: rule.ID, Status: result.RuleFired})
-		findings = append(findings, rule.finding(hits))
 	}
 	explain(findings, rules, evals)
 	findings = fold(findings, evals, rules)
 	return findings, evals
+}
+
+// evaluate evaluates one rule (not its Alternatives) over r: its evaluation, and its finding when it fired.
+func (rule Rule) evaluate(r *result.Report) (*result.Finding, result.RuleEvaluation) {
+	if missing := missingInputs(r, rule.Inputs()); missing != "" {
+		return nil, result.RuleEvaluation{ID: rule.ID, Status: result.RuleNotEvaluated, Reason: missing}
+	}
+	// A metric its source lacks leaves the rule unable to say "clear"; it may still fire on what is there
+	// (a rule with alternative evidence: a starved apiserver's latency is absent, its unanswered scrapes
+	// are not).
+	absent := absentMetrics(r, rule.Metrics())
+	hits := rule.hits(r)
+	switch {
+	case len(hits) == 0 && absent != "":
+		return nil, result.RuleEvaluation{ID: rule.ID, Status: result.RuleNotEvaluated, Reason: absent}
+	case len(hits) == 0:
+		return nil, result.RuleEvaluation{ID: rule.ID, Status: result.RuleClear}
+	}
+	f := rule.finding(hits)
+	return &f, result.RuleEvaluation{ID: rule.ID, Status: result.RuleFired}
 }
 
 // fold folds each finding of a rule whose SameCause rule fired too into that rule's finding, and says so in
@@ -528,6 +555,13 @@ func Reference(rules []Rule) string {
 			fmt.Fprintf(&b, ", and `%s` of %s", c, c.Metric.Result)
 		}
 		fmt.Fprintf(&b, " — source: %s\n", r.Source)
+		for _, a := range r.Alternatives {
+			fmt.Fprintf(&b, "- or, where %s was not measured or did not fire: `%s` of %s", strings.Join(r.Inputs(), ", "), a.When, a.When.Metric.Result)
+			for _, c := range a.Also {
+				fmt.Fprintf(&b, ", and `%s` of %s", c, c.Metric.Result)
+			}
+			fmt.Fprintf(&b, " (needs %s)\n", strings.Join(a.Inputs(), ", "))
+		}
 		if len(r.ExplainedBy) > 0 {
 			fmt.Fprintf(&b, "- explained by: %s (when it fires too, this finding is lowered to info and names it)\n", strings.Join(r.ExplainedBy, ", "))
 		}

@@ -61,9 +61,8 @@ func mtuProbeRule() rule.Rule {
 }
 
 // CatalogueRules are the rules net.paths and net.mtu give the findings engine's catalogue (Spec): Rules, with
-// KS-NET-MTU over bench mtu's probe (net.mtu). The catalogue holds one rule per ID and the rule engine evaluates a
-// rule only when every result it reads was measured, so KS-NET-MTU's other sources (bench net's node facts,
-// MTURuleOver(Name), in Rules; the node agent's) are evaluated by the commands that measure them.
+// KS-NET-MTU over bench mtu's probe (net.mtu). The catalogue makes it an alternative of the node agent's
+// KS-NET-MTU (measure.RulesOf); bench net's own (MTURuleOver(Name), in Rules) is evaluated by `bench net`.
 func CatalogueRules() []rule.Rule {
 	rs := Rules()
 	for i := range rs {

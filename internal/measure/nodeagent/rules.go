@@ -102,9 +102,9 @@ func newestLine(r *result.Report, node, class string) string {
 }
 
 // MTURule is KS-NET-MTU over the node sweep's facts (MetricOverlayExcess): every real node's uplink against
-// every node's overlay packets. The findings engine's catalogue holds one rule per ID, and its KS-NET-MTU is bench
-// mtu's (net.mtu, netpath.CatalogueRules), which the rule engine evaluates only when net.mtu ran; this one is
-// evaluated where the node sweep's result is given to it (see docs/netlab.md).
+// every node's overlay packets. It is one of Rules: the findings engine's catalogue makes it an alternative of
+// KS-NET-MTU's other sources (bench mtu's DF probe, bench net's node facts; measure.RulesOf), so that `kubeslow
+// run`, whose node sweep reads the nodes' links, names an overlay that does not fit them (see docs/netlab.md).
 func MTURule() rule.Rule { return netpath.MTURuleOver(Name) }
 
 // Rules are the rules over the node sweep (issue 15).
@@ -121,6 +121,7 @@ func Rules() []rule.Rule {
 	return []rule.Rule{
 		sweepOf(neigh, sweepNeighbour, "{{.node}} has {{.value}} of gc_thresh3 neighbour entries: new peers fail to resolve once it is full"),
 		sweepOf(conntrack, sweepConntrack, "conntrack on {{.node}} holds {{.value}} of nf_conntrack_max: new connections through kube-proxy's NAT are dropped when it fills"),
+		MTURule(),
 		{
 			ID: "KS-NODE-NEIGH-OVERFLOW", Title: "The kernel logged \"neighbor table overflow\"", Severity: result.SeverityError, Cases: []string{"B"},
 			When:   rule.Condition{Metric: sweepKernel, Op: ">", Value: 0, Unit: "count"},

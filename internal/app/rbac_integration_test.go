@@ -12,7 +12,6 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/yaml"
 
@@ -45,28 +44,24 @@ func TestIntegrationRBACViewUser(t *testing.T) {
 		t.Run(layout, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 			defer cancel()
-			// managed: the package's shared lab (appLab, the default layout), the last test on it; kubeadm: a lab
-			// of its own (no other test of the package needs that layout).
-			var d lab.Dirs
-			var rc *rest.Config
-			if layout == lab.LayoutManaged {
-				d, rc = labtest.Shared(t, appLab(t))
-			} else {
-				d = labtest.Dirs(t)
-				cfg := lab.Config{Layout: layout, Nodes: 1, RealNodes: 1, AgentBinary: bin, Etcd: lab.EtcdStorage{Kind: "tmpfs"},
-					ImagePulls: lab.ImagePullSettings{Serialize: true}}
-				start := time.Now()
-				var down func()
-				rc, down = labtest.Up(t, d, func() error { _, err := lab.Up(ctx, d, cfg, t.Logf); return err })
-				defer down()
-				t.Logf("lab up --layout %s took %s", layout, time.Since(start).Round(100*time.Millisecond))
-			}
+			// A lab of its own per layout. (On the package's shared lab, after the four tests before it, the
+			// viewer's run on managed could not start the agent image's pods on the real nodes once, in CI's run
+			// of 2026-11-28: every agent and DNS pod waited out its time, 9 minutes in all. Kubelet image garbage
+			// collection of the lab's imported images is the likely cause, now off on the lab's nodes; until a
+			// run proves it, the viewer's runs keep fresh labs.)
+			d := labtest.Dirs(t)
+			cfg := lab.Config{Layout: layout, Nodes: 1, RealNodes: 1, AgentBinary: bin, Etcd: lab.EtcdStorage{Kind: "tmpfs"},
+				ImagePulls: lab.ImagePullSettings{Serialize: true}}
+			start := time.Now()
+			rc, down := labtest.Up(t, d, func() error { _, err := lab.Up(ctx, d, cfg, t.Logf); return err })
+			defer down()
+			t.Logf("lab up --layout %s took %s", layout, time.Since(start).Round(100*time.Millisecond))
 			t.Setenv("KUBESLOW_STATE_DIR", d.State)
 			admin := kubernetes.NewForConfigOrDie(rc)
 
 			kc := viewerKubeconfig(ctx, t, d, rc.Host, admin)
 
-			start := time.Now()
+			start = time.Now()
 			code, out, errOut := runArgs(t, "run", "--kubeconfig", kc, "--agent-image", lab.AgentImage, "--profile", "quick",
 				"--out-dir", "", "-o", "json")
 			t.Logf("run as %s took %s, exit %d", viewUser, time.Since(start).Round(100*time.Millisecond), code)

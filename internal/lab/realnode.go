@@ -184,7 +184,17 @@ func cniTemplate(d Dirs, n realNode) string {
 // every lab had DiskPressure and rejected its pods (2026-11-26). 5% is below both defaults, so a node on its own
 // loop disk (the disk scenarios) reaches pressure no earlier than before. Setting evictionHard replaces all of
 // kubelet's defaults, hence every signal listed.
+//
+// Image garbage collection is off (imageGCHighThresholdPercent 100, kubelet's documented way): the lab's images
+// (kubeslow.local/kubeslow:lab, the pause image) are imported into each node's containerd, not pullable from any
+// registry, so an image the kubelet collected could never come back. Kubelet collects unused images when its
+// image filesystem, here the host's, is past 85% used (capacity minus available: 78% on this machine with 56 GB
+// available of 252 GB, and its available space moves with the other tenants': 34 GB on 2026-11-26). The likely
+// cause of CI's run of 2026-11-28, where a lab shared by five tests could no longer start the agent image's pods
+// on its real nodes in the fifth (the kubelets' logs were gone with the lab, so it is not proven).
 const labEviction = `evictionHard: {memory.available: "100Mi", nodefs.available: "5%", nodefs.inodesFree: "5%", imagefs.available: "5%", imagefs.inodesFree: "5%"}
+imageGCHighThresholdPercent: 100
+imageGCLowThresholdPercent: 99
 `
 
 func kubeletConfig(d Dirs, c *Config, n realNode) string {

@@ -44,6 +44,10 @@ func TestKubeletConfig(t *testing.T) {
 				t.Errorf("evictionHard[%s] = %v, want %s (all: %v)", k, ev[k], v, ev)
 			}
 		}
+		// Image garbage collection off: the lab's imported images cannot be pulled back.
+		if got["imageGCHighThresholdPercent"] != float64(100) || got["imageGCLowThresholdPercent"] != float64(99) {
+			t.Errorf("image GC thresholds %v / %v, want 100 / 99 (off)", got["imageGCHighThresholdPercent"], got["imageGCLowThresholdPercent"])
+		}
 	}
 }
 

@@ -139,13 +139,7 @@ type dnsMember struct {
 func firstStart(p *corev1.Pod) time.Time {
 	var first time.Time
 	for _, cs := range p.Status.ContainerStatuses {
-		var t time.Time
-		switch {
-		case cs.State.Running != nil:
-			t = cs.State.Running.StartedAt.Time
-		case cs.State.Terminated != nil:
-			t = cs.State.Terminated.StartedAt.Time
-		}
+		t := startedAt(cs)
 		if !t.IsZero() && (first.IsZero() || t.Before(first)) {
 			first = t
 		}

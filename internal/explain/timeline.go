@@ -439,13 +439,8 @@ func containersStarted(p *corev1.Pod) (time.Time, map[string]string) {
 	var last time.Time
 	n := 0
 	for _, cs := range p.Status.ContainerStatuses {
-		var t time.Time
-		switch {
-		case cs.State.Running != nil:
-			t = cs.State.Running.StartedAt.Time
-		case cs.State.Terminated != nil:
-			t = cs.State.Terminated.StartedAt.Time
-		case cs.State.Waiting != nil:
+		t := startedAt(cs)
+		if cs.State.Waiting != nil {
 			waiting[cs.Name] = cs.State.Waiting.Reason
 		}
 		if !t.IsZero() {
@@ -679,4 +674,15 @@ func minTime(a, b time.Time) time.Time {
 		return a
 	}
 	return b
+}
+
+// startedAt is when a container (running, or terminated since) started; zero when it has not.
+func startedAt(cs corev1.ContainerStatus) time.Time {
+	switch {
+	case cs.State.Running != nil:
+		return cs.State.Running.StartedAt.Time
+	case cs.State.Terminated != nil:
+		return cs.State.Terminated.StartedAt.Time
+	}
+	return time.Time{}
 }

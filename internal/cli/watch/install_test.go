@@ -69,25 +69,25 @@ func snapshot(t *testing.T, kc *fake.Clientset, dc *dynfake.FakeDynamicClient) [
 	}
 	nss, err := kc.CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
 	must(err)
-	add("namespace", objs(nss.Items))
+	add("namespace", install.Objs(nss.Items))
 	sas, err := kc.CoreV1().ServiceAccounts("").List(ctx, metav1.ListOptions{})
 	must(err)
-	add("serviceaccount", objs(sas.Items))
+	add("serviceaccount", install.Objs(sas.Items))
 	cms, err := kc.CoreV1().ConfigMaps("").List(ctx, metav1.ListOptions{})
 	must(err)
-	add("configmap", objs(cms.Items))
+	add("configmap", install.Objs(cms.Items))
 	svcs, err := kc.CoreV1().Services("").List(ctx, metav1.ListOptions{})
 	must(err)
-	add("service", objs(svcs.Items))
+	add("service", install.Objs(svcs.Items))
 	deps, err := kc.AppsV1().Deployments("").List(ctx, metav1.ListOptions{})
 	must(err)
-	add("deployment", objs(deps.Items))
+	add("deployment", install.Objs(deps.Items))
 	crs, err := kc.RbacV1().ClusterRoles().List(ctx, metav1.ListOptions{})
 	must(err)
-	add("clusterrole", objs(crs.Items))
+	add("clusterrole", install.Objs(crs.Items))
 	crbs, err := kc.RbacV1().ClusterRoleBindings().List(ctx, metav1.ListOptions{})
 	must(err)
-	add("clusterrolebinding", objs(crbs.Items))
+	add("clusterrolebinding", install.Objs(crbs.Items))
 	sms, err := dc.Resource(install.ServiceMonitorGVR).Namespace("").List(ctx, metav1.ListOptions{})
 	must(err)
 	for i := range sms.Items {
@@ -97,16 +97,6 @@ func snapshot(t *testing.T, kc *fake.Clientset, dc *dynfake.FakeDynamicClient) [
 	return s
 }
 
-func objs[T any, PT interface {
-	*T
-	metav1.Object
-}](items []T) []metav1.Object {
-	out := make([]metav1.Object, len(items))
-	for i := range items {
-		out[i] = PT(&items[i])
-	}
-	return out
-}
 
 func labelsString(l map[string]string) string {
 	var kv []string

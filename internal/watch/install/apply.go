@@ -231,35 +231,35 @@ func Uninstall(ctx context.Context, c Clients, ns string, withMonitor bool) ([]s
 			if err != nil {
 				return nil, err
 			}
-			return names(objs(l.Items)), nil
+			return names(Objs(l.Items)), nil
 		}, core.Services(ns).Delete},
 		{"deployment", "deployments", "apps", ns, func(ctx context.Context, o metav1.ListOptions) ([]string, error) {
 			l, err := apps.Deployments(ns).List(ctx, o)
 			if err != nil {
 				return nil, err
 			}
-			return names(objs(l.Items)), nil
+			return names(Objs(l.Items)), nil
 		}, apps.Deployments(ns).Delete},
 		{"clusterrolebinding", "clusterrolebindings", "rbac.authorization.k8s.io", "", func(ctx context.Context, o metav1.ListOptions) ([]string, error) {
 			l, err := rbac.ClusterRoleBindings().List(ctx, o)
 			if err != nil {
 				return nil, err
 			}
-			return names(objs(l.Items)), nil
+			return names(Objs(l.Items)), nil
 		}, rbac.ClusterRoleBindings().Delete},
 		{"clusterrole", "clusterroles", "rbac.authorization.k8s.io", "", func(ctx context.Context, o metav1.ListOptions) ([]string, error) {
 			l, err := rbac.ClusterRoles().List(ctx, o)
 			if err != nil {
 				return nil, err
 			}
-			return names(objs(l.Items)), nil
+			return names(Objs(l.Items)), nil
 		}, rbac.ClusterRoles().Delete},
 		{"serviceaccount", "serviceaccounts", "", ns, func(ctx context.Context, o metav1.ListOptions) ([]string, error) {
 			l, err := core.ServiceAccounts(ns).List(ctx, o)
 			if err != nil {
 				return nil, err
 			}
-			return names(objs(l.Items)), nil
+			return names(Objs(l.Items)), nil
 		}, core.ServiceAccounts(ns).Delete},
 	}
 	if !withMonitor {
@@ -304,8 +304,8 @@ func Uninstall(ctx context.Context, c Clients, ns string, withMonitor bool) ([]s
 	return deleted, nil
 }
 
-// objs is a list's items as metav1.Objects.
-func objs[T any, PT interface {
+// Objs is a list's items as metav1.Objects.
+func Objs[T any, PT interface {
 	*T
 	metav1.Object
 }](items []T) []metav1.Object {

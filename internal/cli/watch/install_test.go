@@ -97,7 +97,6 @@ func snapshot(t *testing.T, kc *fake.Clientset, dc *dynfake.FakeDynamicClient) [
 	return s
 }
 
-
 func labelsString(l map[string]string) string {
 	var kv []string
 	for k, v := range l {

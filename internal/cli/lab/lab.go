@@ -135,6 +135,20 @@ func (f *upFlags) config() (lab.Config, error) {
 	return c, c.CheckHost()
 }
 
+// layoutFor is the layout `lab up` builds: the one asked for, else kubeadm (every tier of kubeslow in reach:
+// etcd's metrics, the audit log, the control plane's CPU), else the scenario's only layout, with a line
+// saying why.
+func layoutFor(sc scenario.Scenario, asked string) (layout, note string) {
+	switch {
+	case asked != "":
+		return asked, ""
+	case sc.Supports(lab.LayoutKubeadm) || len(sc.Layouts) == 0:
+		return lab.LayoutKubeadm, ""
+	default:
+		return sc.Layouts[0], fmt.Sprintf("scenario %s runs on the %s layout only: --layout %s", sc.Name, sc.Layouts[0], sc.Layouts[0])
+	}
+}
+
 func newUp(streams common.IOStreams) *cobra.Command {
 	f := &upFlags{}
 	cmd := &cobra.Command{
@@ -142,15 +156,20 @@ func newUp(streams common.IOStreams) *cobra.Command {
 		Short: "Start the lab (building what is missing) and wait until it is ready",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			sc, err := scenario.Get(f.scenario)
+			if err != nil {
+				return err
+			}
+			layout, note := layoutFor(sc, f.layout)
+			if note != "" {
+				fmt.Fprintln(streams.ErrOut, note)
+			}
+			f.layout = layout
 			c, err := f.config()
 			if err != nil {
 				return err
 			}
 			d, err := lab.DefaultDirs()
-			if err != nil {
-				return err
-			}
-			sc, err := scenario.Get(f.scenario)
 			if err != nil {
 				return err
 			}
@@ -177,8 +196,10 @@ func newUp(streams common.IOStreams) *cobra.Command {
 	fl := cmd.Flags()
 	fl.BoolVar(&f.dryRun, "dry-run", false, "print the lab's plan (every step and component: argv, namespace, files, health check, what it waits for) and start nothing")
 	fl.StringVar(&f.scenario, "scenario", "healthy", "fault scenario to reproduce (see `kubeslow lab scenarios`)")
-	fl.StringVar(&f.layout, "layout", lab.LayoutManaged, "where the control plane runs: "+lab.LayoutManaged+" (processes outside every node; only the apiserver's endpoint is reachable, as on EKS/GKE/AKS) or "+
-		lab.LayoutKubeadm+" (static pods with kubeadm's flags on a tainted control-plane node "+lab.ControlPlaneNodeName+" with its own kubelet and containerd); see docs/lab.md")
+	fl.StringVar(&f.layout, "layout", "", "where the control plane runs: "+lab.LayoutKubeadm+" (the default: static pods with kubeadm's flags on a tainted control-plane node "+
+		lab.ControlPlaneNodeName+" with its own kubelet and containerd, so etcd's metrics, the audit log and the components' CPU are in reach) or "+
+		lab.LayoutManaged+" (processes outside every node; only the apiserver's endpoint is reachable, as on EKS/GKE/AKS); a --scenario that runs on one layout only "+
+		"picks it when --layout is not given; see docs/lab.md")
 	fl.IntVar(&f.nodes, "nodes", 10, fmt.Sprintf("number of simulated (kwok) nodes, 0..%d", lab.MaxKwokNodes))
 	fl.StringVar(&f.etcd, "etcd-storage", "tmpfs", "etcd data: tmpfs, loop (a loop device the lab makes), dir:/path, or device:/dev/name (a block device with a filesystem)")
 	fl.IntVar(&f.etcdWriteIOPS, "etcd-write-iops", 0, "throttle etcd's writes to its data device to this many IOPS (blkio cgroup; needs --etcd-storage loop or device:)")

@@ -1,0 +1,119 @@
+package ebpf
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	cebpf "github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/features"
+	"golang.org/x/sys/unix"
+)
+
+// The tracepoint the connect tracer attaches to.
+const (
+	tpGroup = "sock"
+	tpName  = "inet_sock_set_state"
+)
+
+// tracefsMount is where tracefs is mounted when no tracefs is found (the kernel's own mount point).
+const tracefsMount = "/sys/kernel/tracing"
+
+// Capability numbers (include/uapi/linux/capability.h).
+const (
+	capSysAdmin = 21
+	capPerfmon  = 38
+	capBPF      = 39
+)
+
+// Supported says whether this process can run the connect tracer here: nil, or an error whose sentence
+// says why not (no CAP_BPF and CAP_PERFMON, nor CAP_SYS_ADMIN; a kernel older than 5.8; no BTF; tracefs
+// absent and not mountable; no sock/inet_sock_set_state tracepoint or one of another layout; no ring
+// buffer). It mounts tracefs at /sys/kernel/tracing when none is mounted, as StartConnects would.
+func Supported() error {
+	_, err := supported()
+	return err
+}
+
+// supported is Supported, returning the tracepoint's layout.
+func supported() (setStateLayout, error) {
+	var l setStateLayout
+	if err := checkCaps(); err != nil {
+		return l, err
+	}
+	v, err := features.LinuxVersionCode()
+	if err != nil {
+		return l, fmt.Errorf("cannot tell the kernel's version: %w", err)
+	}
+	if v < 5<<16|8<<8 {
+		return l, fmt.Errorf("the kernel is %d.%d, older than 5.8 (the BPF ring buffer and CAP_BPF)", v>>16, v>>8&0xff)
+	}
+	if _, err := os.Stat("/sys/kernel/btf/vmlinux"); err != nil {
+		return l, fmt.Errorf("the kernel has no BTF (/sys/kernel/btf/vmlinux: %w); it needs CONFIG_DEBUG_INFO_BTF", err)
+	}
+	dir, err := tracefs()
+	if err != nil {
+		return l, err
+	}
+	format, err := os.ReadFile(filepath.Join(dir, "events", tpGroup, tpName, "format"))
+	if errors.Is(err, os.ErrNotExist) {
+		return l, fmt.Errorf("the kernel has no tracepoint %s/%s (added in 4.16)", tpGroup, tpName)
+	}
+	if err != nil {
+		return l, fmt.Errorf("reading the tracepoint %s/%s's format: %w", tpGroup, tpName, err)
+	}
+	fields, err := parseFormat(string(format))
+	if err == nil {
+		l, err = layoutFor(fields)
+	}
+	if err != nil {
+		return l, fmt.Errorf("the tracepoint %s/%s's format is not the one the tracer reads: %w", tpGroup, tpName, err)
+	}
+	if err := features.HaveMapType(cebpf.RingBuf); err != nil {
+		return l, fmt.Errorf("the kernel has no BPF ring buffer: %w", err)
+	}
+	return l, nil
+}
+
+// checkCaps checks the effective capabilities: CAP_BPF and CAP_PERFMON (kernel 5.8+), or CAP_SYS_ADMIN.
+func checkCaps() error {
+	status, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return fmt.Errorf("cannot read this process's capabilities: %w", err)
+	}
+	for line := range strings.Lines(string(status)) {
+		hex, ok := strings.CutPrefix(line, "CapEff:")
+		if !ok {
+			continue
+		}
+		eff, err := strconv.ParseUint(strings.TrimSpace(hex), 16, 64)
+		if err != nil {
+			return fmt.Errorf("cannot parse this process's capabilities %q: %w", strings.TrimSpace(line), err)
+		}
+		has := func(c uint) bool { return eff&(1<<c) != 0 }
+		if has(capSysAdmin) || has(capBPF) && has(capPerfmon) {
+			return nil
+		}
+		return fmt.Errorf("this process lacks CAP_BPF and CAP_PERFMON (or CAP_SYS_ADMIN): run it as root or privileged (effective uid %d)", os.Geteuid())
+	}
+	return errors.New("cannot find this process's effective capabilities in /proc/self/status")
+}
+
+// tracefs returns a tracefs directory (one with events/), mounting tracefs at /sys/kernel/tracing if none is.
+func tracefs() (string, error) {
+	for _, dir := range []string{tracefsMount, "/sys/kernel/debug/tracing"} {
+		if fi, err := os.Stat(filepath.Join(dir, "events")); err == nil && fi.IsDir() {
+			return dir, nil
+		}
+	}
+	if err := unix.Mount("tracefs", tracefsMount, "tracefs", 0, ""); err != nil {
+		return "", fmt.Errorf("tracefs is not mounted and mounting it at %s failed: %w (mount it, or run privileged)", tracefsMount, err)
+	}
+	if fi, err := os.Stat(filepath.Join(tracefsMount, "events")); err != nil || !fi.IsDir() {
+		return "", fmt.Errorf("tracefs mounted at %s has no events/", tracefsMount)
+	}
+	return tracefsMount, nil
+}

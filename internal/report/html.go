@@ -243,7 +243,7 @@ var pageTmpl = template.Must(template.New("report").Funcs(template.FuncMap{
 {{if gt (len .Items) 1}}{{$u := .Threshold.Unit}}<table><tr><th>{{items .Finding}}</th><th>value</th><th></th></tr>{{range .Items}}<tr><td>{{item .}}</td><td class="n">{{quantity .Value $u}}</td><td>{{.Summary}}</td></tr>{{end}}</table>{{end}}
 </details></div>{{end}}
 {{if .Gaps}}<div class="unmeasured" id="unmeasured"><h2>Could not measure ({{len .Gaps}})</h2><ul>
-{{range .Gaps}}<li class="gap" data-source="{{.Source}}"><b>{{.Title}}</b>: {{.Reason}}{{if .Fix}} <b>Fix:</b> {{.Fix}}{{end}}
+{{range .Gaps}}<li class="gap" data-source="{{.Source}}"><b>{{.Title}}</b>{{with .Detail}}: {{.}}{{end}}{{if .Fix}} <b>Fix:</b> {{.Fix}}{{end}}
 <div class="held">{{if .Measured}}not measured: {{range $i, $m := .Measured}}{{if $i}}, {{end}}{{if $m.Anchor}}<a href="#{{$m.Anchor}}">{{$m.Name}}</a>{{else}}{{$m.Name}}{{end}}{{end}}{{end}}
 {{if .Signals}}{{if .Measured}} · {{end}}not read: {{range $i, $s := .Signals}}{{if $i}}; {{end}}{{$s}}{{end}}{{end}}
 {{if .Rules}}{{if or .Measured .Signals}} · {{end}}rules not evaluated: {{range $i, $r := .Rules}}{{if $i}}, {{end}}{{$r}}{{end}}{{end}}</div></li>{{end}}</ul></div>{{end}}

@@ -56,7 +56,7 @@ func TestWriteHTML(t *testing.T) {
 		"Could not measure (2)",
 		"<b>the apiserver&#39;s audit log</b>: a managed control plane <b>Fix:</b> EKS: enable the audit log type",
 		`not measured: <a href="#r-api-audit">api.audit</a>`, "rules not evaluated: KS-AUDIT-LIST",
-		"<b>could not create the probe pod</b>: could not create the probe pod: forbidden",
+		"<b>could not create the probe pod</b>: forbidden", // the reason's first clause said once: the gap's title
 	} {
 		if !strings.Contains(page, want) {
 			t.Errorf("page lacks %q", want)

@@ -150,7 +150,11 @@ func WriteText(w io.Writer, r *result.Report) error {
 
 // writeTextGap writes one source that could not be read: its reason, what it held back, its fix.
 func writeTextGap(ew *errWriter, g result.Gap) {
-	ew.printf("  %s: %s\n", g.Title, g.Reason)
+	if d := g.Detail(); d == "" {
+		ew.printf("  %s\n", g.Title)
+	} else {
+		ew.printf("  %s: %s\n", g.Title, d)
+	}
 	if len(g.Measurements) > 0 {
 		ew.printf("      measurements: %s\n", strings.Join(g.Measurements, ", "))
 	}

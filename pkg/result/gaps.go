@@ -261,3 +261,17 @@ func (r *Report) FoldedGaps() []Gap {
 	}
 	return FoldGaps(r, nil, nil)
 }
+
+// Detail is the gap's reason without a leading copy of its title (a title read from the reason's first clause),
+// so that a report says the clause once: "title: detail", or the title alone when the reason was one clause.
+func (g Gap) Detail() string {
+	d := strings.TrimSpace(g.Reason)
+	if !strings.HasPrefix(d, g.Title) {
+		return d
+	}
+	d = strings.TrimSpace(strings.TrimPrefix(d, g.Title))
+	for _, sep := range []string{":", ";"} {
+		d = strings.TrimSpace(strings.TrimPrefix(d, sep))
+	}
+	return d
+}

@@ -80,3 +80,17 @@ func TestStarvedFromReason(t *testing.T) {
 		t.Error("an unknown reason was read")
 	}
 }
+
+// TestGapDetail: a gap whose title is its reason's first clause says that clause once.
+func TestGapDetail(t *testing.T) {
+	for _, c := range []struct{ title, reason, want string }{
+		{"lab-control-plane", "lab-control-plane: the uplink ksl-br0's MTU was not read", "the uplink ksl-br0's MTU was not read"},
+		{"no image", "no image", ""},
+		{"cores unknown", "cores unknown; the quota is unset", "the quota is unset"},
+		{"etcd's metrics", "no endpoint", "no endpoint"},
+	} {
+		if got := (result.Gap{Title: c.title, Reason: c.reason}).Detail(); got != c.want {
+			t.Errorf("Detail(%q, %q) = %q, want %q", c.title, c.reason, got, c.want)
+		}
+	}
+}

@@ -1,6 +1,13 @@
 package host
 
-import "testing"
+import (
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+)
 
 func TestProcStatParsesOwnProcess(t *testing.T) {
 	st, tick, err := ProcStat(1)
@@ -9,5 +16,39 @@ func TestProcStatParsesOwnProcess(t *testing.T) {
 	}
 	if _, _, err := ProcStat(1 << 30); err == nil {
 		t.Fatal("procStat of a non-existent pid succeeded")
+	}
+}
+
+// TestCloseInheritedOnExec: a descriptor open without close-on-exec (as flock(1)'s lock file is in the kubeslow
+// it runs) reaches a child before closeInheritedOnExec and not after: lab processes get only stdio.
+func TestCloseInheritedOnExec(t *testing.T) {
+	f, err := os.Open(os.DevNull)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	fd, err := syscall.Dup(int(f.Fd())) // dup(2) clears close-on-exec
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Close(fd)
+	childSees := func() bool {
+		out, err := exec.Command("sh", "-c", "ls /proc/self/fd").Output()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range strings.Fields(string(out)) {
+			if l == strconv.Itoa(fd) {
+				return true
+			}
+		}
+		return false
+	}
+	if !childSees() {
+		t.Fatalf("fd %d without close-on-exec did not reach the child: the test cannot tell", fd)
+	}
+	closeInheritedOnExec()
+	if childSees() {
+		t.Errorf("fd %d still reaches a child after closeInheritedOnExec", fd)
 	}
 }

@@ -7,7 +7,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -68,6 +70,7 @@ func (rs Records) Start(name, ns string, argv []string, env []string) (*Process,
 	cmd.Env = env
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	inheritOnlyStdio.Do(closeInheritedOnExec)
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("starting %s: %w", name, err)
 	}
@@ -83,6 +86,25 @@ func (rs Records) Start(name, ns string, argv []string, env []string) (*Process,
 		return nil, err
 	}
 	return rec, nil
+}
+
+// inheritOnlyStdio marks, once per kubeslow process, every descriptor it inherited as close-on-exec.
+var inheritOnlyStdio sync.Once
+
+// closeInheritedOnExec marks every open descriptor above stderr close-on-exec, so that a lab process gets only
+// its standard input and output: Go opens its own descriptors close-on-exec, but one kubeslow inherited stays
+// open across exec, and a daemon that kept it would hold it for the lab's life — flock(1)'s lock file around
+// `kubeslow lab up` (the lab lock, /run/kubeslow-lab.lock) was held by every lab process until `lab down`.
+func closeInheritedOnExec() {
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		if fd, err := strconv.Atoi(e.Name()); err == nil && fd > 2 {
+			syscall.CloseOnExec(fd)
+		}
+	}
 }
 
 func (rs Records) write(rec *Process) error {

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
-	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/kubeslow/kubeslow/internal/lab/host"
 )
@@ -134,15 +133,3 @@ func SetRealNodeUplink(ctx context.Context, i int, up bool) error {
 	return host.IPIn(ctx, NetNS, "link", "set", realNode{i}.bridgePort(), state)
 }
 
-// WaitReady waits until the apiserver answers /readyz (after a fault).
-func WaitReady(ctx context.Context, d Dirs, timeout time.Duration) error {
-	c, err := AdminClient(d)
-	if err != nil {
-		return err
-	}
-	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) { return readyz(c)(ctx), nil })
-	if err != nil {
-		return errors.Join(errors.New("the apiserver did not become ready"), err)
-	}
-	return nil
-}

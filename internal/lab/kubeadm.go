@@ -78,9 +78,6 @@ func staticPodBinary(name string) string { return "/usr/local/bin/" + name }
 // ManifestsDir is the control-plane node's staticPodPath (kubeadm's /etc/kubernetes/manifests).
 func ManifestsDir(d Dirs) string { return filepath.Join(controlPlaneNode.dir(d), "manifests") }
 
-// ControlPlaneNodeDir is the control-plane node's directory (containerd, kubelet, manifests).
-func ControlPlaneNodeDir(d Dirs) string { return controlPlaneNode.dir(d) }
-
 // staticPodComponents are the kubeadm layout's static pods, in start order.
 var staticPodComponents = []string{Etcd, KubeAPIServer, KubeControllerMgr, KubeScheduler}
 

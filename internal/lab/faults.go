@@ -132,4 +132,3 @@ func SetRealNodeUplink(ctx context.Context, i int, up bool) error {
 	}
 	return host.IPIn(ctx, NetNS, "link", "set", realNode{i}.bridgePort(), state)
 }
-

@@ -150,9 +150,15 @@ func (m *JobMeasurement) runOnce(ctx context.Context, env *measure.Env, variant,
 	defer stop()
 	obs := newObserver(env, jobRoleLabel+"="+job, job)
 	// Lead first (case A's order): the Job starts with its lead alone; once the lead is seen Running — its
-	// container started, and with it the member's first lookups of every peer — the Job is scaled to Count, so
-	// the lead has asked for every peer before any peer exists.
+	// container started, and with it the member's first lookups of every peer — and LeadAlone later, the Job
+	// is scaled to Count, so the lead has asked for every peer before any peer exists.
 	released := make(chan error, 1)
+	release := func(err error) { // never blocks: a lead seen Running twice patches twice, the first answer counts
+		select {
+		case released <- err:
+		default:
+		}
+	}
 	if !m.Opts.LeadFirst {
 		released <- nil
 	}
@@ -166,9 +172,15 @@ func (m *JobMeasurement) runOnce(ctx context.Context, env *measure.Env, variant,
 			followers.Add(1)
 			go func() {
 				defer followers.Done()
+				select {
+				case <-env.Clock.After(m.Opts.LeadAlone):
+				case <-wctx.Done():
+					release(wctx.Err())
+					return
+				}
 				patch := fmt.Appendf(nil, `{"spec":{"parallelism":%d}}`, m.Opts.Count)
 				_, err := env.Client.BatchV1().Jobs(env.Namespace).Patch(wctx, job, types.MergePatchType, patch, metav1.PatchOptions{})
-				released <- err
+				release(err)
 			}()
 		}
 		followers.Add(1)

@@ -315,7 +315,8 @@ func pullCause(pod string, s result.Step, phaseSeconds float64) (cause, bool) {
 	if bps > 0 && bps < SlowRegistryBytesPerSecond && pull >= MinSlowPullSeconds {
 		return cause{phase: s.Within, f: result.Finding{
 			ID: IDPullSlow, Severity: severityFor(s.Seconds), Title: "A slow registry: the image came down slowly",
-			Summary:  fmt.Sprintf("%s's pull of %s (%s) took %s at %s/s", pod, img, bytesStr(bytes), secs(pull), bytesStr(bps)),
+			Summary: fmt.Sprintf("%s's pull of %s (%s) took %s: at most %s/s (the image's size over the pull's time, an upper bound: layers the node already held count in the size)",
+				pod, img, bytesStr(bytes), secs(pull), bytesStr(bps)),
 			Evidence: append(base, ev("image_bytes", bytes, "bytes", pod, s.Name), ev("bytes_per_second", bps, "bytes_per_second", pod, s.Name)),
 			Threshold: result.Threshold{Op: "<", Value: SlowRegistryBytesPerSecond, Unit: "bytes_per_second", Source: "the kubelet's Pulled Event (image size / pull time); " +
 				"kubeslow's threshold: 5 MB/s (40 Mbit/s), far below what a registry in the nodes' region or a mirror serves, for a pull of 2 s or more"},
@@ -324,8 +325,11 @@ func pullCause(pod string, s result.Step, phaseSeconds float64) (cause, bool) {
 	}
 	sum := fmt.Sprintf("%s's pull of %s took %s of the %s step's %s", pod, img, secs(s.Seconds), s.Within, secs(phaseSeconds))
 	evs := base
-	if bytes > 0 {
-		sum += fmt.Sprintf(" (%s at %s/s)", bytesStr(bytes), bytesStr(bps))
+	if bytes > 0 && bps > 0 {
+		sum += fmt.Sprintf(" (%s: at most %s/s)", bytesStr(bytes), bytesStr(bps))
+		evs = append(evs, ev("image_bytes", bytes, "bytes", pod, s.Name))
+	} else if bytes > 0 {
+		sum += fmt.Sprintf(" (%s)", bytesStr(bytes))
 		evs = append(evs, ev("image_bytes", bytes, "bytes", pod, s.Name))
 	}
 	return cause{phase: s.Within, f: result.Finding{

@@ -63,6 +63,7 @@ stopped (the DaemonSet's readiness probe looks for it, so kubeslow knows every r
 	fl.StringVar(&o.Sys, agentproto.FlagSysfs, "/sys", "the host's sysfs")
 	fl.StringVar(&o.Root, agentproto.FlagRootfs, "/", "the host's root (for dev/kmsg, var/log/kern.log)")
 	fl.StringVar(&o.NetProc, agentproto.FlagNetProcfs, "/proc", "a procfs of the node's network namespace (the agent's own in a host-network pod)")
+	fl.StringVar(&o.NetSys, agentproto.FlagNetSysfs, "/sys", "a sysfs of the node's network namespace, for its interfaces (the agent's own in a host-network pod)")
 	fl.StringVar(&o.KubeProxy, agentproto.FlagKubeProxy, "http://127.0.0.1:10249", "kube-proxy's metrics base URL (empty: skip)")
 	fl.StringVar(&kubeletDir, agentproto.FlagKubeletDir, "", "a directory on the kubelet's disk (empty: not described)")
 	fl.StringVar(&runtimeDir, agentproto.FlagRuntimeDir, "", "a directory on the container runtime's disk (empty: not described)")

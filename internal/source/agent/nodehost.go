@@ -19,6 +19,11 @@ type NodeHostOptions struct {
 	// NetProc is the procfs whose net/ and sys/net/ describe the node's network namespace (the agent's
 	// own /proc in a host-network pod; the host's procfs would show its pid 1's namespace instead).
 	NetProc string
+	// NetSys is the sysfs whose class/net lists the node's network namespace's interfaces (the agent's own
+	// /sys in a host-network pod, which the runtime mounts in the pod's — the node's — namespace; the host's
+	// sysfs shows the namespace of whoever mounted it: on a node that is a network namespace of its host, as
+	// the lab's are, not the node's). "" reads Sys.
+	NetSys string
 	// KubeProxy is kube-proxy's metrics base URL ("" skips it).
 	KubeProxy string
 	// Dirs to describe and probe, by role ("kubelet", "runtime"): directories on the disks in question as
@@ -100,7 +105,11 @@ func ReadNodeHost(ctx context.Context, o NodeHostOptions) *NodeHost {
 	start := time.Now()
 	h := &NodeHost{Node: o.NodeName}
 	unread := func(what string, err error) { h.Unread = append(h.Unread, fmt.Sprintf("%s: %v", what, err)) }
-	h.Net = ReadNodeNet(ctx, NodeNetRoots{Proc: o.NetProc, Sys: o.Sys, KubeProxy: o.KubeProxy})
+	netSys := o.NetSys
+	if netSys == "" {
+		netSys = o.Sys
+	}
+	h.Net = ReadNodeNet(ctx, NodeNetRoots{Proc: o.NetProc, Sys: netSys, KubeProxy: o.KubeProxy})
 	h.Unread = append(h.Unread, h.Net.Unread...)
 	h.Net.Unread = nil
 	host := hostfs.FS{Proc: o.Proc, Sys: o.Sys, Root: o.Root}

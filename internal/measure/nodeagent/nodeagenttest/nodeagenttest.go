@@ -40,7 +40,7 @@ func (s Sweep) Result(t *testing.T) result.Result {
 	var hosts []agent.NodeHost
 	for node, tree := range s.Hosts {
 		r := filepath.Join(Hosts, tree)
-		o := agent.NodeHostOptions{Proc: r + "/proc", NetProc: r + "/proc", Sys: r + "/sys", Root: r + "/root", Window: 20 * time.Millisecond, NodeName: node}
+		o := agent.NodeHostOptions{Proc: r + "/proc", NetProc: r + "/proc", Sys: r + "/sys", NetSys: r + "/sys", Root: r + "/root", Window: 20 * time.Millisecond, NodeName: node}
 		if _, err := os.Stat(r + "/proc-after"); err == nil {
 			o.PressureAfter = r + "/proc-after" // the PSI counters at the watch's end
 		}

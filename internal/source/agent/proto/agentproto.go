@@ -43,6 +43,7 @@ const (
 	FlagRootfs     = "path.rootfs"
 	FlagKubeProxy  = "kube-proxy-metrics"
 	FlagNetProcfs  = "path.netprocfs"
+	FlagNetSysfs   = "path.netsysfs"
 	FlagKubeletDir = "kubelet-dir"
 	FlagRuntimeDir = "runtime-dir"
 	FlagProbeSize  = "probe-bytes"

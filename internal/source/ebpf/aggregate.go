@@ -37,69 +37,113 @@ const (
 	histSig = 2
 )
 
-type agg struct {
-	connects, failures int64
-	hist               *hdrhistogram.Histogram
+// latencies is an HDR histogram of latencies (histMin to histMax ns, histSig digits), as both aggregators
+// keep them.
+type latencies struct{ h *hdrhistogram.Histogram }
+
+func newLatencies() latencies { return latencies{hdrhistogram.New(histMin, histMax, histSig)} }
+
+// record adds d, clamped to the histogram's range.
+func (l latencies) record(d time.Duration) {
+	_ = l.h.RecordValue(min(max(int64(d), histMin), histMax)) // in range: cannot fail
 }
 
-// Aggregator sums ConnectEvents by Key. It is safe for concurrent use.
-type Aggregator struct {
+// quantiles returns the p50, p99 and max; zeros when nothing was recorded.
+func (l latencies) quantiles() (p50, p99, maximum time.Duration) {
+	if l.h.TotalCount() == 0 {
+		return 0, 0, 0
+	}
+	return time.Duration(l.h.ValueAtQuantile(50)), time.Duration(l.h.ValueAtQuantile(99)), time.Duration(l.h.Max())
+}
+
+// window is what both aggregators are: a V and a latency histogram per key K since the window's start, under
+// a lock.
+type window[K comparable, V any] struct {
 	mu    sync.Mutex
 	start time.Time
-	m     map[Key]*agg
+	m     map[K]*windowEntry[V]
 }
 
-// NewAggregator returns an empty Aggregator whose window starts at now.
-func NewAggregator(now time.Time) *Aggregator {
-	return &Aggregator{start: now, m: map[Key]*agg{}}
+type windowEntry[V any] struct {
+	v    V
+	hist latencies
 }
+
+func newWindow[K comparable, V any](now time.Time) *window[K, V] {
+	return &window[K, V]{start: now, m: map[K]*windowEntry[V]{}}
+}
+
+// add runs f on k's entry (a new one, zero with an empty histogram, when k has none), under the lock.
+func (w *window[K, V]) add(k K, f func(v *V, hist latencies)) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	e := w.m[k]
+	if e == nil {
+		e = &windowEntry[V]{hist: newLatencies()}
+		w.m[k] = e
+	}
+	f(&e.v, e.hist)
+}
+
+// snapshot returns stat of every entry, given the window's length in seconds up to now, sorted by order.
+func snapshot[K comparable, V, S any](w *window[K, V], now time.Time, stat func(k K, v V, hist latencies, secs float64) S, order func(x, y S) int) []S {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	secs := now.Sub(w.start).Seconds()
+	out := make([]S, 0, len(w.m))
+	for k, e := range w.m {
+		out = append(out, stat(k, e.v, e.hist, secs))
+	}
+	slices.SortFunc(out, order)
+	return out
+}
+
+// reset empties the window and starts a new one at now.
+func (w *window[K, V]) reset(now time.Time) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.start, w.m = now, map[K]*windowEntry[V]{}
+}
+
+// perSecond is n over secs; 0 for an empty window.
+func perSecond(n int64, secs float64) float64 {
+	if secs <= 0 {
+		return 0
+	}
+	return float64(n) / secs
+}
+
+type connCounts struct{ connects, failures int64 }
+
+// Aggregator sums ConnectEvents by Key. It is safe for concurrent use.
+type Aggregator struct{ w *window[Key, connCounts] }
+
+// NewAggregator returns an empty Aggregator whose window starts at now.
+func NewAggregator(now time.Time) *Aggregator { return &Aggregator{newWindow[Key, connCounts](now)} }
 
 // Add counts ev.
 func (a *Aggregator) Add(ev ConnectEvent) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	k := Key{CgroupID: ev.CgroupID, Dest: ev.Dest}
-	e := a.m[k]
-	if e == nil {
-		e = &agg{hist: hdrhistogram.New(histMin, histMax, histSig)}
-		a.m[k] = e
-	}
-	e.connects++
-	if ev.Outcome != Established {
-		e.failures++
-		return
-	}
-	_ = e.hist.RecordValue(min(max(int64(ev.Latency), histMin), histMax)) // in range: cannot fail
+	a.w.add(Key{CgroupID: ev.CgroupID, Dest: ev.Dest}, func(c *connCounts, hist latencies) {
+		c.connects++
+		if ev.Outcome != Established {
+			c.failures++
+			return
+		}
+		hist.record(ev.Latency)
+	})
 }
 
 // Snapshot returns every key's Stats over the window from the start (or last Reset) to now, by cgroup id
 // then destination.
 func (a *Aggregator) Snapshot(now time.Time) []Stats {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	secs := now.Sub(a.start).Seconds()
-	out := make([]Stats, 0, len(a.m))
-	for k, e := range a.m {
-		s := Stats{Key: k, Connects: e.connects, Failures: e.failures}
-		if secs > 0 {
-			s.PerSecond = float64(e.connects) / secs
-		}
-		if e.hist.TotalCount() > 0 {
-			s.P50 = time.Duration(e.hist.ValueAtQuantile(50))
-			s.P99 = time.Duration(e.hist.ValueAtQuantile(99))
-			s.Max = time.Duration(e.hist.Max())
-		}
-		out = append(out, s)
-	}
-	slices.SortFunc(out, func(x, y Stats) int {
+	return snapshot(a.w, now, func(k Key, c connCounts, hist latencies, secs float64) Stats {
+		s := Stats{Key: k, Connects: c.connects, Failures: c.failures, PerSecond: perSecond(c.connects, secs)}
+		s.P50, s.P99, s.Max = hist.quantiles()
+		return s
+	}, func(x, y Stats) int {
 		return cmp.Or(cmp.Compare(x.CgroupID, y.CgroupID), x.Dest.Compare(y.Dest))
 	})
-	return out
 }
 
 // Reset empties the Aggregator and starts a new window at now.
-func (a *Aggregator) Reset(now time.Time) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.start, a.m = now, map[Key]*agg{}
-}
+func (a *Aggregator) Reset(now time.Time) { a.w.reset(now) }

@@ -18,13 +18,15 @@ const (
 )
 
 func (o Outcome) String() string {
-	switch o {
-	case Established:
-		return "established"
-	case Failed:
-		return "failed"
+	return enumName(o, "Outcome", map[Outcome]string{Established: "established", Failed: "failed"})
+}
+
+// enumName is v's name in names, or typ(v) for a value without one.
+func enumName[T ~uint8](v T, typ string, names map[T]string) string {
+	if s, ok := names[v]; ok {
+		return s
 	}
-	return fmt.Sprintf("Outcome(%d)", uint8(o))
+	return fmt.Sprintf("%s(%d)", typ, uint8(v))
 }
 
 // ConnectEvent is one TCP connect, as the application sees it: from connect(2) putting the socket in

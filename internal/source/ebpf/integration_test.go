@@ -1,7 +1,6 @@
 package ebpf
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -19,27 +18,25 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// skipUnlessTraceable skips tb unless KUBESLOW_INTEGRATION is set and the tracer can run here.
+// skipUnlessTraceable skips tb unless KUBESLOW_INTEGRATION is set and the connect tracer can run here.
 func skipUnlessTraceable(tb testing.TB) {
 	tb.Helper()
+	skipUnless(tb, "the connect tracer", "a kernel >= 5.8 with BTF", Supported)
+}
+
+// skipUnless skips tb unless KUBESLOW_INTEGRATION is set, this process is root and supported says the
+// tracer (what) can run here.
+func skipUnless(tb testing.TB, what, needs string, supported func() error) {
+	tb.Helper()
 	if os.Getenv("KUBESLOW_INTEGRATION") == "" {
-		tb.Skip("integration test: set KUBESLOW_INTEGRATION=1 (needs root and a kernel >= 5.8 with BTF)")
+		tb.Skipf("integration test: set KUBESLOW_INTEGRATION=1 (needs root and %s)", needs)
 	}
 	if os.Geteuid() != 0 {
 		tb.Skip("needs root (loads a BPF program)")
 	}
-	if err := Supported(); err != nil {
-		tb.Skipf("the connect tracer cannot run here: %v", err)
+	if err := supported(); err != nil {
+		tb.Skipf("%s cannot run here: %v", what, err)
 	}
-}
-
-// monoNS is CLOCK_MONOTONIC in ns, bpf_ktime_get_ns's clock.
-func monoNS(tb testing.TB) uint64 {
-	var ts unix.Timespec
-	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err != nil {
-		tb.Fatal(err)
-	}
-	return uint64(ts.Nano())
 }
 
 // dialed is one connect the test made, timed in Go.
@@ -52,11 +49,11 @@ type dialed struct {
 }
 
 func dial(tb testing.TB, dest netip.AddrPort, keep *[]net.Conn) dialed {
-	d := dialed{dest: dest, before: monoNS(tb)}
+	d := dialed{dest: dest, before: monotonicNS()}
 	start := time.Now()
 	c, err := net.DialTimeout("tcp", dest.String(), 5*time.Second)
 	d.took = time.Since(start)
-	d.after = monoNS(tb)
+	d.after = monotonicNS()
 	if err != nil {
 		if !errors.Is(err, syscall.ECONNREFUSED) {
 			tb.Fatalf("dialing %s: %v", dest, err)
@@ -128,29 +125,22 @@ func ownCgroup() (string, uint64) {
 			rel = p
 		}
 	}
-	mi, err := os.Open("/proc/self/mountinfo")
+	root, err := CgroupRoot()
 	if err != nil || rel == "" {
 		return "", 0
 	}
-	defer mi.Close()
-	sc := bufio.NewScanner(mi)
-	for sc.Scan() {
-		f := strings.Fields(sc.Text())
-		if i := slices.Index(f, "-"); i > 0 && i+1 < len(f) && f[i+1] == "cgroup2" && f[3] == "/" {
-			dir := filepath.Join(f[4], rel)
-			var st unix.Stat_t
-			if unix.Stat(dir, &st) == nil {
-				return dir, st.Ino
-			}
-		}
+	dir := filepath.Join(root, rel)
+	id, err := CgroupID(dir)
+	if err != nil {
+		return "", 0
 	}
-	return "", 0
+	return dir, id
 }
 
 // inChildCgroup moves this process into a new cgroup v2 directory beside its own (a child of its own
-// cgroup's parent, so no process sits in an inner node), runs fn there, and moves it back. It returns the
-// new cgroup's id, or why it could not.
-func inChildCgroup(fn func()) (uint64, error) {
+// cgroup's parent, so no process sits in an inner node), runs fn there with the directory, and moves it
+// back. It returns the new cgroup's id, or why it could not.
+func inChildCgroup(fn func(dir string)) (uint64, error) {
 	own, _ := ownCgroup()
 	if own == "" {
 		return 0, errors.New("no cgroup v2 directory")
@@ -164,8 +154,8 @@ func inChildCgroup(fn func()) (uint64, error) {
 		return 0, err
 	}
 	defer os.Remove(dir)
-	var st unix.Stat_t
-	if err := unix.Stat(dir, &st); err != nil {
+	id, err := CgroupID(dir)
+	if err != nil {
 		return 0, err
 	}
 	pid := []byte(fmt.Sprint(os.Getpid()))
@@ -173,8 +163,8 @@ func inChildCgroup(fn func()) (uint64, error) {
 		return 0, err
 	}
 	defer os.WriteFile(filepath.Join(own, "cgroup.procs"), pid, 0)
-	fn()
-	return st.Ino, nil
+	fn(dir)
+	return id, nil
 }
 
 // isMount says whether dir is a mount point (the cgroup2 root).
@@ -196,22 +186,13 @@ func TestIntegrationConnectLatency(t *testing.T) {
 		t.Fatal(err)
 	}
 	pid := uint32(os.Getpid())
-	var mu sync.Mutex
-	var mine []ConnectEvent
 	var others int
-	collected := make(chan struct{})
-	go func() {
-		defer close(collected)
-		for ev := range tr.Events() {
-			mu.Lock()
-			if ev.Pid == pid {
-				mine = append(mine, ev)
-			} else {
-				others++
-			}
-			mu.Unlock()
+	events := collect(tr.Events(), func(ev ConnectEvent) bool {
+		if ev.Pid != pid {
+			others++
 		}
-	}()
+		return ev.Pid == pid
+	})
 
 	const n, nFail, n6 = 200, 10, 20
 	var keep []net.Conn
@@ -243,7 +224,7 @@ func TestIntegrationConnectLatency(t *testing.T) {
 	// A few connects from a cgroup of their own: their events carry its id.
 	const nCgroup = 5
 	var child []dialed
-	childID, err := inChildCgroup(func() {
+	childID, err := inChildCgroup(func(string) {
 		for range nCgroup {
 			child = append(child, dial(t, ln4, &keep))
 		}
@@ -258,20 +239,11 @@ func TestIntegrationConnectLatency(t *testing.T) {
 	}
 
 	// Wait for every event (or 10s), then stop the tracer and take what came.
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		mu.Lock()
-		got := len(mine)
-		mu.Unlock()
-		if got >= len(made) || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	events.waitFor(len(made))
 	if err := tr.Close(); err != nil {
 		t.Errorf("Close: %v", err)
 	}
-	<-collected
+	mine := events.all()
 	if u := tr.Undecodable(); u != 0 {
 		t.Errorf("%d undecodable records", u)
 	}
@@ -351,13 +323,7 @@ func TestIntegrationConnectLatency(t *testing.T) {
 		}
 	}
 
-	p := func(ds []time.Duration, q int) time.Duration {
-		if len(ds) == 0 {
-			return 0
-		}
-		ds = slices.Sorted(slices.Values(ds))
-		return ds[(len(ds)-1)*q/100]
-	}
+	p := quantile
 	if p(ebpfLat, 50) > p(goLat, 50) {
 		t.Errorf("eBPF p50 %v above Go's %v", p(ebpfLat, 50), p(goLat, 50))
 	}
@@ -373,6 +339,55 @@ func TestIntegrationConnectLatency(t *testing.T) {
 	for _, s := range a.Snapshot(time.Now()) {
 		t.Logf("aggregate cgroup %d -> %s: %d connects, %d failures, p50 %v p99 %v", s.CgroupID, s.Dest, s.Connects, s.Failures, s.P50, s.P99)
 	}
+}
+
+// collector keeps what a tracer's Events channel delivers and keep wants, until the channel closes.
+type collector[T any] struct {
+	mu   sync.Mutex
+	kept []T
+	done chan struct{}
+}
+
+func collect[T any](events <-chan T, keep func(T) bool) *collector[T] {
+	c := &collector[T]{done: make(chan struct{})}
+	go func() {
+		defer close(c.done)
+		for ev := range events {
+			if keep(ev) {
+				c.mu.Lock()
+				c.kept = append(c.kept, ev)
+				c.mu.Unlock()
+			}
+		}
+	}()
+	return c
+}
+
+// waitFor waits until n events are kept, or 10 s.
+func (c *collector[T]) waitFor(n int) {
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		c.mu.Lock()
+		got := len(c.kept)
+		c.mu.Unlock()
+		if got >= n {
+			return
+		}
+	}
+}
+
+// all waits for the channel's end (the tracer's Close) and returns what was kept.
+func (c *collector[T]) all() []T {
+	<-c.done
+	return c.kept
+}
+
+// quantile is the q-th percentile of ds (the nearest rank below), 0 for none.
+func quantile(ds []time.Duration, q int) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	ds = slices.Sorted(slices.Values(ds))
+	return ds[(len(ds)-1)*q/100]
 }
 
 // BenchmarkConnectsTraced dials a loopback listener b.N times untraced, b.N times with the tracer attached

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	cebpf "github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/asm"
 	"github.com/cilium/ebpf/features"
 	"golang.org/x/sys/unix"
 )
@@ -30,9 +31,9 @@ const (
 )
 
 // Supported says whether this process can run the connect tracer here: nil, or an error whose sentence
-// says why not (no CAP_BPF and CAP_PERFMON, nor CAP_SYS_ADMIN; a kernel older than 5.8; no BTF; tracefs
-// absent and not mountable; no sock/inet_sock_set_state tracepoint or one of another layout; no ring
-// buffer). It mounts tracefs at /sys/kernel/tracing when none is mounted, as StartConnects would.
+// says why not (no CAP_BPF and CAP_PERFMON, nor CAP_SYS_ADMIN; a kernel older than 5.8; no ring buffer; no
+// BTF; tracefs absent and not mountable; no sock/inet_sock_set_state tracepoint or one of another layout).
+// It mounts tracefs at /sys/kernel/tracing when none is mounted, as StartConnects would.
 func Supported() error {
 	_, err := supported()
 	return err
@@ -41,15 +42,8 @@ func Supported() error {
 // supported is Supported, returning the tracepoint's layout.
 func supported() (setStateLayout, error) {
 	var l setStateLayout
-	if err := checkCaps(); err != nil {
+	if err := supportedBase(); err != nil {
 		return l, err
-	}
-	v, err := features.LinuxVersionCode()
-	if err != nil {
-		return l, fmt.Errorf("cannot tell the kernel's version: %w", err)
-	}
-	if v < 5<<16|8<<8 {
-		return l, fmt.Errorf("the kernel is %d.%d, older than 5.8 (the BPF ring buffer and CAP_BPF)", v>>16, v>>8&0xff)
 	}
 	if _, err := os.Stat("/sys/kernel/btf/vmlinux"); err != nil {
 		return l, fmt.Errorf("the kernel has no BTF (/sys/kernel/btf/vmlinux: %w); it needs CONFIG_DEBUG_INFO_BTF", err)
@@ -72,10 +66,50 @@ func supported() (setStateLayout, error) {
 	if err != nil {
 		return l, fmt.Errorf("the tracepoint %s/%s's format is not the one the tracer reads: %w", tpGroup, tpName, err)
 	}
-	if err := features.HaveMapType(cebpf.RingBuf); err != nil {
-		return l, fmt.Errorf("the kernel has no BPF ring buffer: %w", err)
-	}
 	return l, nil
+}
+
+// SupportedDNS says whether this process can run the DNS tracer here: nil, or an error whose sentence says
+// why not (no CAP_BPF and CAP_PERFMON, nor CAP_SYS_ADMIN; a kernel older than 5.8; no ring buffer; no
+// cgroup v2 hierarchy mounted; no cgroup_skb programs, or one of the helpers they call). It needs no BTF
+// and no tracefs: the programs read packets, not kernel structures.
+func SupportedDNS() error {
+	if err := supportedBase(); err != nil {
+		return err
+	}
+	if _, err := CgroupRoot(); err != nil {
+		return err
+	}
+	if err := features.HaveProgramType(cebpf.CGroupSKB); err != nil {
+		return fmt.Errorf("the kernel has no cgroup_skb BPF programs: %w", err)
+	}
+	for _, h := range []struct {
+		fn   asm.BuiltinFunc
+		name string
+	}{{asm.FnSkbLoadBytes, "bpf_skb_load_bytes"}, {asm.FnSkbCgroupId, "bpf_skb_cgroup_id (CONFIG_SOCK_CGROUP_DATA)"}, {asm.FnRingbufOutput, "bpf_ringbuf_output"}, {asm.FnRingbufQuery, "bpf_ringbuf_query"}} {
+		if err := features.HaveProgramHelper(cebpf.CGroupSKB, h.fn); err != nil {
+			return fmt.Errorf("the kernel's cgroup_skb programs cannot call %s: %w", h.name, err)
+		}
+	}
+	return nil
+}
+
+// supportedBase is what both tracers need: the capabilities, a kernel of 5.8 or later, and the ring buffer.
+func supportedBase() error {
+	if err := checkCaps(); err != nil {
+		return err
+	}
+	v, err := features.LinuxVersionCode()
+	if err != nil {
+		return fmt.Errorf("cannot tell the kernel's version: %w", err)
+	}
+	if v < 5<<16|8<<8 {
+		return fmt.Errorf("the kernel is %d.%d, older than 5.8 (the BPF ring buffer and CAP_BPF)", v>>16, v>>8&0xff)
+	}
+	if err := features.HaveMapType(cebpf.RingBuf); err != nil {
+		return fmt.Errorf("the kernel has no BPF ring buffer: %w", err)
+	}
+	return nil
 }
 
 // checkCaps checks the effective capabilities: CAP_BPF and CAP_PERFMON (kernel 5.8+), or CAP_SYS_ADMIN.

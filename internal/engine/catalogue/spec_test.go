@@ -91,7 +91,7 @@ func TestThrowawaySpec(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pms, err := promwindow.RegistryOf(promwindow.NewSource(c, w, nil), specs).Select([]string{"test.throwaway"}, nil)
+	pms, err := promwindow.RegistryOf(promwindow.NewSource(c, w, nil, check.RulesOf(specs)), specs).Select([]string{"test.throwaway"}, nil)
 	if err != nil || len(pms) != 1 {
 		t.Fatalf("promwindow: %v %v", pms, err)
 	}

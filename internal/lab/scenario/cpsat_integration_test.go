@@ -185,7 +185,7 @@ func pastWindowSaturated(t *testing.T, started time.Time) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		src := promwindow.NewSource(c, w, nil)
+		src := promwindow.NewSource(c, w, nil, check.Rules())
 		// The lab's control plane shares one raw cgroup, named as its user would name it to kubeslow.
 		src.ControlPlaneCgroups = []string{fmt.Sprintf("id=%q", lab.ControlPlaneCgroupID())}
 		src.ControlPlaneCores = stated

@@ -15,11 +15,11 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/yaml"
 
+	"github.com/kubeslow/kubeslow/internal/engine/catalogue"
 	"github.com/kubeslow/kubeslow/internal/lab"
 	"github.com/kubeslow/kubeslow/internal/lab/labtest"
 	"github.com/kubeslow/kubeslow/internal/lab/pki"
 	"github.com/kubeslow/kubeslow/internal/measure"
-	"github.com/kubeslow/kubeslow/internal/measure/all"
 	"github.com/kubeslow/kubeslow/internal/source/kube"
 	"github.com/kubeslow/kubeslow/pkg/result"
 )
@@ -37,7 +37,7 @@ const viewUser = "kubeslow-viewer"
 func TestIntegrationRBACViewUser(t *testing.T) {
 	bin := labtest.Binary(t)
 	kinds := map[string]measure.Kind{}
-	for _, m := range all.Registry(all.Options{}).All() {
+	for _, m := range catalogue.Registry(catalogue.Options{}).All() {
 		kinds[m.Name()] = measure.KindOf(m)
 	}
 	for _, layout := range []string{lab.LayoutManaged, lab.LayoutKubeadm} {

@@ -63,8 +63,7 @@ func TestNoLabImports(t *testing.T) {
 		}
 	}
 	// The lab's own packages import no measurement directly. (The lab imports internal/source/agent/proto for the
-	// agent image's command lines, and agentproto still carries measure/disk's sample type: that edge belongs to
-	// the node agent's protocol, not to the lab.)
+	// agent image's command lines: a source, below every measurement.)
 	for _, l := range goList(t, `{{.ImportPath}} {{join .Imports " "}}`, "./internal/lab/...") {
 		f := strings.Fields(l)
 		for _, imp := range f[1:] {

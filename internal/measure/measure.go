@@ -2,7 +2,7 @@
 //
 // A measurement is one package under internal/measure/<name> (internal/bench/<name> when only `kubeslow
 // bench` runs it) that implements Measurement; it is added to kubeslow by its Spec (spec.go) and one line in
-// internal/measure/all.Specs.
+// internal/engine/catalogue.Specs.
 package measure
 
 import (

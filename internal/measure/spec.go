@@ -7,10 +7,10 @@ import (
 )
 
 // Spec declares one measurement: everything the rest of kubeslow reads of it. Each measurement package
-// declares its own (spec.go: `var Spec = measure.Spec{...}`) and internal/measure/all lists them; from that
+// declares its own (spec.go: `var Spec = measure.Spec{...}`) and internal/engine/catalogue lists them; from that
 // list the registry of `kubeslow run`, the rule set of the findings engine (internal/engine/check) and its reference
 // (docs/rules.md), the ClusterRoles of `kubeslow rbac` and the past-window path (internal/measure/promwindow)
-// are derived, so adding a measurement is its package plus one line in all.Specs.
+// are derived, so adding a measurement is its package plus one line in catalogue.Specs.
 //
 // A rule's firing and clear fixtures live in the measurement's fixture package (<name>test.RuleFixtures),
 // which imports the measurement and so cannot be named here; internal/engine/check finds those packages itself

@@ -9,7 +9,7 @@ import (
 	"sort"
 	"time"
 
-	"github.com/kubeslow/kubeslow/internal/measure/disk"
+	"github.com/kubeslow/kubeslow/internal/source/diskprobe"
 	"github.com/kubeslow/kubeslow/internal/stats"
 	"github.com/kubeslow/kubeslow/pkg/result"
 )
@@ -63,7 +63,7 @@ type NodeDisk struct {
 	Node, Dir, Device string
 	// Remote says an agent pod on the node took the samples (times from the node's clock); else this process.
 	Remote  bool
-	Samples []disk.Sample
+	Samples []diskprobe.Sample
 	// Reason says why there are no samples (not measured), if so.
 	Reason string
 }
@@ -196,7 +196,7 @@ func diskSeries(res *result.Result, nd NodeDisk, kneeT time.Time, add func(strin
 		res.Records = append(res.Records, result.Record{ID: "disk/" + nd.Node, Labels: map[string]string{"not_measured": reason}})
 		return
 	}
-	mk := func(name, unit string, f func(disk.Sample) float64) result.Series {
+	mk := func(name, unit string, f func(diskprobe.Sample) float64) result.Series {
 		s := result.Series{Name: name, Unit: unit, Labels: l}
 		for _, smp := range nd.Samples {
 			if v := f(smp); !math.IsNaN(v) {
@@ -205,10 +205,10 @@ func diskSeries(res *result.Result, nd NodeDisk, kneeT time.Time, add func(strin
 		}
 		return s
 	}
-	sync := mk("disk_sync_latency", "seconds", func(s disk.Sample) float64 { return s.SyncSeconds })
-	psi := mk("io_pressure", "percent", func(s disk.Sample) float64 { return s.IOSomePercent })
-	iops := mk("disk_iops", "per_second", func(s disk.Sample) float64 { return s.ReadIOPS + s.WriteIOPS })
-	dst := mk("dstate_tasks", "count", func(s disk.Sample) float64 { return float64(s.DState) })
+	sync := mk("disk_sync_latency", "seconds", func(s diskprobe.Sample) float64 { return s.SyncSeconds })
+	psi := mk("io_pressure", "percent", func(s diskprobe.Sample) float64 { return s.IOSomePercent })
+	iops := mk("disk_iops", "per_second", func(s diskprobe.Sample) float64 { return s.ReadIOPS + s.WriteIOPS })
+	dst := mk("dstate_tasks", "count", func(s diskprobe.Sample) float64 { return float64(s.DState) })
 
 	vals := func(s result.Series, from, to time.Time) []float64 {
 		var v []float64

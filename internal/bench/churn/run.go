@@ -21,8 +21,8 @@ import (
 	"github.com/kubeslow/kubeslow/internal/bench/diskagent"
 	"github.com/kubeslow/kubeslow/internal/load/workload"
 	"github.com/kubeslow/kubeslow/internal/measure"
-	"github.com/kubeslow/kubeslow/internal/measure/disk"
 	"github.com/kubeslow/kubeslow/internal/measure/podstartup"
+	"github.com/kubeslow/kubeslow/internal/source/diskprobe"
 	"github.com/kubeslow/kubeslow/internal/stats"
 	"github.com/kubeslow/kubeslow/pkg/result"
 )
@@ -323,7 +323,7 @@ func (m *Measurement) startSamplers(ctx context.Context, env *measure.Env, nodes
 				// The agent stops on its own a little after the run's bounds; the run stops it sooner.
 				life := m.Opts.Duration + 2*m.Opts.PodTimeout + time.Minute
 				start := env.WaitBound(2 * time.Minute) // the wait for the sampler pod to run
-				st, err := diskagent.StartSampler(ctx, env.Client, spec, interval, min(life, MaxDuration), start.D, func(smp disk.Sample) {
+				st, err := diskagent.StartSampler(ctx, env.Client, spec, interval, min(life, MaxDuration), start.D, func(smp diskprobe.Sample) {
 					mu.Lock()
 					defer mu.Unlock()
 					nd.Samples = append(nd.Samples, smp)
@@ -350,7 +350,7 @@ func (m *Measurement) startSamplers(ctx context.Context, env *measure.Env, nodes
 			}()
 			continue
 		}
-		s, err := disk.NewSampler(disk.SamplerOptions{Dir: nd.Dir, Interval: interval})
+		s, err := diskprobe.NewSampler(diskprobe.SamplerOptions{Dir: nd.Dir, Interval: interval})
 		if err != nil {
 			nd.Reason = err.Error()
 			continue
@@ -360,7 +360,7 @@ func (m *Measurement) startSamplers(ctx context.Context, env *measure.Env, nodes
 		go func() {
 			defer wg.Done()
 			defer s.Close()
-			if err := s.Run(ctx, func(smp disk.Sample) { nd.Samples = append(nd.Samples, smp) }); err != nil {
+			if err := s.Run(ctx, func(smp diskprobe.Sample) { nd.Samples = append(nd.Samples, smp) }); err != nil {
 				nd.Reason = "sampling stopped: " + err.Error()
 			}
 		}()

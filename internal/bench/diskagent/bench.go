@@ -12,17 +12,18 @@ import (
 	"github.com/kubeslow/kubeslow/internal/measure"
 	"github.com/kubeslow/kubeslow/internal/measure/disk"
 	"github.com/kubeslow/kubeslow/internal/source/agent/proto"
+	"github.com/kubeslow/kubeslow/internal/source/diskprobe"
 	"github.com/kubeslow/kubeslow/pkg/result"
 )
 
 // BenchRole is the bench pod's role label.
 const BenchRole = "disk-bench"
 
-// Bench is `bench disk --node`: etcd's fio recipe (disk.RunSync) in an agent pod on Node, on the host
+// Bench is `bench disk --node`: etcd's fio recipe (diskprobe.RunSync) in an agent pod on Node, on the host
 // directory Dir (the disk to judge: the kubelet's or runtime's directory, etcd's data directory).
 type Bench struct {
 	Node, Dir, Image string
-	Recipe           disk.Recipe
+	Recipe           diskprobe.Recipe
 	// Timeout bounds the pod's start and run.
 	Timeout time.Duration
 }

@@ -13,8 +13,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/kubeslow/kubeslow/internal/measure/disk"
 	"github.com/kubeslow/kubeslow/internal/source/agent/proto"
+	"github.com/kubeslow/kubeslow/internal/source/diskprobe"
 )
 
 // SamplerRole is the sampler pods' role label.
@@ -38,7 +38,7 @@ func (s *Stream) Wait() error {
 // run, node and image from spec), waits until it runs (at most startTimeout), and then hands each sample
 // to emit, as the agent prints it (the pod's log followed), until ctx ends; the pod is deleted then. The
 // samples' times are the node's clock.
-func StartSampler(ctx context.Context, c kubernetes.Interface, spec PodSpec, interval, duration, startTimeout time.Duration, emit func(disk.Sample)) (*Stream, error) {
+func StartSampler(ctx context.Context, c kubernetes.Interface, spec PodSpec, interval, duration, startTimeout time.Duration, emit func(diskprobe.Sample)) (*Stream, error) {
 	req := agentproto.DiskSample{Root: HostRoot, Dir: spec.HostDir, Interval: interval, Duration: duration}
 	spec.Role, spec.Proc, spec.Args = SamplerRole, true, req.Args()
 	pods := c.CoreV1().Pods(spec.Namespace)

@@ -3,6 +3,7 @@ package diskagent
 import (
 	"github.com/kubeslow/kubeslow/internal/measure"
 	"github.com/kubeslow/kubeslow/internal/measure/disk"
+	"github.com/kubeslow/kubeslow/internal/source/diskprobe"
 )
 
 // Spec declares `kubeslow bench disk --node` (disk.fdatasync in an agent pod), a bench: its command builds it
@@ -10,7 +11,7 @@ import (
 var Spec = measure.Spec{
 	Name: disk.BenchName, Bench: true, Rules: disk.Rules,
 	Kind: measure.Benchmark, // it creates a pod
-	New:  func(measure.Options) measure.Measurement { return &Bench{Recipe: disk.EtcdRecipe} },
+	New:  func(measure.Options) measure.Measurement { return &Bench{Recipe: diskprobe.EtcdRecipe} },
 	Permissions: []measure.Permission{
 		{Verbs: []string{"get"}, Resource: "nodes", Reason: "the node named by --node"},
 		{Verbs: []string{"create", "delete", "get"}, Resource: "pods", Reason: "the agent pod that runs the recipe on the node"},

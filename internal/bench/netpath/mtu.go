@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubeslow/kubeslow/internal/measure"
+	"github.com/kubeslow/kubeslow/internal/measure/nodenet"
 	"github.com/kubeslow/kubeslow/internal/rule"
 	"github.com/kubeslow/kubeslow/internal/source/agent"
 	"github.com/kubeslow/kubeslow/internal/source/agent/proto"
@@ -34,12 +35,6 @@ const (
 	MetricFragNeededSent = "icmp_dest_unreach_sent"
 	MetricFragFails      = "ip_frag_fails"
 )
-
-// OverlayOverhead is what an encapsulation adds to each IPv4 packet, by device kind: VXLAN 50 (outer IPv4 20 +
-// UDP 8 + VXLAN 8 + inner Ethernet 14, RFC 7348), Geneve 50 without options (RFC 8926), IP-in-IP 20 (RFC
-// 2003), GRE 24 (RFC 2784 with a key), WireGuard 60 over IPv4 (IPv4 20 + UDP 8 + WireGuard 32; 80 over IPv6:
-// flannel's and Calico's figures); 0 without an overlay.
-var OverlayOverhead = map[string]int{"vxlan": 50, "geneve": 50, "ipip": 20, "gre": 24, "wireguard": 60}
 
 // MTUOptions configure the MTU check.
 type MTUOptions struct {
@@ -155,27 +150,6 @@ type MTUInput struct {
 	DF             *agent.DFPing
 }
 
-// expectedMTU is the MTU the pod path's links should have on a node: its uplink's minus its overlay's overhead
-// (the largest overhead if it has several overlay devices), with what it rests on.
-func expectedMTU(n *agent.NodeNet) (expected, uplink int, overlay string, ok bool) {
-	for _, i := range n.Interfaces {
-		if i.Name == n.Uplink {
-			uplink = i.MTU
-		}
-	}
-	if uplink == 0 {
-		return 0, 0, "", false
-	}
-	overhead := 0
-	overlay = "none"
-	for _, i := range n.Overlay() {
-		if o, known := OverlayOverhead[i.Kind]; known && o > overhead {
-			overhead, overlay = o, fmt.Sprintf("%s %s (+%d)", i.Kind, i.Name, o)
-		}
-	}
-	return uplink - overhead, uplink, overlay, true
-}
-
 // podPathLinks are a node's links on the pod path besides the uplink: its overlay devices and the CNI's bridge
 // (cni0 for the bridge plugin and flannel, cbr0 for kubenet).
 func podPathLinks(n *agent.NodeNet) []agent.Iface {
@@ -203,7 +177,7 @@ func MTUResult(res *result.Result, in MTUInput) {
 			continue
 		}
 		where := "node " + nd.name
-		exp, uplink, overlay, ok := expectedMTU(nd.net)
+		exp, uplink, overlay, ok := nodenet.ExpectedMTU(nd.net)
 		if !ok {
 			res.Records = append(res.Records, result.Record{ID: "mtu " + where, Labels: map[string]string{"error": "no default route's interface (uplink) found: the expected MTU is unknown"}})
 			continue

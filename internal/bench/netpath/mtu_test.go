@@ -68,12 +68,3 @@ func TestMTUTransit(t *testing.T) {
 		}
 	}
 }
-
-// TestMTUOverheads: the expected MTU follows the overlay's kind.
-func TestMTUOverheads(t *testing.T) {
-	for kind, want := range map[string]int{"vxlan": 50, "ipip": 20, "wireguard": 60} {
-		if netpath.OverlayOverhead[kind] != want {
-			t.Errorf("%s overhead %d, want %d", kind, netpath.OverlayOverhead[kind], want)
-		}
-	}
-}

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/kubeslow/kubeslow/internal/measure"
+	"github.com/kubeslow/kubeslow/internal/measure/nodenet"
 	"github.com/kubeslow/kubeslow/internal/source/agent/proto"
 	"github.com/kubeslow/kubeslow/internal/source/kube"
 	"github.com/kubeslow/kubeslow/internal/stats"
@@ -266,13 +267,13 @@ func (m *Measurement) Run(ctx context.Context, env *measure.Env) (result.Result,
 	if b.Name != a.Name {
 		probes = append(probes, struct{ pod, where string }{"cli-host-b", "node " + b.Name})
 	}
-	var links []NodeLinks
+	var links []nodenet.NodeLinks
 	for _, pr := range probes {
 		nn, err := m.probeNode(ctx, env, pr.pod)
 		if node, ok := strings.CutPrefix(pr.where, "node "); ok {
-			links = append(links, NodeLinks{Node: node, Net: nn})
+			links = append(links, nodenet.NodeLinks{Node: node, Net: nn})
 			if err != nil {
-				links[len(links)-1] = NodeLinks{Node: node, Why: "the node probe failed: " + err.Error()}
+				links[len(links)-1] = nodenet.NodeLinks{Node: node, Why: "the node probe failed: " + err.Error()}
 			}
 		}
 		if err != nil {
@@ -283,7 +284,7 @@ func (m *Measurement) Run(ctx context.Context, env *measure.Env) (result.Result,
 	}
 	// Whether every node's uplink carries the overlay's packets (KS-NET-MTU): the facts are read already, so it
 	// costs nothing, and it names the link when a pod path is capped by it.
-	OverlayFit(&res, links)
+	nodenet.OverlayFit(&res, links)
 	// Where the time goes: the agents' start and the probes, then the matrix.
 	res.Metrics = append(res.Metrics, result.Metric{Name: "setup_seconds", Unit: "seconds", Value: time.Since(began).Seconds()})
 	matrix := time.Now()

@@ -6,6 +6,8 @@ import (
 
 	"github.com/kubeslow/kubeslow/internal/bench/netpath"
 	"github.com/kubeslow/kubeslow/internal/bench/netpath/netpathtest"
+	"github.com/kubeslow/kubeslow/internal/measure/nodenet"
+	"github.com/kubeslow/kubeslow/internal/measure/nodenet/nodenettest"
 	"github.com/kubeslow/kubeslow/internal/rule"
 	"github.com/kubeslow/kubeslow/internal/rule/ruletest"
 	"github.com/kubeslow/kubeslow/internal/source/agent"
@@ -13,7 +15,7 @@ import (
 )
 
 // capped is bench net on the flannel lab of issue 43: bulk throughput of the pod paths at 0.0573x host->host's.
-func capped(links []netpath.NodeLinks) netpathtest.Run {
+func capped(links []nodenet.NodeLinks) netpathtest.Run {
 	return netpathtest.Run{PodRatio: 0.95, ConntrackFill: 0.1, StreamRatio: 0.0573, Links: links}
 }
 
@@ -37,7 +39,7 @@ func benchNet(t *testing.T, run netpathtest.Run) (map[string]result.Finding, map
 // node and link with the numbers, and the capped pod path (KS-NET-POD) and the pod network's hop (KS-NET-HOP) are
 // its symptoms, lowered to info under it.
 func TestOverlayFitNarrowUplink(t *testing.T) {
-	byID, _ := benchNet(t, capped(netpathtest.FlannelLinks(t, nil, []func(*agent.NodeNet){netpathtest.SetMTU("eth0", 1400)})))
+	byID, _ := benchNet(t, capped(nodenettest.FlannelLinks(t, nil, []func(*agent.NodeNet){nodenettest.SetMTU("eth0", 1400)})))
 	f, ok := byID["KS-NET-MTU"]
 	if !ok || f.ItemCount != 1 || f.Items[0].Key != "link=node lab-node-2/eth0" || f.Items[0].Value != 100 {
 		t.Fatalf("KS-NET-MTU %+v", f)
@@ -63,9 +65,9 @@ func TestOverlayFitNarrowUplink(t *testing.T) {
 // TestOverlayFitHealthy: the healthy flannel lab (eth0 1500, flannel.1 1450 on both nodes: an exact fit) and a
 // bridge lab (no overlay) raise no MTU finding; KS-NET-MTU is clear, and a capped path on them has no cause.
 func TestOverlayFitHealthy(t *testing.T) {
-	for name, links := range map[string][]netpath.NodeLinks{
-		"flannel": netpathtest.FlannelLinks(t, nil, nil),
-		"bridge":  netpathtest.FlannelLinks(t, []func(*agent.NodeNet){netpathtest.NoOverlay}, []func(*agent.NodeNet){netpathtest.NoOverlay}),
+	for name, links := range map[string][]nodenet.NodeLinks{
+		"flannel": nodenettest.FlannelLinks(t, nil, nil),
+		"bridge":  nodenettest.FlannelLinks(t, []func(*agent.NodeNet){nodenettest.NoOverlay}, []func(*agent.NodeNet){nodenettest.NoOverlay}),
 	} {
 		byID, ev := benchNet(t, capped(links))
 		if _, ok := byID["KS-NET-MTU"]; ok || ev["KS-NET-MTU"].Status != result.RuleClear {
@@ -75,17 +77,12 @@ func TestOverlayFitHealthy(t *testing.T) {
 			t.Errorf("%s: KS-NET-POD %+v", name, p)
 		}
 	}
-	var res result.Result
-	netpath.OverlayFit(&res, netpathtest.FlannelLinks(t, nil, nil))
-	if len(res.Metrics) != 2 || res.Metrics[0].Value != 0 || res.Metrics[1].Value != 0 || len(res.Absent) != 0 {
-		t.Errorf("healthy flannel: %+v", res)
-	}
 }
 
 // TestOverlayFitOverlayTooBig: flannel.1 at 1500 on every node over 1500 links: every node's link is named.
 func TestOverlayFitOverlayTooBig(t *testing.T) {
-	big := []func(*agent.NodeNet){netpathtest.SetMTU("flannel.1", 1500)}
-	byID, _ := benchNet(t, capped(netpathtest.FlannelLinks(t, big, big)))
+	big := []func(*agent.NodeNet){nodenettest.SetMTU("flannel.1", 1500)}
+	byID, _ := benchNet(t, capped(nodenettest.FlannelLinks(t, big, big)))
 	f := byID["KS-NET-MTU"]
 	if f.ItemCount != 2 || f.Items[0].Key != "link=node lab-node-1/eth0" || f.Items[1].Key != "link=node lab-node-2/eth0" {
 		t.Fatalf("KS-NET-MTU %+v", f)
@@ -101,12 +98,12 @@ func TestOverlayFitOverlayTooBig(t *testing.T) {
 func TestOverlayFitMissingFacts(t *testing.T) {
 	noRoute := func(n *agent.NodeNet) { n.Uplink = "" }
 	for name, c := range map[string]struct {
-		links []netpath.NodeLinks
+		links []nodenet.NodeLinks
 		why   string
 	}{
-		"probe failed": {[]netpath.NodeLinks{{Node: "lab-node-1", Net: netpathtest.FlannelNode(t)}, {Node: "lab-node-2", Why: "the node probe failed: timeout"}},
+		"probe failed": {[]nodenet.NodeLinks{{Node: "lab-node-1", Net: nodenettest.FlannelNode(t)}, {Node: "lab-node-2", Why: "the node probe failed: timeout"}},
 			"lab-node-2: the node probe failed: timeout"},
-		"no default route": {netpathtest.FlannelLinks(t, nil, []func(*agent.NodeNet){noRoute}), "lab-node-2: no default route"},
+		"no default route": {nodenettest.FlannelLinks(t, nil, []func(*agent.NodeNet){noRoute}), "lab-node-2: no default route"},
 	} {
 		byID, ev := benchNet(t, capped(c.links))
 		if _, ok := byID["KS-NET-MTU"]; ok || ev["KS-NET-MTU"].Status != result.RuleNotEvaluated || !strings.Contains(ev["KS-NET-MTU"].Reason, c.why) {
@@ -115,53 +112,6 @@ func TestOverlayFitMissingFacts(t *testing.T) {
 		if p := byID["KS-NET-POD"]; !strings.Contains(p.NoCause, "not measured: KS-NET-MTU") {
 			t.Errorf("%s: KS-NET-POD %+v", name, p)
 		}
-	}
-	// No facts at all (bench net's probes did not run): not evaluated either.
-	var res result.Result
-	netpath.OverlayFit(&res, []netpath.NodeLinks{{Node: "n1", Why: "x"}})
-	if len(res.Metrics) != 0 || len(res.Absent) != 1 {
-		t.Errorf("no facts: %+v", res)
-	}
-}
-
-// TestOverlayKind: the probe's kind decides; without one, the CNIs' device names; a device that is down
-// (Calico's tunl0 when it does not use IP-in-IP) carries nothing.
-func TestOverlayKind(t *testing.T) {
-	for _, c := range []struct {
-		i    agent.Iface
-		want string
-	}{
-		{agent.Iface{Name: "flannel.1", Kind: "vxlan"}, "vxlan"}, {agent.Iface{Name: "flannel.1"}, "vxlan"}, {agent.Iface{Name: "vxlan.calico"}, "vxlan"},
-		{agent.Iface{Name: "cilium_geneve"}, "geneve"}, {agent.Iface{Name: "genev_sys_6081"}, "geneve"}, {agent.Iface{Name: "tunl0"}, "ipip"},
-		{agent.Iface{Name: "flannel-wg"}, "wireguard"}, {agent.Iface{Name: "wg0", Kind: "wireguard"}, "wireguard"},
-		{agent.Iface{Name: "cni0", Kind: "bridge"}, ""}, {agent.Iface{Name: "eth0"}, ""}, {agent.Iface{Name: "flannel.1", Kind: "bridge"}, ""},
-	} {
-		if got := netpath.OverlayKind(c.i); got != c.want {
-			t.Errorf("%+v: %q, want %q", c.i, got, c.want)
-		}
-	}
-	// Kind absent from the probe: flannel.1 still found by name; tunl0 down left out.
-	noKind := func(n *agent.NodeNet) {
-		for i := range n.Interfaces {
-			n.Interfaces[i].Kind = ""
-		}
-		n.Interfaces = append(n.Interfaces, agent.Iface{Name: "tunl0", MTU: 1480})
-	}
-	var res result.Result
-	netpath.OverlayFit(&res, netpathtest.FlannelLinks(t, []func(*agent.NodeNet){noKind}, []func(*agent.NodeNet){noKind, netpathtest.SetMTU("eth0", 1400)}))
-	if len(res.Metrics) != 2 || res.Metrics[1].Value != 100 || res.Metrics[1].Labels["overlay"] != "flannel.1 1450 + VXLAN 50 = 1500" {
-		t.Errorf("kind by name: %+v", res.Metrics)
-	}
-	// WireGuard's 60 and IP-in-IP's 20.
-	wg := func(n *agent.NodeNet) {
-		NoOverlay := netpathtest.NoOverlay
-		NoOverlay(n)
-		n.Interfaces = append(n.Interfaces, agent.Iface{Name: "flannel-wg", MTU: 1440, Kind: "wireguard", Up: true})
-	}
-	res = result.Result{}
-	netpath.OverlayFit(&res, netpathtest.FlannelLinks(t, []func(*agent.NodeNet){wg}, []func(*agent.NodeNet){wg}))
-	if len(res.Metrics) != 2 || res.Metrics[0].Value != 0 || res.Metrics[0].Labels["overlay"] != "flannel-wg 1440 + WireGuard 60 = 1500" {
-		t.Errorf("wireguard: %+v", res.Metrics)
 	}
 }
 
@@ -183,24 +133,5 @@ func TestCatalogueMTURule(t *testing.T) {
 	}
 	if m := netpath.MTURules(); len(m) != 1 || m[0].ID != "KS-NET-MTU" || m[0].When.Metric.Result != netpath.MTUName {
 		t.Errorf("MTURules %+v", m)
-	}
-}
-
-// TestOverlayFitManyNodes: six nodes with flannel.1 at 1500: every link named, each naming four senders and how
-// many more.
-func TestOverlayFitManyNodes(t *testing.T) {
-	var links []netpath.NodeLinks
-	for _, n := range []string{"n1", "n2", "n3", "n4", "n5", "n6"} {
-		links = append(links, netpath.NodeLinks{Node: n, Net: netpathtest.FlannelNode(t, netpathtest.SetMTU("flannel.1", 1500))})
-	}
-	var res result.Result
-	netpath.OverlayFit(&res, links)
-	if len(res.Metrics) != 6 {
-		t.Fatalf("metrics %+v", res.Metrics)
-	}
-	for _, m := range res.Metrics {
-		if m.Value != 50 || m.Labels["senders"] != "n1, n2, n3, n4, and 2 more" || m.Labels["fit"] != "1450" {
-			t.Errorf("%+v", m)
-		}
 	}
 }

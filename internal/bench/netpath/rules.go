@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/kubeslow/kubeslow/internal/measure/nodenet"
 	"github.com/kubeslow/kubeslow/internal/rule"
 	"github.com/kubeslow/kubeslow/pkg/result"
 )
@@ -39,30 +40,18 @@ func Rules() []rule.Rule {
 		Match: netPodMatch,
 		// A link the overlay's packets do not fit caps the pod paths (issue 43: 0.0573x of host->host in streams).
 		ExplainedBy: []string{"KS-NET-MTU"},
-	}, {
-		ID: "KS-NODE-CONNTRACK", Title: "A node's conntrack table is nearly full", Severity: result.SeverityWarning, Cases: []string{"B", "D"},
-		When:        rule.Condition{Metric: netConntrack, Op: ">=", Value: 0.8, Unit: "ratio"},
-		Source:      "Linux netfilter: at nf_conntrack_max new connections are dropped (\"nf_conntrack: table full, dropping packet\"); 80% leaves room for a burst",
-		Summary:     "conntrack on {{.where}} holds {{.value}} of nf_conntrack_max: new connections through kube-proxy's NAT are dropped when it fills",
-		Remediation: "Raise net.netfilter.nf_conntrack_max (kube-proxy's conntrack.maxPerCore), shorten established/time-wait time-outs, or bypass conntrack (an eBPF datapath, NOTRACK for node-local traffic).",
-	}, {
-		ID: "KS-NODE-NEIGH", Title: "A node's ARP table is near its hard limit", Severity: result.SeverityWarning, Cases: []string{"B"},
-		When:        rule.Condition{Metric: netNeighbour, Op: ">=", Value: 0.8, Unit: "ratio"},
-		Source:      "Linux neighbour table: past gc_thresh3 entries are refused (\"neighbor table overflow\"), which broke case B's cluster at 2,500 nodes",
-		Summary:     "{{.where}} has {{.value}} of gc_thresh3 neighbour entries: new peers fail to resolve once it is full",
-		Remediation: "Raise net.ipv4.neigh.default.gc_thresh1/2/3 (case B: 80000/90000/100000), or use a datapath that does not need an ARP entry per pod (routed /32s with a gateway, overlay).",
-	}, MTURuleOver(Name), hopRule()}
+	}, nodenet.ConntrackRule(netConntrack), nodenet.NeighbourRule(netNeighbour), nodenet.MTURuleOver(Name), hopRule()}
 }
 
 // mtuProbeRule is KS-NET-MTU over bench mtu's links and DF probe (net.mtu).
 func mtuProbeRule() rule.Rule {
-	return mtuRule(rule.Condition{Metric: mtuExcess, Op: ">", Value: 0, Unit: "bytes"},
+	return nodenet.MTURule(rule.Condition{Metric: mtuExcess, Op: ">", Value: 0, Unit: "bytes"},
 		[]rule.Condition{{Metric: mtuDFShort, Op: ">", Value: 0, Unit: "bytes"}}, []rule.Metric{mtuUnreach, mtuFragFails}, mtuMatch)
 }
 
 // CatalogueRules are the rules net.paths and net.mtu give the findings engine's catalogue (Spec): Rules, with
 // KS-NET-MTU over bench mtu's probe (net.mtu). The catalogue makes it an alternative of the node agent's
-// KS-NET-MTU (measure.RulesOf); bench net's own (MTURuleOver(Name), in Rules) is evaluated by `bench net`.
+// KS-NET-MTU (measure.RulesOf); bench net's own (nodenet.MTURuleOver(Name), in Rules) is evaluated by `bench net`.
 func CatalogueRules() []rule.Rule {
 	rs := Rules()
 	for i := range rs {

@@ -10,14 +10,14 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kubeslow/kubeslow/internal/cli/common"
-	"github.com/kubeslow/kubeslow/internal/measure/disk"
 	"github.com/kubeslow/kubeslow/internal/source/agent/proto"
+	"github.com/kubeslow/kubeslow/internal/source/diskprobe"
 )
 
 // newDiskSample is `kubeslow agent disk-sample`: the node side of `bench churn`'s disk watch, one JSON line
 // per interval on stdout.
 func newDiskSample(streams common.IOStreams) *cobra.Command {
-	o := disk.SamplerOptions{}
+	o := diskprobe.SamplerOptions{}
 	var duration time.Duration
 	cmd := &cobra.Command{
 		Use:   "disk-sample",
@@ -27,7 +27,7 @@ func newDiskSample(streams common.IOStreams) *cobra.Command {
 			if duration <= 0 || duration > 24*time.Hour || o.Interval < 100*time.Millisecond {
 				return &common.ExitError{Code: 2, Err: fmt.Errorf("--duration (0, 24h] and --interval >= 100ms")}
 			}
-			s, err := disk.NewSampler(o)
+			s, err := diskprobe.NewSampler(o)
 			if err != nil {
 				return &common.ExitError{Code: 2, Err: err}
 			}
@@ -36,7 +36,7 @@ func newDiskSample(streams common.IOStreams) *cobra.Command {
 			defer cancel()
 			enc := json.NewEncoder(streams.Out)
 			streams.Progressf("sampling %s (device %q) every %s for %s", o.Dir, s.Device(), o.Interval, duration)
-			err = s.Run(ctx, func(smp disk.Sample) {
+			err = s.Run(ctx, func(smp diskprobe.Sample) {
 				if math.IsNaN(smp.SyncSeconds) {
 					smp.SyncSeconds = -1 // JSON has no NaN: -1 is "not probed"
 				}

@@ -15,6 +15,7 @@ import (
 	"github.com/kubeslow/kubeslow/internal/measure/disk"
 	"github.com/kubeslow/kubeslow/internal/rule"
 	"github.com/kubeslow/kubeslow/internal/source/agent/proto"
+	"github.com/kubeslow/kubeslow/internal/source/diskprobe"
 	"github.com/kubeslow/kubeslow/pkg/result"
 )
 
@@ -23,7 +24,7 @@ func newDisk(streams common.IOStreams) *cobra.Command {
 	var dir, node, image string
 	var cf common.ClusterFlags
 	var timeout time.Duration
-	r := disk.EtcdRecipe
+	r := diskprobe.EtcdRecipe
 	cmd := &cobra.Command{
 		Use:   "disk",
 		Short: "etcd's fio recipe on a directory: sequential 2,300-byte writes, fdatasync after each; fdatasync p50/p99/max and IOPS against etcd's 10 ms p99",
@@ -61,7 +62,7 @@ container runtime's, /var/lib/containerd).`,
 			}
 			start := time.Now()
 			streams.Progressf("writing %d bytes in %d-byte writes with fdatasync after each in %s", r.Size, r.BlockSize, abs)
-			res, err := disk.RunSync(common.Context(cmd), abs, r)
+			res, err := diskprobe.RunSync(common.Context(cmd), abs, r)
 			if err != nil {
 				return &common.ExitError{Code: 2, Err: err}
 			}

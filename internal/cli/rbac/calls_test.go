@@ -12,8 +12,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kubeslow/kubeslow/internal/engine/catalogue"
 	"github.com/kubeslow/kubeslow/internal/measure"
-	"github.com/kubeslow/kubeslow/internal/measure/all"
 	"github.com/kubeslow/kubeslow/internal/measure/cpnode"
 )
 
@@ -326,7 +326,7 @@ func TestNeedsCoverCalls(t *testing.T) {
 	cp := module + "/internal/measure/cpnode."
 	inCPNode := func(k string) bool { return strings.HasPrefix(k, cp) }
 	ro, bench := Needs()
-	for _, spec := range all.Specs() {
+	for _, spec := range catalogue.Specs() {
 		typ := reflect.TypeOf(spec.New(measure.Options{}))
 		if typ.Kind() == reflect.Pointer {
 			typ = typ.Elem()

@@ -10,9 +10,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kubeslow/kubeslow/internal/cli/common"
+	"github.com/kubeslow/kubeslow/internal/engine/catalogue"
 	"github.com/kubeslow/kubeslow/internal/engine/runner"
 	"github.com/kubeslow/kubeslow/internal/measure"
-	"github.com/kubeslow/kubeslow/internal/measure/all"
 	"github.com/kubeslow/kubeslow/internal/measure/cpnode"
 )
 
@@ -52,7 +52,7 @@ type Need struct {
 
 // Needs lists the permissions of the read-only checks (with the cluster discovery's) and, separately, what
 // the benchmarks add (with the run's own namespace and cleanup): NeedsOf every measurement's Spec.
-func Needs() (readOnly, benchmarks []Need) { return NeedsOf(all.Specs()) }
+func Needs() (readOnly, benchmarks []Need) { return NeedsOf(catalogue.Specs()) }
 
 // NeedsOf is Needs with specs as the measurements: a read-only Spec's permissions go to the read-only role, a
 // benchmark's (those of `kubeslow run` and of the benches alike) to the benchmarks' role.

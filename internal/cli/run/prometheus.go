@@ -10,6 +10,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/kubeslow/kubeslow/internal/cli/common"
+	"github.com/kubeslow/kubeslow/internal/engine/catalogue"
 	"github.com/kubeslow/kubeslow/internal/engine/check"
 	"github.com/kubeslow/kubeslow/internal/engine/runner"
 	"github.com/kubeslow/kubeslow/internal/measure/promwindow"
@@ -83,7 +84,7 @@ func (p *promFlags) source(now time.Time) (*promwindow.Source, error) {
 	if err != nil {
 		return nil, err
 	}
-	src := promwindow.NewSource(c, w, jobs)
+	src := promwindow.NewSource(c, w, jobs, check.Rules())
 	src.ControlPlaneCores = p.cpCores
 	src.ControlPlaneCgroups = p.cgroups
 	return src, nil
@@ -96,7 +97,7 @@ func (f *flags) runPrometheus(ctx context.Context, streams common.IOStreams) (*r
 	if err != nil {
 		return nil, err
 	}
-	ms, err := promwindow.Registry(src).Select(f.only, f.skip)
+	ms, err := promwindow.RegistryOf(src, catalogue.Specs()).Select(f.only, f.skip)
 	if err != nil {
 		return nil, err
 	}

@@ -13,10 +13,10 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kubeslow/kubeslow/internal/cli/common"
+	"github.com/kubeslow/kubeslow/internal/engine/catalogue"
 	"github.com/kubeslow/kubeslow/internal/engine/check"
 	"github.com/kubeslow/kubeslow/internal/engine/runner"
 	"github.com/kubeslow/kubeslow/internal/measure"
-	"github.com/kubeslow/kubeslow/internal/measure/all"
 	"github.com/kubeslow/kubeslow/internal/measure/cpnode"
 	"github.com/kubeslow/kubeslow/internal/measure/dnslookup"
 	"github.com/kubeslow/kubeslow/internal/measure/dnsready"
@@ -130,7 +130,7 @@ func (f *flags) run(ctx context.Context, streams common.IOStreams) (*result.Repo
 	if window == 0 {
 		window = map[string]time.Duration{"quick": 20 * time.Second, "full": 60 * time.Second}[f.profile]
 	}
-	ao := all.Options{Window: window, EtcdEndpoint: f.etcd, AuditLogs: f.audit, Image: f.cluster.AgentImage(f.image),
+	ao := catalogue.Options{Window: window, EtcdEndpoint: f.etcd, AuditLogs: f.audit, Image: f.cluster.AgentImage(f.image),
 		Pods: map[string]int{"quick": 50, "full": 500}[f.profile]}
 	if f.podsWatch.Namespace != "" || f.podsWatch.Selector != "" {
 		if err := f.podsWatch.Validate(); err != nil {
@@ -138,7 +138,7 @@ func (f *flags) run(ctx context.Context, streams common.IOStreams) (*result.Repo
 		}
 		ao.PodsWatch = (*measure.PodsWatch)(&f.podsWatch)
 	}
-	ms, err := all.Registry(ao).Select(f.only, f.skip)
+	ms, err := catalogue.Registry(ao).Select(f.only, f.skip)
 	if err != nil {
 		return nil, err
 	}

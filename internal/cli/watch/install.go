@@ -19,8 +19,8 @@ import (
 
 	"github.com/kubeslow/kubeslow/internal/cli/common"
 	"github.com/kubeslow/kubeslow/internal/cli/rbac"
+	"github.com/kubeslow/kubeslow/internal/engine/catalogue"
 	"github.com/kubeslow/kubeslow/internal/engine/runner"
-	"github.com/kubeslow/kubeslow/internal/measure/all"
 	"github.com/kubeslow/kubeslow/internal/watch/install"
 )
 
@@ -148,7 +148,7 @@ func (f *installFlags) options() (install.Options, error) {
 	if err := f.validate(); err != nil {
 		return install.Options{}, err
 	}
-	if _, err := f.readOnly(all.Options{Window: f.window, EtcdEndpoint: f.etcd}); err != nil {
+	if _, err := f.readOnly(catalogue.Options{Window: f.window, EtcdEndpoint: f.etcd}); err != nil {
 		return install.Options{}, err
 	}
 	img := f.cluster.AgentImage(f.image)

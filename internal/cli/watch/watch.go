@@ -13,10 +13,10 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kubeslow/kubeslow/internal/cli/common"
+	"github.com/kubeslow/kubeslow/internal/engine/catalogue"
 	"github.com/kubeslow/kubeslow/internal/engine/check"
 	"github.com/kubeslow/kubeslow/internal/engine/runner"
 	"github.com/kubeslow/kubeslow/internal/measure"
-	"github.com/kubeslow/kubeslow/internal/measure/all"
 	"github.com/kubeslow/kubeslow/internal/watch"
 	"github.com/kubeslow/kubeslow/pkg/result"
 )
@@ -107,7 +107,7 @@ func (f *flags) watch(ctx context.Context, streams common.IOStreams) error {
 	if err != nil {
 		return err
 	}
-	ao := all.Options{Window: f.window, EtcdEndpoint: f.etcd, AuditLogs: f.audit, Image: f.cluster.AgentImage(f.agentImage)}
+	ao := catalogue.Options{Window: f.window, EtcdEndpoint: f.etcd, AuditLogs: f.audit, Image: f.cluster.AgentImage(f.agentImage)}
 	// The selection is checked once here; each cycle builds fresh measurements (they keep state within a run).
 	if _, err := f.readOnly(ao); err != nil {
 		return err
@@ -151,8 +151,8 @@ func (f *flags) watch(ctx context.Context, streams common.IOStreams) error {
 }
 
 // readOnly is the cycle's selection: the registry's read-only measurements, narrowed by --only and --skip.
-func (f *flags) readOnly(ao all.Options) ([]measure.Measurement, error) {
-	ms, err := all.Registry(ao).Select(f.only, f.skip)
+func (f *flags) readOnly(ao catalogue.Options) ([]measure.Measurement, error) {
+	ms, err := catalogue.Registry(ao).Select(f.only, f.skip)
 	if err != nil {
 		return nil, err
 	}

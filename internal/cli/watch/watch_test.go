@@ -4,14 +4,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kubeslow/kubeslow/internal/engine/catalogue"
 	"github.com/kubeslow/kubeslow/internal/measure"
-	"github.com/kubeslow/kubeslow/internal/measure/all"
 )
 
 // TestReadOnlySelection: a cycle runs only read-only measurements, so nothing is created in the cluster.
 func TestReadOnlySelection(t *testing.T) {
 	f := &flags{}
-	ms, err := f.readOnly(all.Options{Window: 20 * time.Second})
+	ms, err := f.readOnly(catalogue.Options{Window: 20 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -20,7 +20,7 @@ func TestReadOnlySelection(t *testing.T) {
 			t.Errorf("%s is a benchmark: watch must create nothing", m.Name())
 		}
 	}
-	if _, err := (&flags{only: []string{"pods.startup"}}).readOnly(all.Options{}); err == nil {
+	if _, err := (&flags{only: []string{"pods.startup"}}).readOnly(catalogue.Options{}); err == nil {
 		t.Error("a selection without read-only measurements must be refused")
 	}
 }

@@ -17,10 +17,10 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	clocktesting "k8s.io/utils/clock/testing"
 
+	"github.com/kubeslow/kubeslow/internal/engine/catalogue"
 	"github.com/kubeslow/kubeslow/internal/engine/check"
 	"github.com/kubeslow/kubeslow/internal/engine/runner"
 	"github.com/kubeslow/kubeslow/internal/measure"
-	"github.com/kubeslow/kubeslow/internal/measure/all"
 	"github.com/kubeslow/kubeslow/internal/measure/cpnode"
 	"github.com/kubeslow/kubeslow/internal/measure/cpusage"
 	"github.com/kubeslow/kubeslow/internal/source/prom"
@@ -84,7 +84,7 @@ func managedLab(t *testing.T, image string) (*result.Report, []string) {
 	if image == "" {
 		real["nodes.agent"], real["dns.readiness"], real["dns.lookups"] = true, true, true
 	}
-	built, err := all.Registry(all.Options{Window: time.Second, Image: image, Pods: 50}).Select(nil, nil)
+	built, err := catalogue.Registry(catalogue.Options{Window: time.Second, Image: image, Pods: 50}).Select(nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

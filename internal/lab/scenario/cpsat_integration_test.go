@@ -11,11 +11,11 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 
+	"github.com/kubeslow/kubeslow/internal/engine/catalogue"
 	"github.com/kubeslow/kubeslow/internal/engine/check"
 	"github.com/kubeslow/kubeslow/internal/lab"
 	"github.com/kubeslow/kubeslow/internal/lab/scenario"
 	"github.com/kubeslow/kubeslow/internal/measure"
-	"github.com/kubeslow/kubeslow/internal/measure/all"
 	"github.com/kubeslow/kubeslow/internal/measure/apislo"
 	"github.com/kubeslow/kubeslow/internal/measure/cpusage"
 	"github.com/kubeslow/kubeslow/internal/measure/podstartup"
@@ -69,7 +69,7 @@ func TestIntegrationControlPlaneSaturation(t *testing.T) {
 		t.Run(c.sc.Name, func(t *testing.T) {
 			// The observers (20 s window, as --profile quick) and the pod benchmark, which waits for its pods
 			// at most 4 min; the checks that need real nodes are left out.
-			ms, err := all.Registry(all.Options{Window: 20 * time.Second, Pods: c.pods}).Select([]string{"api.responsiveness", "controlplane.", podstartup.Name}, nil)
+			ms, err := catalogue.Registry(catalogue.Options{Window: 20 * time.Second, Pods: c.pods}).Select([]string{"api.responsiveness", "controlplane.", podstartup.Name}, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -185,7 +185,7 @@ func pastWindowSaturated(t *testing.T, started time.Time) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		src := promwindow.NewSource(c, w, nil)
+		src := promwindow.NewSource(c, w, nil, check.Rules())
 		// The lab's control plane shares one raw cgroup, named as its user would name it to kubeslow.
 		src.ControlPlaneCgroups = []string{fmt.Sprintf("id=%q", lab.ControlPlaneCgroupID())}
 		src.ControlPlaneCores = stated

@@ -20,12 +20,12 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/kubeslow/kubeslow/internal/engine/catalogue"
 	"github.com/kubeslow/kubeslow/internal/engine/check"
 	"github.com/kubeslow/kubeslow/internal/engine/runner"
 	"github.com/kubeslow/kubeslow/internal/lab"
 	"github.com/kubeslow/kubeslow/internal/lab/labtest"
 	"github.com/kubeslow/kubeslow/internal/lab/scenario"
-	"github.com/kubeslow/kubeslow/internal/measure/all"
 	"github.com/kubeslow/kubeslow/internal/measure/cpnode"
 	"github.com/kubeslow/kubeslow/internal/measure/cpnode/cpnodetest"
 	"github.com/kubeslow/kubeslow/internal/measure/cpusage"
@@ -85,7 +85,7 @@ func TestIntegrationKubeadm(t *testing.T) {
 	agentWait := cpnode.DefaultOptions(lab.AgentImage).Timeout
 	run := func(t *testing.T, only ...string) (*result.Report, map[string]*result.Finding) {
 		t.Helper()
-		ms, err := all.Registry(all.Options{Window: 20 * time.Second, Image: lab.AgentImage}).Select(only, nil)
+		ms, err := catalogue.Registry(catalogue.Options{Window: 20 * time.Second, Image: lab.AgentImage}).Select(only, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	rbaccmd "github.com/kubeslow/kubeslow/internal/cli/rbac"
+	"github.com/kubeslow/kubeslow/internal/engine/catalogue"
 	"github.com/kubeslow/kubeslow/internal/engine/check"
 	"github.com/kubeslow/kubeslow/internal/engine/runner"
 	"github.com/kubeslow/kubeslow/internal/lab"
@@ -26,7 +27,6 @@ import (
 	"github.com/kubeslow/kubeslow/internal/lab/scenario"
 	"github.com/kubeslow/kubeslow/internal/load/workload"
 	"github.com/kubeslow/kubeslow/internal/measure"
-	"github.com/kubeslow/kubeslow/internal/measure/all"
 	"github.com/kubeslow/kubeslow/internal/measure/cpnode"
 	"github.com/kubeslow/kubeslow/internal/measure/nodes"
 	"github.com/kubeslow/kubeslow/internal/measure/podstartup"
@@ -97,7 +97,7 @@ func runScenario(t *testing.T, sc scenario.Scenario, extra []func(*rest.Config, 
 	return runScenarioOn(t, sc, func(d lab.Dirs) []measure.Measurement {
 		// etcd's metrics and the audit log as a user who can reach them states them (--etcd-endpoint,
 		// --audit-log): the lab hands the measurements nothing of its own.
-		ms, err := all.Registry(all.Options{Window: 15 * time.Second, EtcdEndpoint: lab.EtcdEndpoint(), AuditLogs: []string{d.AuditLog()}}).Select(only, nil)
+		ms, err := catalogue.Registry(catalogue.Options{Window: 15 * time.Second, EtcdEndpoint: lab.EtcdEndpoint(), AuditLogs: []string{d.AuditLog()}}).Select(only, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -215,7 +215,7 @@ func readOnlyUser(t *testing.T, rc *rest.Config, d lab.Dirs) {
 	}
 	var lines []string
 	rep, err := runner.Execute(ctx, runner.Plan{Target: runner.Target{Config: user, Name: "lab-viewer", Lab: true},
-		Measurements: measure.ReadOnlyOf(all.Registry(all.Options{Window: 5 * time.Second, EtcdEndpoint: lab.EtcdEndpoint(), AuditLogs: []string{d.AuditLog()}}).All()), Rules: check.Rules(),
+		Measurements: measure.ReadOnlyOf(catalogue.Registry(catalogue.Options{Window: 5 * time.Second, EtcdEndpoint: lab.EtcdEndpoint(), AuditLogs: []string{d.AuditLog()}}).All()), Rules: check.Rules(),
 		Progress: func(f string, a ...any) { lines = append(lines, fmt.Sprintf(f, a...)); t.Logf(f, a...) }})
 	if err != nil {
 		t.Fatal(err)

@@ -26,6 +26,7 @@ import (
 	"github.com/kubeslow/kubeslow/internal/measure"
 	"github.com/kubeslow/kubeslow/internal/measure/disk"
 	"github.com/kubeslow/kubeslow/internal/rule"
+	"github.com/kubeslow/kubeslow/internal/source/diskprobe"
 	"github.com/kubeslow/kubeslow/internal/source/kube"
 	"github.com/kubeslow/kubeslow/pkg/result"
 )
@@ -64,7 +65,7 @@ func TestIntegrationDiskThrottle(t *testing.T) {
 	}
 
 	// 1. etcd's recipe on the node, through an agent pod (a small size: the figure is the pod's round trip).
-	bench := &diskagent.Bench{Node: node, Dir: dir, Image: lab.AgentImage, Recipe: disk.Recipe{Size: 1 << 20, BlockSize: disk.EtcdRecipe.BlockSize}, Timeout: 3 * time.Minute}
+	bench := &diskagent.Bench{Node: node, Dir: dir, Image: lab.AgentImage, Recipe: diskprobe.Recipe{Size: 1 << 20, BlockSize: diskprobe.EtcdRecipe.BlockSize}, Timeout: 3 * time.Minute}
 	rep := runIn(ctx, t, c, rc, d, "bench", bench, disk.Rules())
 	res := rep.Result(disk.BenchName)
 	if res == nil || !res.Status.Measured() {
@@ -72,7 +73,7 @@ func TestIntegrationDiskThrottle(t *testing.T) {
 	}
 	writes := res.Metric("writes", nil)
 	p99 := res.Metric(disk.MetricFdatasyncP99, nil)
-	if writes == nil || p99 == nil || int(writes.Value) != (1<<20)/disk.EtcdRecipe.BlockSize || p99.Value <= 0 || p99.Labels["node"] != node {
+	if writes == nil || p99 == nil || int(writes.Value) != (1<<20)/diskprobe.EtcdRecipe.BlockSize || p99.Value <= 0 || p99.Labels["node"] != node {
 		t.Fatalf("bench disk on %s: %+v", node, res.Metrics)
 	}
 	t.Logf("bench disk on %s:%s through the agent: %.0f writes, fdatasync p99 %s", node, dir, writes.Value, churn.Secs(p99.Value))

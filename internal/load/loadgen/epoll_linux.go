@@ -17,7 +17,7 @@ import (
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 	"golang.org/x/sys/unix"
 
-	"github.com/kubeslow/kubeslow/internal/load/rawsock"
+	"github.com/kubeslow/kubeslow/internal/source/rawsock"
 )
 
 // The epoll engine is wrk's design in Go: each of T locked OS threads runs its own epoll loop over its share
@@ -29,7 +29,7 @@ import (
 // 1 ns) armed shortly before each due time, then a short spin on epoll_wait(0).
 //
 // It is not merged with the agent's epoll HTTP server (internal/source/agent/epoll_linux.go): their common part, the
-// raw per-request system calls and the P-keeping wait, is internal/load/rawsock; the loops around it differ in
+// raw per-request system calls and the P-keeping wait, is internal/source/rawsock; the loops around it differ in
 // every other step (dial and redial into fixed slots, a clock and a schedule here; accept into a map and
 // answer there), and the reasons are written out at agent.ServeEpoll.
 //

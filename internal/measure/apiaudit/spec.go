@@ -5,7 +5,7 @@ import (
 	"github.com/kubeslow/kubeslow/internal/source/auditlog"
 )
 
-// Spec declares api.audit to the registry (internal/measure/all): its rules are the audit log's
+// Spec declares api.audit to the registry (internal/engine/catalogue): its rules are the audit log's
 // (internal/source/auditlog, shared with `kubeslow audit`). It asks nothing of the API: the log is a file or the node
 // tier's.
 var Spec = measure.Spec{

@@ -2,7 +2,7 @@ package apislo
 
 import "github.com/kubeslow/kubeslow/internal/measure"
 
-// Spec declares api.responsiveness to the registry (internal/measure/all); its past-window twin is
+// Spec declares api.responsiveness to the registry (internal/engine/catalogue); its past-window twin is
 // promwindow's API measurement.
 var Spec = measure.Spec{
 	Name: Name, Kind: measure.ReadOnly, Rules: Rules,

@@ -2,7 +2,7 @@ package cpapi
 
 import "github.com/kubeslow/kubeslow/internal/measure"
 
-// Spec declares controlplane.api to the registry (internal/measure/all); the rules that read it combine it
+// Spec declares controlplane.api to the registry (internal/engine/catalogue); the rules that read it combine it
 // with other results (internal/engine/check).
 //
 // The APF dump and EKS's metrics are Optional permissions: read where allowed (a 403 on the dump is said in

@@ -6,6 +6,7 @@ import (
 
 	"github.com/kubeslow/kubeslow/internal/measure/disk"
 	"github.com/kubeslow/kubeslow/internal/rule"
+	"github.com/kubeslow/kubeslow/internal/source/diskprobe"
 	"github.com/kubeslow/kubeslow/pkg/result"
 )
 
@@ -21,7 +22,7 @@ func TestDiskSyncRule(t *testing.T) {
 		{"case B's local SSD", 200 * time.Microsecond, result.RuleClear},
 		{"2 ms network disk", 2 * time.Millisecond, result.RuleClear},
 	} {
-		res := disk.BenchResult("/var/lib/etcd", disk.SyncSummary{P50: c.p99 / 4, P99: c.p99, Max: 2 * c.p99, IOPS: 400, N: 10029}, now, now)
+		res := disk.BenchResult("/var/lib/etcd", diskprobe.SyncSummary{P50: c.p99 / 4, P99: c.p99, Max: 2 * c.p99, IOPS: 400, N: 10029}, now, now)
 		fs, evals := rule.Evaluate(&result.Report{Results: []result.Result{res}}, disk.Rules())
 		if evals[0].Status != c.status {
 			t.Errorf("%s: %s, want %s", c.name, evals[0].Status, c.status)

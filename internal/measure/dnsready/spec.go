@@ -2,7 +2,7 @@ package dnsready
 
 import "github.com/kubeslow/kubeslow/internal/measure"
 
-// Spec declares dns.readiness to the registry (internal/measure/all): the benchmark with the run's image.
+// Spec declares dns.readiness to the registry (internal/engine/catalogue): the benchmark with the run's image.
 var Spec = measure.Spec{
 	Name: Name, Rules: Rules,
 	Kind: measure.Benchmark, // it creates pods and a Service

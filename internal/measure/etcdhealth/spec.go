@@ -2,7 +2,7 @@ package etcdhealth
 
 import "github.com/kubeslow/kubeslow/internal/measure"
 
-// Spec declares etcd.health to the registry (internal/measure/all). It asks nothing of the API itself: etcd is
+// Spec declares etcd.health to the registry (internal/engine/catalogue). It asks nothing of the API itself: etcd is
 // read at --etcd-endpoint or through the node tier (whose permissions are the run's); its past-window twin is
 // promwindow's etcd measurement.
 var Spec = measure.Spec{

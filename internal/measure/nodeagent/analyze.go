@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/kubeslow/kubeslow/internal/bench/netpath"
+	"github.com/kubeslow/kubeslow/internal/measure/nodenet"
 	"github.com/kubeslow/kubeslow/internal/source/agent"
 	"github.com/kubeslow/kubeslow/pkg/result"
 )
@@ -63,8 +63,8 @@ const (
 	MetricLoadPerCPU     = "load1_per_cpu"
 	MetricMemAvailable   = "mem_available_ratio"
 	// MetricOverlayExcess is how many bytes the cluster's largest overlay packet exceeds a node's uplink MTU
-	// (netpath.OverlayFit; labels node, iface, mtu, overlay, senders, fit, narrowest).
-	MetricOverlayExcess = netpath.MetricOverlayExcess
+	// (nodenet.OverlayFit; labels node, iface, mtu, overlay, senders, fit, narrowest).
+	MetricOverlayExcess = nodenet.MetricOverlayExcess
 )
 
 // virtualDrivers report rotational=1 unless told otherwise: the flag says nothing of the backing store.
@@ -196,14 +196,14 @@ func Analyze(hosts []agent.NodeHost, failures map[string]string) result.Result {
 	}
 	// Whether every node's uplink carries the overlay's packets (KS-NET-MTU over MetricOverlayExcess): every
 	// node's overlay against every node's uplink, from the interfaces the agents read.
-	links := make([]netpath.NodeLinks, 0, len(hosts)+len(nodes))
+	links := make([]nodenet.NodeLinks, 0, len(hosts)+len(nodes))
 	for _, h := range hosts {
-		links = append(links, netpath.NodeLinks{Node: h.Node, Net: h.Net, Why: "the agent read no network facts"})
+		links = append(links, nodenet.NodeLinks{Node: h.Node, Net: h.Net, Why: "the agent read no network facts"})
 	}
 	for _, n := range nodes {
-		links = append(links, netpath.NodeLinks{Node: n, Why: "the agent did not report: " + failures[n]})
+		links = append(links, nodenet.NodeLinks{Node: n, Why: "the agent did not report: " + failures[n]})
 	}
-	netpath.OverlayFit(&res, links)
+	nodenet.OverlayFit(&res, links)
 	add(MetricNodesReported, "count", float64(len(hosts)))
 	add(MetricNodesFailed, "count", float64(len(failures)))
 	if len(failures) > 0 {

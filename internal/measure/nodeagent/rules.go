@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/kubeslow/kubeslow/internal/bench/netpath"
+	"github.com/kubeslow/kubeslow/internal/measure/nodenet"
 	"github.com/kubeslow/kubeslow/internal/rule"
 	"github.com/kubeslow/kubeslow/internal/source/agent"
 	"github.com/kubeslow/kubeslow/pkg/result"
@@ -23,8 +23,9 @@ var (
 	sweepSyncP50   = rule.Metric{Result: Name, Name: MetricSyncP50}
 )
 
-// sweepOf is rule r (one of bench net's node probes, which see the one or two nodes the benchmark ran on)
-// evaluated over the node sweep's metric m instead (every real node): the same threshold, source and fix.
+// sweepOf is rule r (a rule of internal/measure/nodenet, which bench net's node probes evaluate on the one or two
+// nodes the benchmark ran on) evaluated over the node sweep's metric m instead (every real node): the same
+// threshold, source and fix.
 func sweepOf(r rule.Rule, m rule.Metric, summary string) rule.Rule {
 	r.ID += "-ALL"
 	r.When.Metric = m
@@ -105,19 +106,11 @@ func newestLine(r *result.Report, node, class string) string {
 // every node's overlay packets. It is one of Rules: the findings engine's catalogue makes it an alternative of
 // KS-NET-MTU's other sources (bench mtu's DF probe, bench net's node facts; measure.RulesOf), so that `kubeslow
 // run`, whose node sweep reads the nodes' links, names an overlay that does not fit them (see docs/netlab.md).
-func MTURule() rule.Rule { return netpath.MTURuleOver(Name) }
+func MTURule() rule.Rule { return nodenet.MTURuleOver(Name) }
 
 // Rules are the rules over the node sweep (issue 15).
 func Rules() []rule.Rule {
-	var neigh, conntrack rule.Rule
-	for _, r := range netpath.Rules() {
-		switch r.ID {
-		case "KS-NODE-NEIGH":
-			neigh = r
-		case "KS-NODE-CONNTRACK":
-			conntrack = r
-		}
-	}
+	neigh, conntrack := nodenet.NeighbourRule(sweepNeighbour), nodenet.ConntrackRule(sweepConntrack)
 	return []rule.Rule{
 		sweepOf(neigh, sweepNeighbour, "{{.node}} has {{.value}} of gc_thresh3 neighbour entries: new peers fail to resolve once it is full"),
 		sweepOf(conntrack, sweepConntrack, "conntrack on {{.node}} holds {{.value}} of nf_conntrack_max: new connections through kube-proxy's NAT are dropped when it fills"),

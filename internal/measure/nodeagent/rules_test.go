@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kubeslow/kubeslow/internal/bench/netpath/netpathtest"
 	"github.com/kubeslow/kubeslow/internal/measure/nodeagent"
 	"github.com/kubeslow/kubeslow/internal/measure/nodeagent/nodeagenttest"
+	"github.com/kubeslow/kubeslow/internal/measure/nodenet/nodenettest"
 	"github.com/kubeslow/kubeslow/internal/rule"
 	"github.com/kubeslow/kubeslow/internal/rule/ruletest"
 	"github.com/kubeslow/kubeslow/internal/source/agent"
@@ -119,14 +119,14 @@ func TestKernelLinesAge(t *testing.T) {
 // nothing; a node whose agent did not report leaves it not evaluated, with why.
 func TestMTURuleOverTheSweep(t *testing.T) {
 	hosts := func(edit2 ...func(*agent.NodeNet)) []agent.NodeHost {
-		return []agent.NodeHost{{Node: "lab-node-1", Net: netpathtest.FlannelNode(t)}, {Node: "lab-node-2", Net: netpathtest.FlannelNode(t, edit2...)},
-			{Node: "lab-node-3", Net: netpathtest.FlannelNode(t)}}
+		return []agent.NodeHost{{Node: "lab-node-1", Net: nodenettest.FlannelNode(t)}, {Node: "lab-node-2", Net: nodenettest.FlannelNode(t, edit2...)},
+			{Node: "lab-node-3", Net: nodenettest.FlannelNode(t)}}
 	}
 	eval := func(hs []agent.NodeHost, failures map[string]string) ([]result.Finding, result.RuleEvaluation) {
 		fs, evals := rule.Evaluate(ruletest.Report(nil, nodeagent.Analyze(hs, failures)), []rule.Rule{nodeagent.MTURule()})
 		return fs, evals[0]
 	}
-	fs, _ := eval(hosts(netpathtest.SetMTU("eth0", 1400)), nil)
+	fs, _ := eval(hosts(nodenettest.SetMTU("eth0", 1400)), nil)
 	if len(fs) != 1 || fs[0].ID != "KS-NET-MTU" || fs[0].ItemCount != 1 || fs[0].Items[0].Key != "link=node lab-node-2/eth0" ||
 		!strings.Contains(fs[0].Summary, "lab-node-2's eth0 MTU 1400 < flannel.1 1450 + VXLAN 50 = 1500") ||
 		!strings.Contains(fs[0].Summary, "sent by lab-node-1, lab-node-2, lab-node-3") || fs[0].Results[0] != nodeagent.Name {
@@ -135,7 +135,7 @@ func TestMTURuleOverTheSweep(t *testing.T) {
 	if fs, ev := eval(hosts(), nil); len(fs) != 0 || ev.Status != result.RuleClear {
 		t.Errorf("healthy flannel: %+v %+v", fs, ev)
 	}
-	bridge := []agent.NodeHost{{Node: "n1", Net: netpathtest.FlannelNode(t, netpathtest.NoOverlay)}, {Node: "n2", Net: netpathtest.FlannelNode(t, netpathtest.NoOverlay)}}
+	bridge := []agent.NodeHost{{Node: "n1", Net: nodenettest.FlannelNode(t, nodenettest.NoOverlay)}, {Node: "n2", Net: nodenettest.FlannelNode(t, nodenettest.NoOverlay)}}
 	if fs, ev := eval(bridge, nil); len(fs) != 0 || ev.Status != result.RuleClear {
 		t.Errorf("bridge: %+v %+v", fs, ev)
 	}

@@ -2,7 +2,7 @@ package nodeagent
 
 import "github.com/kubeslow/kubeslow/internal/measure"
 
-// Spec declares nodes.agent to the registry (internal/measure/all): the node sweep with the run's image; its
+// Spec declares nodes.agent to the registry (internal/engine/catalogue): the node sweep with the run's image; its
 // past-window twin is promwindow's agent measurement (node_exporter).
 var Spec = measure.Spec{
 	Name: Name, Rules: Rules,

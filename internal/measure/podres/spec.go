@@ -2,7 +2,7 @@ package podres
 
 import "github.com/kubeslow/kubeslow/internal/measure"
 
-// Spec declares pods.resources to the registry (internal/measure/all).
+// Spec declares pods.resources to the registry (internal/engine/catalogue).
 var Spec = measure.Spec{
 	Name: Name, Kind: measure.ReadOnly, Rules: Rules,
 	New: func(o measure.Options) measure.Measurement { return New(o.Window) },

@@ -2,7 +2,7 @@ package podstartup
 
 import "github.com/kubeslow/kubeslow/internal/measure"
 
-// Spec declares pods.startup to the registry (internal/measure/all): the benchmark with the run's pod count,
+// Spec declares pods.startup to the registry (internal/engine/catalogue): the benchmark with the run's pod count,
 // or, with Options.PodsWatch, the passive measurement of the pods others create, which passiveSpec declares.
 // That is the one measurement whose Kind and Permissions depend on the run's options, and New is the one place
 // that decides: the instance it builds returns its own Spec (measure.Declared), so a run preflights and orders
@@ -32,7 +32,7 @@ var Spec = measure.Spec{
 func (*Measurement) Spec() measure.Spec { return Spec }
 
 // passiveSpec declares pods.startup's passive measurement (Options.PodsWatch; `kubeslow bench pods --passive`
-// builds it from its own flags). It is not in internal/measure/all: Spec.New builds it, and its result is
+// builds it from its own flags). It is not in internal/engine/catalogue: Spec.New builds it, and its result is
 // pods.startup's, which Spec's rules read (it declares none of its own, which would be the same rules twice).
 var passiveSpec = measure.Spec{
 	Name: Name,

@@ -421,7 +421,7 @@ func TestKubeletShards(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sharded := NewSource(c, whole.Window, nil)
+	sharded := NewSource(c, whole.Window, nil, check.Rules())
 	got := run(t, NewKubelet(sharded))
 	sameMetrics(t, want, got)
 	// 2 queries to list the kubelets and count the buckets; the pod start-up SLI (15 buckets) in batches of 2

@@ -8,7 +8,6 @@ import (
 
 	"github.com/prometheus/common/model"
 
-	"github.com/kubeslow/kubeslow/internal/engine/check"
 	"github.com/kubeslow/kubeslow/internal/measure/promwindow/timeline"
 	"github.com/kubeslow/kubeslow/internal/rule"
 	"github.com/kubeslow/kubeslow/internal/source/promql"
@@ -41,7 +40,7 @@ func (s *Source) rate() string { return promql.PromDuration(s.Window.Rate) }
 // addProfile runs p's range query and adds its series (with their onset marks) to res.
 func (s *Source) addProfile(ctx context.Context, res *result.Result, p profile) error {
 	if p.Rule != "" {
-		c := ruleCondition(p.Rule)
+		c := s.ruleCondition(p.Rule)
 		p.Op, p.Threshold = c.Op, c.Value
 	}
 	m, err := s.Client.Range(ctx, p.Query, s.Window.Range())
@@ -128,10 +127,10 @@ func (s *Source) Onsets() []Onset {
 	return out
 }
 
-// ruleCondition is the threshold of the rule with the given ID; an unknown ID is a programming error (every
-// profile is run by the tests).
-func ruleCondition(id string) rule.Condition {
-	for _, r := range check.Rules() {
+// ruleCondition is the threshold of the rule with the given ID among the source's Rules; an unknown ID is a
+// programming error (every profile is run by the tests).
+func (s *Source) ruleCondition(id string) rule.Condition {
+	for _, r := range s.Rules {
 		if r.ID == id {
 			return r.When
 		}

@@ -71,7 +71,7 @@ func source(t *testing.T, url string, from, to time.Time, jobs map[string]string
 	if err != nil {
 		t.Fatal(err)
 	}
-	return NewSource(c, w, jobs)
+	return NewSource(c, w, jobs, check.Rules())
 }
 
 // key identifies a metric without the label naming the Prometheus window.
@@ -441,7 +441,7 @@ func TestAPILatencySplit(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		split := NewSource(c, whole.Window, nil)
+		split := NewSource(c, whole.Window, nil, check.Rules())
 		got := measure.RunOne(context.Background(), &measure.Env{Clock: clock.RealClock{}}, NewAPI(split))
 		if !got.Status.Measured() {
 			t.Fatalf("limit %d: %s %s", limit, got.Status, got.Reason)

@@ -18,6 +18,7 @@ import (
 
 	"github.com/prometheus/common/model"
 
+	"github.com/kubeslow/kubeslow/internal/rule"
 	"github.com/kubeslow/kubeslow/internal/source/promql"
 )
 
@@ -79,6 +80,9 @@ type Source struct {
 	Window promql.Window
 	// Jobs overrides discovery: role name -> job label value.
 	Jobs map[string]string
+	// Rules are the findings engine's rules (check.Rules()), handed in by whoever builds the source: a profile
+	// that names a rule takes its threshold from there, and the past-window path imports no engine.
+	Rules []rule.Rule
 	// ControlPlaneCores are the cores kube-apiserver and etcd may use together, when stated
 	// (--prometheus-control-plane-cores; 0: from cAdvisor's quota or node_exporter's CPU count).
 	ControlPlaneCores float64
@@ -93,9 +97,9 @@ type Source struct {
 	onsets  []Onset
 }
 
-// NewSource returns a source; discovery runs on first use.
-func NewSource(c *promql.Client, w promql.Window, jobs map[string]string) *Source {
-	return &Source{Client: c, Window: w, Jobs: jobs}
+// NewSource returns a source whose profiles take their thresholds from rules; discovery runs on first use.
+func NewSource(c *promql.Client, w promql.Window, jobs map[string]string, rules []rule.Rule) *Source {
+	return &Source{Client: c, Window: w, Jobs: jobs, Rules: rules}
 }
 
 // ParseJobs reads --prometheus-job values "role=job".

@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/kubeslow/kubeslow/internal/measure"
-	"github.com/kubeslow/kubeslow/internal/measure/all"
 	"github.com/kubeslow/kubeslow/internal/measure/promwindow/timeline"
 	"github.com/kubeslow/kubeslow/pkg/result"
 )
@@ -87,9 +86,6 @@ func (t *Timeline) Run(context.Context, *measure.Env) (result.Result, error) {
 	q, n := t.src.Client.Cost()
 	return timeline.Build(t.src.Onsets(), t.src.Window.From, t.src.Window.To, q, n, t.src.Window.Step), nil
 }
-
-// Registry is the measurements of a Prometheus-backed run over every measurement's Spec (RegistryOf).
-func Registry(s *Source) *measure.Registry { return RegistryOf(s, all.Specs()) }
 
 // RegistryOf is the measurements of a Prometheus-backed run, sharing one source: discovery first, then the
 // hand-written twins of the live measurements (their window deltas take more than a profile: histograms

@@ -13,13 +13,13 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/kubeslow/kubeslow/internal/load/rawsock"
+	"github.com/kubeslow/kubeslow/internal/source/rawsock"
 )
 
 // This server and the load generator's engine (internal/load/loadgen/epoll_linux.go) are two epoll loops that are
 // not merged into one, on purpose: what they share is the per-request system calls, the wait that keeps a
-// busy loop's P and the start of one loop per locked thread, and that is one package (internal/load/rawsock). The
-// rest is opposite. This loop accepts on a listening socket shared by every thread (EPOLLEXCLUSIVE), keeps
+// busy loop's P and the start of one loop per locked thread, and that is one package (internal/source/rawsock).
+// The rest is opposite. This loop accepts on a listening socket shared by every thread (EPOLLEXCLUSIVE), keeps
 // connections in a map keyed by fd, is stopped by an eventfd, parses requests and answers each at once. The
 // generator's loop owns a fixed array of connections it dials and redials itself (the epoll event carries the
 // slot and the fd, to tell a lingering old socket from its slot's new one), parses responses, and runs on a

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/kubeslow/kubeslow/internal/measure/disk"
+	"github.com/kubeslow/kubeslow/internal/source/diskprobe"
 	"github.com/kubeslow/kubeslow/internal/source/hostfs"
 )
 
@@ -237,7 +237,7 @@ func (h *NodeHost) readDisks(ctx context.Context, o NodeHostOptions, unread func
 		if o.ProbeBytes <= 0 {
 			continue
 		}
-		r, err := disk.RunSync(ctx, dir, disk.Recipe{Size: max(o.ProbeBytes, SyncBlock), BlockSize: SyncBlock, Blocking: true})
+		r, err := diskprobe.RunSync(ctx, dir, diskprobe.Recipe{Size: max(o.ProbeBytes, SyncBlock), BlockSize: SyncBlock, Blocking: true})
 		if err != nil {
 			unread(role+" sync probe", err)
 			continue

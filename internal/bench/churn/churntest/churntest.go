@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/kubeslow/kubeslow/internal/bench/churn"
-	"github.com/kubeslow/kubeslow/internal/measure/disk"
 	"github.com/kubeslow/kubeslow/internal/rule/ruletest"
+	"github.com/kubeslow/kubeslow/internal/source/diskprobe"
 	"github.com/kubeslow/kubeslow/pkg/result"
 )
 
@@ -47,7 +47,7 @@ func (m Model) Input() churn.Input {
 	}
 	nd := churn.NodeDisk{Node: "lab-node-1", Dir: "/var/lib/containerd", Device: "loop7"}
 	for s := time.Second; s <= t; s += time.Second {
-		smp := disk.Sample{T: t0.Add(s), SyncSeconds: m.Sync(s) * math.Exp(0.4*r.NormFloat64()), ReadIOPS: 5, WriteIOPS: 300}
+		smp := diskprobe.Sample{T: t0.Add(s), SyncSeconds: m.Sync(s) * math.Exp(0.4*r.NormFloat64()), ReadIOPS: 5, WriteIOPS: 300}
 		if m.Pressure != nil {
 			smp.IOSomePercent = max(0, min(100, m.Pressure(s)+3*r.NormFloat64()))
 		}

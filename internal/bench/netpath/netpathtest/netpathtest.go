@@ -3,11 +3,10 @@
 package netpathtest
 
 import (
-	"encoding/json"
-	"os"
 	"testing"
 
 	"github.com/kubeslow/kubeslow/internal/bench/netpath"
+	"github.com/kubeslow/kubeslow/internal/measure/nodenet"
 	"github.com/kubeslow/kubeslow/internal/rule/ruletest"
 	"github.com/kubeslow/kubeslow/internal/source/agent"
 	"github.com/kubeslow/kubeslow/pkg/result"
@@ -22,7 +21,7 @@ type Run struct {
 	// StreamRatio, when set, is every pod path's bulk throughput (stream) over host->host's (a capped overlay).
 	StreamRatio float64
 	// Links are the node probes' facts of the run's nodes (nil: none, OverlayFit not run).
-	Links []netpath.NodeLinks
+	Links []nodenet.NodeLinks
 }
 
 // Result is netpath's summary of the run's samples and node readings.
@@ -69,55 +68,9 @@ func (n Run) Result() result.Result {
 		KubeProxyMode: "iptables", KubeProxyRules: map[string]int64{"nat": 40123}})
 	netpath.NodeNetResult(&res, "pod", &agent.NodeNet{Interfaces: []agent.Iface{{Name: "eth0", MTU: 1450}}, ConntrackEntries: -1, Neighbours: -1})
 	if n.Links != nil {
-		netpath.OverlayFit(&res, n.Links)
+		nodenet.OverlayFit(&res, n.Links)
 	}
 	return res
-}
-
-// FlannelNode is a flannel lab node as `kubeslow probe node` reports it (testdata/probe-node-flannel.json: eth0 at
-// 1500 the uplink, flannel.1 VXLAN at 1450, cni0 and the veths at 1450), with edits applied.
-func FlannelNode(t *testing.T, edits ...func(*agent.NodeNet)) *agent.NodeNet {
-	t.Helper()
-	b, err := os.ReadFile(ruletest.Path("internal/bench/netpath/testdata/probe-node-flannel.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var n agent.NodeNet
-	if err := json.Unmarshal(b, &n); err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range edits {
-		e(&n)
-	}
-	return &n
-}
-
-// SetMTU sets interface name's MTU (ip link set NAME mtu MTU).
-func SetMTU(name string, mtu int) func(*agent.NodeNet) {
-	return func(n *agent.NodeNet) {
-		for i := range n.Interfaces {
-			if n.Interfaces[i].Name == name {
-				n.Interfaces[i].MTU = mtu
-			}
-		}
-	}
-}
-
-// NoOverlay is a bridge lab's node: no flannel.1, cni0 and the veths at the uplink's 1500.
-func NoOverlay(n *agent.NodeNet) {
-	var keep []agent.Iface
-	for _, i := range n.Interfaces {
-		if i.Name != "flannel.1" {
-			i.MTU = 1500
-			keep = append(keep, i)
-		}
-	}
-	n.Interfaces = keep
-}
-
-// FlannelLinks are the two flannel lab nodes' facts, node 1's and node 2's edited as given.
-func FlannelLinks(t *testing.T, node1, node2 []func(*agent.NodeNet)) []netpath.NodeLinks {
-	return []netpath.NodeLinks{{Node: "lab-node-1", Net: FlannelNode(t, node1...)}, {Node: "lab-node-2", Net: FlannelNode(t, node2...)}}
 }
 
 func net(n Run) func(t *testing.T) *result.Report {

@@ -7,12 +7,13 @@ import (
 
 	"github.com/kubeslow/kubeslow/internal/measure/disk"
 	"github.com/kubeslow/kubeslow/internal/rule/ruletest"
+	"github.com/kubeslow/kubeslow/internal/source/diskprobe"
 	"github.com/kubeslow/kubeslow/pkg/result"
 )
 
 // Run is bench disk's result over a minute of 10,029 writes whose fdatasync p99 was p99.
 func Run(p99 time.Duration) result.Result {
-	return disk.BenchResult("/var/lib/etcd", disk.SyncSummary{P50: p99 / 4, P99: p99, Max: 2 * p99, IOPS: 400, N: 10029}, ruletest.T0, ruletest.T0.Add(time.Minute))
+	return disk.BenchResult("/var/lib/etcd", diskprobe.SyncSummary{P50: p99 / 4, P99: p99, Max: 2 * p99, IOPS: 400, N: 10029}, ruletest.T0, ruletest.T0.Add(time.Minute))
 }
 
 func run(p99 time.Duration) func(t *testing.T) *result.Report {

@@ -12,8 +12,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/kubeslow/kubeslow/internal/bench/netpath/netpathtest"
 	"github.com/kubeslow/kubeslow/internal/measure/nodeagent"
+	"github.com/kubeslow/kubeslow/internal/measure/nodenet/nodenettest"
 	"github.com/kubeslow/kubeslow/internal/rule/ruletest"
 	"github.com/kubeslow/kubeslow/internal/source/agent"
 	"github.com/kubeslow/kubeslow/pkg/result"
@@ -121,16 +121,16 @@ func RuleFixtures() map[string]ruletest.Fixture {
 		"KS-NODE-PAUSE-REMOTE": {Fire: sw(noPause), Clear: healthy},
 		// KS-NET-MTU over the sweep's node facts (an alternative of the rule: ID@result): flannel on three nodes,
 		// lab-node-2's eth0 at 1400 under flannel.1's 1450 + 50; and all at 1500.
-		"KS-NET-MTU@" + nodeagent.Name: {Fire: flannelSweep(netpathtest.SetMTU("eth0", 1400)), Clear: flannelSweep()},
+		"KS-NET-MTU@" + nodeagent.Name: {Fire: flannelSweep(nodenettest.SetMTU("eth0", 1400)), Clear: flannelSweep()},
 	}
 }
 
-// flannelSweep is the node sweep of three flannel nodes read from netpathtest's node facts, the second one
+// flannelSweep is the node sweep of three flannel nodes read from nodenettest's node facts, the second one
 // edited.
 func flannelSweep(edit2 ...func(*agent.NodeNet)) func(t *testing.T) *result.Report {
 	return func(t *testing.T) *result.Report {
-		hs := []agent.NodeHost{{Node: "lab-node-1", Net: netpathtest.FlannelNode(t)}, {Node: "lab-node-2", Net: netpathtest.FlannelNode(t, edit2...)},
-			{Node: "lab-node-3", Net: netpathtest.FlannelNode(t)}}
+		hs := []agent.NodeHost{{Node: "lab-node-1", Net: nodenettest.FlannelNode(t)}, {Node: "lab-node-2", Net: nodenettest.FlannelNode(t, edit2...)},
+			{Node: "lab-node-3", Net: nodenettest.FlannelNode(t)}}
 		return ruletest.Report(nil, nodeagent.Analyze(hs, nil))
 	}
 }

@@ -18,8 +18,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
-	"github.com/kubeslow/kubeslow/internal/measure/disk"
 	"github.com/kubeslow/kubeslow/internal/source/agent"
+	"github.com/kubeslow/kubeslow/internal/source/diskprobe"
 	"github.com/kubeslow/kubeslow/internal/source/kube"
 	"github.com/kubeslow/kubeslow/pkg/result"
 )
@@ -412,7 +412,7 @@ func decodeOne(out []byte) (*result.Result, error) {
 	return &rep.Results[0], nil
 }
 
-// DiskSample is `agent disk-sample`: every Interval for Duration, one JSON line (disk.Sample) about Dir's
+// DiskSample is `agent disk-sample`: every Interval for Duration, one JSON line (diskprobe.Sample) about Dir's
 // disk as the host under Root sees it: a write+fdatasync's latency, /proc/diskstats rates, PSI io and the
 // D-state tasks.
 type DiskSample struct {
@@ -433,13 +433,13 @@ func (d DiskSample) Args() []string {
 
 // DecodeLine reads one line of the sampler's output; ok is false for a line that is no sample (the command's
 // progress on stderr shares a container's log with its samples). A probe time of -1 (not probed) is NaN.
-func (DiskSample) DecodeLine(line []byte) (s disk.Sample, ok bool) {
+func (DiskSample) DecodeLine(line []byte) (s diskprobe.Sample, ok bool) {
 	line = bytes.TrimSpace(line)
 	if len(line) == 0 || line[0] != '{' {
 		return s, false
 	}
 	if err := json.Unmarshal(line, &s); err != nil || s.T.IsZero() {
-		return disk.Sample{}, false
+		return diskprobe.Sample{}, false
 	}
 	if s.SyncSeconds < 0 {
 		s.SyncSeconds = math.NaN()

@@ -1,4 +1,4 @@
-package all_test
+package catalogue_test
 
 import (
 	"reflect"
@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kubeslow/kubeslow/internal/engine/catalogue"
 	"github.com/kubeslow/kubeslow/internal/measure"
-	"github.com/kubeslow/kubeslow/internal/measure/all"
 )
 
 const module = "github.com/kubeslow/kubeslow/"
@@ -34,7 +34,7 @@ func specPackage(t *testing.T, s measure.Spec) string {
 func TestBenchLayout(t *testing.T) {
 	type pkg struct{ run, bench []string }
 	pkgs := map[string]*pkg{}
-	for _, s := range all.Specs() {
+	for _, s := range catalogue.Specs() {
 		p := specPackage(t, s)
 		if pkgs[p] == nil {
 			pkgs[p] = &pkg{}

@@ -1,4 +1,4 @@
-package all_test
+package catalogue_test
 
 import (
 	"context"
@@ -10,9 +10,9 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/kubeslow/kubeslow/internal/cli/rbac"
+	"github.com/kubeslow/kubeslow/internal/engine/catalogue"
 	"github.com/kubeslow/kubeslow/internal/engine/check"
 	"github.com/kubeslow/kubeslow/internal/measure"
-	"github.com/kubeslow/kubeslow/internal/measure/all"
 	"github.com/kubeslow/kubeslow/internal/measure/promwindow"
 	"github.com/kubeslow/kubeslow/internal/rule"
 	"github.com/kubeslow/kubeslow/internal/source/promql"
@@ -48,16 +48,16 @@ var throwawaySpec = measure.Spec{
 // `kubeslow rbac` grants its permission in the read-only role, and the past-window path reads its family from
 // a Prometheus (backfilled with node_exporter's PSI counter at 80 % for the window) so that its rule fires there.
 func TestThrowawaySpec(t *testing.T) {
-	specs := append(all.Specs(), throwawaySpec)
+	specs := append(catalogue.Specs(), throwawaySpec)
 
-	ms, err := measure.NewRegistryOf(all.Options{}, specs).Select([]string{"test.throwaway"}, nil)
+	ms, err := measure.NewRegistryOf(catalogue.Options{}, specs).Select([]string{"test.throwaway"}, nil)
 	if err != nil || len(ms) != 1 {
 		t.Fatalf("registry: %v %v", ms, err)
 	}
 	if m, ok := ms[0].(*throwaway); !ok || m.window != 20*time.Second {
 		t.Fatalf("registry built %#v, want the throwaway with the default window", ms[0])
 	}
-	if _, err := all.Registry(all.Options{}).Select([]string{"test.throwaway"}, nil); err == nil {
+	if _, err := catalogue.Registry(catalogue.Options{}).Select([]string{"test.throwaway"}, nil); err == nil {
 		t.Fatal("the throwaway is in the real registry")
 	}
 
@@ -91,7 +91,7 @@ func TestThrowawaySpec(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pms, err := promwindow.RegistryOf(promwindow.NewSource(c, w, nil), specs).Select([]string{"test.throwaway"}, nil)
+	pms, err := promwindow.RegistryOf(promwindow.NewSource(c, w, nil, check.RulesOf(specs)), specs).Select([]string{"test.throwaway"}, nil)
 	if err != nil || len(pms) != 1 {
 		t.Fatalf("promwindow: %v %v", pms, err)
 	}

@@ -1,4 +1,4 @@
-package disk
+package diskprobe
 
 import (
 	"context"
@@ -82,7 +82,7 @@ func FuzzParseFio(f *testing.F) {
 
 // BenchmarkSyncVsFio runs kubeslow's etcd recipe and Debian's fio with the same recipe on the same file,
 // alternating which goes first, one pair per iteration (go test -run '^$' -bench SyncVsFio -benchtime 5x
-// ./internal/measure/disk; KUBESLOW_DISK_DIR picks the disk, default the test's temporary directory), and
+// ./internal/source/diskprobe; KUBESLOW_DISK_DIR picks the disk, default the test's temporary directory), and
 // reports the median ratio of the fdatasync p99s (kubeslow / fio; the goal is within 10%), the ratio of the
 // two tools' median p99s over the rounds, and the median ratio of the p50s. KUBESLOW_DISK_SIZE overrides the
 // recipe's 22 MiB (bytes).

@@ -1,11 +1,11 @@
-package all_test
+package catalogue_test
 
 import (
 	"reflect"
 	"testing"
 
+	"github.com/kubeslow/kubeslow/internal/engine/catalogue"
 	"github.com/kubeslow/kubeslow/internal/measure"
-	"github.com/kubeslow/kubeslow/internal/measure/all"
 )
 
 // TestDeclared: what a Spec states of its measurement (its Kind, its Permissions) is what the run reads of the
@@ -14,7 +14,7 @@ import (
 // declares a read-only Spec of its own, with fewer permissions than the benchmark's (which `kubeslow rbac`
 // grants).
 func TestDeclared(t *testing.T) {
-	for _, s := range all.Specs() {
+	for _, s := range catalogue.Specs() {
 		m := s.New(measure.Options{}.Defaults())
 		d, ok := measure.SpecOf(m)
 		if !ok {
@@ -29,7 +29,7 @@ func TestDeclared(t *testing.T) {
 		}
 	}
 
-	ms, err := all.Registry(all.Options{PodsWatch: &measure.PodsWatch{}}).Select([]string{"pods.startup"}, nil)
+	ms, err := catalogue.Registry(catalogue.Options{PodsWatch: &measure.PodsWatch{}}).Select([]string{"pods.startup"}, nil)
 	if err != nil || len(ms) != 1 {
 		t.Fatalf("pods.startup: %v %v", ms, err)
 	}

@@ -1,8 +1,8 @@
-// Package all is the explicit list of kubeslow's measurements: adding one is one package (declaring its
+// Package catalogue is the explicit list of kubeslow's measurements: adding one is one package (declaring its
 // measure.Spec) plus one line in Specs. The registry of `kubeslow run`, the findings engine's rules
 // (internal/engine/check) and their reference (docs/rules.md), `kubeslow rbac` and the past-window path
 // (internal/measure/promwindow) are all derived from that list.
-package all
+package catalogue
 
 import (
 	"github.com/kubeslow/kubeslow/internal/bench/churn"

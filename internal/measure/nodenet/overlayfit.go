@@ -1,4 +1,9 @@
-package netpath
+// Package nodenet judges a node's network as its node probe reads it (agent.NodeNet, `kubeslow probe node`):
+// whether every node's uplink carries the overlay's largest packets (OverlayFit, KS-NET-MTU) and how full its
+// conntrack and neighbour tables are (KS-NODE-CONNTRACK, KS-NODE-NEIGH). Bench net (internal/bench/netpath,
+// over the nodes it probes) and the node sweep (internal/measure/nodeagent, over every real node) share it:
+// one threshold, source and fix per rule, whichever facts a command has.
+package nodenet
 
 import (
 	"fmt"
@@ -6,7 +11,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/kubeslow/kubeslow/internal/rule"
 	"github.com/kubeslow/kubeslow/internal/source/agent"
 	"github.com/kubeslow/kubeslow/pkg/result"
 )
@@ -20,8 +24,35 @@ import (
 // (that uplink).
 const MetricOverlayExcess = "overlay_packet_excess"
 
+// OverlayOverhead is what an encapsulation adds to each IPv4 packet, by device kind: VXLAN 50 (outer IPv4 20 +
+// UDP 8 + VXLAN 8 + inner Ethernet 14, RFC 7348), Geneve 50 without options (RFC 8926), IP-in-IP 20 (RFC
+// 2003), GRE 24 (RFC 2784 with a key), WireGuard 60 over IPv4 (IPv4 20 + UDP 8 + WireGuard 32; 80 over IPv6:
+// flannel's and Calico's figures); 0 without an overlay.
+var OverlayOverhead = map[string]int{"vxlan": 50, "geneve": 50, "ipip": 20, "gre": 24, "wireguard": 60}
+
 // EncapNames are the encapsulations' names by the overlay device's kind, as the findings say them.
 var EncapNames = map[string]string{"vxlan": "VXLAN", "geneve": "Geneve", "ipip": "IP-in-IP", "gre": "GRE", "wireguard": "WireGuard"}
+
+// ExpectedMTU is the MTU the pod path's links should have on a node: its uplink's minus its overlay's overhead
+// (the largest overhead if it has several overlay devices), with what it rests on.
+func ExpectedMTU(n *agent.NodeNet) (expected, uplink int, overlay string, ok bool) {
+	for _, i := range n.Interfaces {
+		if i.Name == n.Uplink {
+			uplink = i.MTU
+		}
+	}
+	if uplink == 0 {
+		return 0, 0, "", false
+	}
+	overhead := 0
+	overlay = "none"
+	for _, i := range n.Overlay() {
+		if o, known := OverlayOverhead[i.Kind]; known && o > overhead {
+			overhead, overlay = o, fmt.Sprintf("%s %s (+%d)", i.Kind, i.Name, o)
+		}
+	}
+	return uplink - overhead, uplink, overlay, true
+}
 
 // OverlayKind is the encapsulation of an interface as the node probe reports it: its kind (the device's
 // DEVTYPE) when it is an encapsulating one, else, when the probe read no kind, the CNIs' device names
@@ -152,65 +183,4 @@ func OverlayFit(res *result.Result, nodes []NodeLinks) {
 				"senders": strings.Join(senders, ", "), "fit": strconv.Itoa(narrowest.mtu - OverlayOverhead[top.kind]),
 				"narrowest": fmt.Sprintf("%s's %s %d", narrowest.node, narrowest.iface, narrowest.mtu)}})
 	}
-}
-
-// mtuSource is KS-NET-MTU's threshold source: the overheads and why a packet above a link's MTU is lost.
-const mtuSource = "the encapsulations' overheads over IPv4 (the uplink is the default route of /proc/net/route): VXLAN 50 = outer IPv4 20 + UDP 8 + " +
-	"VXLAN 8 + inner Ethernet 14 (RFC 7348 section 5; 70 over IPv6), and RFC 7348 section 4.3: VTEPs do not fragment, so the overlay and the " +
-	"pods must be at the uplink's MTU minus 50 (flannel sets flannel.1 so); Geneve 50 without options, each option adding to it (RFC 8926 " +
-	"section 3.1; 70 over IPv6); IP-in-IP 20 (RFC 2003 section 3); GRE 24 (RFC 2784); WireGuard 60 = outer IPv4 20 + UDP 8 + WireGuard's " +
-	"header 16 and tag 16 (80 over IPv6: the figures flannel's and Calico's WireGuard MTUs subtract). A packet crosses the sender's uplink " +
-	"and the receiver's, so every node's overlay packet (its MTU plus the overhead) must fit every node's uplink: an exact fit is healthy " +
-	"(1450 + 50 on 1500), a byte more is dropped (flannel#463: the overlay's MTU must be the smallest node's). flannel#1614 and #1999: pods " +
-	"above the path's MTU pass small requests and stall on large responses and TLS handshakes. A DF-set echo filling the pod's MTU " +
-	"(ping -M do -s MTU-28) must cross to a pod on another node (RFC 1191). bench mtu evaluates it over its links and DF probe (net.mtu); " +
-	"bench net over its node probes' facts (net.paths) and the node agent over every real node's (nodes.agent), with overlay_packet_excess " +
-	"> 0 bytes: the largest overlay packet of any node against each node's uplink"
-
-// mtuRemediation is KS-NET-MTU's fix, whichever facts named the link.
-const mtuRemediation = "Make every link carry the overlay's packets: either lower the overlay's and the pods' MTU to the smallest node uplink " +
-	"minus the overhead, on every node, or raise the narrow link's MTU to the overlay's MTU plus the overhead. flannel sets flannel.1 (and " +
-	"FLANNEL_MTU in subnet.env, which the pods get) from its interface's MTU (--iface, else the default route's) when flanneld starts: after " +
-	"changing a link restart flanneld on every node, or give the transport MTU explicitly where the flannel version or distribution takes " +
-	"one (net-conf.json's Backend, Talos' backendMTU), never hard-code 1500 in a CNI config on an overlay; Calico: veth_mtu (FELIX_VXLANMTU, " +
-	"FELIX_IPINIPMTU, FELIX_WIREGUARDMTU); Cilium: --mtu. When the links agree but DF probes stop short, a link between the nodes is narrower " +
-	"(a VPN, a cloud network at 1460, a switch port): lower the uplink or overlay MTU to what crosses, let ICMP \"fragmentation needed\" " +
-	"(type 3 code 4) through every firewall on the way, and consider net.ipv4.tcp_mtu_probing=1 on the nodes."
-
-// mtuRule is KS-NET-MTU: one cause, whichever measurement's facts show it. Its threshold, source and fix are
-// one; When and Match are the measurement's.
-func mtuRule(when rule.Condition, also []rule.Condition, reads []rule.Metric, match func(*result.Report, rule.Rule) []rule.Hit) rule.Rule {
-	return rule.Rule{
-		ID: "KS-NET-MTU", Title: "An MTU on the pod path does not fit: packets larger than a link carries are dropped", Severity: result.SeverityError, Cases: []string{"D"},
-		When: when, Also: also, Reads: reads, Source: mtuSource, Summary: "{{.link}}: {{.detail}}", Remediation: mtuRemediation, Match: match,
-	}
-}
-
-// MTURuleOver is KS-NET-MTU over the node facts of the result named res (MetricOverlayExcess, by OverlayFit):
-// bench net's (net.paths) and the node agent's (nodes.agent). One item per node uplink the overlay's packets do
-// not fit, naming the node and the link.
-func MTURuleOver(res string) rule.Rule {
-	m := rule.Metric{Result: res, Name: MetricOverlayExcess}
-	return mtuRule(rule.Condition{Metric: m, Op: ">", Value: 0, Unit: "bytes"}, nil, nil, func(r *result.Report, rl rule.Rule) []rule.Hit {
-		var hits []rule.Hit
-		for _, s := range m.Samples(r) {
-			if !rl.When.Holds(s.Value) {
-				continue
-			}
-			l := s.Labels
-			hits = append(hits, rule.Hit{Key: "link=node " + l["node"] + "/" + l["iface"], Value: s.Value, Evidence: []result.Evidence{m.Evidence(s)},
-				Vars: map[string]string{"link": fmt.Sprintf("%s's %s MTU %s < %s", l["node"], l["iface"], l["mtu"], l["overlay"]),
-					"detail": fmt.Sprintf("the overlay's full-size packets (sent by %s) are %s bytes larger than this link carries and are dropped "+
-						"(encapsulated packets are not fragmented): small requests pass, bulk transfers and large responses stall or crawl. "+
-						"Either the overlay at %s on every node (the narrowest uplink, %s, minus the overhead) or %s's %s at %s",
-						l["senders"], result.FormatValue(s.Value), l["fit"], l["narrowest"], l["node"], l["iface"], packetOf(l["overlay"]))}})
-		}
-		return hits
-	})
-}
-
-// packetOf is the packet size at the end of an overlay label ("flannel.1 1450 + VXLAN 50 = 1500": 1500).
-func packetOf(overlay string) string {
-	_, p, _ := strings.Cut(overlay, " = ")
-	return p
 }

@@ -307,6 +307,31 @@ func (e *Env) KubeletNodes(ctx context.Context) ([]corev1.Node, error) {
 	return nodes, nil
 }
 
+// ListPods lists every pod of every namespace in pages of 500, keeping keep(pod) of those keep accepts (a slim
+// copy: a page's full objects are dropped as soon as it is read); no permission is a SkipError.
+func (e *Env) ListPods(ctx context.Context, keep func(*corev1.Pod) (corev1.Pod, bool)) ([]corev1.Pod, error) {
+	var out []corev1.Pod
+	opts := metav1.ListOptions{Limit: 500}
+	for {
+		l, err := e.Client.CoreV1().Pods("").List(ctx, opts)
+		if apierrors.IsForbidden(err) {
+			return nil, Skipf("no permission to list pods in all namespaces: %v", err)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("listing pods: %w", err)
+		}
+		for i := range l.Items {
+			if p, ok := keep(&l.Items[i]); ok {
+				out = append(out, p)
+			}
+		}
+		if l.Continue == "" {
+			return out, nil
+		}
+		opts.Continue = l.Continue
+	}
+}
+
 // ListNodes lists every node: from the run's shared informer (Env.Nodes) when there is one, else in pages
 // of 500 (one paginated LIST, however large the cluster); no permission is a SkipError.
 func (e *Env) ListNodes(ctx context.Context) ([]corev1.Node, error) {

@@ -180,6 +180,12 @@ func Analyze(hosts []agent.NodeHost, failures map[string]string) result.Result {
 		if h.MemTotal > 0 {
 			add(MetricMemAvailable, "ratio", float64(h.MemAvailable)/float64(h.MemTotal), "node", n)
 		}
+		if h.DNS != nil {
+			res.Metrics = append(res.Metrics, dnsMetrics(n, h.DNS, &rec)...)
+		} else {
+			// Could not measure (no eBPF there): KS-POD-DNS-TIMEOUT says so rather than clear.
+			res.Absent = append(res.Absent, result.Absence{Metric: MetricDNSTimeouts, Series: "node " + n, Reason: dnsWhyNot(h.Unread)})
+		}
 		if len(h.Unread) > 0 {
 			rec.Labels["unread"] = strings.Join(h.Unread, "; ")
 		}

@@ -59,7 +59,7 @@ func (*Measurement) Name() string { return Name }
 
 // Description implements measure.Measurement.
 func (m *Measurement) Description() string {
-	return "node agent on every real node: neighbour table, conntrack, kernel log, D state, PSI, disks under the kubelet and runtime with a sync-write probe"
+	return "node agent on every real node: neighbour table, conntrack, kernel log, D state, PSI, disks under the kubelet and runtime with a sync-write probe, every pod's DNS queries (eBPF)"
 }
 
 // In the agent pod: the host's /proc, /sys and /dev/kmsg under hostRoot, the probe directory (an emptyDir,
@@ -178,10 +178,23 @@ func (m *Measurement) Run(ctx context.Context, env *measure.Env) (result.Result,
 		return res, err
 	}
 	// The nodes' status lists the images each holds: one paginated LIST, whether the pause image is there.
-	if nodes, err := env.ListNodes(ctx); err == nil {
+	nodes, err := env.ListNodes(ctx)
+	if err == nil {
 		MarkSandboxPresence(hosts, nodes)
 	}
+	// The pods whose DNS queries the agents saw, by IP: one paginated LIST of the cluster's pods.
+	var dnsNote string
+	if on := dnsNodes(hosts); len(on) > 0 {
+		pods, err := ListNodePods(ctx, env, on)
+		if err != nil {
+			dnsNote = "DNS clients not named by pod (" + err.Error() + ")"
+		}
+		MarkDNSClients(hosts, pods, nodes)
+	}
 	res = Analyze(hosts, failures)
+	if dnsNote != "" {
+		res.Reason = strings.TrimPrefix(res.Reason+"; "+dnsNote, "; ")
+	}
 	if cut && len(failures) > 0 {
 		// Agents kubeslow stopped waiting for: its own budget, not the nodes, left them unread.
 		res.Reason += bound.Note()
@@ -241,6 +254,17 @@ func (m *Measurement) collect(ctx context.Context, env *measure.Env, ds *appsv1.
 	_ = g.Wait()
 	sort.Slice(hosts, func(i, j int) bool { return hosts[i].Node < hosts[j].Node })
 	return hosts, failures, nil
+}
+
+// dnsNodes are the nodes whose agent saw DNS clients.
+func dnsNodes(hosts []agent.NodeHost) map[string]bool {
+	on := map[string]bool{}
+	for _, h := range hosts {
+		if h.DNS != nil && len(h.DNS.Clients) > 0 {
+			on[h.Node] = true
+		}
+	}
+	return on
 }
 
 func podWhy(p *corev1.Pod) string {

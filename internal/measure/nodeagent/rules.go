@@ -21,7 +21,61 @@ var (
 	sweepNoSandbox = rule.Metric{Result: Name, Name: MetricSandboxMissing}
 	sweepSpinning  = rule.Metric{Result: Name, Name: MetricDiskSpinning}
 	sweepSyncP50   = rule.Metric{Result: Name, Name: MetricSyncP50}
+	dnsTimeouts    = rule.Metric{Result: Name, Name: MetricDNSTimeouts}
+	dnsTimeoutPart = rule.Metric{Result: Name, Name: MetricDNSTimeoutShare}
+	dnsQueries     = rule.Metric{Result: Name, Name: MetricDNSQueries}
 )
+
+// The thresholds of KS-POD-DNS-TIMEOUT: time-outs in the agent's watch, and their share of the client's queries
+// to that server.
+const (
+	DNSTimeoutMin   = 2
+	DNSTimeoutShare = 0.05
+)
+
+// dnsTimeoutRule is KS-POD-DNS-TIMEOUT: a pod (or a host-network or unknown client, by its address) whose DNS
+// queries to a server went unanswered, named with its node and server.
+func dnsTimeoutRule() rule.Rule {
+	return rule.Rule{
+		ID: "KS-POD-DNS-TIMEOUT", Title: "A pod's DNS queries time out", Severity: result.SeverityWarning, Cases: []string{"B"},
+		When:  rule.Condition{Metric: dnsTimeouts, Op: ">=", Value: DNSTimeoutMin, Unit: "count"},
+		Also:  []rule.Condition{{Metric: dnsTimeoutPart, Op: ">=", Value: DNSTimeoutShare, Unit: "ratio"}},
+		Reads: []rule.Metric{dnsQueries},
+		Source: "the node agent's eBPF DNS tracer (docs/ebpf.md): each query of the pod's sockets timed from its first transmission; one " +
+			"unanswered for the agent's time-out (5 s, or half its watch when shorter: healthy cluster DNS answers in milliseconds) is a " +
+			"time-out. glibc and musl wait 5 s (timeout:5) before they retry, so each time-out is a stall of seconds in the application's " +
+			"lookup (getaddrinfo, a connect's name, a client's first request). kubeslow's threshold: 2 or more in the watch (one could be a " +
+			"single lost packet) and 5% or more of the pod's queries to that server (a busy client's rare loss stays below)",
+		Summary: "{{.who}} on {{.node}}: {{.value}} of its DNS queries to {{.server}} timed out ({{.share}} of {{.queries}} in the agent's watch): " +
+			"each one stalls the application's lookup for the resolver's time-out (5 s with glibc and musl)",
+		Remediation: "Check the DNS server's health and reachability from that node: conntrack's UDP DNAT race (conntrack_insert_failed rising " +
+			"with lookups, kubernetes#56903: NodeLocal DNSCache, or single-request-reopen), CoreDNS's replicas and placement (all on one node, " +
+			"overloaded, restarting), a network policy or firewall dropping UDP 53 from that pod or node; then the pod's resolv.conf (ndots, " +
+			"search domains multiply the queries that can time out).",
+		Match: func(r *result.Report, ru rule.Rule) []rule.Hit {
+			hits := ru.Crossing(r)
+			for i := range hits {
+				v := hits[i].Vars
+				if v["pod"] != "" {
+					v["who"] = "pod " + v["namespace"] + "/" + v["pod"]
+					hits[i].Key = "pod=" + v["namespace"] + "/" + v["pod"] + " server=" + v["server"]
+				} else {
+					v["who"] = v["kind"] + " client " + v["client"]
+					hits[i].Key = "client=" + v["node"] + "/" + v["client"] + " server=" + v["server"]
+				}
+				labels := hits[i].Evidence[0].Labels
+				v["share"], v["queries"] = "", "?"
+				if m := dnsTimeoutPart.In(r, labels); m != nil { // Crossing's evidence holds it already
+					v["share"] = fmt.Sprintf("%.0f%%", 100*m.Value)
+				}
+				if m := dnsQueries.In(r, labels); m != nil {
+					v["queries"] = fmt.Sprintf("%.0f", m.Value)
+				}
+			}
+			return hits
+		},
+	}
+}
 
 // sweepOf is rule r (a rule of internal/measure/nodenet, which bench net's node probes evaluate on the one or two
 // nodes the benchmark ran on) evaluated over the node sweep's metric m instead (every real node): the same
@@ -115,6 +169,7 @@ func Rules() []rule.Rule {
 		sweepOf(neigh, sweepNeighbour, "{{.node}} has {{.value}} of gc_thresh3 neighbour entries: new peers fail to resolve once it is full"),
 		sweepOf(conntrack, sweepConntrack, "conntrack on {{.node}} holds {{.value}} of nf_conntrack_max: new connections through kube-proxy's NAT are dropped when it fills"),
 		MTURule(),
+		dnsTimeoutRule(),
 		{
 			ID: "KS-NODE-NEIGH-OVERFLOW", Title: "The kernel logged \"neighbor table overflow\"", Severity: result.SeverityError, Cases: []string{"B"},
 			When:   rule.Condition{Metric: sweepKernel, Op: ">", Value: 0, Unit: "count"},

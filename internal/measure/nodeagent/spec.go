@@ -11,7 +11,7 @@ var Spec = measure.Spec{
 	Permissions: []measure.Permission{
 		{Verbs: []string{"list", "watch"}, Resource: "nodes", Reason: "the real nodes the agent runs on"},
 		{Verbs: []string{"create", "delete", "get"}, Group: "apps", Resource: "daemonsets", Reason: "the node agent DaemonSet (host probes on every real node)"},
-		{Verbs: []string{"list", "watch"}, Resource: "pods", Reason: "the agent pods' readiness and results"},
+		{Verbs: []string{"list", "watch"}, Resource: "pods", Reason: "the agent pods' readiness and results; the pods whose DNS queries the agents timed, by IP"},
 		{Verbs: []string{"get"}, Resource: "pods/log", Reason: "each agent pod's report"},
 	},
 }

@@ -14,7 +14,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubeslow/kubeslow/internal/measure"
@@ -123,24 +122,7 @@ func ListPods(ctx context.Context, env *measure.Env) ([]corev1.Pod, error) {
 
 // listPods lists every pod, page by page, keeping keep(pod) of each.
 func listPods(ctx context.Context, env *measure.Env, keep func(*corev1.Pod) corev1.Pod) ([]corev1.Pod, error) {
-	var out []corev1.Pod
-	opts := metav1.ListOptions{Limit: 500}
-	for {
-		l, err := env.Client.CoreV1().Pods("").List(ctx, opts)
-		if apierrors.IsForbidden(err) {
-			return nil, measure.Skipf("no permission to list pods in all namespaces: %v", err)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("listing pods: %w", err)
-		}
-		for i := range l.Items {
-			out = append(out, keep(&l.Items[i]))
-		}
-		if l.Continue == "" {
-			return out, nil
-		}
-		opts.Continue = l.Continue
-	}
+	return env.ListPods(ctx, func(p *corev1.Pod) (corev1.Pod, bool) { return keep(p), true })
 }
 
 // Slim keeps of a pod what Analyze reads: its identity, kubeslow's managed-by label, node, containers' names

@@ -41,6 +41,9 @@ type NodeHostOptions struct {
 	PressureAfter string
 	// NodeName is recorded as given (the DaemonSet passes spec.nodeName).
 	NodeName string
+	// DNS runs the eBPF DNS tracer over the read (attached to the host's cgroup v2 root, found in Proc's pid 1
+	// mountinfo under Root): NodeHost.DNS, or why not in Unread.
+	DNS bool
 }
 
 // NodeHost is what the node agent reports of one node.
@@ -56,8 +59,10 @@ type NodeHost struct {
 	// Sandbox is the runtime's pause image; Present is filled in by the measurement from the node's status.
 	Sandbox *Sandbox    `json:"sandbox,omitempty"`
 	Sync    []SyncProbe `json:"sync,omitempty"`
-	CPUs    int         `json:"cpus"`
-	Load    *LoadAvg    `json:"load,omitempty"`
+	// DNS is every client's DNS queries over the agent's read (with NodeHostOptions.DNS, where eBPF can).
+	DNS  *DNSReport `json:"dns,omitempty"`
+	CPUs int        `json:"cpus"`
+	Load *LoadAvg   `json:"load,omitempty"`
 	// MemTotal and MemAvailable in bytes.
 	MemTotal     int64 `json:"mem_total_bytes"`
 	MemAvailable int64 `json:"mem_available_bytes"`
@@ -105,6 +110,25 @@ func ReadNodeHost(ctx context.Context, o NodeHostOptions) *NodeHost {
 	start := time.Now()
 	h := &NodeHost{Node: o.NodeName}
 	unread := func(what string, err error) { h.Unread = append(h.Unread, fmt.Sprintf("%s: %v", what, err)) }
+	window := o.Window
+	if window <= 0 {
+		window = time.Second
+	}
+	if o.DNS {
+		// Over the whole read (the D-state watch included), so it adds nothing to the agent's time.
+		if w, err := startDNSWatch(ctx, o.Proc, o.Root, window); err != nil {
+			unread(DNSUnread, err)
+		} else {
+			defer func() {
+				rep, err := w.stop()
+				if err != nil {
+					unread(DNSUnread, err)
+				}
+				h.DNS = rep
+				h.TookSeconds = time.Since(start).Seconds()
+			}()
+		}
+	}
 	netSys := o.NetSys
 	if netSys == "" {
 		netSys = o.Sys
@@ -139,10 +163,6 @@ func ReadNodeHost(ctx context.Context, o NodeHostOptions) *NodeHost {
 		h.Sandbox = sb
 	}
 	h.readDisks(ctx, o, unread)
-	window := o.Window
-	if window <= 0 {
-		window = time.Second
-	}
 	psiStart := time.Now()
 	for _, res := range psiResources {
 		some, full, err := readPSI(o.Proc, res)
@@ -186,6 +206,10 @@ func ReadNodeHost(ctx context.Context, o NodeHostOptions) *NodeHost {
 	h.TookSeconds = time.Since(start).Seconds()
 	return h
 }
+
+// DNSUnread names the Unread entry of a DNS watch that could not run (the measurement reads it as "could not
+// measure").
+const DNSUnread = "DNS queries (eBPF)"
 
 var psiResources = []string{"cpu", "io", "memory"}
 

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -27,6 +28,23 @@ func CgroupRoot() (string, error) {
 		return "", errors.New("no cgroup v2 hierarchy is mounted (no cgroup2 line in " + mountinfoPath + "): a cgroup v1-only host, or the mount is not visible here")
 	}
 	return dir, nil
+}
+
+// HostCgroupRoot is CgroupRoot for a host seen under root (a node agent's /host): the cgroup v2 mount of the
+// host's pid 1, from proc/1/mountinfo (proc: the host's procfs), as a path under root. The agent's own
+// mountinfo shows its container's mounts, not the host's; the host's /sys mounted under root carries the
+// host's cgroup mounts with it (/sys/fs/cgroup/unified on a hybrid host). It says why when the host has none.
+func HostCgroupRoot(proc, root string) (string, error) {
+	path := filepath.Join(proc, "1", "mountinfo")
+	mi, err := os.ReadFile(path)
+	if err != nil {
+		return "", fmt.Errorf("cannot read the host's mounts (%s) to find its cgroup v2 hierarchy: %w", path, err)
+	}
+	dir, ok := cgroup2Mount(string(mi))
+	if !ok {
+		return "", fmt.Errorf("the host mounts no cgroup v2 hierarchy (no cgroup2 line in %s): a cgroup v1-only host", path)
+	}
+	return filepath.Join(root, dir), nil
 }
 
 // cgroup2Mount returns the mount point of the first cgroup2 mount of mountinfo that shows the hierarchy's

@@ -2,6 +2,7 @@ package ebpf
 
 import (
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -56,5 +57,30 @@ func TestCgroupDirs(t *testing.T) {
 	}
 	if id, err := CgroupID(root); err != nil || id == 0 {
 		t.Errorf("the root's id: %d %v", id, err)
+	}
+}
+
+// TestHostCgroupRoot: the host's pid 1 mountinfo, its cgroup2 mount mapped under the agent's host root; a
+// v1-only host and a missing procfs say why.
+func TestHostCgroupRoot(t *testing.T) {
+	proc := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(proc, "1"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	write := func(s string) {
+		if err := os.WriteFile(filepath.Join(proc, "1", "mountinfo"), []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("31 23 0:28 / /sys/fs/cgroup rw,relatime - tmpfs tmpfs rw,mode=755\n41 31 0:38 / /sys/fs/cgroup/unified rw,relatime - cgroup2 cgroup2 rw\n")
+	if dir, err := HostCgroupRoot(proc, "/host"); err != nil || dir != "/host/sys/fs/cgroup/unified" {
+		t.Errorf("hybrid: %q %v", dir, err)
+	}
+	write("32 31 0:29 / /sys/fs/cgroup/cpu rw,relatime - cgroup cgroup rw,cpu\n")
+	if _, err := HostCgroupRoot(proc, "/host"); err == nil || !strings.Contains(err.Error(), "v1-only") {
+		t.Errorf("v1 only: %v", err)
+	}
+	if _, err := HostCgroupRoot(filepath.Join(proc, "none"), "/host"); err == nil || !strings.Contains(err.Error(), "cannot read the host's mounts") {
+		t.Errorf("no procfs: %v", err)
 	}
 }

@@ -7,10 +7,12 @@ import (
 )
 
 // DNSKey is what the DNSAggregator counts by: the querying socket's cgroup (a pod's container, once mapped)
-// and the server it asked.
+// and the server it asked; or, for NewDNSClientAggregator, the query's source address (a pod's IP, for a pod
+// with a network namespace of its own) and the server, CgroupID left 0.
 type DNSKey struct {
 	CgroupID uint64
 	Server   netip.AddrPort
+	Client   netip.Addr
 }
 
 // DNSStats is one key's queries since the DNSAggregator started (or was last Reset).
@@ -33,16 +35,34 @@ type DNSStats struct {
 }
 
 // DNSAggregator sums DNSResults by DNSKey. It is safe for concurrent use.
-type DNSAggregator struct{ w *window[DNSKey, DNSStats] }
+type DNSAggregator struct {
+	w        *window[DNSKey, DNSStats]
+	byClient bool
+}
 
-// NewDNSAggregator returns an empty DNSAggregator whose window starts at now.
+// NewDNSAggregator returns an empty DNSAggregator by cgroup id and server whose window starts at now.
 func NewDNSAggregator(now time.Time) *DNSAggregator {
-	return &DNSAggregator{newWindow[DNSKey, DNSStats](now)}
+	return &DNSAggregator{w: newWindow[DNSKey, DNSStats](now)}
+}
+
+// NewDNSClientAggregator returns an empty DNSAggregator by client address and server whose window starts at
+// now: where the cgroup ids cannot tell pods apart (a host whose runtime keeps the pods in cgroup v1 only,
+// see docs/ebpf.md), a pod's own network namespace gives its queries the pod's IP.
+func NewDNSClientAggregator(now time.Time) *DNSAggregator {
+	return &DNSAggregator{w: newWindow[DNSKey, DNSStats](now), byClient: true}
+}
+
+// Key is the DNSKey r is counted under.
+func (a *DNSAggregator) Key(r DNSResult) DNSKey {
+	if a.byClient {
+		return DNSKey{Client: r.Client.Addr().Unmap(), Server: r.Server}
+	}
+	return DNSKey{CgroupID: r.CgroupID, Server: r.Server}
 }
 
 // Add counts r.
 func (a *DNSAggregator) Add(r DNSResult) {
-	a.w.add(DNSKey{CgroupID: r.CgroupID, Server: r.Server}, func(s *DNSStats, hist latencies) {
+	a.w.add(a.Key(r), func(s *DNSStats, hist latencies) {
 		s.Queries++
 		s.Retransmits += int64(r.Retransmits)
 		switch r.QType {
@@ -78,15 +98,15 @@ func (a *DNSAggregator) Add(r DNSResult) {
 	})
 }
 
-// Snapshot returns every key's DNSStats over the window from the start (or last Reset) to now, by cgroup id
-// then server.
+// Snapshot returns every key's DNSStats over the window from the start (or last Reset) to now, by cgroup id,
+// client, then server.
 func (a *DNSAggregator) Snapshot(now time.Time) []DNSStats {
 	return snapshot(a.w, now, func(k DNSKey, s DNSStats, hist latencies, secs float64) DNSStats {
 		s.DNSKey, s.PerSecond = k, perSecond(s.Queries, secs)
 		s.P50, s.P99, s.Max = hist.quantiles()
 		return s
 	}, func(x, y DNSStats) int {
-		return cmp.Or(cmp.Compare(x.CgroupID, y.CgroupID), x.Server.Compare(y.Server))
+		return cmp.Or(cmp.Compare(x.CgroupID, y.CgroupID), x.Client.Compare(y.Client), x.Server.Compare(y.Server))
 	})
 }
 

@@ -46,14 +46,14 @@ func TestDNSAggregator(t *testing.T) {
 	if len(got) != 3 {
 		t.Fatalf("%d keys: %+v", len(got), got)
 	}
-	for i, k := range []DNSKey{{3, coredns}, {3, upstream}, {5, coredns}} {
+	for i, k := range []DNSKey{{CgroupID: 3, Server: coredns}, {CgroupID: 3, Server: upstream}, {CgroupID: 5, Server: coredns}} {
 		if got[i].DNSKey != k {
 			t.Errorf("key %d: %+v, want %+v", i, got[i].DNSKey, k)
 		}
 	}
 	near := func(d, want time.Duration) bool { return d >= want*99/100 && d <= want*101/100 }
 	s := got[2]
-	want := DNSStats{DNSKey: DNSKey{5, coredns}, Queries: 162, Answered: 158, TimedOut: 4, Retransmits: 2, PerSecond: 81,
+	want := DNSStats{DNSKey: DNSKey{CgroupID: 5, Server: coredns}, Queries: 162, Answered: 158, TimedOut: 4, Retransmits: 2, PerSecond: 81,
 		NoError: 152, NoData: 11, NXDomain: 3, ServFail: 2, OtherRCode: 1, Truncated: 1, A: 110, AAAA: 51, OtherQType: 1}
 	lat := [3]time.Duration{s.P50, s.P99, s.Max}
 	s.P50, s.P99, s.Max = 0, 0, 0
@@ -75,5 +75,33 @@ func TestDNSAggregator(t *testing.T) {
 	a.Reset(t0.Add(time.Minute))
 	if s := a.Snapshot(t0.Add(2 * time.Minute)); len(s) != 0 {
 		t.Errorf("after Reset: %+v", s)
+	}
+}
+
+// TestDNSClientAggregator: by client address, whatever the cgroup (the pods of a host whose runtime keeps them in
+// one v2 cgroup); an IPv4-mapped client is its IPv4 address; the servers stay apart.
+func TestDNSClientAggregator(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	a := NewDNSClientAggregator(t0)
+	coredns := netip.MustParseAddrPort("10.96.0.10:53")
+	podA, podB := netip.MustParseAddrPort("10.244.1.5:40000"), netip.MustParseAddrPort("[::ffff:10.244.1.6]:40001")
+	for i := range 4 {
+		a.Add(DNSResult{CgroupID: uint64(7 + i%2), Client: podA, Server: coredns, QType: QTypeA, Outcome: Answered, ANCount: 1, Latency: time.Millisecond})
+	}
+	a.Add(DNSResult{CgroupID: 7, Client: podB, Server: coredns, QType: QTypeAAAA, Outcome: TimedOut})
+	a.Add(DNSResult{CgroupID: 7, Client: podB, Server: netip.MustParseAddrPort("10.96.0.11:53"), QType: QTypeA, Outcome: TimedOut})
+	got := a.Snapshot(t0.Add(time.Second))
+	if len(got) != 3 {
+		t.Fatalf("%d keys: %+v", len(got), got)
+	}
+	want := []DNSKey{{Client: podA.Addr(), Server: coredns}, {Client: netip.MustParseAddr("10.244.1.6"), Server: coredns},
+		{Client: netip.MustParseAddr("10.244.1.6"), Server: netip.MustParseAddrPort("10.96.0.11:53")}}
+	for i, k := range want {
+		if got[i].DNSKey != k {
+			t.Errorf("key %d: %+v, want %+v", i, got[i].DNSKey, k)
+		}
+	}
+	if got[0].Queries != 4 || got[0].A != 4 || got[1].TimedOut != 1 || got[1].AAAA != 1 {
+		t.Errorf("counts: %+v", got)
 	}
 }

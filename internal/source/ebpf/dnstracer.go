@@ -24,13 +24,10 @@ type DNSTracer struct {
 
 // StartDNS loads the DNS programs and attaches them to cgroupDir, a cgroup v2 directory (CgroupRoot for
 // the whole host), beside any program already there. A query unanswered for timeout counts as timed out
-// (0: DefaultDNSTimeout). It needs what SupportedDNS checks (and returns its error when it is not nil). The
+// (0: DefaultDNSTimeout). It needs what SupportedDNSAt(cgroupDir) checks (and returns its error when it is not nil). The
 // tracer stops when ctx ends or on Close.
 func StartDNS(ctx context.Context, cgroupDir string, timeout time.Duration) (*DNSTracer, error) {
-	if err := SupportedDNS(); err != nil {
-		return nil, err
-	}
-	if err := checkCgroup2Dir(cgroupDir); err != nil {
+	if err := SupportedDNSAt(cgroupDir); err != nil {
 		return nil, err
 	}
 	r, err := startRing(ctx, dnsCollectionSpec(), "DNS programs", decodeDNS, dnsPoll, func(coll *cebpf.Collection) ([]link.Link, error) {

@@ -80,6 +80,23 @@ func SupportedDNS() error {
 	if _, err := CgroupRoot(); err != nil {
 		return err
 	}
+	return supportedCgroupSKB()
+}
+
+// SupportedDNSAt is SupportedDNS for the cgroup v2 directory cgroupDir, wherever it is mounted: the host's
+// hierarchy seen by a node agent under its host root (HostCgroupRoot), which its own mountinfo does not show.
+func SupportedDNSAt(cgroupDir string) error {
+	if err := supportedBase(); err != nil {
+		return err
+	}
+	if err := checkCgroup2Dir(cgroupDir); err != nil {
+		return err
+	}
+	return supportedCgroupSKB()
+}
+
+// supportedCgroupSKB checks the cgroup_skb program type and the helpers the DNS programs call.
+func supportedCgroupSKB() error {
 	if err := features.HaveProgramType(cebpf.CGroupSKB); err != nil {
 		return fmt.Errorf("the kernel has no cgroup_skb BPF programs: %w", err)
 	}

@@ -32,6 +32,10 @@ type Sweep struct {
 	Sync map[string]time.Duration
 	// NoPause lists the nodes whose status lacks the runtime's pause image (the others hold it).
 	NoPause map[string]bool
+	// DNS is a node's DNS report (as its agent's tracer would give it), and Pods the pods the API lists
+	// (MarkDNSClients names the clients from them).
+	DNS  map[string]*agent.DNSReport
+	Pods []corev1.Pod
 }
 
 // Result is nodeagent.Analyze over the hosts as the agent reads them.
@@ -59,6 +63,11 @@ func (s Sweep) Result(t *testing.T) result.Result {
 		if p50, ok := s.Sync[node]; ok {
 			h.Sync = append(h.Sync, agent.SyncProbe{Role: "runtime", Dir: "/", Bytes: 1 << 20, N: 455, P50: p50.Seconds(), P99: 4 * p50.Seconds()})
 		}
+		if d := s.DNS[node]; d != nil {
+			c := *d
+			c.Clients = append([]agent.DNSClient(nil), d.Clients...)
+			h.DNS = &c
+		}
 		hosts = append(hosts, *h)
 	}
 	var nodes []corev1.Node
@@ -72,6 +81,7 @@ func (s Sweep) Result(t *testing.T) result.Result {
 		nodes = append(nodes, n)
 	}
 	nodeagent.MarkSandboxPresence(hosts, nodes)
+	nodeagent.MarkDNSClients(hosts, s.Pods, nodes)
 	return nodeagent.Analyze(hosts, nil)
 }
 
@@ -92,6 +102,45 @@ func WithHost(node, tree string) Sweep {
 		s.Hosts[n] = h
 	}
 	s.Hosts[node] = tree
+	return s
+}
+
+// DNS fixtures: n2 runs pod shop/web (10.244.2.7) and host-network processes (node address 192.168.1.2);
+// CoreDNS's Service is 10.96.0.10:53. The figures are a 2.3 s watch with the agent's 1 s time-out.
+var (
+	DNSPods = []corev1.Pod{
+		{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web"}, Spec: corev1.PodSpec{NodeName: "n2"},
+			Status: corev1.PodStatus{PodIP: "10.244.2.7", PodIPs: []corev1.PodIP{{IP: "10.244.2.7"}}}},
+		// the same IP on another node (another node's pod CIDR is not n2's: it must not name n2's client)
+		{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "elsewhere"}, Spec: corev1.PodSpec{NodeName: "n1"},
+			Status: corev1.PodStatus{PodIPs: []corev1.PodIP{{IP: "10.244.2.8"}}}},
+		{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "kube-proxy-n2"}, Spec: corev1.PodSpec{NodeName: "n2", HostNetwork: true},
+			Status: corev1.PodStatus{PodIPs: []corev1.PodIP{{IP: "192.168.1.2"}}}},
+	}
+	// DNSHealthy: web asks 20 queries a second (A and AAAA), all answered in about a millisecond; a host-network
+	// process asks one.
+	DNSHealthy = &agent.DNSReport{Cgroup: "/host/sys/fs/cgroup/unified", WindowSeconds: 2.3, TimeoutSeconds: 1, Clients: []agent.DNSClient{
+		{Client: "10.244.2.7", Server: "10.96.0.10:53", CgroupIDs: []uint64{1}, Queries: 46, Answered: 46, PerSecond: 20, NoError: 46, NoData: 23,
+			A: 23, AAAA: 23, P50: 0.0008, P99: 0.003, Max: 0.004},
+		{Client: "192.168.1.2", Server: "10.96.0.10:53", CgroupIDs: []uint64{7, 9}, Queries: 1, Answered: 1, PerSecond: 0.43, NoError: 1, A: 1,
+			P50: 0.001, P99: 0.001, Max: 0.001},
+	}}
+	// DNSTimingOut: web's queries are dropped (6 of 46 unanswered); the host-network process, one time-out in
+	// 40 queries (below both thresholds); an unknown client 10.244.2.8, 1 time-out of 1 (below the count).
+	DNSTimingOut = &agent.DNSReport{Cgroup: "/host/sys/fs/cgroup/unified", WindowSeconds: 2.3, TimeoutSeconds: 1, Clients: []agent.DNSClient{
+		{Client: "10.244.2.7", Server: "10.96.0.10:53", CgroupIDs: []uint64{1}, Queries: 46, Answered: 40, TimedOut: 6, PerSecond: 20, NoError: 40,
+			NoData: 20, A: 23, AAAA: 23, P50: 0.0008, P99: 0.003, Max: 0.004},
+		{Client: "192.168.1.2", Server: "10.96.0.10:53", CgroupIDs: []uint64{7}, Queries: 40, Answered: 39, TimedOut: 1, PerSecond: 17, NoError: 39,
+			A: 40, P50: 0.001, P99: 0.002, Max: 0.002},
+		{Client: "10.244.2.8", Server: "10.96.0.10:53", CgroupIDs: []uint64{1}, Queries: 1, TimedOut: 1, PerSecond: 0.43, A: 1},
+	}}
+)
+
+// WithDNS is Healthy with n2's agent reporting d, the other agents no DNS client, and the DNS fixtures' pods.
+func WithDNS(d *agent.DNSReport) Sweep {
+	s := WithHost("n2", "healthy")
+	none := &agent.DNSReport{WindowSeconds: 2.3, TimeoutSeconds: 1, Clients: []agent.DNSClient{}}
+	s.DNS, s.Pods = map[string]*agent.DNSReport{"n1": none, "n2": d, "n3": none}, DNSPods
 	return s
 }
 
@@ -119,6 +168,8 @@ func RuleFixtures() map[string]ruletest.Fixture {
 		"KS-NODE-DISK-SYNC":     {Fire: sw(slowSync), Clear: healthy},
 		// n2's status lacks registry.k8s.io/pause:3.9, which its containerd's configuration names; every node holds it.
 		"KS-NODE-PAUSE-REMOTE": {Fire: sw(noPause), Clear: healthy},
+		// shop/web on n2: 6 of its 46 queries to CoreDNS unanswered; and all answered.
+		"KS-POD-DNS-TIMEOUT": {Fire: sw(WithDNS(DNSTimingOut)), Clear: sw(WithDNS(DNSHealthy))},
 		// KS-NET-MTU over the sweep's node facts (an alternative of the rule: ID@result): flannel on three nodes,
 		// lab-node-2's eth0 at 1400 under flannel.1's 1450 + 50; and all at 1500.
 		"KS-NET-MTU@" + nodeagent.Name: {Fire: flannelSweep(nodenettest.SetMTU("eth0", 1400)), Clear: flannelSweep()},

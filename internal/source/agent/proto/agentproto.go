@@ -50,6 +50,7 @@ const (
 	FlagWindow     = "window"
 	FlagNodeName   = "node-name"
 	FlagReadyFile  = "ready-file"
+	FlagDNS        = "dns"
 	FlagConnect    = "connect"
 	FlagBackBase   = "backoff-base"
 	FlagBackFactor = "backoff-factor"

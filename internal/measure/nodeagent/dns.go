@@ -1,0 +1,167 @@
+package nodeagent
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubeslow/kubeslow/internal/measure"
+	"github.com/kubeslow/kubeslow/internal/source/agent"
+	"github.com/kubeslow/kubeslow/pkg/result"
+)
+
+// The DNS metrics, one sample per node, client and server (labels node, namespace, pod, client, kind, server,
+// source): the agent's eBPF DNS tracer over its read (agent.DNSReport).
+const (
+	MetricDNSQueries          = "dns_queries"
+	MetricDNSQueriesPerSecond = "dns_queries_per_second"
+	MetricDNSLatencyP50       = "dns_latency_p50_seconds"
+	MetricDNSLatencyP99       = "dns_latency_p99_seconds"
+	// MetricDNSTimeouts counts the queries unanswered for the agent's time-out (agent.DNSReport.TimeoutSeconds);
+	// MetricDNSTimeoutShare is their share of the client's queries to that server.
+	MetricDNSTimeouts     = "dns_timeouts"
+	MetricDNSTimeoutShare = "dns_timeout_share"
+	MetricDNSNXDomain     = "dns_nxdomain"
+	MetricDNSServFail     = "dns_servfail"
+	MetricDNSNoData       = "dns_nodata"
+)
+
+// The kinds of DNS client (label kind): a pod with an IP of its own, a host-network process (the node's
+// address, or a host-network pod's), or an address the API does not name (a pod gone since, a node's other
+// address): labelled by its address, never guessed.
+const (
+	DNSClientPod     = "pod"
+	DNSClientHost    = "host-network"
+	DNSClientUnknown = "unknown"
+)
+
+// dnsSource is the metrics' source label: timed in the kernel, as the application sees them.
+const dnsSource = "ebpf"
+
+// ListNodePods lists the pods of the cluster in pages of 500, keeping the name, namespace, node, host network
+// and IPs of those on nodes (what MarkDNSClients reads).
+func ListNodePods(ctx context.Context, env *measure.Env, nodes map[string]bool) ([]corev1.Pod, error) {
+	return env.ListPods(ctx, func(p *corev1.Pod) (corev1.Pod, bool) {
+		return corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace},
+			Spec:   corev1.PodSpec{NodeName: p.Spec.NodeName, HostNetwork: p.Spec.HostNetwork},
+			Status: corev1.PodStatus{PodIP: p.Status.PodIP, PodIPs: p.Status.PodIPs}}, nodes[p.Spec.NodeName]
+	})
+}
+
+// MarkDNSClients names each DNS client of each host from the pods on its node (status.podIPs) and the
+// node's addresses: a pod with a network namespace of its own gets its namespace and name; an address of the
+// node's or of a host-network pod's (or a loopback one) is host network (no pod named: they share it); any
+// other is unknown.
+func MarkDNSClients(hosts []agent.NodeHost, pods []corev1.Pod, nodes []corev1.Node) {
+	type podRef struct{ ns, name string }
+	own := map[string]map[netip.Addr]podRef{}
+	host := map[string]map[netip.Addr]bool{}
+	addHost := func(node, ip string) {
+		if a, err := netip.ParseAddr(ip); err == nil {
+			if host[node] == nil {
+				host[node] = map[netip.Addr]bool{}
+			}
+			host[node][a.Unmap()] = true
+		}
+	}
+	for i := range nodes {
+		for _, a := range nodes[i].Status.Addresses {
+			addHost(nodes[i].Name, a.Address)
+		}
+	}
+	for i := range pods {
+		p := &pods[i]
+		ips := p.Status.PodIPs
+		if len(ips) == 0 && p.Status.PodIP != "" {
+			ips = []corev1.PodIP{{IP: p.Status.PodIP}}
+		}
+		for _, ip := range ips {
+			if p.Spec.HostNetwork {
+				addHost(p.Spec.NodeName, ip.IP)
+				continue
+			}
+			a, err := netip.ParseAddr(ip.IP)
+			if err != nil {
+				continue
+			}
+			if own[p.Spec.NodeName] == nil {
+				own[p.Spec.NodeName] = map[netip.Addr]podRef{}
+			}
+			own[p.Spec.NodeName][a.Unmap()] = podRef{p.Namespace, p.Name}
+		}
+	}
+	for i := range hosts {
+		d, node := hosts[i].DNS, hosts[i].Node
+		if d == nil {
+			continue
+		}
+		for j := range d.Clients {
+			c := &d.Clients[j]
+			c.Namespace, c.Pod, c.Kind = "", "", DNSClientUnknown
+			a, err := netip.ParseAddr(c.Client)
+			if err != nil {
+				continue
+			}
+			if p, ok := own[node][a.Unmap()]; ok {
+				c.Namespace, c.Pod, c.Kind = p.ns, p.name, DNSClientPod
+			} else if host[node][a.Unmap()] || a.IsLoopback() {
+				c.Kind = DNSClientHost
+			}
+		}
+	}
+}
+
+// dnsMetrics are one host's DNS metrics and its record's DNS label.
+func dnsMetrics(node string, d *agent.DNSReport, rec *result.Record) []result.Metric {
+	var out []result.Metric
+	var ids []string
+	for _, c := range d.Clients {
+		kind := c.Kind
+		if kind == "" {
+			kind = DNSClientUnknown
+		}
+		l := map[string]string{"node": node, "namespace": c.Namespace, "pod": c.Pod, "client": c.Client, "kind": kind, "server": c.Server, "source": dnsSource}
+		add := func(name, unit string, v float64) {
+			out = append(out, result.Metric{Name: name, Unit: unit, Value: v, Labels: l})
+		}
+		add(MetricDNSQueries, "count", float64(c.Queries))
+		add(MetricDNSQueriesPerSecond, "per_second", c.PerSecond)
+		add(MetricDNSTimeouts, "count", float64(c.TimedOut))
+		if c.Queries > 0 {
+			add(MetricDNSTimeoutShare, "ratio", float64(c.TimedOut)/float64(c.Queries))
+		}
+		add(MetricDNSNXDomain, "count", float64(c.NXDomain))
+		add(MetricDNSServFail, "count", float64(c.ServFail))
+		add(MetricDNSNoData, "count", float64(c.NoData))
+		if c.Answered > 0 {
+			add(MetricDNSLatencyP50, "seconds", c.P50)
+			add(MetricDNSLatencyP99, "seconds", c.P99)
+		}
+		if kind != DNSClientPod && len(c.CgroupIDs) > 0 {
+			s := make([]string, len(c.CgroupIDs))
+			for i, id := range c.CgroupIDs {
+				s[i] = fmt.Sprint(id)
+			}
+			ids = append(ids, fmt.Sprintf("%s (%s) cgroups %s", c.Client, kind, strings.Join(s, ",")))
+		}
+	}
+	rec.Labels["dns"] = fmt.Sprintf("%d clients over %.1fs (eBPF; a query unanswered for %gs is a time-out)", len(d.Clients), d.WindowSeconds, d.TimeoutSeconds)
+	if len(ids) > 0 {
+		rec.Labels["dns_other_clients"] = strings.Join(ids, "; ")
+	}
+	return out
+}
+
+// dnsWhyNot is why a node's agent reported no DNS queries: its unread entry for them, or that it did not trace.
+func dnsWhyNot(unread []string) string {
+	for _, u := range unread {
+		if strings.HasPrefix(u, agent.DNSUnread+": ") {
+			return u
+		}
+	}
+	return "the agent did not trace DNS queries (an agent without --dns)"
+}

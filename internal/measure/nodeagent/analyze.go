@@ -182,6 +182,11 @@ func Analyze(hosts []agent.NodeHost, failures map[string]string) result.Result {
 		}
 		if h.DNS != nil {
 			res.Metrics = append(res.Metrics, dnsMetrics(n, h.DNS, &rec)...)
+			if h.DNS.WindowSeconds < h.DNS.TimeoutSeconds {
+				res.Absent = append(res.Absent, result.Absence{Metric: MetricDNSTimeouts, Series: "node " + n,
+					Reason: fmt.Sprintf("the agent traced DNS for %.1f s, less than a resolver's time-out (%g s): no query could time out in it (the node agent's watch, 2 s by default)",
+						h.DNS.WindowSeconds, h.DNS.TimeoutSeconds)})
+			}
 		} else {
 			// Could not measure (no eBPF there): KS-POD-DNS-TIMEOUT says so rather than clear.
 			res.Absent = append(res.Absent, result.Absence{Metric: MetricDNSTimeouts, Series: "node " + n, Reason: dnsWhyNot(h.Unread)})

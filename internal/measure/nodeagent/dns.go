@@ -130,9 +130,11 @@ func dnsMetrics(node string, d *agent.DNSReport, rec *result.Record) []result.Me
 		}
 		add(MetricDNSQueries, "count", float64(c.Queries))
 		add(MetricDNSQueriesPerSecond, "per_second", c.PerSecond)
-		add(MetricDNSTimeouts, "count", float64(c.TimedOut))
-		if c.Queries > 0 {
-			add(MetricDNSTimeoutShare, "ratio", float64(c.TimedOut)/float64(c.Queries))
+		if d.WindowSeconds >= d.TimeoutSeconds { // else no query could time out in the watch: absent, not 0
+			add(MetricDNSTimeouts, "count", float64(c.TimedOut))
+			if c.Queries > 0 {
+				add(MetricDNSTimeoutShare, "ratio", float64(c.TimedOut)/float64(c.Queries))
+			}
 		}
 		add(MetricDNSNXDomain, "count", float64(c.NXDomain))
 		add(MetricDNSServFail, "count", float64(c.ServFail))

@@ -42,8 +42,8 @@ func dnsTimeoutRule() rule.Rule {
 		Also:  []rule.Condition{{Metric: dnsTimeoutPart, Op: ">=", Value: DNSTimeoutShare, Unit: "ratio"}},
 		Reads: []rule.Metric{dnsQueries},
 		Source: "the node agent's eBPF DNS tracer (docs/ebpf.md): each query of the pod's sockets timed from its first transmission; one " +
-			"unanswered for the agent's time-out (5 s, or half its watch when shorter: healthy cluster DNS answers in milliseconds) is a " +
-			"time-out. glibc and musl wait 5 s (timeout:5) before they retry, so each time-out is a stall of seconds in the application's " +
+			"unanswered for the resolvers' 5 s is a time-out (a watch shorter than that counts none, and the rule is then not evaluated; " +
+			"healthy cluster DNS answers in milliseconds). glibc and musl wait 5 s (timeout:5) before they retry, so each time-out is a stall of seconds in the application's " +
 			"lookup (getaddrinfo, a connect's name, a client's first request). kubeslow's threshold: 2 or more in the watch (one could be a " +
 			"single lost packet) and 5% or more of the pod's queries to that server (a busy client's rare loss stays below)",
 		Summary: "{{.who}} on {{.node}}: {{.value}} of its DNS queries to {{.server}} timed out ({{.share}} of {{.queries}} in the agent's watch): " +

@@ -18,9 +18,9 @@ type DNSReport struct {
 	Cgroup string `json:"cgroup"`
 	// WindowSeconds is how long the tracer watched (the agent's whole read, its --window included).
 	WindowSeconds float64 `json:"window_seconds"`
-	// TimeoutSeconds is how long a query went unanswered to count as timed out: the resolvers' 5 s, or half the
-	// agent's --window when that is shorter (a watch of 2 s sees no 5 s time-out). Queries still waiting at the
-	// watch's end are not counted.
+	// TimeoutSeconds is how long a query went unanswered to count as timed out: the resolvers' 5 s (glibc's and
+	// musl's timeout:5, after which the application's lookup retries). A watch shorter than that counts none
+	// (an answer after 1 s is slow, not lost); queries still waiting at the watch's end are not counted.
 	TimeoutSeconds float64     `json:"timeout_seconds"`
 	Clients        []DNSClient `json:"clients"`
 	// UnmatchedAnswers and UntrackedQueries are the tracer's (ebpf.DNSTracer's Unmatched and Untracked).
@@ -68,11 +68,9 @@ type DNSClient struct {
 // maxDNSCgroups bounds the cgroup ids kept per client and server.
 const maxDNSCgroups = 16
 
-// dnsTimeout is the tracer's time-out for a watch of window: the resolvers' 5 s, or half the window when
-// that is shorter (at least 100 ms).
-func dnsTimeout(window time.Duration) time.Duration {
-	return min(ebpf.DefaultDNSTimeout, max(window/2, 100*time.Millisecond))
-}
+// dnsTimeout is the tracer's time-out: the resolvers' 5 s whatever the watch (a shorter one would call a slow
+// answer lost; a watch shorter than it counts no time-out, and the measurement says the rule cannot tell).
+const dnsTimeout = ebpf.DefaultDNSTimeout
 
 // dnsWatch is the DNS tracer running over the agent's read.
 type dnsWatch struct {
@@ -93,7 +91,7 @@ func startDNSWatch(ctx context.Context, proc, root string, window time.Duration)
 	if err != nil {
 		return nil, err
 	}
-	w := &dnsWatch{dir: dir, timeout: dnsTimeout(window), cgroups: map[ebpf.DNSKey][]uint64{}, done: make(chan struct{})}
+	w := &dnsWatch{dir: dir, timeout: dnsTimeout, cgroups: map[ebpf.DNSKey][]uint64{}, done: make(chan struct{})}
 	if w.t, err = ebpf.StartDNS(ctx, dir, w.timeout); err != nil {
 		return nil, err
 	}

@@ -44,15 +44,6 @@ func TestDNSReportJSON(t *testing.T) {
 	}
 }
 
-// TestDNSTimeout: the resolvers' 5 s, or half a shorter watch, never under 100 ms.
-func TestDNSTimeout(t *testing.T) {
-	for w, want := range map[time.Duration]time.Duration{2 * time.Second: time.Second, time.Minute: 5 * time.Second, 10 * time.Millisecond: 100 * time.Millisecond} {
-		if got := dnsTimeout(w); got != want {
-			t.Errorf("window %v: %v, want %v", w, got, want)
-		}
-	}
-}
-
 // TestNodeHostDNSUnsupported: where the host's cgroup v2 root cannot be found (a fixture without pid 1's
 // mountinfo) the DNS watch is an unread entry with the reason, and the rest is read.
 func TestNodeHostDNSUnsupported(t *testing.T) {

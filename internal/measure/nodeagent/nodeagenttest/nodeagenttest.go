@@ -106,7 +106,7 @@ func WithHost(node, tree string) Sweep {
 }
 
 // DNS fixtures: n2 runs pod shop/web (10.244.2.7) and host-network processes (node address 192.168.1.2);
-// CoreDNS's Service is 10.96.0.10:53. The figures are a 2.3 s watch with the agent's 1 s time-out.
+// CoreDNS's Service is 10.96.0.10:53. The figures are a 10 s watch (a test's longer --window) with the agent's 5 s time-out.
 var (
 	DNSPods = []corev1.Pod{
 		{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web"}, Spec: corev1.PodSpec{NodeName: "n2"},
@@ -119,7 +119,7 @@ var (
 	}
 	// DNSHealthy: web asks 20 queries a second (A and AAAA), all answered in about a millisecond; a host-network
 	// process asks one.
-	DNSHealthy = &agent.DNSReport{Cgroup: "/host/sys/fs/cgroup/unified", WindowSeconds: 2.3, TimeoutSeconds: 1, Clients: []agent.DNSClient{
+	DNSHealthy = &agent.DNSReport{Cgroup: "/host/sys/fs/cgroup/unified", WindowSeconds: 10, TimeoutSeconds: 5, Clients: []agent.DNSClient{
 		{Client: "10.244.2.7", Server: "10.96.0.10:53", CgroupIDs: []uint64{1}, Queries: 46, Answered: 46, PerSecond: 20, NoError: 46, NoData: 23,
 			A: 23, AAAA: 23, P50: 0.0008, P99: 0.003, Max: 0.004},
 		{Client: "192.168.1.2", Server: "10.96.0.10:53", CgroupIDs: []uint64{7, 9}, Queries: 1, Answered: 1, PerSecond: 0.43, NoError: 1, A: 1,
@@ -127,7 +127,7 @@ var (
 	}}
 	// DNSTimingOut: web's queries are dropped (6 of 46 unanswered); the host-network process, one time-out in
 	// 40 queries (below both thresholds); an unknown client 10.244.2.8, 1 time-out of 1 (below the count).
-	DNSTimingOut = &agent.DNSReport{Cgroup: "/host/sys/fs/cgroup/unified", WindowSeconds: 2.3, TimeoutSeconds: 1, Clients: []agent.DNSClient{
+	DNSTimingOut = &agent.DNSReport{Cgroup: "/host/sys/fs/cgroup/unified", WindowSeconds: 10, TimeoutSeconds: 5, Clients: []agent.DNSClient{
 		{Client: "10.244.2.7", Server: "10.96.0.10:53", CgroupIDs: []uint64{1}, Queries: 46, Answered: 40, TimedOut: 6, PerSecond: 20, NoError: 40,
 			NoData: 20, A: 23, AAAA: 23, P50: 0.0008, P99: 0.003, Max: 0.004},
 		{Client: "192.168.1.2", Server: "10.96.0.10:53", CgroupIDs: []uint64{7}, Queries: 40, Answered: 39, TimedOut: 1, PerSecond: 17, NoError: 39,
@@ -139,7 +139,7 @@ var (
 // WithDNS is Healthy with n2's agent reporting d, the other agents no DNS client, and the DNS fixtures' pods.
 func WithDNS(d *agent.DNSReport) Sweep {
 	s := WithHost("n2", "healthy")
-	none := &agent.DNSReport{WindowSeconds: 2.3, TimeoutSeconds: 1, Clients: []agent.DNSClient{}}
+	none := &agent.DNSReport{WindowSeconds: 10, TimeoutSeconds: 5, Clients: []agent.DNSClient{}}
 	s.DNS, s.Pods = map[string]*agent.DNSReport{"n1": none, "n2": d, "n3": none}, DNSPods
 	return s
 }

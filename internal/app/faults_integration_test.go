@@ -26,7 +26,8 @@ import (
 
 // TestIntegrationFaults runs `kubeslow run`, given only the lab's kubeconfig, through a fault injected
 // mid-measurement, on one lab, one fault after the other (docs/faults.md): the apiserver killed and started
-// again, etcd stopped for 10 s (SIGSTOP) and cut off for 10 s (its client port dropped), the real node's uplink down for 20 s, the node agent's pod deleted; and
+// again, etcd stopped for 10 s (SIGSTOP) and cut off for 10 s (its client port dropped), the apiserver frozen
+// for 12 s and then etcd for 10 s in one run, the real node's uplink down for 20 s, the node agent's pod deleted; and
 // `kubeslow bench pods` under an APF priority level that rejects it. Each run finishes with an honest exit
 // code, marks what the fault interrupted, names the outage it lived through (etcd's stall as KS-ETCD-STALL)
 // and leaves no kubeslow-labelled object behind.
@@ -90,6 +91,86 @@ func TestIntegrationFaults(t *testing.T) {
 			}
 		})
 		assertOutage(t, rep, code, availability.CauseEtcd, availability.RuleEtcdStall)
+		assertNothingLeft(ctx, t, c)
+	})
+	// Two freezes in one run (issue 43): the apiserver's process stopped for 12 s (SIGSTOP: its port still
+	// accepts connections, nothing answers), then, once it answers again, etcd's for 10 s. The run finishes,
+	// reports each outage apart with its times — the apiserver's 10 s or more as unreachable, etcd's as its stall.
+	t.Run("apiserver-then-etcd-frozen", func(t *testing.T) {
+		args := append([]string(nil), cpArgs...)
+		for i := range args {
+			if args[i] == "20s" && args[i-1] == "--window" {
+				args[i] = "40s" // both freezes inside the window, with the apiserver's recovery between them
+			}
+		}
+		var apiFrozen, apiBack, etcdFrozen time.Time
+		rep, code := runThrough(ctx, t, c, args, func() {
+			waitKubeslowPod(ctx, t, c, false)
+			resume, err := lab.PauseComponent(d, lab.KubeAPIServer)
+			if err != nil {
+				t.Fatal(err)
+			}
+			apiFrozen = time.Now()
+			time.Sleep(12 * time.Second) // the freeze's length, a property of the fault
+			if err := resume(); err != nil {
+				t.Fatal(err)
+			}
+			// The second freeze only once the apiserver answers again: two outages, not one.
+			if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+				_, err := c.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
+				return err == nil, nil
+			}); err != nil {
+				t.Fatalf("the apiserver did not answer within a minute of SIGCONT: %v", err)
+			}
+			apiBack = time.Now()
+			resumeEtcd, err := lab.PauseComponent(d, lab.Etcd)
+			if err != nil {
+				t.Fatal(err)
+			}
+			etcdFrozen = time.Now()
+			time.Sleep(10 * time.Second) // the stall's length
+			if err := resumeEtcd(); err != nil {
+				t.Fatal(err)
+			}
+		})
+		t.Logf("apiserver frozen %s → answering %s; etcd frozen %s (+10 s)", apiFrozen.Format("15:04:05.0"), apiBack.Format("15:04:05.0"), etcdFrozen.Format("15:04:05.0"))
+		assertFinished(t, rep, code)
+		if code != 1 {
+			t.Errorf("exit %d after two outages, want 1", code)
+		}
+		for _, id := range []string{availability.RuleUnreachable, availability.RuleEtcdStall} {
+			named := false
+			for _, f := range rep.Findings {
+				named = named || (f.ID == id && f.Severity.Rank() >= result.SeverityWarning.Rank())
+			}
+			if !named {
+				t.Errorf("%s not named at warning or above", id)
+			}
+		}
+		av := findRes(rep, availability.Name)
+		if av == nil {
+			t.Fatal("no availability result")
+		}
+		var api, etcd *availability.Window
+		for _, w := range availability.Outages(*av) {
+			t.Logf("outage %s: %s → %s (%.1f s, %d probes, failing %v)", w.Cause, w.Start.Format("15:04:05.0"), w.End.Format("15:04:05.0"), w.Seconds(), w.Probes, w.Failing)
+			switch {
+			case w.Cause == availability.CauseUnreachable && (api == nil || w.Seconds() > api.Seconds()):
+				api = &w
+			case w.Cause == availability.CauseEtcd && (etcd == nil || w.Seconds() > etcd.Seconds()):
+				etcd = &w
+			}
+		}
+		if api == nil || api.Seconds() < 10 {
+			t.Errorf("the apiserver's 12 s freeze: unreachable window %+v, want >= 10 s", api)
+		}
+		if etcd == nil {
+			t.Fatal("no etcd window for etcd's 10 s freeze")
+		}
+		if api != nil && !etcd.Start.After(api.End) {
+			t.Errorf("etcd's window %s–%s does not come after the apiserver's %s–%s: the two outages are not told apart",
+				etcd.Start.Format("15:04:05.0"), etcd.End.Format("15:04:05.0"), api.Start.Format("15:04:05.0"), api.End.Format("15:04:05.0"))
+		}
 		assertNothingLeft(ctx, t, c)
 	})
 	t.Run("node-uplink-down", func(t *testing.T) {

@@ -342,11 +342,14 @@ func kubeadmSteps(d Dirs, c *Config, bin func(string) string) ([]Step, error) {
 			Do: func(ctx context.Context, u *upRun) error {
 				return waitHealthy(ctx, u, KubeControllerMgr, nsGetOK(NetNS, "https://"+componentHealthAddr(u.c, KubeControllerManagerPort)+"/healthz"))
 			}},
-		{Name: KubeScheduler, What: fmt.Sprintf("static pod kube-scheduler: GET https://%s/readyz inside %s answers 200; the default ServiceAccount exists", componentHealthAddr(c, KubeSchedulerPort), NetNS),
+		{Name: KubeScheduler, What: fmt.Sprintf("static pod kube-scheduler: GET https://%s/readyz inside %s answers 200", componentHealthAddr(c, KubeSchedulerPort), NetNS),
 			Do: func(ctx context.Context, u *upRun) error {
-				if err := waitHealthy(ctx, u, KubeScheduler, nsGetOK(NetNS, "https://"+componentHealthAddr(u.c, KubeSchedulerPort)+"/readyz")); err != nil {
-					return err
-				}
+				return waitHealthy(ctx, u, KubeScheduler, nsGetOK(NetNS, "https://"+componentHealthAddr(u.c, KubeSchedulerPort)+"/readyz"))
+			}},
+		// Nothing that follows needs it before lab up's end (nodes, DNS objects and static pods do not; the
+		// steps that create pods wait for it): it is waited for beside them.
+		{Name: "default-serviceaccount", What: "the default ServiceAccount exists (the control plane is up)", Background: true,
+			Do: func(ctx context.Context, u *upRun) error {
 				if err := waitDefaultServiceAccount(ctx, u.client); err != nil {
 					return err
 				}

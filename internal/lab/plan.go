@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 
 	"k8s.io/client-go/kubernetes"
 )
@@ -31,6 +32,13 @@ type Step struct {
 	Do func(ctx context.Context, u *upRun) error
 	// Files are written before Do runs (after the component, if any, is healthy).
 	Files []File
+	// Background runs the step's Do beside the steps that follow it (a work step only): `lab up` waits for it
+	// before a step with AfterBackground and at its end, and fails with its error. For waits and work nothing
+	// that follows needs (the default ServiceAccount, the registry's seed images): each takes seconds of every
+	// `lab up` that the next steps' own waits can hide.
+	Background bool
+	// AfterBackground waits for every Background step before this one runs (a step that creates pods).
+	AfterBackground bool
 }
 
 // Component is one lab process.
@@ -158,7 +166,8 @@ func (p *Plan) Render() string {
 	b.WriteString("\n`lab up` runs these steps in order; `lab down` stops the components in reverse.\n")
 	for i, s := range p.Steps {
 		if s.Component == nil {
-			fmt.Fprintf(&b, "\n%2d. %s: %s\n", i+1, s.Name, s.What)
+			fmt.Fprintf(&b, "\n%2d. %s: %s%s%s\n", i+1, s.Name, s.What, map[bool]string{true: " (in the background: the steps that follow start meanwhile; lab up waits for it at its end)"}[s.Background],
+				map[bool]string{true: " (once the background steps are done)"}[s.AfterBackground])
 			for _, f := range s.Files {
 				fmt.Fprintf(&b, "    file:   %s (%d bytes)\n", f.Path, len(f.Data))
 			}
@@ -183,8 +192,49 @@ func (p *Plan) Render() string {
 
 // run walks the plan forward: work steps run; component steps write the component's files, start it (unless
 // it already runs), poll its health check (failing fast if it exits) and then run the step's wait.
-func (p *Plan) run(ctx context.Context, u *upRun) error {
+func (p *Plan) run(ctx context.Context, u *upRun) (err error) {
+	var bg sync.WaitGroup
+	var bgMu sync.Mutex
+	var bgErr error
+	wait := func() error {
+		bg.Wait()
+		bgMu.Lock()
+		defer bgMu.Unlock()
+		return bgErr
+	}
+	bctx, cancel := context.WithCancel(ctx)
+	defer func() {
+		if err != nil {
+			cancel() // a failed step ends the background ones too, and lab up waits for them before it returns
+		}
+		if werr := wait(); err == nil {
+			err = werr
+		}
+		cancel()
+	}()
 	for _, s := range p.Steps {
+		if s.AfterBackground {
+			if err := wait(); err != nil {
+				return err
+			}
+		}
+		if s.Background && s.Component == nil && s.Do != nil {
+			if err := writeFiles(s.Files); err != nil {
+				return fmt.Errorf("%s: %w", s.Name, err)
+			}
+			bg.Add(1)
+			go func(s Step) {
+				defer bg.Done()
+				if err := s.Do(bctx, u); err != nil {
+					bgMu.Lock()
+					if bgErr == nil {
+						bgErr = fmt.Errorf("%s: %w", s.Name, err)
+					}
+					bgMu.Unlock()
+				}
+			}(s)
+			continue
+		}
 		if c := s.Component; c != nil {
 			if err := writeFiles(c.Files); err != nil {
 				return err

@@ -103,8 +103,10 @@ func controlPlaneSteps(d Dirs, c *Config, bin func(string) string) ([]Step, erro
 		{Name: KubeControllerMgr, Component: cp(KubeControllerMgr, controllerManagerArgs(d, c, bin(KubeControllerMgr)),
 			getOK(fmt.Sprintf("https://%s:10257/healthz", ControlPlaneIP)))},
 		{Name: KubeScheduler, Component: cp(KubeScheduler, schedulerArgs(d, c, bin(KubeScheduler)),
-			getOK(fmt.Sprintf("https://%s:10259/readyz", ControlPlaneIP)), schedulerConfig(d, c)),
-			What: "the default ServiceAccount exists (the control plane is up)",
+			getOK(fmt.Sprintf("https://%s:10259/readyz", ControlPlaneIP)), schedulerConfig(d, c))},
+		// Nothing that follows needs it before lab up's end (nodes, DNS objects and static pods do not; the
+		// steps that create pods wait for it): it is waited for beside them.
+		{Name: "default-serviceaccount", What: "the default ServiceAccount exists (the control plane is up)", Background: true,
 			Do: func(ctx context.Context, u *upRun) error {
 				if err := waitDefaultServiceAccount(ctx, u.client); err != nil {
 					return err
@@ -180,6 +182,16 @@ func realNodeSteps(d Dirs, c *Config, bin func(string) string) ([]Step, error) {
 				}
 				u.images = images
 				u.step("lab images %s and %s built from %s", AgentImage, PauseImage, agent)
+				return nil
+			}},
+		// The registry's seed images are for the pull scenarios' pods, which come after lab up: they are pushed
+		// beside the real nodes' start.
+		{Name: "registry-seed", What: fmt.Sprintf("%d images pushed to the registry %s", len(RegistryImages()), RegistryHost()), Background: true,
+			Do: func(ctx context.Context, u *upRun) error {
+				if err := seedRegistry(ctx, agent); err != nil {
+					return fmt.Errorf("seeding the registry: %w", err)
+				}
+				u.step("registry %s seeded (%d images)", RegistryHost(), len(RegistryImages()))
 				return nil
 			}},
 	}
@@ -267,18 +279,11 @@ func realNodeSteps(d Dirs, c *Config, bin func(string) string) ([]Step, error) {
 				}
 				u.step("%d real nodes Ready, pod CIDRs routed %v", len(nodes), cidrs)
 				return nil
-			}},
-		Step{Name: "registry-seed", What: fmt.Sprintf("%d images pushed to the registry %s", len(RegistryImages()), RegistryHost()),
-			Do: func(ctx context.Context, u *upRun) error {
-				if err := seedRegistry(ctx, agent); err != nil {
-					return fmt.Errorf("seeding the registry: %w", err)
-				}
-				u.step("registry %s seeded (%d images)", RegistryHost(), len(RegistryImages()))
-				return nil
 			}})
 	if replicas {
 		steps = append(steps, Step{Name: "dns-deployment", What: fmt.Sprintf("CoreDNS's ServiceAccount, ConfigMap (Corefile) and Deployment %s/%s of %d replicas (%s), "+
 			"each Ready and published in the kube-dns EndpointSlices", "kube-system", CoreDNSDeployment, c.DNS.Replicas, placementName(c.DNS.Placement)),
+			AfterBackground: true, // its pods need the ServiceAccount
 			Do: func(ctx context.Context, u *upRun) error {
 				if err := ensureDNSDeployment(ctx, u.client, u.c.DNS); err != nil {
 					return err
@@ -288,7 +293,9 @@ func realNodeSteps(d Dirs, c *Config, bin func(string) string) ([]Step, error) {
 			}})
 	}
 	if c.Ingress == IngressTraefik {
-		steps = append(steps, traefikStep())
+		ts := traefikStep()
+		ts.AfterBackground = true // its pods need the ServiceAccount
+		steps = append(steps, ts)
 	}
 	return steps, nil
 }

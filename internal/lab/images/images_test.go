@@ -2,6 +2,7 @@ package images
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -60,3 +61,45 @@ func TestRegistryServesV2(t *testing.T) {
 }
 
 func discardLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+// TestRegistrySeedNotDelayed: the registry's per-request latency holds pulls (a plain client gives up first)
+// but not the lab's own seeding (SeedUserAgent), answered at once.
+func TestRegistrySeedNotDelayed(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- Serve(ctx, ln, t.TempDir(), 1, time.Hour, discardLogger()) }()
+	get := func(ua string, timeout time.Duration) error {
+		rctx, rcancel := context.WithTimeout(ctx, timeout)
+		defer rcancel()
+		req, err := http.NewRequestWithContext(rctx, http.MethodGet, "http://"+ln.Addr().String()+"/v2/", nil)
+		if err != nil {
+			return err
+		}
+		req.Header.Set("User-Agent", ua)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return err
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("/v2/ = %d", resp.StatusCode)
+		}
+		return nil
+	}
+	if err := get("containerd/2.0", 300*time.Millisecond); err == nil {
+		t.Error("a pull's request was answered before the registry's hour of latency")
+	}
+	if err := get(SeedUserAgent+" go-containerregistry/v0.20", 30*time.Second); err != nil {
+		t.Errorf("the seed's request: %v", err)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}

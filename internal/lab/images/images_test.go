@@ -36,16 +36,27 @@ func TestPacedWriterLimitsRate(t *testing.T) {
 	}
 }
 
-func TestRegistryServesV2(t *testing.T) {
+// serve runs the registry on a loopback port until the test ends (checking that it stopped cleanly) and
+// returns its address.
+func serve(t *testing.T, bytesPerSec int64, latency time.Duration) string {
 	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	done := make(chan error, 1)
-	go func() { done <- Serve(ctx, ln, t.TempDir(), 0, 0, discardLogger()) }()
-	resp, err := http.Get("http://" + ln.Addr().String() + "/v2/")
+	go func() { done <- Serve(ctx, ln, t.TempDir(), bytesPerSec, latency, discardLogger()) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	})
+	return ln.Addr().String()
+}
+
+func TestRegistryServesV2(t *testing.T) {
+	resp, err := http.Get("http://" + serve(t, 0, 0) + "/v2/")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,10 +65,6 @@ func TestRegistryServesV2(t *testing.T) {
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("/v2/ = %d", resp.StatusCode)
 	}
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
 }
 
 func discardLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
@@ -65,18 +72,11 @@ func discardLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Disca
 // TestRegistrySeedNotDelayed: the registry's per-request latency holds pulls (a plain client gives up first)
 // but not the lab's own seeding (SeedUserAgent), answered at once.
 func TestRegistrySeedNotDelayed(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- Serve(ctx, ln, t.TempDir(), 1, time.Hour, discardLogger()) }()
+	addr := serve(t, 1, time.Hour)
 	get := func(ua string, timeout time.Duration) error {
-		rctx, rcancel := context.WithTimeout(ctx, timeout)
+		rctx, rcancel := context.WithTimeout(context.Background(), timeout)
 		defer rcancel()
-		req, err := http.NewRequestWithContext(rctx, http.MethodGet, "http://"+ln.Addr().String()+"/v2/", nil)
+		req, err := http.NewRequestWithContext(rctx, http.MethodGet, "http://"+addr+"/v2/", nil)
 		if err != nil {
 			return err
 		}
@@ -97,9 +97,5 @@ func TestRegistrySeedNotDelayed(t *testing.T) {
 	}
 	if err := get(SeedUserAgent+" go-containerregistry/v0.20", 30*time.Second); err != nil {
 		t.Errorf("the seed's request: %v", err)
-	}
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatal(err)
 	}
 }

@@ -91,13 +91,15 @@ func NewCommand(streams common.IOStreams) *cobra.Command {
 	cmd.AddCommand(dnsWait)
 	var lookDur, lookGap time.Duration
 	var lookConc int
+	var lookEach bool
 	lookups := &cobra.Command{
 		Use:   "dns-lookups NAME...",
-		Short: "Look the names up in turn, one every --interval, with the pod's resolver (Go's, reading /etc/resolv.conf) for --duration; print (JSON) each lookup's time and the resolv.conf options",
+		Short: "Look the names up in turn, one every --interval, with the pod's resolver (Go's, reading /etc/resolv.conf) for --duration; print (JSON) each lookup's start and time and the resolv.conf options",
 		Long: `dns-lookups times lookups as an application in the pod makes them: the resolver sends A and AAAA, waits
 resolv.conf's timeout (5 s by default) for an answer and retries, so a dropped query shows as a lookup near a
-multiple of the timeout. --timeout bounds each lookup past those retries (default 12 s: two time-outs of 5 s
-are seen).`,
+multiple of the timeout. --timeout bounds each lookup past those retries (12s sees two time-outs of 5 s; the
+default is 5s). With --each, every lookup is also printed as one JSON line as it returns (name, start, seconds,
+error), before the summary: a long run's lookups, as they happen, in the pod's log.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if lookDur <= 0 || lookDur > 5*time.Minute || lookConc < 1 || lookConc > 4096 || lookGap < time.Millisecond || len(args) > 100 {
@@ -106,13 +108,19 @@ are seen).`,
 			conf, _ := os.ReadFile("/etc/resolv.conf") // absent: the defaults, as the resolver itself
 			r := &net.Resolver{PreferGo: true}
 			out := agent.DNSLookups{Resolver: "go", Conf: agent.ParseResolvConf(conf)}
-			out.Samples, out.Skipped = agent.LookupFor(common.Context(cmd), r.LookupHost, args, lookDur, lookGap, timeout, lookConc)
-			return json.NewEncoder(streams.Out).Encode(out)
+			enc := json.NewEncoder(streams.Out)
+			var each func(agent.LookupSample)
+			if lookEach {
+				each = func(s agent.LookupSample) { _ = enc.Encode(s) }
+			}
+			out.Samples, out.Skipped = agent.LookupFor(common.Context(cmd), r.LookupHost, args, lookDur, lookGap, timeout, lookConc, each)
+			return enc.Encode(out)
 		},
 	}
 	lookups.Flags().DurationVar(&lookDur, agentproto.FlagDuration, 10*time.Second, "how long to keep starting lookups")
 	lookups.Flags().DurationVar(&lookGap, agentproto.FlagInterval, 25*time.Millisecond, "time between lookups (open loop: whether or not the earlier ones returned)")
 	lookups.Flags().IntVar(&lookConc, agentproto.FlagConc, 512, "lookups in flight at most (one due beyond is skipped, and counted)")
+	lookups.Flags().BoolVar(&lookEach, agentproto.FlagEach, false, "also print each lookup as one JSON line as it returns (name, start, seconds, error), before the summary")
 	cmd.AddCommand(lookups)
 	var roots agent.NodeNetRoots
 	node := &cobra.Command{

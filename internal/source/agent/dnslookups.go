@@ -10,11 +10,13 @@ import (
 	"time"
 )
 
-// LookupSample is one lookup of DNSLookups: how long it took (seconds) and its error ("" if it resolved).
+// LookupSample is one lookup of DNSLookups: when it started, how long it took (seconds) and its error (""
+// if it resolved).
 type LookupSample struct {
-	Name    string  `json:"name"`
-	Seconds float64 `json:"seconds"`
-	Error   string  `json:"error,omitempty"`
+	Name    string    `json:"name"`
+	Start   time.Time `json:"start,omitzero"`
+	Seconds float64   `json:"seconds"`
+	Error   string    `json:"error,omitempty"`
 }
 
 // DNSLookups is what `probe dns-lookups` reports: every lookup, and the resolver that made them.
@@ -33,8 +35,8 @@ type DNSLookups struct {
 // take fewer samples while its lookups wait out a time-out), the names in turn, at most maxInFlight at once (a
 // lookup due while that many are out is counted as skipped); each is bounded by timeout, beyond the
 // resolver's own retries, so that a lookup that waits out two of its time-outs is seen at 10 s. Lookups begun
-// within d are waited for.
-func LookupFor(ctx context.Context, lookup Lookup, names []string, d, interval, timeout time.Duration, maxInFlight int) (samples []LookupSample, skipped int) {
+// within d are waited for. each, when not nil, gets every sample as its lookup returns (one at a time).
+func LookupFor(ctx context.Context, lookup Lookup, names []string, d, interval, timeout time.Duration, maxInFlight int, each func(LookupSample)) (samples []LookupSample, skipped int) {
 	if len(names) == 0 || maxInFlight <= 0 || interval <= 0 {
 		return nil, 0
 	}
@@ -56,12 +58,15 @@ func LookupFor(ctx context.Context, lookup Lookup, names []string, d, interval, 
 				defer cancel()
 				t := time.Now()
 				_, err := lookup(lctx, name)
-				s := LookupSample{Name: name, Seconds: time.Since(t).Seconds()}
+				s := LookupSample{Name: name, Start: t, Seconds: time.Since(t).Seconds()}
 				if err != nil {
 					s.Error = err.Error()
 				}
 				mu.Lock()
 				samples = append(samples, s)
+				if each != nil {
+					each(s)
+				}
 				mu.Unlock()
 			}()
 		default:

@@ -28,7 +28,8 @@ func FuzzParseResolvConf(f *testing.F) {
 	})
 }
 
-// TestLookupFor: every lookup is timed and its error kept; the workers stop asking once the duration is over.
+// TestLookupFor: every lookup is timed from its start and its error kept, and handed to each as it returns; the
+// workers stop asking once the duration is over.
 func TestLookupFor(t *testing.T) {
 	var n atomic.Int64
 	lookup := func(ctx context.Context, name string) ([]string, error) {
@@ -37,9 +38,20 @@ func TestLookupFor(t *testing.T) {
 		}
 		return []string{"198.18.0.1"}, nil
 	}
-	s, skipped := LookupFor(context.Background(), lookup, []string{"a", "b"}, 50*time.Millisecond, 5*time.Millisecond, time.Second, 2)
+	var streamed []LookupSample // each is called one at a time
+	began := time.Now()
+	s, skipped := LookupFor(context.Background(), lookup, []string{"a", "b"}, 50*time.Millisecond, 5*time.Millisecond, time.Second, 2,
+		func(x LookupSample) { streamed = append(streamed, x) })
 	if len(s) < 4 || int64(len(s)) != n.Load() || skipped != 0 {
 		t.Fatalf("%d samples of %d lookups, %d skipped", len(s), n.Load(), skipped)
+	}
+	if len(streamed) != len(s) {
+		t.Fatalf("%d samples streamed of %d", len(streamed), len(s))
+	}
+	for i, x := range streamed {
+		if x != s[i] || x.Start.Before(began) || x.Start.After(time.Now()) {
+			t.Fatalf("sample %d streamed %+v, kept %+v (began %s)", i, x, s[i], began)
+		}
 	}
 	errs := 0
 	for _, x := range s {
@@ -67,7 +79,7 @@ func TestLookupForOpenLoop(t *testing.T) {
 		}
 		return []string{"198.18.0.1"}, nil
 	}
-	s, skipped := LookupFor(context.Background(), lookup, []string{"slow", "fast"}, 100*time.Millisecond, 5*time.Millisecond, 150*time.Millisecond, 1000)
+	s, skipped := LookupFor(context.Background(), lookup, []string{"slow", "fast"}, 100*time.Millisecond, 5*time.Millisecond, 150*time.Millisecond, 1000, nil)
 	slow, fast := 0, 0
 	for _, x := range s {
 		if x.Name == "slow" {
@@ -80,7 +92,7 @@ func TestLookupForOpenLoop(t *testing.T) {
 		t.Fatalf("slow %d fast %d skipped %d", slow, fast, skipped)
 	}
 	_, skipped = LookupFor(context.Background(), func(ctx context.Context, _ string) ([]string, error) { <-ctx.Done(); return nil, ctx.Err() },
-		[]string{"x"}, 50*time.Millisecond, 5*time.Millisecond, 200*time.Millisecond, 2)
+		[]string{"x"}, 50*time.Millisecond, 5*time.Millisecond, 200*time.Millisecond, 2, nil)
 	if skipped == 0 {
 		t.Fatal("no lookup skipped with 2 in flight at most")
 	}

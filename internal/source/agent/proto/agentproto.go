@@ -36,6 +36,7 @@ const (
 	FlagTimeout    = "timeout"
 	FlagDuration   = "duration"
 	FlagConc       = "concurrency"
+	FlagEach       = "each"
 	FlagNewConn    = "new-conn"
 	FlagOutput     = "output"
 	FlagProcfs     = "path.procfs"
@@ -241,10 +242,13 @@ func (DNSWait) Decode(out []byte) ([]agent.DNSWait, error) {
 
 // DNSLookups is `probe dns-lookups`: start a lookup of the names in turn with the pod's resolver every
 // Interval (open loop) for Duration, at most Concurrency in flight; each lookup bounded by Timeout (past the
-// resolver's own retries). It prints agent.DNSLookups (JSON).
+// resolver's own retries). It prints agent.DNSLookups (JSON); with Each, every lookup first, one
+// agent.LookupSample line each as it returns (a pod's log then shows the lookups as they happen; Decode reads
+// the output without Each).
 type DNSLookups struct {
 	Duration, Interval, Timeout time.Duration
 	Concurrency                 int
+	Each                        bool
 	Names                       []string
 }
 
@@ -252,10 +256,13 @@ type DNSLookups struct {
 func (d DNSLookups) Args() []string {
 	a := []string{"probe", "dns-lookups", "--" + FlagDuration, d.Duration.String(), "--" + FlagInterval, d.Interval.String(),
 		"--" + FlagTimeout, d.Timeout.String(), "--" + FlagConc, strconv.Itoa(d.Concurrency)}
+	if d.Each {
+		a = append(a, "--"+FlagEach)
+	}
 	return append(a, d.Names...)
 }
 
-// Decode reads the command's output.
+// Decode reads the command's output (without Each).
 func (DNSLookups) Decode(out []byte) (agent.DNSLookups, error) {
 	var l agent.DNSLookups
 	if err := json.Unmarshal(out, &l); err != nil {

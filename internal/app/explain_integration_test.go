@@ -25,7 +25,7 @@ import (
 
 // appLab is the lab this package's integration tests share (labtest.Shared), in the order of their files:
 // TestIntegrationBenchPods (the healthy lab: it runs first, on a fresh one), TestIntegrationExplain,
-// TestIntegrationFaults and TestIntegrationImagePushKubeconfigOnly: five kwok nodes and two real nodes with the agent image (bench net's
+// TestIntegrationFaults, TestIntegrationImagePushKubeconfigOnly and TestIntegrationNodeDNS: five kwok nodes and two real nodes with the agent image (bench net's
 // pod->pod path between nodes needs the second).
 func appLab(t *testing.T) lab.Config {
 	return lab.Config{Nodes: 5, RealNodes: 2, AgentBinary: labtest.Binary(t)}

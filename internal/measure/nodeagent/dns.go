@@ -55,7 +55,9 @@ func ListNodePods(ctx context.Context, env *measure.Env, nodes map[string]bool) 
 // MarkDNSClients names each DNS client of each host from the pods on its node (status.podIPs) and the
 // node's addresses: a pod with a network namespace of its own gets its namespace and name; an address of the
 // node's or of a host-network pod's (or a loopback one) is host network (no pod named: they share it); any
-// other is unknown.
+// other is unknown. Nodes that share a kernel (the same boot id: the lab's real nodes are network namespaces of
+// one host) each trace every socket of it: a client that is another such node's pod or address is that node's,
+// reported under it only (dropped here, counted in the report's Elsewhere).
 func MarkDNSClients(hosts []agent.NodeHost, pods []corev1.Pod, nodes []corev1.Node) {
 	type podRef struct{ ns, name string }
 	own := map[string]map[netip.Addr]podRef{}
@@ -113,6 +115,48 @@ func MarkDNSClients(hosts []agent.NodeHost, pods []corev1.Pod, nodes []corev1.No
 			}
 		}
 	}
+	// The nodes of each kernel whose tracer ran: an unknown client of one that is another's pod or address is
+	// the other's, seen through the kernel they share.
+	kernel := map[string][]string{}
+	for i := range hosts {
+		if h := &hosts[i]; h.BootID != "" && h.DNS != nil {
+			kernel[h.BootID] = append(kernel[h.BootID], h.Node)
+		}
+	}
+	for i := range hosts {
+		h := &hosts[i]
+		if h.DNS == nil || h.BootID == "" || len(kernel[h.BootID]) < 2 {
+			continue
+		}
+		d := h.DNS
+		d.SharedKernel, d.Elsewhere = nil, 0
+		for _, n := range kernel[h.BootID] {
+			if n != h.Node {
+				d.SharedKernel = append(d.SharedKernel, n)
+			}
+		}
+		theirs := func(client string) bool {
+			a, err := netip.ParseAddr(client)
+			if err != nil {
+				return false
+			}
+			for _, n := range d.SharedKernel {
+				if _, pod := own[n][a.Unmap()]; pod || host[n][a.Unmap()] {
+					return true
+				}
+			}
+			return false
+		}
+		kept := d.Clients[:0]
+		for _, c := range d.Clients {
+			if c.Kind == DNSClientUnknown && theirs(c.Client) {
+				d.Elsewhere++
+				continue
+			}
+			kept = append(kept, c)
+		}
+		d.Clients = kept
+	}
 }
 
 // dnsMetrics are one host's DNS metrics and its record's DNS label.
@@ -152,6 +196,10 @@ func dnsMetrics(node string, d *agent.DNSReport, rec *result.Record) []result.Me
 		}
 	}
 	rec.Labels["dns"] = fmt.Sprintf("%d clients over %.1fs (eBPF; a query unanswered for %gs is a time-out)", len(d.Clients), d.WindowSeconds, d.TimeoutSeconds)
+	if len(d.SharedKernel) > 0 {
+		rec.Labels["dns_shared_kernel"] = fmt.Sprintf("the kernel is %s's too (one boot id): %d clients of theirs, seen here too, reported under them only",
+			strings.Join(d.SharedKernel, ", "), d.Elsewhere)
+	}
 	if len(ids) > 0 {
 		rec.Labels["dns_other_clients"] = strings.Join(ids, "; ")
 	}

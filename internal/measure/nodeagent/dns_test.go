@@ -4,10 +4,14 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/kubeslow/kubeslow/internal/measure/nodeagent"
 	"github.com/kubeslow/kubeslow/internal/measure/nodeagent/nodeagenttest"
 	"github.com/kubeslow/kubeslow/internal/rule"
 	"github.com/kubeslow/kubeslow/internal/rule/ruletest"
+	"github.com/kubeslow/kubeslow/internal/source/agent"
 	"github.com/kubeslow/kubeslow/pkg/result"
 )
 
@@ -41,6 +45,63 @@ func TestDNSClientsNamed(t *testing.T) {
 	for _, m := range res.Metrics {
 		if m.Name == nodeagent.MetricDNSLatencyP99 && m.Labels["client"] == "10.244.2.8" {
 			t.Errorf("a p99 of no answer: %+v", m)
+		}
+	}
+}
+
+// TestDNSClientsSharedKernel: n1 and n2 run on one kernel (one boot id, as the lab's real nodes do), so each
+// tracer sees the other's sockets: n1's pod and n2's address are reported under their own node only, each
+// dropped from the other's clients and counted there; an address neither owns stays unknown on both. n3 runs
+// a kernel of its own: the same pod IP there (a reused address) is not n1's pod, and stays unknown.
+func TestDNSClientsSharedKernel(t *testing.T) {
+	const server = "10.96.0.10:53"
+	dns := func(clients ...string) *agent.DNSReport {
+		d := &agent.DNSReport{WindowSeconds: 8, TimeoutSeconds: 5}
+		for _, c := range clients {
+			d.Clients = append(d.Clients, agent.DNSClient{Client: c, Server: server, Queries: 10, Answered: 10, PerSecond: 1.25})
+		}
+		return d
+	}
+	hosts := []agent.NodeHost{
+		{Node: "n1", BootID: "k1", DNS: dns("10.244.1.5", "192.168.1.2", "10.244.9.9")},
+		{Node: "n2", BootID: "k1", DNS: dns("10.244.1.5", "192.168.1.2", "10.244.9.9")},
+		{Node: "n3", BootID: "k2", DNS: dns("10.244.1.5")},
+	}
+	pods := []corev1.Pod{{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "x"}, Spec: corev1.PodSpec{NodeName: "n1"},
+		Status: corev1.PodStatus{PodIPs: []corev1.PodIP{{IP: "10.244.1.5"}}}}}
+	nodes := []corev1.Node{
+		{ObjectMeta: metav1.ObjectMeta{Name: "n1"}, Status: corev1.NodeStatus{Addresses: []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "192.168.1.1"}}}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "n2"}, Status: corev1.NodeStatus{Addresses: []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "192.168.1.2"}}}},
+	}
+	nodeagent.MarkDNSClients(hosts, pods, nodes)
+	for i, want := range []struct {
+		clients   string
+		shared    string
+		elsewhere int
+	}{
+		{"10.244.1.5 pod a/x; 10.244.9.9 unknown /", "n2", 1},
+		{"192.168.1.2 host-network /; 10.244.9.9 unknown /", "n1", 1},
+		{"10.244.1.5 unknown /", "", 0},
+	} {
+		d := hosts[i].DNS
+		var got []string
+		for _, c := range d.Clients {
+			got = append(got, c.Client+" "+c.Kind+" "+c.Namespace+"/"+c.Pod)
+		}
+		if strings.Join(got, "; ") != want.clients || strings.Join(d.SharedKernel, ",") != want.shared || d.Elsewhere != want.elsewhere {
+			t.Errorf("%s: clients %q shared with %v, %d elsewhere; want %q, %q, %d", hosts[i].Node, got, d.SharedKernel, d.Elsewhere, want.clients, want.shared, want.elsewhere)
+		}
+	}
+	res := nodeagent.Analyze(hosts, nil)
+	for _, rec := range res.Records {
+		shared := rec.Labels["dns_shared_kernel"]
+		if (rec.ID == "node n3") != (shared == "") || rec.ID == "node n1" && !strings.Contains(shared, "the kernel is n2's too (one boot id): 1 clients of theirs") {
+			t.Errorf("%s: dns_shared_kernel %q", rec.ID, shared)
+		}
+	}
+	for _, m := range res.Metrics {
+		if m.Name == nodeagent.MetricDNSQueries && m.Labels["client"] == "10.244.1.5" && m.Labels["node"] == "n2" {
+			t.Errorf("n1's pod reported under n2 too: %+v", m)
 		}
 	}
 }

@@ -26,6 +26,11 @@ type DNSReport struct {
 	// UnmatchedAnswers and UntrackedQueries are the tracer's (ebpf.DNSTracer's Unmatched and Untracked).
 	UnmatchedAnswers uint64 `json:"unmatched_answers,omitempty"`
 	UntrackedQueries uint64 `json:"untracked_queries,omitempty"`
+	// SharedKernel names the other nodes that run on this node's kernel (the same NodeHost.BootID), whose
+	// sockets this tracer sees too, and Elsewhere counts the clients of theirs (their pods' and addresses')
+	// dropped from Clients: reported under their own node only. Filled in by the measurement, not by the agent.
+	SharedKernel []string `json:"shared_kernel,omitempty"`
+	Elsewhere    int      `json:"elsewhere,omitempty"`
 }
 
 // DNSClient is one client address's queries to one server over the watch (ebpf.DNSStats by client).

@@ -3,6 +3,9 @@ package agent
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/kubeslow/kubeslow/internal/source/diskprobe"
@@ -49,6 +52,10 @@ type NodeHostOptions struct {
 // NodeHost is what the node agent reports of one node.
 type NodeHost struct {
 	Node string `json:"node,omitempty"`
+	// BootID is the kernel's boot id (proc's sys/kernel/random/boot_id; "" if unreadable): nodes that report the
+	// same one share a kernel (the lab's real nodes are network namespaces of one host), whose sockets each of
+	// their DNS tracers sees.
+	BootID string `json:"boot_id,omitempty"`
 	// Net: interfaces, conntrack and the neighbour table against gc_thresh1/2/3, kube-proxy.
 	Net    *NodeNet   `json:"net"`
 	Kernel *KernelLog `json:"kernel_log,omitempty"`
@@ -109,6 +116,9 @@ const SyncBlock = 2300
 func ReadNodeHost(ctx context.Context, o NodeHostOptions) *NodeHost {
 	start := time.Now()
 	h := &NodeHost{Node: o.NodeName}
+	if b, err := os.ReadFile(filepath.Join(o.Proc, "sys", "kernel", "random", "boot_id")); err == nil {
+		h.BootID = strings.TrimSpace(string(b))
+	}
 	unread := func(what string, err error) { h.Unread = append(h.Unread, fmt.Sprintf("%s: %v", what, err)) }
 	window := o.Window
 	if window <= 0 {

@@ -1,0 +1,349 @@
+package app
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+
+	"github.com/kubeslow/kubeslow/internal/engine/check"
+	"github.com/kubeslow/kubeslow/internal/engine/runner"
+	"github.com/kubeslow/kubeslow/internal/lab"
+	"github.com/kubeslow/kubeslow/internal/lab/host"
+	"github.com/kubeslow/kubeslow/internal/lab/labtest"
+	"github.com/kubeslow/kubeslow/internal/measure"
+	"github.com/kubeslow/kubeslow/internal/measure/nodeagent"
+	"github.com/kubeslow/kubeslow/internal/source/agent"
+	"github.com/kubeslow/kubeslow/internal/source/agent/proto"
+	"github.com/kubeslow/kubeslow/pkg/result"
+)
+
+// TestIntegrationNodeDNS runs the node agent's eBPF DNS tracer (nodes.agent, docs/nodes.md) on the lab's real
+// nodes against a pod kubeslow did not create: the pod, pinned to lab-node-1, looks one fully-qualified name
+// up every 50 ms with its own resolver (`probe dns-lookups --each`: one A and one AAAA query per lookup, no
+// search domain, through the pod's resolv.conf to the lab's CoreDNS Service) and logs every lookup with its
+// start; both clocks are the machine's.
+//   - healthy (a 6 s watch): the pod's dns_queries_per_second (source ebpf, named by namespace and pod) is its
+//     real rate over the watch — two queries per lookup the pod logged, within the count of the watch's edges —
+//     half of them NODATA (the AAAA of an IPv4 Service), a latency p99, no time-out, KS-POD-DNS-TIMEOUT clear;
+//   - timeouts (an 8 s watch): a firewall rule in lab-node-1's network namespace drops UDP to port 53 from that
+//     pod's address only (FORWARD: the pod's packets are routed through the node); KS-POD-DNS-TIMEOUT names
+//     that pod, and no other; the rule's counters show the drops.
+func TestIntegrationNodeDNS(t *testing.T) {
+	_, rc := labtest.Shared(t, appLab(t))
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	defer cancel()
+	c := kubernetes.NewForConfigOrDie(rc)
+	const ns, podName = "nodedns-it", "resolver"
+	const interval = 50 * time.Millisecond
+	node := lab.RealNodeName(1)
+	server := lab.ClusterDNSIP + ":53"
+
+	if _, err := c.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { deleteNamespace(t, c, ns) })
+	// The loop: open (a lookup every 50 ms whether or not the last returned), each lookup bounded by 12 s (two
+	// of the resolver's 5 s tries), for at most 5 minutes (the test needs about one).
+	loop := agentproto.DNSLookups{Duration: 5 * time.Minute, Interval: interval, Timeout: 12 * time.Second, Concurrency: 512, Each: true,
+		Names: []string{"kubernetes.default.svc.cluster.local."}}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: podName, Namespace: ns},
+		Spec: corev1.PodSpec{NodeSelector: map[string]string{corev1.LabelHostname: node}, RestartPolicy: corev1.RestartPolicyNever,
+			TerminationGracePeriodSeconds: ptr.To[int64](1), AutomountServiceAccountToken: ptr.To(false),
+			Containers: []corev1.Container{{Name: "lookups", Image: lab.AgentImage, ImagePullPolicy: corev1.PullIfNotPresent, Command: agentproto.Argv(loop)}}}}
+	if _, err := c.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	podIP := labtest.WaitPodRunning(ctx, t, c, ns, podName).Status.PodIP
+	if podIP == "" {
+		t.Fatal("the pod runs without an IP")
+	}
+	labtest.Eventually(ctx, t, "the pod's first lookup", func() error {
+		s, err := podLookups(ctx, c, ns, podName)
+		if err == nil && !slices.ContainsFunc(s, func(x agent.LookupSample) bool { return x.Error == "" }) {
+			err = fmt.Errorf("%d lookups logged, none resolved", len(s))
+		}
+		return err
+	})
+	podLabels := map[string]string{"node": node, "namespace": ns, "pod": podName, "kind": nodeagent.DNSClientPod, "server": server, "source": "ebpf"}
+
+	// sweep runs nodes.agent alone with the agent watching for window, and returns its report and result with
+	// the time it ran (the agent's watch is inside it).
+	sweep := func(t *testing.T, window time.Duration) (*result.Report, *result.Result, time.Time, time.Time) {
+		t.Helper()
+		opts := nodeagent.DefaultOptions(lab.AgentImage)
+		opts.Window = window
+		began := time.Now()
+		rep, err := runner.Execute(ctx, runner.Plan{Target: runner.Target{Config: rest.CopyConfig(rc), Name: "lab-kubeconfig"},
+			Measurements: []measure.Measurement{nodeagent.New(opts)}, Rules: check.Rules(), Progress: t.Logf})
+		ended := time.Now()
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("nodes.agent with a %s watch took %s", window, ended.Sub(began).Round(100*time.Millisecond))
+		na := find(*rep, nodeagent.Name)
+		if na == nil || na.Status != result.StatusPass || metric(na, nodeagent.MetricNodesReported, nil) != 2 {
+			t.Fatalf("%s: %+v", nodeagent.Name, na)
+		}
+		for _, rec := range na.Records {
+			t.Logf("%s: dns %q %q; unread %q", rec.ID, rec.Labels["dns"], rec.Labels["dns_shared_kernel"], rec.Labels["unread"])
+			// The tracer must run in the agent's pod on both real nodes: its unread entry says why not.
+			if rec.Labels["dns"] == "" || strings.Contains(rec.Labels["unread"], agent.DNSUnread) {
+				t.Errorf("%s: the DNS tracer did not run: %s", rec.ID, rec.Labels["unread"])
+			}
+		}
+		for _, m := range na.Metrics {
+			if !strings.HasPrefix(m.Name, "dns_") {
+				continue
+			}
+			t.Logf("  %s{%s %s/%s %s kind=%s server=%s} = %.4g", m.Name, m.Labels["node"], m.Labels["namespace"], m.Labels["pod"], m.Labels["client"], m.Labels["kind"], m.Labels["server"], m.Value)
+			// The lab's two real nodes share the machine's kernel, so lab-node-2's tracer sees the pod's sockets
+			// too: they are reported under the pod's node only.
+			if m.Labels["client"] == podIP && m.Labels["node"] != node {
+				t.Errorf("the pod's queries reported under %s too: %+v", m.Labels["node"], m)
+			}
+		}
+		if t.Failed() {
+			t.FailNow()
+		}
+		return rep, na, began, ended
+	}
+
+	t.Run("healthy", func(t *testing.T) {
+		const window = 6 * time.Second
+		rep, na, began, ended := sweep(t, window)
+		queries, perSecond := metric(na, nodeagent.MetricDNSQueries, podLabels), metric(na, nodeagent.MetricDNSQueriesPerSecond, podLabels)
+		if queries <= 0 || perSecond <= 0 {
+			t.Fatalf("pod %s/%s (%s): %v queries, %v per second: not seen", ns, podName, podIP, queries, perSecond)
+		}
+		// The tracer's watch: its count over its rate; the agent's whole read, inside the run.
+		watch := time.Duration(queries / perSecond * float64(time.Second))
+		if watch < window || watch > ended.Sub(began) {
+			t.Errorf("the tracer's watch %s: want from the agent's window %s to the run's %s", watch, window, ended.Sub(began))
+		}
+		// The truth: the lookups the pod logged as started while the run lasted (each sends A and AAAA). The
+		// watch is some stretch of that length inside the run: its count of lookups lies between the fewest and
+		// the most started in any stretch of the watch's length, and a lookup in flight at either edge of the
+		// watch may count or not (a lookup's queries leave and return within milliseconds of its start, a
+		// fraction of the 50 ms between lookups): ±2 lookups.
+		samples, err := podLookups(ctx, c, ns, podName)
+		if err != nil {
+			t.Fatal(err)
+		}
+		starts := lookupStarts(samples, began, ended)
+		lo, hi := countRange(starts, began, ended, watch)
+		truth := 2 * float64(len(starts)) / ended.Sub(began).Seconds()
+		low, high := 2*float64(lo-2)/watch.Seconds(), 2*float64(hi+2)/watch.Seconds()
+		t.Logf("the pod's loop: %d lookups started in the run's %.1f s (%.2f queries/s: A and AAAA); %d..%d in any %.2f s stretch (%.1f..%.1f queries/s with the edges); eBPF: %.0f queries over %.2f s = %.2f/s (%.1f%% of the real rate)",
+			len(starts), ended.Sub(began).Seconds(), truth, lo, hi, watch.Seconds(), low, high, queries, watch.Seconds(), perSecond, 100*(perSecond/truth-1))
+		if perSecond < low || perSecond > high {
+			t.Errorf("dns_queries_per_second %.2f, want within %.2f..%.2f (the pod's real rate over the watch)", perSecond, low, high)
+		}
+		// Every lookup's AAAA of the IPv4-only Service is answered NOERROR with no record: half the queries.
+		if nx := metric(na, nodeagent.MetricDNSNXDomain, podLabels); nx != 0 {
+			t.Errorf("dns_nxdomain %v for a name that exists", nx)
+		}
+		if nodata := metric(na, nodeagent.MetricDNSNoData, podLabels); nodata < queries/2-2 || nodata > queries/2+2 {
+			t.Errorf("dns_nodata %v of %v queries: want the AAAA half", nodata, queries)
+		}
+		p50, p99 := metric(na, nodeagent.MetricDNSLatencyP50, podLabels), metric(na, nodeagent.MetricDNSLatencyP99, podLabels)
+		t.Logf("latency p50 %.3f ms, p99 %.3f ms", 1000*p50, 1000*p99)
+		if p50 <= 0 || p99 < p50 || p99 >= 1 {
+			t.Errorf("latency p50 %v s, p99 %v s: want answers within the second", p50, p99)
+		}
+		if to := metric(na, nodeagent.MetricDNSTimeouts, podLabels); to != 0 {
+			t.Errorf("dns_timeouts %v on a healthy lab (absent: -1)", to)
+		}
+		assertRule(t, rep, "KS-POD-DNS-TIMEOUT", result.RuleClear)
+	})
+
+	t.Run("timeouts", func(t *testing.T) {
+		// The drop: in the node's network namespace, where the pod's packets are routed (its veth's bridge to
+		// the node's uplink), after kube-proxy's DNAT of the Service address to CoreDNS (port 53 still).
+		drop := []string{"FORWARD", "-s", podIP + "/32", "-p", "udp", "-m", "udp", "--dport", "53", "-j", "DROP"}
+		ipt := func(ctx context.Context, op string, rule ...string) (string, error) {
+			return host.RunIn(ctx, host.Short, nil, lab.RealNodeNetNS(1), append([]string{"iptables", "-w", "5", op}, rule...)...)
+		}
+		undrop := func() {
+			for i := 0; i < 5; i++ { // -D until -C fails: a rule added twice is removed twice
+				if _, err := ipt(context.Background(), "-C", drop...); err != nil {
+					return
+				}
+				if _, err := ipt(context.Background(), "-D", drop...); err != nil {
+					t.Errorf("removing the drop rule: %v", err)
+					return
+				}
+			}
+		}
+		t.Cleanup(undrop)
+		if _, err := ipt(ctx, "-I", drop...); err != nil {
+			t.Fatal(err)
+		}
+		dropped0 := time.Now()
+		const window = 8 * time.Second
+		rep, na, _, _ := sweep(t, window)
+		out, err := ipt(ctx, "-S", "FORWARD", "-v")
+		if err != nil {
+			t.Fatal(err)
+		}
+		dropped := dropCount(out, podIP)
+		undropped := time.Now()
+		undrop()
+		timeouts, share := metric(na, nodeagent.MetricDNSTimeouts, podLabels), metric(na, nodeagent.MetricDNSTimeoutShare, podLabels)
+		t.Logf("the rule dropped %d packets; eBPF: %.0f of %.0f queries timed out (share %.2f)", dropped, timeouts,
+			metric(na, nodeagent.MetricDNSQueries, podLabels), share)
+		if dropped <= 0 {
+			t.Errorf("the drop rule saw no packet:\n%s", out)
+		}
+		if timeouts < nodeagent.DNSTimeoutMin || share < 0.99 || timeouts > float64(dropped) {
+			t.Errorf("dns_timeouts %v (share %v) of the pod with %d queries dropped: want every query ended in the watch timed out", timeouts, share, dropped)
+		}
+		if p99 := metric(na, nodeagent.MetricDNSLatencyP99, podLabels); p99 != -1 {
+			t.Errorf("a latency p99 of %v s with no answer", p99)
+		}
+		// The pod's own view: every lookup begun and returned while the drop was in place failed, after its
+		// resolver's two tries of 5 s.
+		samples, err := podLookups(ctx, c, ns, podName)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var failed []float64
+		for _, x := range samples {
+			if x.Start.Before(dropped0) || !x.Start.Add(time.Duration(x.Seconds*float64(time.Second))).Before(undropped) {
+				continue
+			}
+			if x.Error == "" || x.Seconds < 5 {
+				t.Errorf("a lookup begun after the drop: %+v", x)
+			}
+			failed = append(failed, x.Seconds)
+		}
+		slices.Sort(failed)
+		if len(failed) > 0 {
+			t.Logf("the pod: %d lookups begun and returned while the drop was in place, failed after %.1f..%.1f s", len(failed), failed[0], failed[len(failed)-1])
+		}
+		assertRule(t, rep, "KS-POD-DNS-TIMEOUT", result.RuleFired)
+		want := "pod=" + ns + "/" + podName + " server=" + server
+		for _, f := range rep.Findings {
+			if f.ID != "KS-POD-DNS-TIMEOUT" {
+				continue
+			}
+			t.Logf("%s [%s] %s", f.ID, f.Severity, f.Summary)
+			if len(f.Items) != 1 || f.Items[0].Key != want || f.ItemCount > 1 {
+				t.Errorf("items %+v (%d): want the one pod, %q", f.Items, f.ItemCount, want)
+			}
+			if len(f.Evidence) == 0 || f.Evidence[0].Labels["namespace"] != ns || f.Evidence[0].Labels["pod"] != podName || f.Evidence[0].Labels["node"] != node {
+				t.Errorf("evidence %+v: want pod %s/%s on %s", f.Evidence, ns, podName, node)
+			}
+			if f.Severity.Rank() < result.SeverityWarning.Rank() || !strings.Contains(f.Summary, "pod "+ns+"/"+podName) {
+				t.Errorf("finding %s [%s]: %s", f.ID, f.Severity, f.Summary)
+			}
+		}
+	})
+}
+
+// podLookups are the lookups the pod logged (`probe dns-lookups --each`: a JSON line each as it returns).
+func podLookups(ctx context.Context, c kubernetes.Interface, ns, pod string) ([]agent.LookupSample, error) {
+	b, err := c.CoreV1().Pods(ns).GetLogs(pod, &corev1.PodLogOptions{}).DoRaw(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []agent.LookupSample
+	for l := range bytes.Lines(b) {
+		if !bytes.HasPrefix(l, []byte(`{"name"`)) {
+			continue
+		}
+		var s agent.LookupSample
+		if err := json.Unmarshal(l, &s); err != nil {
+			return nil, fmt.Errorf("the pod's line %q: %w", l, err)
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+// lookupStarts are the sorted starts of the samples begun in [from, to].
+func lookupStarts(samples []agent.LookupSample, from, to time.Time) []time.Time {
+	var out []time.Time
+	for _, s := range samples {
+		if !s.Start.Before(from) && !s.Start.After(to) {
+			out = append(out, s.Start)
+		}
+	}
+	slices.SortFunc(out, func(a, b time.Time) int { return a.Compare(b) })
+	return out
+}
+
+// countRange is the fewest and the most of starts in any stretch of length w inside [from, to] (slid by 5 ms).
+func countRange(starts []time.Time, from, to time.Time, w time.Duration) (lo, hi int) {
+	lo = len(starts)
+	for s := from; !s.Add(w).After(to); s = s.Add(5 * time.Millisecond) {
+		n := 0
+		for _, x := range starts {
+			if !x.Before(s) && x.Before(s.Add(w)) {
+				n++
+			}
+		}
+		lo, hi = min(lo, n), max(hi, n)
+	}
+	return lo, hi
+}
+
+// dropCount is the packet counter of the FORWARD rule dropping src's UDP to port 53, from `iptables -S -v`
+// ("-A FORWARD -s 10.1.0.5/32 -p udp -m udp --dport 53 -c 12 840 -j DROP"); -1 if absent.
+func dropCount(rules, src string) int64 {
+	re := regexp.MustCompile(`-c (\d+) \d+`)
+	for l := range strings.Lines(rules) {
+		if strings.Contains(l, "-s "+src+"/32 ") && strings.Contains(l, "--dport 53") && strings.Contains(l, "-j DROP") {
+			if m := re.FindStringSubmatch(l); m != nil {
+				n, _ := strconv.ParseInt(m[1], 10, 64)
+				return n
+			}
+		}
+	}
+	return -1
+}
+
+// assertRule checks the rule's evaluation in the report.
+func assertRule(t *testing.T, rep *result.Report, id string, want result.RuleStatus) {
+	t.Helper()
+	for _, r := range rep.Rules {
+		if r.ID == id {
+			if r.Status != want {
+				t.Errorf("%s %s (%s), want %s", id, r.Status, r.Reason, want)
+			}
+			return
+		}
+	}
+	t.Errorf("%s not evaluated at all", id)
+}
+
+// deleteNamespace deletes ns and waits (up to a minute) until it is gone.
+func deleteNamespace(t *testing.T, c kubernetes.Interface, ns string) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := c.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		t.Errorf("deleting namespace %s: %v", ns, err)
+		return
+	}
+	err := wait.PollUntilContextCancel(ctx, 500*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		_, err := c.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+		return apierrors.IsNotFound(err), nil
+	})
+	if err != nil {
+		t.Errorf("namespace %s not gone after a minute", ns)
+	}
+}

@@ -68,6 +68,11 @@ func TestIntegrationNodeDNS(t *testing.T) {
 	if _, err := c.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			logPod(t, c, ns, podName)
+		}
+	})
 	podIP := labtest.WaitPodRunning(ctx, t, c, ns, podName).Status.PodIP
 	if podIP == "" {
 		t.Fatal("the pod runs without an IP")
@@ -253,6 +258,32 @@ func TestIntegrationNodeDNS(t *testing.T) {
 			}
 		}
 	})
+}
+
+// logPod logs the pod's status and its namespace's events (a failed test's evidence).
+func logPod(t *testing.T, c kubernetes.Interface, ns, name string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if p, err := c.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{}); err != nil {
+		t.Logf("pod %s/%s: %v", ns, name, err)
+	} else {
+		t.Logf("pod %s/%s on %q: %s %s %s", ns, name, p.Spec.NodeName, p.Status.Phase, p.Status.Reason, p.Status.Message)
+		for _, cs := range p.Status.ContainerStatuses {
+			t.Logf("  container %s: ready %v, restarts %d, state %+v", cs.Name, cs.Ready, cs.RestartCount, cs.State)
+		}
+	}
+	if p, err := c.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{}); err == nil && p.Spec.NodeName != "" {
+		if n, err := c.CoreV1().Nodes().Get(ctx, p.Spec.NodeName, metav1.GetOptions{}); err == nil {
+			for _, img := range n.Status.Images {
+				t.Logf("  %s holds %v", n.Name, img.Names)
+			}
+		}
+	}
+	if evs, err := c.CoreV1().Events(ns).List(ctx, metav1.ListOptions{}); err == nil {
+		for _, e := range evs.Items {
+			t.Logf("  event %s %s/%s %s: %s (x%d)", e.Type, e.InvolvedObject.Kind, e.InvolvedObject.Name, e.Reason, e.Message, e.Count)
+		}
+	}
 }
 
 // podLookups are the lookups the pod logged (`probe dns-lookups --each`: a JSON line each as it returns).

@@ -8,8 +8,10 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
@@ -332,6 +334,7 @@ func explainPulls(t *testing.T, c kubernetes.Interface, alone bool) {
 		}
 	}
 	if !alone {
+		explainRollout(t, c)
 		return
 	}
 	if x := explain("pull-alone"); x != nil {
@@ -343,5 +346,59 @@ func explainPulls(t *testing.T, c kubernetes.Interface, alone bool) {
 				t.Errorf("pull-alone, nothing ahead, called serialized: %s", v.Summary)
 			}
 		}
+	}
+}
+
+// explainRollout rolls out a Deployment (not kubeslow's: made here through the API, as a user's) of the medium
+// image on lab-node-1 from the slow registry, pulled again (imagePullPolicy Always: each of the pull's requests
+// waits the registry's 1.5 s, its layers already on the node), and explains the Deployment as `kubeslow explain
+// deployment` does: its one pod's first verdict is a pull verdict of that image with its bytes/s ("at most": the
+// kubelet's size counts the layers the node held).
+func explainRollout(t *testing.T, c kubernetes.Interface) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	const name = "pull-rollout"
+	one, grace := int32(1), int64(0)
+	labels := map[string]string{"app": name}
+	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
+		Spec: appsv1.DeploymentSpec{Replicas: &one, Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{NodeSelector: map[string]string{corev1.LabelHostname: lab.RealNodeName(1)}, TerminationGracePeriodSeconds: &grace,
+					Containers: []corev1.Container{{Name: "c", Image: scenario.BigImage(), ImagePullPolicy: corev1.PullAlways}}}}}}
+	if _, err := c.AppsV1().Deployments("default").Create(ctx, d, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { // the Deployment and its pods gone before the scenario's Stop and the shared lab's check
+		fg := metav1.DeletePropagationForeground
+		if err := c.AppsV1().Deployments("default").Delete(context.WithoutCancel(ctx), name, metav1.DeleteOptions{PropagationPolicy: &fg}); err != nil {
+			t.Errorf("deleting the Deployment: %v", err)
+		}
+		if err := wait.PollUntilContextTimeout(context.WithoutCancel(ctx), 500*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+			pods, err := c.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: "app=" + name})
+			return err == nil && len(pods.Items) == 0, nil
+		}); err != nil {
+			t.Errorf("the Deployment's pods still there: %v", err)
+		}
+	}()
+	if err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		got, err := c.AppsV1().Deployments("default").Get(ctx, name, metav1.GetOptions{})
+		return err == nil && got.Status.ReadyReplicas == 1 && got.Status.UpdatedReplicas == 1, nil
+	}); err != nil {
+		t.Fatalf("the Deployment's rollout: %v", err)
+	}
+	in, err := analysis.Read(ctx, c, analysis.Ref{Kind: analysis.KindDeployment, Namespace: "default", Name: name}, time.Now())
+	if err != nil {
+		t.Fatalf("explain deployment default/%s: %v", name, err)
+	}
+	x := analysis.Explain(*in)
+	var b bytes.Buffer
+	if err := analysis.WriteText(&b, x); err != nil {
+		t.Error(err)
+	}
+	t.Logf("kubeslow explain deployment default/%s:\n%s", name, b.String())
+	if len(x.Pods) != 1 || len(x.Verdicts) == 0 || (x.Verdicts[0].ID != analysis.IDPullSlow && x.Verdicts[0].ID != analysis.IDPull) ||
+		!strings.Contains(x.Verdicts[0].Summary, scenario.BigImage()) || !strings.Contains(x.Verdicts[0].Summary, "at most") {
+		t.Errorf("explain deployment %s: %d pods, verdicts %+v: want a pull verdict of %s with its bytes/s (at most) first", name, len(x.Pods), x.Verdicts, scenario.BigImage())
 	}
 }

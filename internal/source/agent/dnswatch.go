@@ -91,7 +91,7 @@ type dnsWatch struct {
 
 // startDNSWatch attaches the DNS tracer to the host's cgroup v2 root (under root, found in proc's pid 1
 // mountinfo) and counts its queries until stop; the error says why it cannot.
-func startDNSWatch(ctx context.Context, proc, root string, window time.Duration) (*dnsWatch, error) {
+func startDNSWatch(ctx context.Context, proc, root string) (*dnsWatch, error) {
 	dir, err := ebpf.HostCgroupRoot(proc, root)
 	if err != nil {
 		return nil, err

@@ -126,7 +126,7 @@ func ReadNodeHost(ctx context.Context, o NodeHostOptions) *NodeHost {
 	}
 	if o.DNS {
 		// Over the whole read (the D-state watch included), so it adds nothing to the agent's time.
-		if w, err := startDNSWatch(ctx, o.Proc, o.Root, window); err != nil {
+		if w, err := startDNSWatch(ctx, o.Proc, o.Root); err != nil {
 			unread(DNSUnread, err)
 		} else {
 			defer func() {

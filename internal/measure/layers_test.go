@@ -65,3 +65,23 @@ func TestLayers(t *testing.T) {
 		t.Fatalf("checked %d packages, want the whole tree", checked)
 	}
 }
+
+// TestSourcesKnowNoRules: a source reads signals and knows nothing of rules or thresholds (docs/architecture.md,
+// "Where a new thing goes"); the rules over what it reads are the measurement's that evaluates them (the audit
+// log's are measure/apiaudit's). So no package under internal/source imports the rule engine (internal/rule);
+// a fixture helper may take ruletest's clock and paths.
+func TestSourcesKnowNoRules(t *testing.T) {
+	lines := goList(t, `{{.ImportPath}} {{join .Imports " "}}`, "./internal/source/...")
+	if len(lines) < 10 {
+		t.Fatalf("go list found %d packages under internal/source, want them all", len(lines))
+	}
+	for _, l := range lines {
+		f := strings.Fields(l)
+		for _, imp := range f[1:] {
+			if imp == module+"internal/rule" {
+				t.Errorf("%s imports internal/rule: a source knows no rules; move them to the measurement that evaluates them",
+					strings.TrimPrefix(f[0], module))
+			}
+		}
+	}
+}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/kubeslow/kubeslow/internal/cli/common"
 	"github.com/kubeslow/kubeslow/internal/engine/runner"
+	"github.com/kubeslow/kubeslow/internal/measure/apiaudit"
 	"github.com/kubeslow/kubeslow/internal/rule"
 	"github.com/kubeslow/kubeslow/internal/source/auditlog"
 	"github.com/kubeslow/kubeslow/internal/version"
@@ -69,7 +70,7 @@ audit event in it).`,
 			rep := &result.Report{APIVersion: result.APIVersion, Kind: result.Kind, RunID: "audit-" + start.UTC().Format("20060102-150405"),
 				Tool: result.Tool{Name: "kubeslow", Version: v, Commit: commit}, Cluster: result.Cluster{Name: "audit log", Server: files[0]},
 				Start: start.UTC(), End: time.Now().UTC(), Results: []result.Result{res}}
-			rep.Findings, rep.Rules = rule.Evaluate(rep, auditlog.Rules())
+			rep.Findings, rep.Rules = rule.Evaluate(rep, apiaudit.Rules())
 			if rep.Findings == nil {
 				rep.Findings = []result.Finding{}
 			}

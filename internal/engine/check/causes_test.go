@@ -5,13 +5,13 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kubeslow/kubeslow/internal/measure/apiaudit/apiaudittest"
 	"github.com/kubeslow/kubeslow/internal/measure/apislo/apislotest"
 	"github.com/kubeslow/kubeslow/internal/measure/etcdhealth/etcdhealthtest"
 	"github.com/kubeslow/kubeslow/internal/measure/podstartup/podstartuptest"
 	"github.com/kubeslow/kubeslow/internal/report"
 	"github.com/kubeslow/kubeslow/internal/rule"
 	"github.com/kubeslow/kubeslow/internal/rule/ruletest"
-	"github.com/kubeslow/kubeslow/internal/source/auditlog/auditlogtest"
 	"github.com/kubeslow/kubeslow/pkg/result"
 )
 
@@ -26,7 +26,7 @@ func TestTwoUnrelatedFaults(t *testing.T) {
 		a.GetLatency = 3
 		a.Conflicts = map[string]int{"ipamblocks": 3000}
 	})
-	r := ruletest.Report(nil, etcd.Result(t), api.Result(t), podstartuptest.Unschedulable.Result(), auditlogtest.Run(0, 800))
+	r := ruletest.Report(nil, etcd.Result(t), api.Result(t), podstartuptest.Unschedulable.Result(), apiaudittest.Run(0, 800))
 	r.Findings, r.Rules = rule.Evaluate(r, Rules())
 	by := map[string]result.Finding{}
 	for _, f := range r.Findings {

@@ -5,6 +5,7 @@ package check
 import (
 	"github.com/kubeslow/kubeslow/internal/bench/churn/churntest"
 	"github.com/kubeslow/kubeslow/internal/bench/netpath/netpathtest"
+	"github.com/kubeslow/kubeslow/internal/measure/apiaudit/apiaudittest"
 	"github.com/kubeslow/kubeslow/internal/measure/apislo/apislotest"
 	"github.com/kubeslow/kubeslow/internal/measure/availability/availabilitytest"
 	"github.com/kubeslow/kubeslow/internal/measure/disk/disktest"
@@ -20,13 +21,13 @@ import (
 	"github.com/kubeslow/kubeslow/internal/measure/promwindow/timeline/timelinetest"
 	"github.com/kubeslow/kubeslow/internal/measure/throttle/throttletest"
 	"github.com/kubeslow/kubeslow/internal/rule/ruletest"
-	"github.com/kubeslow/kubeslow/internal/source/auditlog/auditlogtest"
 )
 
 // measurementFixtures are the RuleFixtures of every package under internal/ and pkg/ that declares one.
 var measurementFixtures = []func() map[string]ruletest.Fixture{
 	churntest.RuleFixtures,
 	netpathtest.RuleFixtures,
+	apiaudittest.RuleFixtures,
 	apislotest.RuleFixtures,
 	availabilitytest.RuleFixtures,
 	disktest.RuleFixtures,
@@ -41,5 +42,4 @@ var measurementFixtures = []func() map[string]ruletest.Fixture{
 	podstartuptest.RuleFixtures,
 	timelinetest.RuleFixtures,
 	throttletest.RuleFixtures,
-	auditlogtest.RuleFixtures,
 }

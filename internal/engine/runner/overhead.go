@@ -1,7 +1,6 @@
 package runner
 
 import (
-	"bufio"
 	"fmt"
 	"os"
 	"strconv"
@@ -9,6 +8,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/kubeslow/kubeslow/internal/source/hostfs"
 	"github.com/kubeslow/kubeslow/internal/source/kube"
 	"github.com/kubeslow/kubeslow/pkg/result"
 )
@@ -45,26 +45,6 @@ func markNow() cpuMark {
 	return m
 }
 
-// vmHWM reads the peak resident set size (bytes) from /proc/self/status.
-func vmHWM() (float64, error) {
-	f, err := os.Open("/proc/self/status")
-	if err != nil {
-		return 0, err
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "VmHWM:"); ok {
-			kb, err := strconv.ParseFloat(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 64)
-			if err != nil {
-				return 0, fmt.Errorf("VmHWM %q: %w", v, err)
-			}
-			return kb * 1024, nil
-		}
-	}
-	return 0, fmt.Errorf("no VmHWM in /proc/self/status")
-}
-
 // overhead measures the process since start; bo (may be nil) is the client's limiter, whose responses by
 // code and rate cuts say whether the apiserver throttled kubeslow (kubeslow's own status, not a finding).
 func overhead(start cpuMark, reqs *kube.RequestCounter, bo *kube.Backoff) result.Result {
@@ -78,8 +58,8 @@ func overhead(start cpuMark, reqs *kube.RequestCounter, bo *kube.Backoff) result
 	wall := r.End.Sub(start.wall)
 	peak := float64(ru.Maxrss) * 1024 // the process's lifetime peak (Linux reports kilobytes)
 	if start.hwmReset {
-		if hwm, err := vmHWM(); err == nil {
-			peak = hwm
+		if hwm, err := hostfs.Host().SelfVmHWM(); err == nil {
+			peak = float64(hwm)
 		}
 	}
 	r.Metrics = append(r.Metrics,

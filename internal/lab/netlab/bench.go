@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/kubeslow/kubeslow/internal/source/agent/proto"
+	"github.com/kubeslow/kubeslow/internal/source/hostfs"
 	"github.com/kubeslow/kubeslow/internal/stats"
 	"github.com/kubeslow/kubeslow/pkg/result"
 
@@ -59,28 +60,7 @@ func Builders(services []int) []Builder {
 
 // cpuBusy samples /proc/stat over d and returns the fraction of CPU time not idle.
 func cpuBusy(ctx context.Context, d time.Duration) (float64, error) {
-	read := func() (idle, total float64, err error) {
-		b, err := os.ReadFile("/proc/stat")
-		if err != nil {
-			return 0, 0, err
-		}
-		line, _, _ := strings.Cut(string(b), "\n")
-		f := strings.Fields(line)
-		if len(f) < 5 || f[0] != "cpu" {
-			return 0, 0, fmt.Errorf("unexpected /proc/stat line %q", line)
-		}
-		for i, x := range f[1:] {
-			v, err := strconv.ParseFloat(x, 64)
-			if err != nil {
-				return 0, 0, fmt.Errorf("/proc/stat field %q: %w", x, err)
-			}
-			total += v
-			if i == 3 || i == 4 { // idle, iowait
-				idle += v
-			}
-		}
-		return idle, total, nil
-	}
+	read := hostfs.Host().CPUTimes
 	i0, t0, err := read()
 	if err != nil {
 		return 0, err

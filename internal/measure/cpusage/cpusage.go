@@ -7,20 +7,18 @@
 package cpusage
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/clock"
 
 	"github.com/kubeslow/kubeslow/internal/measure"
 	"github.com/kubeslow/kubeslow/internal/measure/cpnode"
+	"github.com/kubeslow/kubeslow/internal/measure/etcdscrape"
 	"github.com/kubeslow/kubeslow/internal/source/prom"
 	"github.com/kubeslow/kubeslow/pkg/result"
 )
@@ -137,12 +135,9 @@ func (m *Measurement) etcdEndpoint() string {
 	return strings.TrimRight(m.EtcdEndpoint, "/")
 }
 
-// etcdScrape reads etcd's /metrics (nil: etcd is not read).
-type etcdScrape func(ctx context.Context) (*prom.Snapshot, error)
-
-// scrape reads the apiserver's /metrics and, when reachable, etcd's, merged into one snapshot (etcd's
-// families prefixed).
-func (m *Measurement) scrape(ctx context.Context, env *measure.Env, etcd etcdScrape) (*prom.Snapshot, error) {
+// scrape reads the apiserver's /metrics and, when reachable, etcd's (etcd nil: etcd is not read), merged into
+// one snapshot (etcd's families prefixed).
+func (m *Measurement) scrape(ctx context.Context, env *measure.Env, etcd etcdscrape.Fetch) (*prom.Snapshot, error) {
 	snap, err := env.APIServerMetrics(ctx)
 	if err != nil {
 		return nil, err
@@ -158,25 +153,6 @@ func (m *Measurement) scrape(ctx context.Context, env *measure.Env, etcd etcdScr
 		snap.Families[etcdPrefix+k] = f
 	}
 	return snap, nil
-}
-
-// httpEtcd reads etcd's /metrics at the endpoint the user gave.
-func (m *Measurement) httpEtcd(ep string, clk clock.PassiveClock) etcdScrape {
-	return func(ctx context.Context) (*prom.Snapshot, error) {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, ep+"/metrics", nil)
-		if err != nil {
-			return nil, err
-		}
-		resp, err := m.Client.Do(req)
-		if err != nil {
-			return nil, err
-		}
-		defer resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			return nil, fmt.Errorf("GET %s/metrics: %s", ep, resp.Status)
-		}
-		return prom.Parse(io.LimitReader(resp.Body, 64<<20), clk.Now())
-	}
 }
 
 // UsesNodeTier implements measure.NodeTierUser: the components' CPU, and etcd's metrics without
@@ -198,12 +174,9 @@ type nodeTier struct {
 // tier could not give is out of reach with its reason.
 func (m *Measurement) Start(ctx context.Context, env *measure.Env) (measure.Observation, error) {
 	cores, source := coresAvailable(ctx, env)
-	var etcd etcdScrape
+	var etcd etcdscrape.Fetch
 	if ep := m.etcdEndpoint(); ep != "" {
-		fetch := m.httpEtcd(ep, env.Clock)
-		etcd = func(ctx context.Context) (*prom.Snapshot, error) {
-			return env.Scrape(ctx, measure.ScrapeEtcdAt(ep), fetch)
-		}
+		etcd = etcdscrape.At(env, m.Client, ep)
 	}
 	nt := &nodeTier{}
 	nt.tier, nt.err = cpnode.From(ctx, env)
@@ -214,16 +187,7 @@ func (m *Measurement) Start(ctx context.Context, env *measure.Env) (measure.Obse
 	if nt.err == nil {
 		for _, c := range nt.first {
 			if c.Embeds(Etcd) && etcd == nil {
-				node, tier := c.Node, nt.tier
-				etcd = func(ctx context.Context) (*prom.Snapshot, error) {
-					return env.Scrape(ctx, measure.ScrapeEtcdOn(node), func(ctx context.Context) (*prom.Snapshot, error) {
-						sc, err := tier.Scrape(ctx, node, Etcd)
-						if err != nil {
-							return nil, err
-						}
-						return prom.Parse(bytes.NewReader(sc.Body), env.Clock.Now())
-					})
-				}
+				etcd = etcdscrape.On(env, nt.tier, c.Node)
 			}
 			if c.Embeds(APIServer) && c.NodeCores > 0 {
 				cores, source = SharedCores(c, nt.first)

@@ -17,8 +17,7 @@ import (
 
 	"github.com/kubeslow/kubeslow/internal/measure"
 	"github.com/kubeslow/kubeslow/internal/measure/cpnode"
-	"github.com/kubeslow/kubeslow/internal/source/agent"
-	"github.com/kubeslow/kubeslow/internal/source/agent/proto"
+	"github.com/kubeslow/kubeslow/internal/measure/etcdscrape"
 	"github.com/kubeslow/kubeslow/internal/source/prom"
 	"github.com/kubeslow/kubeslow/pkg/result"
 )
@@ -75,22 +74,6 @@ func (m *Measurement) endpoint() string {
 	return strings.TrimRight(m.Endpoint, "/")
 }
 
-func (m *Measurement) scrape(ctx context.Context, env *measure.Env, ep string) (*prom.Snapshot, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, ep+"/metrics", nil)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := m.Client.Do(req)
-	if err != nil {
-		return nil, measure.Skipf("etcd metrics endpoint %s unreachable: %v", ep, err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("GET %s/metrics: %s", ep, resp.Status)
-	}
-	return prom.Parse(io.LimitReader(resp.Body, 64<<20), env.Clock.Now())
-}
-
 // alarms asks etcd (v3 JSON gateway) for its active alarms.
 func (m *Measurement) alarms(ctx context.Context, ep string) ([]string, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, ep+"/v3/maintenance/alarm", strings.NewReader(`{"action":"GET"}`))
@@ -142,10 +125,8 @@ func (m *Measurement) Start(ctx context.Context, env *measure.Env) (measure.Obse
 		return m.startNodeTier(ctx, env)
 	}
 	s := &measure.Scrapes{
-		Scrape: func(ctx context.Context) (*prom.Snapshot, error) {
-			return env.Scrape(ctx, measure.ScrapeEtcdAt(ep), func(ctx context.Context) (*prom.Snapshot, error) { return m.scrape(ctx, env, ep) })
-		},
-		Step: Step,
+		Scrape: etcdscrape.At(env, m.Client, ep),
+		Step:   Step,
 		Analyze: func(ctx context.Context, first, last *prom.Snapshot) (result.Result, error) {
 			alarms, err := m.alarms(ctx, ep)
 			if err != nil {
@@ -171,13 +152,14 @@ func (m *Measurement) startNodeTier(ctx context.Context, env *measure.Env) (meas
 	if err != nil {
 		return nil, skip(err)
 	}
-	node, found, err := FindEtcd(ctx, tier)
+	node, found, err := etcdscrape.Find(ctx, tier)
 	if err != nil {
 		return nil, skip(err)
 	}
 	url := found.URL
 	env.Log.Debug("etcd.health: etcd through the node agent", "node", node, "url", url)
 	first := found.Body // the scrape that found etcd is the window's first
+	scrape := etcdscrape.On(env, tier, node)
 	s := &measure.Scrapes{
 		Scrape: func(ctx context.Context) (*prom.Snapshot, error) {
 			if first != nil {
@@ -185,7 +167,7 @@ func (m *Measurement) startNodeTier(ctx context.Context, env *measure.Env) (meas
 				first = nil
 				return prom.Parse(bytes.NewReader(b), env.Clock.Now())
 			}
-			return ScrapeNode(ctx, env, tier, node)
+			return scrape(ctx)
 		},
 		Step: Step,
 		Analyze: func(_ context.Context, first, last *prom.Snapshot) (result.Result, error) {
@@ -194,31 +176,6 @@ func (m *Measurement) startNodeTier(ctx context.Context, env *measure.Env) (meas
 		Log: env.Log.Debug,
 	}
 	return s.Start(ctx)
-}
-
-// FindEtcd is the first of the tier's nodes whose agent scrapes etcd, with that scrape; the error is the last
-// node's when none does.
-func FindEtcd(ctx context.Context, tier cpnode.Tier) (string, agentproto.Scraped, error) {
-	var err error = &cpnode.Unreachable{Reason: cpnode.NoComponents, Detail: "no agent on a control-plane node"}
-	for _, n := range tier.Nodes() {
-		sc, e := tier.Scrape(ctx, n, agent.CompEtcd)
-		if e == nil {
-			return n, sc, nil
-		}
-		err = e
-	}
-	return "", agentproto.Scraped{}, err
-}
-
-// ScrapeNode is etcd's /metrics on node, read by the node agent.
-func ScrapeNode(ctx context.Context, env *measure.Env, tier cpnode.Tier, node string) (*prom.Snapshot, error) {
-	return env.Scrape(ctx, measure.ScrapeEtcdOn(node), func(ctx context.Context) (*prom.Snapshot, error) {
-		sc, err := tier.Scrape(ctx, node, agent.CompEtcd)
-		if err != nil {
-			return nil, err
-		}
-		return prom.Parse(bytes.NewReader(sc.Body), env.Clock.Now())
-	})
 }
 
 // AnalyzeNodeTier is Analyze of etcd read by the node agent on node (pure): every metric is labelled

@@ -47,6 +47,11 @@ func ReadBlockDev(sys string, major, minor uint32) (BlockDev, error) {
 		dir = filepath.Dir(dir) // a partition: the queue and the model are its disk's
 	}
 	d.Name = filepath.Base(dir)
+	// Read by hand, not with procfs's blockdevice.SysBlockDeviceQueueStats: that one reads sys/block/<name>/queue,
+	// every one of its ~30 attributes, and fails on the first it cannot read (they come and go with kernel
+	// versions; the fixture trees under testdata hold the two read here), where only rotational and scheduler are
+	// needed, of the disk that the device's sys/dev/block link resolves to; the model, the driver link and the
+	// size it does not read at all.
 	read := func(p string) string {
 		b, _ := os.ReadFile(filepath.Join(dir, p))
 		return strings.TrimSpace(string(b))

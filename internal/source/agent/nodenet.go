@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/prometheus/procfs"
+	"github.com/prometheus/procfs/sysfs"
 
 	"github.com/kubeslow/kubeslow/internal/source/hostfs"
 	"github.com/kubeslow/kubeslow/internal/source/prom"
@@ -105,6 +106,11 @@ type NodeNetRoots struct {
 func ReadNodeNet(ctx context.Context, r NodeNetRoots) *NodeNet {
 	n := &NodeNet{ConntrackEntries: -1, ConntrackMax: -1, Neighbours: -1, NeighThresh1: -1, NeighThresh2: -1, NeighThresh3: -1}
 	unread := func(what string, err error) { n.Unread = append(n.Unread, fmt.Sprintf("%s: %v", what, err)) }
+	// The interfaces are class/net's entries, as listed (procfs's NetClassDevices would leave out a regular file
+	// such as bonding_masters, which this list has always kept); each one's mtu and operstate are read by
+	// procfs's sysfs parser, one attribute at a time (NetClassByIface reads every attribute and fails the
+	// interface on any one it cannot read; an attribute that cannot be read leaves its zero value, as before).
+	// procfs does not read uevent (the device type): that one is read here.
 	dir := filepath.Join(r.Sys, "class/net")
 	ents, err := os.ReadDir(dir)
 	if err != nil {
@@ -115,13 +121,14 @@ func ReadNodeNet(ctx context.Context, r NodeNetRoots) *NodeNet {
 			continue
 		}
 		i := Iface{Name: e.Name()}
-		if b, err := os.ReadFile(filepath.Join(dir, e.Name(), "mtu")); err == nil {
-			i.MTU, _ = strconv.Atoi(strings.TrimSpace(string(b)))
+		var nc sysfs.NetClassIface
+		for _, attr := range []string{"mtu", "operstate"} {
+			_ = sysfs.ParseNetClassAttribute(filepath.Join(dir, e.Name()), attr, &nc)
 		}
-		if b, err := os.ReadFile(filepath.Join(dir, e.Name(), "operstate")); err == nil {
-			s := strings.TrimSpace(string(b))
-			i.Up = s == "up" || s == "unknown" // tunnels report "unknown" when working
+		if nc.MTU != nil {
+			i.MTU = int(*nc.MTU)
 		}
+		i.Up = nc.OperState == "up" || nc.OperState == "unknown" // tunnels report "unknown" when working
 		if b, err := os.ReadFile(filepath.Join(dir, e.Name(), "uevent")); err == nil {
 			i.Kind = ueventDevtype(b)
 		}

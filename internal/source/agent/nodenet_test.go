@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -53,6 +54,13 @@ func TestReadNodeNet(t *testing.T) {
 	if n.Uplink != "eth0" || n.Snmp == nil || n.Snmp.IPFragFails != 7 || n.Snmp.ICMPOutDestUnreachs != 5 || n.Snmp.ICMPOutType3 != 5 {
 		t.Errorf("uplink %q snmp %+v", n.Uplink, n.Snmp)
 	}
+	// Each interface's mtu and operstate as the fixture's files say (read through procfs's sysfs parser).
+	want := map[string]Iface{"cni0": {MTU: 1450, Up: true}, "eth0": {MTU: 1500, Up: true}, "flannel.1": {MTU: 1450, Up: true}, "veth1a2b": {MTU: 1450, Up: true}}
+	for _, i := range n.Interfaces {
+		if w := want[i.Name]; i.MTU != w.MTU || i.Up != w.Up {
+			t.Errorf("%s: mtu %d up %v, want %d %v", i.Name, i.MTU, i.Up, w.MTU, w.Up)
+		}
+	}
 	ov := n.Overlay()
 	if len(ov) != 1 || ov[0].Name != "flannel.1" || ov[0].MTU != 1450 || ov[0].Kind != "vxlan" || !ov[0].Up {
 		t.Errorf("overlay %+v", ov)
@@ -87,6 +95,32 @@ func TestReadNodeNetUnreadable(t *testing.T) {
 			if !strings.Contains(joined, want) {
 				t.Errorf("%s: unread %q does not mention %s", kp, joined, want)
 			}
+		}
+	}
+}
+
+// An interface down, one without an mtu file, and a regular file in class/net (bonding_masters): listed as before,
+// with what could be read.
+func TestReadNodeNetInterfaces(t *testing.T) {
+	sys := t.TempDir()
+	for p, b := range map[string]string{"class/net/eth1/mtu": "9000\n", "class/net/eth1/operstate": "down\n", "class/net/wg0/operstate": "unknown\n",
+		"class/net/bonding_masters": "\n"} {
+		p = filepath.Join(sys, p)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(b), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n := ReadNodeNet(context.Background(), NodeNetRoots{Proc: t.TempDir(), Sys: sys})
+	want := []Iface{{Name: "bonding_masters"}, {Name: "eth1", MTU: 9000}, {Name: "wg0", Up: true}}
+	if len(n.Interfaces) != len(want) {
+		t.Fatalf("interfaces %+v", n.Interfaces)
+	}
+	for i, w := range want {
+		if n.Interfaces[i] != w {
+			t.Errorf("interface %d: %+v, want %+v", i, n.Interfaces[i], w)
 		}
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/kubeslow/kubeslow/internal/source/hostfs"
 )
 
 // Sandbox is the pause (sandbox) image the node's container runtime starts every pod with, as its
@@ -141,20 +143,15 @@ func ownShimAddress(proc string) string {
 			cmd, _ := os.ReadFile(filepath.Join(proc, pid, "cmdline"))
 			return argValue(cmd, "address")
 		}
-		stat, err := os.ReadFile(filepath.Join(proc, pid, "stat"))
+		n, err := strconv.Atoi(pid)
 		if err != nil {
 			return ""
 		}
-		// pid (comm) state ppid ...
-		i := bytes.LastIndexByte(stat, ')')
-		if i < 0 {
+		st, err := (hostfs.FS{Proc: proc}).ProcStat(n)
+		if err != nil || st.PPID == 0 || st.PPID == n {
 			return ""
 		}
-		f := strings.Fields(string(stat[i+1:]))
-		if len(f) < 2 || f[1] == "0" || f[1] == pid {
-			return ""
-		}
-		pid = f[1]
+		pid = strconv.Itoa(st.PPID)
 	}
 	return ""
 }

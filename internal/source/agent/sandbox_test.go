@@ -46,14 +46,40 @@ func TestReadSandboxOwnRuntime(t *testing.T) {
 	}
 	write("300/comm", "containerd-shim-runc-v2\n")
 	write("300/cmdline", "/usr/bin/containerd-shim-runc-v2\x00-namespace\x00k8s.io\x00-address\x00/st/n2/sock\x00")
-	write("300/stat", "300 (containerd-shim) S 1 300 300 0 -1 0")
+	// The stat lines as the kernel writes them (52 fields; the parent is the fourth).
+	write("300/stat", "300 (containerd-shim) S 1 300 300 0 -1 4194560 1 2 0 0 3 4 0 0 20 0 1 0 17 100000 200 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 0 0 0 0 0 0 0 0 0 0 0 0 0 0\n")
 	write("400/comm", "kubeslow\n")
-	write("400/stat", "400 (kubeslow) S 300 400 400 0 -1 0")
+	write("400/stat", "400 (kubeslow) S 300 400 400 0 -1 4194560 1 2 0 0 3 4 0 0 20 0 1 0 17 100000 200 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 0 0 0 0 0 0 0 0 0 0 0 0 0 0\n")
 	if err := os.Symlink("400", filepath.Join(proc, "self")); err != nil {
 		t.Fatal(err)
 	}
 	sb, err := readSandbox(proc)
 	if err != nil || sb.Image != "pause-n2:1" || sb.Source != "/st/n2/config.toml" {
 		t.Fatalf("%+v %v", sb, err)
+	}
+}
+
+// ownShimAddress walks the parents (procfs's stat) until a shim; none on the way, or a stat it cannot read, is "".
+func TestOwnShimAddressNone(t *testing.T) {
+	proc := t.TempDir()
+	rest := " 4194560 1 2 0 0 3 4 0 0 20 0 1 0 17 100000 200 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 0 0 0 0 0 0 0 0 0 0 0 0 0 0\n"
+	for pid, s := range map[string]string{"1": "1 (init) S 0 1 1 0 -1" + rest, "400": "400 (kubeslow) S 1 400 400 0 -1" + rest, "500": "500 (x) S"} {
+		if err := os.MkdirAll(filepath.Join(proc, pid), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		for f, b := range map[string]string{"comm": "not-a-shim\n", "stat": s} {
+			if err := os.WriteFile(filepath.Join(proc, pid, f), []byte(b), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for _, self := range []string{"400", "500"} {
+		os.Remove(filepath.Join(proc, "self"))
+		if err := os.Symlink(self, filepath.Join(proc, "self")); err != nil {
+			t.Fatal(err)
+		}
+		if a := ownShimAddress(proc); a != "" {
+			t.Errorf("self %s: %q", self, a)
+		}
 	}
 }

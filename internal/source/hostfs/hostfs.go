@@ -1,6 +1,6 @@
 // Package hostfs reads a host's kernel files for the node agent, the disk sampler and the lab: through
-// github.com/prometheus/procfs wherever it parses the file (meminfo, loadavg, /proc/pressure, diskstats,
-// per-process stat, mountinfo), and with its own parsers only for what procfs does not cover (a cgroup's
+// github.com/prometheus/procfs wherever it parses the file (meminfo, loadavg, /proc/pressure, diskstats, /proc/stat,
+// per-process stat and status, mountinfo), and with its own parsers only for what procfs does not cover (a cgroup's
 // cpu.stat and pressure files, cpuacct.usage, /sys CPU lists, the kernel log...). It lives below every one of
 // its users, so none of them imports another for a parser.
 //
@@ -135,6 +135,8 @@ type ProcStat struct {
 	Comm  string
 	// StartTick is the start time in clock ticks since boot (with the PID, a process's identity).
 	StartTick uint64
+	// PPID is the parent's PID (0 for the first processes, whose parent is outside the PID namespace).
+	PPID int
 }
 
 // ProcStat reads proc/<pid>/stat.
@@ -159,7 +161,48 @@ func procStat(p procfs.Proc) (ProcStat, error) {
 	if st.State == "" {
 		return ProcStat{}, fmt.Errorf("/proc/%d/stat: no state", p.PID)
 	}
-	return ProcStat{State: st.State[0], Comm: st.Comm, StartTick: st.Starttime}, nil
+	return ProcStat{State: st.State[0], Comm: st.Comm, StartTick: st.Starttime, PPID: st.PPID}, nil
+}
+
+// SelfVmHWM reads proc/self/status's VmHWM: the peak resident set size of the process that reads it, in bytes
+// (since it started, or since the peak was last reset through proc/self/clear_refs). A status without it (or
+// with a value that is no number) is an error: every process with memory has one.
+func (f FS) SelfVmHWM() (b uint64, err error) {
+	defer recoverParse("status", &err)
+	fs, err := f.procfs()
+	if err != nil {
+		return 0, err
+	}
+	p, err := fs.Self()
+	if err != nil {
+		return 0, err
+	}
+	st, err := p.NewStatus()
+	if err != nil {
+		return 0, err
+	}
+	if st.VmHWM == 0 {
+		return 0, fmt.Errorf("no VmHWM in %s/self/status", f.Proc)
+	}
+	return st.VmHWM, nil
+}
+
+// CPUTimes reads proc/stat's cpu line, the host's CPU time over all its CPUs since boot, in seconds: idle (idle
+// and iowait) and total (every field of the line, guest time included as the kernel also counts it in user).
+func (f FS) CPUTimes() (idle, total float64, err error) {
+	defer recoverParse("stat", &err)
+	fs, err := f.procfs()
+	if err != nil {
+		return 0, 0, err
+	}
+	st, err := fs.Stat()
+	if err != nil {
+		return 0, 0, err
+	}
+	c := st.CPUTotal
+	idle = c.Idle + c.Iowait
+	total = c.User + c.Nice + c.System + c.Idle + c.Iowait + c.IRQ + c.SoftIRQ + c.Steal + c.Guest + c.GuestNice
+	return idle, total, nil
 }
 
 // DStateTasks lists the processes in uninterruptible sleep (state D) under proc, by pid with their command.

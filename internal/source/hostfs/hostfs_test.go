@@ -1,6 +1,7 @@
 package hostfs
 
 import (
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -37,7 +38,7 @@ func TestProcfsReaders(t *testing.T) {
 	if st, err := fixture.ProcStat(1); err != nil || st != (ProcStat{State: 'S', Comm: "systemd", StartTick: 17}) {
 		t.Errorf("stat of 1: %+v %v", st, err)
 	}
-	if st, err := fixture.ProcStat(7); err != nil || st != (ProcStat{State: 'D', Comm: "a) b) (c", StartTick: 4242}) {
+	if st, err := fixture.ProcStat(7); err != nil || st != (ProcStat{State: 'D', Comm: "a) b) (c", StartTick: 4242, PPID: 1}) {
 		t.Errorf("stat of 7 (parentheses in the command): %+v %v", st, err)
 	}
 	if _, err := fixture.ProcStat(99); err == nil {
@@ -185,9 +186,12 @@ func FuzzProcFiles(f *testing.F) {
 			f.Fatal(err)
 		}
 	}
+	if err := os.Symlink("1", filepath.Join(dir, "self")); err != nil {
+		f.Fatal(err)
+	}
 	fs := FS{Proc: dir}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		for _, name := range []string{"loadavg", "meminfo", "pressure/io", "diskstats", "1/stat", "net/arp", "net/route"} {
+		for _, name := range []string{"loadavg", "meminfo", "pressure/io", "diskstats", "1/stat", "1/status", "stat", "net/arp", "net/route"} {
 			if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
 				t.Fatal(err)
 			}
@@ -204,6 +208,10 @@ func FuzzProcFiles(f *testing.F) {
 			t.Fatalf("stat without a state: %+v", st)
 		}
 		_, _ = fs.DStateTasks()
+		if b, err := fs.SelfVmHWM(); err == nil && b == 0 {
+			t.Fatal("VmHWM 0 without an error")
+		}
+		_, _, _ = fs.CPUTimes()
 		if n, err := fs.Neighbours(); err == nil && n < 0 {
 			t.Fatalf("%d neighbours", n)
 		}
@@ -239,5 +247,50 @@ func TestKernelLog(t *testing.T) {
 	}
 	if _, _, err := (FS{Proc: fixture.Proc, Root: "testdata/none"}).KernelLog(func(string, time.Duration) {}); err == nil {
 		t.Error("no kernel log anywhere: no error")
+	}
+}
+
+// A proc tree written by the test: proc/self/status (VmHWM) and proc/stat (the cpu line) as a kernel writes them.
+func TestSelfVmHWMAndCPUTimes(t *testing.T) {
+	proc := t.TempDir()
+	write := func(p, s string) {
+		p = filepath.Join(proc, p)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("42/status", "Name:\tkubeslow\nUmask:\t0022\nState:\tS (sleeping)\nTgid:\t42\nPid:\t42\nPPid:\t1\n"+
+		"Uid:\t0\t0\t0\t0\nGid:\t0\t0\t0\t0\nVmPeak:\t 1262020 kB\nVmSize:\t 1261764 kB\nVmHWM:\t   51212 kB\nVmRSS:\t   48000 kB\n"+
+		"voluntary_ctxt_switches:\t10\nnonvoluntary_ctxt_switches:\t2\n")
+	write("43/status", "Name:\tkthreadd\nTgid:\t43\nPid:\t43\n")
+	write("stat", "cpu  100 5 50 800 40 1 2 3 7 0\ncpu0 100 5 50 800 40 1 2 3 7 0\nintr 1 1\nctxt 9\nbtime 1\nprocesses 3\n"+
+		"procs_running 1\nprocs_blocked 0\nsoftirq 0 0 0 0 0 0 0 0 0 0 0\n")
+	fs := FS{Proc: proc}
+	for self, want := range map[string]uint64{"42": 51212 * 1024, "43": 0} {
+		if err := os.Remove(filepath.Join(proc, "self")); err != nil && !os.IsNotExist(err) {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(self, filepath.Join(proc, "self")); err != nil {
+			t.Fatal(err)
+		}
+		b, err := fs.SelfVmHWM()
+		if b != want || (err == nil) != (want > 0) {
+			t.Errorf("self %s: VmHWM %d, %v; want %d", self, b, err, want)
+		}
+	}
+	if b, err := Host().SelfVmHWM(); err != nil || b == 0 {
+		t.Errorf("this process's VmHWM: %d %v", b, err)
+	}
+	idle, total, err := fs.CPUTimes()
+	// In clock ticks of 1/100 s: idle 800+40, total every field.
+	if err != nil || math.Abs(idle-8.40) > 1e-9 || math.Abs(total-10.08) > 1e-9 {
+		t.Errorf("cpu times: idle %v total %v, %v", idle, total, err)
+	}
+	write("stat", "cpu x\n")
+	if _, _, err := fs.CPUTimes(); err == nil {
+		t.Error("an unparsable cpu line read")
 	}
 }

@@ -1,5 +1,5 @@
-// Package auditlogtest is the audit analysis of scripted audit logs: the fixtures of its rules.
-package auditlogtest
+// Package apiaudittest is the audit analysis of scripted audit logs: the fixtures of api.audit's rules.
+package apiaudittest
 
 import (
 	"testing"
@@ -38,7 +38,7 @@ func audit(lists, conflicts int) func(t *testing.T) *result.Report {
 	return func(*testing.T) *result.Report { return ruletest.Report(nil, Run(lists, conflicts)) }
 }
 
-// RuleFixtures are auditlog.Rules' firing and clear fixtures.
+// RuleFixtures are apiaudit.Rules' firing and clear fixtures.
 func RuleFixtures() map[string]ruletest.Fixture {
 	return map[string]ruletest.Fixture{
 		"KS-AUDIT-LIST": {Fire: audit(1500, 0), Clear: audit(40, 0)}, // a dominant client, and one too slow to matter

@@ -1,15 +1,16 @@
-package auditlog
+package apiaudit
 
 import (
 	"github.com/kubeslow/kubeslow/internal/rule"
+	"github.com/kubeslow/kubeslow/internal/source/auditlog"
 	"github.com/kubeslow/kubeslow/pkg/result"
 )
 
-// The metrics the audit rules read.
+// The metrics the audit rules read: the audit log's analysis (internal/source/auditlog).
 var (
-	auditListShare = rule.Metric{Result: Name, Name: MetricListShare}
-	auditListRate  = rule.Metric{Result: Name, Name: MetricListsPerMinute}
-	auditConflicts = rule.Metric{Result: Name, Name: MetricConflictsPerMinute}
+	auditListShare = rule.Metric{Result: auditlog.Name, Name: auditlog.MetricListShare}
+	auditListRate  = rule.Metric{Result: auditlog.Name, Name: auditlog.MetricListsPerMinute}
+	auditConflicts = rule.Metric{Result: auditlog.Name, Name: auditlog.MetricConflictsPerMinute}
 )
 
 // Rules are the rules over the audit analysis (api.audit); `kubeslow audit` evaluates only these.

@@ -40,11 +40,11 @@ import (
 //   - healthy (a 6 s watch): the pod's dns_queries_per_second (source ebpf, named by namespace and pod) is its
 //     real rate over the watch — two queries per lookup the pod logged, within the count of the watch's edges —
 //     half of them NODATA (the AAAA of an IPv4 Service), a latency p99, no time-out, KS-POD-DNS-TIMEOUT clear;
-//   - timeouts (an 8 s watch): a firewall rule in lab-node-1's network namespace drops UDP to port 53 from that
+//   - timeouts (`kubeslow run --only nodes.agent --window 8s`: the agents watch the run's window): a firewall rule in lab-node-1's network namespace drops UDP to port 53 from that
 //     pod's address only (FORWARD: the pod's packets are routed through the node); KS-POD-DNS-TIMEOUT names
 //     that pod, and no other; the rule's counters show the drops.
 func TestIntegrationNodeDNS(t *testing.T) {
-	_, rc := labtest.Shared(t, appLab(t))
+	d, rc := labtest.Shared(t, appLab(t))
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	c := kubernetes.NewForConfigOrDie(rc)
@@ -87,19 +87,34 @@ func TestIntegrationNodeDNS(t *testing.T) {
 	podLabels := map[string]string{"node": node, "namespace": ns, "pod": podName, "kind": nodeagent.DNSClientPod, "server": server, "source": "ebpf"}
 
 	// sweep runs nodes.agent alone with the agent watching for window, and returns its report and result with
-	// the time it ran (the agent's watch is inside it).
-	sweep := func(t *testing.T, window time.Duration) (*result.Report, *result.Result, time.Time, time.Time) {
+	// the time it ran (the agent's watch is inside it): through the runner, or with viaRun as a user would,
+	// `kubeslow run --only nodes.agent --window W` (the agents watch the run's observation window).
+	sweep := func(t *testing.T, window time.Duration, viaRun bool) (*result.Report, *result.Result, time.Time, time.Time) {
 		t.Helper()
-		opts := nodeagent.DefaultOptions(lab.AgentImage)
-		opts.Window = window
 		began := time.Now()
-		rep, err := runner.Execute(ctx, runner.Plan{Target: runner.Target{Config: rest.CopyConfig(rc), Name: "lab-kubeconfig"},
-			Measurements: []measure.Measurement{nodeagent.New(opts)}, Rules: check.Rules(), Progress: t.Logf})
-		ended := time.Now()
-		if err != nil {
-			t.Fatal(err)
+		var rep *result.Report
+		if viaRun {
+			code, out, errOut := runArgs(t, "run", "--kubeconfig", d.AdminKubeconfig(), "--agent-image", lab.AgentImage,
+				"--only", nodeagent.Name, "--window", window.String(), "--out-dir", "", "-o", "json")
+			if code != 0 && code != 1 { // 1: findings
+				t.Fatalf("run: exit %d\n%s\n%s", code, out, errOut)
+			}
+			rep = &result.Report{}
+			if err := json.Unmarshal([]byte(out), rep); err != nil {
+				t.Fatalf("json: %v\n%s\n%s", err, out, errOut)
+			}
+		} else {
+			opts := nodeagent.DefaultOptions(lab.AgentImage)
+			opts.Window = window
+			var err error
+			rep, err = runner.Execute(ctx, runner.Plan{Target: runner.Target{Config: rest.CopyConfig(rc), Name: "lab-kubeconfig"},
+				Measurements: []measure.Measurement{nodeagent.New(opts)}, Rules: check.Rules(), Progress: t.Logf})
+			if err != nil {
+				t.Fatal(err)
+			}
 		}
-		t.Logf("nodes.agent with a %s watch took %s", window, ended.Sub(began).Round(100*time.Millisecond))
+		ended := time.Now()
+		t.Logf("nodes.agent with a %s watch took %s (through run: %v)", window, ended.Sub(began).Round(100*time.Millisecond), viaRun)
 		na := find(*rep, nodeagent.Name)
 		if na == nil || na.Status != result.StatusPass || metric(na, nodeagent.MetricNodesReported, nil) != 2 {
 			t.Fatalf("%s: %+v", nodeagent.Name, na)
@@ -130,7 +145,7 @@ func TestIntegrationNodeDNS(t *testing.T) {
 
 	t.Run("healthy", func(t *testing.T) {
 		const window = 6 * time.Second
-		rep, na, began, ended := sweep(t, window)
+		rep, na, began, ended := sweep(t, window, false)
 		queries, perSecond := metric(na, nodeagent.MetricDNSQueries, podLabels), metric(na, nodeagent.MetricDNSQueriesPerSecond, podLabels)
 		if queries <= 0 || perSecond <= 0 {
 			t.Fatalf("pod %s/%s (%s): %v queries, %v per second: not seen", ns, podName, podIP, queries, perSecond)
@@ -200,7 +215,7 @@ func TestIntegrationNodeDNS(t *testing.T) {
 		}
 		dropped0 := time.Now()
 		const window = 8 * time.Second
-		rep, na, _, _ := sweep(t, window)
+		rep, na, _, _ := sweep(t, window, true)
 		out, err := ipt(ctx, "-S", "FORWARD", "-v")
 		if err != nil {
 			t.Fatal(err)

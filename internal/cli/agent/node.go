@@ -69,7 +69,7 @@ stopped (the DaemonSet's readiness probe looks for it, so kubeslow knows every r
 	fl.StringVar(&kubeletDir, agentproto.FlagKubeletDir, "", "a directory on the kubelet's disk (empty: not described)")
 	fl.StringVar(&runtimeDir, agentproto.FlagRuntimeDir, "", "a directory on the container runtime's disk (empty: not described)")
 	fl.Int64Var(&o.ProbeBytes, agentproto.FlagProbeSize, 1<<20, "bytes written by each directory's sync probe (0: no probe)")
-	fl.DurationVar(&o.Window, agentproto.FlagWindow, 2*time.Second, "how long D-state processes are watched")
+	fl.DurationVar(&o.Window, agentproto.FlagWindow, 2*time.Second, "how long the node is watched: D-state samples, pressure and conntrack growth, DNS queries (eBPF)")
 	fl.StringVar(&o.NodeName, agentproto.FlagNodeName, "", "the node's name, as recorded (default $NODE_NAME)")
 	fl.BoolVar(&o.DNS, agentproto.FlagDNS, true, "time every pod's UDP DNS queries over the read with eBPF (privileged; the host's cgroup v2 root under --path.rootfs)")
 	fl.StringVar(&readyFile, agentproto.FlagReadyFile, "", "after the report, write this file and wait to be stopped")

@@ -61,7 +61,7 @@ under the kubelet and the runtime with a short sync-write probe), then names the
 	fl.BoolVar(&readOnly, "read-only", false, "only the node proxy reads (creates nothing)")
 	fl.StringVar(&o.Image, "image", "", "agent image with /kubeslow (default on the lab: "+lab.AgentImage+")")
 	fl.Int64Var(&o.ProbeBytes, "probe-bytes", o.ProbeBytes, "bytes of each directory's sync-write probe (0: none)")
-	fl.DurationVar(&o.Window, "window", o.Window, "how long the agent watches D-state processes")
+	fl.DurationVar(&o.Window, "window", o.Window, "how long each agent watches its node (D state, pressure, conntrack growth, every pod's DNS queries); a DNS time-out is 5 s")
 	fl.DurationVar(&o.Timeout, "timeout", o.Timeout, "how long to wait for the agents' reports")
 	return cmd
 }

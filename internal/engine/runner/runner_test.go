@@ -284,6 +284,41 @@ func TestObserversSpanTheBenchmarks(t *testing.T) {
 	}
 }
 
+// benchObs is an observer of Kind Benchmark (it creates objects): the node agents' sweep.
+type benchObs struct{ obsM }
+
+func (b *benchObs) Spec() measure.Spec { return measure.Spec{Name: b.name, Kind: measure.Benchmark} }
+
+// TestObservingBenchmark: a benchmark that observes (the node agents, whose watch should span the load) starts
+// with the observers, before the checks and the other benchmarks, and is gathered after them; when the
+// benchmarks cannot run it is skipped with their reason and never started.
+func TestObservingBenchmark(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	var ran []string
+	agents := &benchObs{obsM{name: "nodes.agent", ran: &ran}}
+	ms := []measure.Measurement{
+		&m{name: "bench.a", kind: measure.Benchmark, clk: clk, ran: &ran, stat: result.StatusPass},
+		agents,
+		&m{name: "check.a", kind: measure.ReadOnly, clk: clk, ran: &ran, stat: result.StatusPass},
+	}
+	rep := runner.Run(context.Background(), runner.Options{Clock: clk, RunID: "r"}, ms)
+	if got := join(ran); got != "start:nodes.agent,check.a,bench.a,gather:nodes.agent" {
+		t.Fatalf("order %s", got)
+	}
+	if r := rep.Result("nodes.agent"); r == nil || r.Status != result.StatusPass || len(r.Load) != 1 || r.Load[0].Name != "bench.a" {
+		t.Fatalf("observing benchmark: %+v", r)
+	}
+
+	ran = nil
+	rep = runner.Run(context.Background(), runner.Options{Clock: clk, RunID: "r", SkipBenchmarks: "etcd full"}, ms)
+	if got := join(ran); got != "check.a" {
+		t.Fatalf("with the benchmarks skipped, ran %s", got)
+	}
+	if r := rep.Result("nodes.agent"); r == nil || r.Status != result.StatusSkip || r.Reason != "etcd full" {
+		t.Fatalf("observing benchmark not skipped with the benchmarks' reason: %+v", r)
+	}
+}
+
 type permM struct {
 	m
 	perms []measure.Permission

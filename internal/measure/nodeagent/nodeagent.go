@@ -34,7 +34,8 @@ const Name = "nodes.agent"
 type Options struct {
 	// Image holds the kubeslow binary at /kubeslow; empty skips the sweep.
 	Image string
-	// ProbeBytes is each directory's sync-write probe (a few MiB at most); Window the D-state watch.
+	// ProbeBytes is each directory's sync-write probe (a few MiB at most); Window the agents' watch (D state,
+	// pressure, conntrack growth, DNS queries), from each agent's start.
 	ProbeBytes int64
 	Window     time.Duration
 	// Timeout bounds the wait for the agents' reports; nodes whose agent did not report by then are listed.
@@ -42,6 +43,9 @@ type Options struct {
 	// Concurrency bounds the log reads in flight.
 	Concurrency int
 }
+
+// MaxWindow is the longest watch the agent takes (its --window).
+const MaxWindow = time.Minute
 
 // DefaultOptions are the sweep's defaults.
 func DefaultOptions(image string) Options {
@@ -128,21 +132,53 @@ func (m *Measurement) DaemonSet(ns, runID string) *appsv1.DaemonSet {
 	}
 }
 
-// Run creates the DaemonSet, waits until every scheduled agent is Ready (its report written) or the
-// time-out, reads each report from its pod's log and deletes the DaemonSet.
+// Window implements measure.Observer: the agents' watch (D state, pressure and conntrack growth, every pod's
+// DNS queries), which the runner starts with the other observers so that it spans the run's load.
+func (m *Measurement) Window() time.Duration { return m.Opts.Window }
+
+// Run is the sweep on its own (kubeslow nodes): Start, then Gather as soon as the agents have reported (each
+// agent watches its own Window before it does).
 func (m *Measurement) Run(ctx context.Context, env *measure.Env) (result.Result, error) {
-	res := result.Result{Name: Name, Status: result.StatusPass}
+	obs, err := m.Start(ctx, env)
+	if err != nil {
+		return result.Result{Name: Name}, err
+	}
+	return obs.Gather(ctx)
+}
+
+// Start implements measure.Observer: it creates the DaemonSet, whose agents watch their node for Window from
+// their own start and then report.
+func (m *Measurement) Start(ctx context.Context, env *measure.Env) (measure.Observation, error) {
 	if m.Opts.Image == "" {
-		return res, measure.Skipf("%s (the lab's is used with --lab)", agentimage.NoImage)
+		return nil, measure.Skipf("%s (the lab's is used with --lab)", agentimage.NoImage)
 	}
 	ds := m.DaemonSet(env.Namespace, env.RunID)
 	dsc := env.Client.AppsV1().DaemonSets(env.Namespace)
 	if _, err := dsc.Create(ctx, ds, metav1.CreateOptions{}); err != nil {
 		if apierrors.IsForbidden(err) {
-			return res, measure.Skipf("no permission to create DaemonSets: %v", err)
+			return nil, measure.Skipf("no permission to create DaemonSets: %v", err)
 		}
-		return res, fmt.Errorf("creating the node agent DaemonSet: %w", err)
+		return nil, fmt.Errorf("creating the node agent DaemonSet: %w", err)
 	}
+	return &sweep{m: m, env: env, ds: ds}, nil
+}
+
+// sweep is a started node agent DaemonSet.
+type sweep struct {
+	m   *Measurement
+	env *measure.Env
+	ds  *appsv1.DaemonSet
+}
+
+// Sample implements measure.Observation: the agents sample their nodes themselves.
+func (*sweep) Sample(context.Context) {}
+
+// Gather implements measure.Observation: it waits until every scheduled agent is Ready (its report written)
+// or the time-out, reads each report from its pod's log and deletes the DaemonSet.
+func (s *sweep) Gather(ctx context.Context) (result.Result, error) {
+	m, env, ds := s.m, s.env, s.ds
+	res := result.Result{Name: Name, Status: result.StatusPass}
+	dsc := env.Client.AppsV1().DaemonSets(env.Namespace)
 	defer func() {
 		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 		defer cancel()

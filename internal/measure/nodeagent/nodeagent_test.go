@@ -3,9 +3,11 @@ package nodeagent
 import (
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/kubeslow/kubeslow/internal/measure"
 	"github.com/kubeslow/kubeslow/internal/source/agent"
 	"github.com/kubeslow/kubeslow/internal/source/kube"
 	"github.com/kubeslow/kubeslow/pkg/result"
@@ -62,5 +64,23 @@ func TestAnalyzeFailures(t *testing.T) {
 	}
 	if m := res.Metric(MetricNeighbourUsage, map[string]string{"node": "n2"}); m == nil || m.Value != 5.0/1024 {
 		t.Errorf("neighbour usage %+v", m)
+	}
+}
+
+// TestRunOptions: in a run the agents watch the run's observation window, never less than the sweep's 2 s
+// nor more than the agent accepts (1 minute), and the DaemonSet passes that watch to the agent.
+func TestRunOptions(t *testing.T) {
+	for _, c := range []struct{ run, want time.Duration }{
+		{0, 2 * time.Second}, {time.Second, 2 * time.Second}, {20 * time.Second, 20 * time.Second},
+		{60 * time.Second, time.Minute}, {5 * time.Minute, time.Minute},
+	} {
+		m := New(RunOptions(measure.Options{Image: "img:1", Window: c.run}))
+		if m.Window() != c.want {
+			t.Errorf("run window %s: agents watch %s, want %s", c.run, m.Window(), c.want)
+		}
+		args := strings.Join(m.DaemonSet("ns", "r").Spec.Template.Spec.Containers[0].Args, " ")
+		if !strings.Contains(args, "--window "+c.want.String()) {
+			t.Errorf("run window %s: agent args %q lack --window %s", c.run, args, c.want)
+		}
 	}
 }

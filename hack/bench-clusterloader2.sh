@@ -18,6 +18,10 @@
 #                                                      # with no flag but --count and --create-qps creates its own
 #                                                      # COUNT pods at QPS/s: its p99 per round beside the spread
 #                                                      # of clusterloader2's (issue 45's check)
+#   ALTERNATE=1 PASSIVE=0 ROUNDS=8 hack/bench-clusterloader2.sh
+#                                                      # the same, with no passive watcher beside clusterloader2:
+#                                                      # each tool alone on the lab in its own rounds (the passive
+#                                                      # watcher is a second client on a 2-core machine)
 #   PROFILE=1 hack/bench-clusterloader2.sh             # kubeslow's CPU profile and execution trace per run
 #
 # Needs root (the lab) and bin/kubeslow (make build). It takes the machine's lab lock for the whole session,
@@ -34,6 +38,7 @@ ROUNDS=${ROUNDS:-2}
 NODES=${NODES:-20}
 ACTIVE_BURSTS=${ACTIVE_BURSTS:-}
 ALTERNATE=${ALTERNATE:-0}
+PASSIVE=${PASSIVE:-1}
 PROFILE=${PROFILE:-0}
 IMAGE=kubeslow.local/pause:1 # the lab's pause image (podstartup.LabImage), present on the lab's nodes
 OUT=${OUT:-$(mktemp -d /tmp/kubeslow-vs-cl2.XXXXXX)}
@@ -131,23 +136,29 @@ session() {
 	"$KUBESLOW" lab up --nodes "$NODES" --real-nodes 0 >"$OUT/lab-up.log" 2>&1
 	kubeconfig=$("$KUBESLOW" lab kubeconfig)
 	for r in $(seq 1 "$ROUNDS"); do
-		echo "round $r: kubeslow bench pods --passive watching kubeslow-compare=r$r; clusterloader2 creating $COUNT pods at $QPS/s" >&2
-		# shellcheck disable=SC2046 # prof's flags are words
-		"$KUBESLOW" bench pods --kubeconfig "$kubeconfig" --passive --watch-selector "kubeslow-compare=r$r" --count "$COUNT" \
-			--timeout 6m $(prof "passive-$r") -o json >"$OUT/kubeslow-$r.json" 2>"$OUT/kubeslow-$r.log" &
-		ks=$!
-		# clusterloader2 starts once kubeslow's watch is established (its log says so).
-		for _ in $(seq 1 600); do
-			grep -qs "passive pod start-up: watching" "$OUT/kubeslow-$r.log" && break
-			kill -0 "$ks" 2>/dev/null || break
-			sleep 0.1
-		done
-		grep -q "passive pod start-up: watching" "$OUT/kubeslow-$r.log" || { echo "kubeslow did not start watching: $OUT/kubeslow-$r.log" >&2; kill "$ks" 2>/dev/null; return 1; }
+		if [[ $PASSIVE == 1 ]]; then
+			echo "round $r: kubeslow bench pods --passive watching kubeslow-compare=r$r; clusterloader2 creating $COUNT pods at $QPS/s" >&2
+			# shellcheck disable=SC2046 # prof's flags are words
+			"$KUBESLOW" bench pods --kubeconfig "$kubeconfig" --passive --watch-selector "kubeslow-compare=r$r" --count "$COUNT" \
+				--timeout 6m $(prof "passive-$r") -o json >"$OUT/kubeslow-$r.json" 2>"$OUT/kubeslow-$r.log" &
+			ks=$!
+			# clusterloader2 starts once kubeslow's watch is established (its log says so).
+			for _ in $(seq 1 600); do
+				grep -qs "passive pod start-up: watching" "$OUT/kubeslow-$r.log" && break
+				kill -0 "$ks" 2>/dev/null || break
+				sleep 0.1
+			done
+			grep -q "passive pod start-up: watching" "$OUT/kubeslow-$r.log" || { echo "kubeslow did not start watching: $OUT/kubeslow-$r.log" >&2; kill "$ks" 2>/dev/null; return 1; }
+		else
+			echo "round $r: clusterloader2 creating $COUNT pods at $QPS/s, alone" >&2
+		fi
 		mkdir -p "$OUT/cl2-$r"
 		"$CL2" --testconfig="$OUT/config-$r.yaml" --provider=skeleton --nodes="$NODES" --kubeconfig="$kubeconfig" --enable-exec-service=false \
 			--report-dir="$OUT/cl2-$r" --v=2 >"$OUT/cl2-$r.log" 2>&1 ||
 			echo "clusterloader2 exited $?: $OUT/cl2-$r.log" >&2
-		wait "$ks" || [[ $? == 1 ]] || { echo "kubeslow failed: $OUT/kubeslow-$r.log" >&2; return 1; }
+		if [[ $PASSIVE == 1 ]]; then
+			wait "$ks" || [[ $? == 1 ]] || { echo "kubeslow failed: $OUT/kubeslow-$r.log" >&2; return 1; }
+		fi
 		kubectl --kubeconfig "$kubeconfig" wait --for=delete pods -A -l "kubeslow-compare=r$r" --timeout=5m >/dev/null 2>&1 || true
 		if [[ $ALTERNATE == 1 ]]; then
 			echo "round $r: kubeslow bench pods creating its own $COUNT pods at $QPS/s (the default shape)" >&2
@@ -169,13 +180,13 @@ session() {
 	done
 }
 export -f session prof
-export KUBESLOW CL2 OUT COUNT QPS ROUNDS NODES ACTIVE_BURSTS ALTERNATE PROFILE
+export KUBESLOW CL2 OUT COUNT QPS ROUNDS NODES ACTIVE_BURSTS ALTERNATE PASSIVE PROFILE
 flock "$LOCK" bash -c session
 
 # --- the table ----------------------------------------------------------------------------------------------
-python3 - "$OUT" "$ROUNDS" "$COUNT" "$QPS" "$ACTIVE_BURSTS" "$ALTERNATE" <<'PY'
+python3 - "$OUT" "$ROUNDS" "$COUNT" "$QPS" "$ACTIVE_BURSTS" "$ALTERNATE" "$PASSIVE" <<'PY'
 import glob, json, sys
-out, rounds, count, qps, bursts, alternate = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5].split(), sys.argv[6] == "1"
+out, rounds, count, qps, bursts, alternate, passive = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5].split(), sys.argv[6] == "1", sys.argv[7] == "1"
 # clusterloader2's transition -> kubeslow's figures on the same pods: its own SLI and phase, and its cl2 method.
 ROWS = [("pod_startup", "startup_sli", None), ("create_to_schedule", "phase", "schedule"),
         ("schedule_to_run", None, None), ("schedule_to_watch", None, None), ("run_to_watch", None, None)]
@@ -215,24 +226,25 @@ def within(a, b):
         return "yes" if abs(a - b) <= 2 else "NO"
     return "yes" if abs(a - b) <= 0.1 * b else "NO"
 
-print(f"{count} pods at {qps}/s (clusterloader2 qpsLoad), measured at once by clusterloader2 and `kubeslow bench pods --passive`; ms")
-print(f"{'round':<6}{'clusterloader2 transition':<22}{'q':<5}{'cl2':>8}{'kubeslow cl2 method':>21}{'ratio':>7}{'kubeslow own':>14}{'ratio':>7}{'goal':>6}")
-for r in range(1, rounds + 1):
-    c = cl2(r)
-    ks = kubeslow(f"{out}/kubeslow-{r}.json")
-    n = ks('pods')
-    print(f"{r:<6}{'pods measured':<22}{'':<5}{'':>8}{'-' if n is None else int(round(n / 1000)):>21}")
-    for tr, own, ph in ROWS:
-        for q in ("p50", "p90", "p99"):
-            cv = c.get(tr, {}).get("Perc" + q[1:])
-            mv = ks(f"cl2_{q}", phase=tr, method="clusterloader2")
-            ov = None
-            if own == "startup_sli":
-                ov = ks(f"startup_sli_{q}")
-            elif own == "phase":
-                ov = ks(f"phase_{q}", phase=ph)
-            goal = within(ov if ov is not None else mv, cv)
-            print(f"{r:<6}{tr:<22}{q:<5}{fmt(cv):>8}{fmt(mv):>21}{ratio(mv, cv):>7}{fmt(ov):>14}{ratio(ov, cv):>7}{goal:>6}")
+if passive:
+    print(f"{count} pods at {qps}/s (clusterloader2 qpsLoad), measured at once by clusterloader2 and `kubeslow bench pods --passive`; ms")
+    print(f"{'round':<6}{'clusterloader2 transition':<22}{'q':<5}{'cl2':>8}{'kubeslow cl2 method':>21}{'ratio':>7}{'kubeslow own':>14}{'ratio':>7}{'goal':>6}")
+    for r in range(1, rounds + 1):
+        c = cl2(r)
+        ks = kubeslow(f"{out}/kubeslow-{r}.json")
+        n = ks('pods')
+        print(f"{r:<6}{'pods measured':<22}{'':<5}{'':>8}{'-' if n is None else int(round(n / 1000)):>21}")
+        for tr, own, ph in ROWS:
+            for q in ("p50", "p90", "p99"):
+                cv = c.get(tr, {}).get("Perc" + q[1:])
+                mv = ks(f"cl2_{q}", phase=tr, method="clusterloader2")
+                ov = None
+                if own == "startup_sli":
+                    ov = ks(f"startup_sli_{q}")
+                elif own == "phase":
+                    ov = ks(f"phase_{q}", phase=ph)
+                goal = within(ov if ov is not None else mv, cv)
+                print(f"{r:<6}{tr:<22}{q:<5}{fmt(cv):>8}{fmt(mv):>21}{ratio(mv, cv):>7}{fmt(ov):>14}{ratio(ov, cv):>7}{goal:>6}")
 if bursts:
     print("\nkubeslow creating its own pods (active): other pods than clusterloader2's, so run-to-run variance included; ms")
     for burst in bursts:

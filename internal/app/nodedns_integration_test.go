@@ -273,6 +273,62 @@ func TestIntegrationNodeDNS(t *testing.T) {
 			}
 		}
 	})
+
+	t.Run("coredns-paused", func(t *testing.T) {
+		// A second mechanism, at the server rather than on the path: the lab's CoreDNS process stopped
+		// (SIGSTOP, by its recorded PID: it holds its socket and answers nothing, as a server stalled on its
+		// node or frozen by its cgroup). Every client of the Service times out, the pod among them; each
+		// client the rule names is one of the Service's.
+		resume, err := lab.PauseComponent(d, lab.CoreDNS)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resumed := false
+		doResume := func() {
+			if !resumed {
+				resumed = true
+				if err := resume(); err != nil {
+					t.Errorf("resuming CoreDNS: %v", err)
+				}
+			}
+		}
+		t.Cleanup(doResume)
+		rep, na, _, _ := sweep(t, 8*time.Second, true)
+		doResume()
+		resumedAt := time.Now()
+		timeouts, share := metric(na, nodeagent.MetricDNSTimeouts, podLabels), metric(na, nodeagent.MetricDNSTimeoutShare, podLabels)
+		t.Logf("CoreDNS stopped: eBPF: %.0f of %.0f queries of the pod timed out (share %.2f)", timeouts, metric(na, nodeagent.MetricDNSQueries, podLabels), share)
+		if timeouts < nodeagent.DNSTimeoutMin || share < 0.99 {
+			t.Errorf("dns_timeouts %v (share %v) with the server stopped: want every query ended in the watch timed out", timeouts, share)
+		}
+		assertRule(t, rep, "KS-POD-DNS-TIMEOUT", result.RuleFired)
+		want := "pod=" + ns + "/" + podName + " server=" + server
+		for _, f := range rep.Findings {
+			if f.ID != "KS-POD-DNS-TIMEOUT" {
+				continue
+			}
+			t.Logf("%s [%s] %s", f.ID, f.Severity, f.Summary)
+			if !slices.ContainsFunc(f.Items, func(it result.Item) bool { return it.Key == want }) {
+				t.Errorf("items %+v: want the pod among them, %q", f.Items, want)
+			}
+			for _, it := range f.Items {
+				if !strings.HasSuffix(it.Key, " server="+server) {
+					t.Errorf("item %q: a client of another server than the stopped one's Service", it.Key)
+				}
+			}
+		}
+		// The lab's DNS answers again before the next test.
+		labtest.Eventually(ctx, t, "the pod's lookups resolving again", func() error {
+			s, err := podLookups(ctx, c, ns, podName)
+			if err != nil {
+				return err
+			}
+			if !slices.ContainsFunc(s, func(x agent.LookupSample) bool { return x.Error == "" && x.Start.After(resumedAt) }) {
+				return fmt.Errorf("no lookup begun after CoreDNS resumed has resolved yet")
+			}
+			return nil
+		})
+	})
 }
 
 // logPod logs the pod's status and its namespace's events (a failed test's evidence).

@@ -99,7 +99,7 @@ measurement skipped or errored; the reasons are printed).`,
 	fl.StringVar(&f.failOn, "fail-on", "warning", "lowest finding severity that makes the exit code 1: info, warning, error, critical")
 	fl.BoolVarP(&f.verbose, "verbose", "v", false, "debug logging on stderr")
 	fl.StringVar(&f.outDir, "out-dir", ".", "directory for report.json, report.html and report.xml (JUnit) (empty: write no files)")
-	fl.DurationVar(&f.window, "window", 0, "least observation window of the metric-based measurements, which start before the benchmarks and end after them (default: 20s quick, 60s full)")
+	fl.DurationVar(&f.window, "window", 0, "least observation window of the metric-based measurements and the node agents' watch, which start before the benchmarks and end after them (default: 20s quick, 60s full)")
 	fl.StringSliceVar(&f.audit, "audit-log", nil, "apiserver audit log files or directories (the file of kube-apiserver's --audit-log-path and its rotated ones) to attribute load to clients")
 	fl.BoolVar(&f.readOnly, "read-only", false, "run only the read-only checks: nothing is created, only read permissions are needed (`kubeslow rbac` prints them)")
 	fl.StringVar(&f.etcd, "etcd-endpoint", "", "etcd metrics endpoint (plain http), e.g. http://127.0.0.1:2381 on a kubeadm control-plane node or through a port-forward; none: etcd is read through the apiserver only")

@@ -22,7 +22,7 @@ import (
 
 // TestIntegrationDNSJob runs `bench job`'s measurement (an Indexed Job of 4 members on two real nodes, each
 // connecting to every peer with a 1 s x2 back-off; cold and with a warm-up Service) on a healthy lab, where
-// the job starts with no finding, on dns-denial-cache, where the lag and back-off findings carry the
+// the job starts with no finding (cold only), on dns-denial-cache, where the lag and back-off findings carry the
 // job-level numbers, and on dns-endpoint-delay, where the lag is the endpoint controller's (a second
 // mechanism: no negative cache beyond the default). On the two case-A labs `kubeslow explain job` (the
 // library the command calls) reads each Job the measurement made, from the cluster, before the run's cleanup
@@ -39,6 +39,14 @@ func TestIntegrationDNSJob(t *testing.T) {
 			sc.Configure = withRealNodes(sc.Configure, 2)
 			o := dnsready.DefaultJobOptions()
 			o.Image, o.Connect, o.Wait = lab.AgentImage, true, 2*time.Minute
+			// The warm-up variant (a Service created first) is case A's remedy that did not help: it tells the
+			// two case-A labs' mechanisms apart and says nothing more on the healthy lab, where the cold run
+			// already shows no finding (~35 s of the suite saved).
+			o.WarmUp = name != "healthy"
+			variants := []string{dnsready.VariantCold}
+			if o.WarmUp {
+				variants = append(variants, dnsready.VariantWarmUp)
+			}
 			m := dnsready.NewJob(o)
 			var explained map[string]*result.Explanation
 			var ms []measure.Measurement = []measure.Measurement{m}
@@ -64,7 +72,7 @@ func TestIntegrationDNSJob(t *testing.T) {
 				}
 				return -1
 			}
-			for _, v := range []string{dnsready.VariantCold, dnsready.VariantWarmUp} {
+			for _, v := range variants {
 				run, ready, res, conn := val(dnsready.MetricJobRunning, v), val(dnsready.MetricJobReady, v), val(dnsready.MetricJobResolvable, v), val(dnsready.MetricJobConnected, v)
 				t.Logf("%s %s: all Running %.1f s, Ready %.1f s, resolvable %.1f s, connected %.1f s (DNS wait %.1f s, back-off %.1f s); name lag p99 %.1f s (endpoint %.2f s), back-off extra p99 %.1f s",
 					name, v, run, ready, res, conn, val(dnsready.MetricJobDNSWait, v), val(dnsready.MetricJobBackoffWait, v),

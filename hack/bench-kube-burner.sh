@@ -15,7 +15,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-KUBE_BURNER_VERSION=${KUBE_BURNER_VERSION:-v2.7.3}
 COUNT=${COUNT:-50}
 QPS=${QPS:-10}
 BURST=${BURST:-10}
@@ -26,20 +25,9 @@ OUT=${OUT:-$(mktemp -d /tmp/kubeslow-vs-kube-burner.XXXXXX)}
 KUBESLOW=${KUBESLOW:-bin/kubeslow}
 LOCK=/run/kubeslow-lab.lock
 
-# --- build kube-burner from the module cache ----------------------------------------------------------
-# `go install …@version` asks the proxy for the module's version list (to report deprecation), which the proxy
-# here refuses (403); downloading the exact version and building inside its module directory does not.
-BIN_DIR=${XDG_CACHE_HOME:-$HOME/.cache}/kubeslow/peers
-KB=$BIN_DIR/kube-burner-$KUBE_BURNER_VERSION
-if [[ ! -x $KB ]]; then
-	mkdir -p "$BIN_DIR"
-	dir=$(cd /tmp && GOFLAGS=-mod=mod go mod download -json "github.com/kube-burner/kube-burner/v2@$KUBE_BURNER_VERSION" |
-		python3 -c 'import json,sys; print(json.load(sys.stdin)["Dir"])')
-	echo "building kube-burner $KUBE_BURNER_VERSION from $dir" >&2
-	(cd "$dir" && CGO_ENABLED=0 go build -trimpath -ldflags "-X github.com/cloud-bulldozer/go-commons/v2/version.Version=$KUBE_BURNER_VERSION" \
-		-o "$KB" ./cmd/kube-burner)
-fi
-"$KB" version >&2 || true
+# --- kube-burner, built once from the module proxy into the XDG cache (KB) --------------------------------
+# shellcheck source=hack/kube-burner-build.sh
+source hack/kube-burner-build.sh
 
 [[ -x $KUBESLOW ]] || { echo "$KUBESLOW missing: run make build" >&2; exit 2; }
 

@@ -52,6 +52,9 @@ type Config struct {
 	Registry RegistrySettings `json:"registry"`
 	// Prometheus runs Debian's Prometheus and node_exporter scraping the lab's components (PrometheusURL).
 	Prometheus bool `json:"prometheus,omitempty"`
+	// PrometheusRules, with Prometheus, is a rule file's YAML (e.g. `kubeslow rules`) the lab's Prometheus loads
+	// and evaluates every scrape interval: its alerts fire in the lab (ALERTS at PrometheusURL).
+	PrometheusRules string `json:"prometheusRules,omitempty"`
 	// NodeDisk puts real node 1's directory on a loop device (disk scenarios).
 	NodeDisk NodeDiskSettings `json:"nodeDisk,omitzero"`
 	// CNI is the real nodes' pod network: CNIBridge ("" too) or CNIFlannel (flannel.go).
@@ -183,6 +186,9 @@ func (c *Config) Validate() error {
 	}
 	if c.RealNodes < 0 || c.RealNodes > MaxRealNodes {
 		return fmt.Errorf("--real-nodes %d: want 0..%d", c.RealNodes, MaxRealNodes)
+	}
+	if c.PrometheusRules != "" && !c.Prometheus {
+		return errors.New("--prometheus-rules needs --prometheus (the lab's Prometheus evaluates them)")
 	}
 	if err := validateCNI(c); err != nil {
 		return err

@@ -26,6 +26,9 @@ func PrometheusURL() string { return fmt.Sprintf("http://%s:%d", ControlPlaneIP,
 // PrometheusDir holds the lab Prometheus's configuration and TSDB.
 func (d Dirs) PrometheusDir() string { return filepath.Join(d.State, "prometheus") }
 
+// PrometheusRulesFile is where the lab's Prometheus reads Config.PrometheusRules.
+func (d Dirs) PrometheusRulesFile() string { return filepath.Join(d.PrometheusDir(), "rules.yml") }
+
 // prometheusConfig renders the scrape configuration for the lab's components.
 func prometheusConfig(d Dirs, c *Config) string {
 	p := func(f string) string { return filepath.Join(d.PKIDir(), f) }
@@ -46,7 +49,15 @@ func prometheusConfig(d Dirs, c *Config) string {
 	}
 	cp := func(port int) []string { return []string{fmt.Sprintf("%s:%d", ControlPlaneIP, port)} }
 	var b strings.Builder
-	fmt.Fprintf(&b, "global:\n  scrape_interval: %s\n  scrape_timeout: %s\n  evaluation_interval: 1m\nscrape_configs:\n", PrometheusScrapeInterval, PrometheusScrapeInterval)
+	eval := "1m"
+	if c.PrometheusRules != "" {
+		eval = PrometheusScrapeInterval // the rules see every scrape
+	}
+	fmt.Fprintf(&b, "global:\n  scrape_interval: %s\n  scrape_timeout: %s\n  evaluation_interval: %s\n", PrometheusScrapeInterval, PrometheusScrapeInterval, eval)
+	if c.PrometheusRules != "" {
+		fmt.Fprintf(&b, "rule_files: [%q]\n", d.PrometheusRulesFile())
+	}
+	b.WriteString("scrape_configs:\n")
 	b.WriteString(job("lab-apiserver", "https", "/metrics", cp(APIServerPort), tls(true)))
 	b.WriteString(job("lab-etcd", "http", "/metrics", cp(EtcdPort), ""))
 	b.WriteString(job("lab-scheduler", "https", "/metrics", []string{componentHealthAddr(c, KubeSchedulerPort)}, tls(false)))
@@ -65,4 +76,13 @@ func prometheusConfig(d Dirs, c *Config) string {
 		b.WriteString(job("lab-coredns", "http", "/metrics", cp(corednsMetricsPort), ""))
 	}
 	return b.String()
+}
+
+// prometheusFiles are the lab Prometheus's configuration at cfg and, with Config.PrometheusRules, its rule file.
+func prometheusFiles(d Dirs, c *Config, cfg string) []File {
+	files := []File{{Path: cfg, Data: prometheusConfig(d, c), Mode: 0o600}}
+	if c.PrometheusRules != "" {
+		files = append(files, File{Path: d.PrometheusRulesFile(), Data: c.PrometheusRules, Mode: 0o600})
+	}
+	return files
 }

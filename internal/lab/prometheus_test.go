@@ -38,4 +38,30 @@ func TestPrometheusConfig(t *testing.T) {
 	if out, err := exec.Command(promtool, "check", "config", path).CombinedOutput(); err != nil {
 		t.Fatalf("promtool check config: %v\n%s\n%s", err, out, cfg)
 	}
+	if strings.Contains(cfg, "rule_files") || !strings.Contains(cfg, "evaluation_interval: 1m") {
+		t.Errorf("rules without PrometheusRules:\n%s", cfg)
+	}
+
+	// With a rule file: loaded from the lab's Prometheus directory and evaluated every scrape; promtool checks
+	// the configuration with the rules it names.
+	c := &Config{Prometheus: true, PrometheusRules: "groups:\n- name: t\n  rules:\n  - alert: Down\n    expr: up == 0\n    for: 10s\n"}
+	for _, f := range prometheusFiles(d, c, path) {
+		if err := os.MkdirAll(filepath.Dir(f.Path), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(f.Path, []byte(f.Data), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg = prometheusConfig(d, c)
+	if !strings.Contains(cfg, "rule_files: [\""+d.PrometheusRulesFile()+"\"]") || !strings.Contains(cfg, "evaluation_interval: "+PrometheusScrapeInterval) {
+		t.Errorf("config with rules:\n%s", cfg)
+	}
+	out, err := exec.Command(promtool, "check", "config", path).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "1 rules found") {
+		t.Fatalf("promtool check config with the rule file: %v\n%s\n%s", err, out, cfg)
+	}
+	if err := (&Config{PrometheusRules: c.PrometheusRules}).Validate(); err == nil || !strings.Contains(err.Error(), "--prometheus") {
+		t.Errorf("rules without --prometheus: %v", err)
+	}
 }

@@ -349,7 +349,7 @@ func prometheusSteps(d Dirs, c *Config, bin func(string) string) []Step {
 		{Name: PrometheusComponent, Component: &Component{Name: PrometheusComponent, Namespace: NetNS,
 			Argv: []string{bin(PrometheusComponent), "--config.file=" + cfg, "--storage.tsdb.path=" + filepath.Join(d.PrometheusDir(), "data"),
 				"--web.listen-address=" + ControlPlaneIP + ":" + strconv.Itoa(PrometheusPort), "--storage.tsdb.retention.time=2d", "--log.level=warn"},
-			Files:  []File{{Path: cfg, Data: prometheusConfig(d, c), Mode: 0o600}},
+			Files:  prometheusFiles(d, c, cfg),
 			Health: getOK(PrometheusURL() + "/-/ready")},
 			What: "scraping every " + PrometheusScrapeInterval,
 			Do: func(_ context.Context, u *upRun) error {

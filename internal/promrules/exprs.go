@@ -19,8 +19,8 @@ type Expr struct {
 	By    []string
 }
 
-// Rate is the rate window of every expression: the window of the `for:` clause's checks, short enough that an
-// alert clears soon after its cause.
+// Rate is the default rate window of every expression: the window of the `for:` clause's checks, short enough
+// that an alert clears soon after its cause (Options.Rate sets another).
 const Rate = "5m"
 
 // Exprs are the rule metrics Prometheus holds, as the past-window path (internal/measure/promwindow) reads
@@ -29,14 +29,17 @@ const Rate = "5m"
 // without a job matcher (a standing rule cannot discover it; add one where several jobs expose a family).
 // A metric missing here is one `run --prometheus` cannot compute, or computes from more than one query (cores
 // found by discovery, Events, the kubelet's configuration), so its rules are not exported.
-func Exprs() map[rule.Metric]Expr {
+func Exprs(rate string) map[rule.Metric]Expr {
+	if rate == "" {
+		rate = Rate
+	}
 	single := `verb!~"WATCH|WATCHLIST|CONNECT|LIST",subresource!~"proxy|log|exec|attach|portforward"`
-	listBytes := fmt.Sprintf(`sum by (resource) (rate(apiserver_response_sizes_sum{verb="LIST"}[%s]))`, Rate)
+	listBytes := fmt.Sprintf(`sum by (resource) (rate(apiserver_response_sizes_sum{verb="LIST"}[%s]))`, rate)
 	p99 := func(family, filter string, by string) string {
 		if filter != "" {
 			family += "{" + filter + "}"
 		}
-		return fmt.Sprintf("histogram_quantile(0.99, sum by (le, %s) (rate(%s[%s])))", by, family, Rate)
+		return fmt.Sprintf("histogram_quantile(0.99, sum by (le, %s) (rate(%s[%s])))", by, family, rate)
 	}
 	vsMedian := func(q string) string { return fmt.Sprintf("(%s) / scalar(quantile(0.5, %s))", q, q) }
 	podStart := p99("kubelet_pod_start_sli_duration_seconds_bucket", "", "instance")
@@ -51,9 +54,9 @@ func Exprs() map[rule.Metric]Expr {
 		{Result: apislo.Name, Name: apislo.MetricLatencyP99List}: {
 			Query: p99("apiserver_request_sli_duration_seconds_bucket", `verb="LIST",scope=~"namespace|cluster"`, "resource, scope"), By: []string{"resource", "scope"}},
 		{Result: apislo.Name, Name: apislo.MetricConflictsPerMinute}: {
-			Query: fmt.Sprintf(`60 * sum by (group, resource, verb) (rate(apiserver_request_total{code="409"}[%s]))`, Rate), By: []string{"group", "resource", "verb"}},
+			Query: fmt.Sprintf(`60 * sum by (group, resource, verb) (rate(apiserver_request_total{code="409"}[%s]))`, rate), By: []string{"group", "resource", "verb"}},
 		{Result: apislo.Name, Name: apislo.MetricAPFRejectedPerMinute}: {
-			Query: fmt.Sprintf(`60 * sum by (priority_level, reason) (rate(apiserver_flowcontrol_rejected_requests_total[%s]))`, Rate), By: []string{"priority_level", "reason"}},
+			Query: fmt.Sprintf(`60 * sum by (priority_level, reason) (rate(apiserver_flowcontrol_rejected_requests_total[%s]))`, rate), By: []string{"priority_level", "reason"}},
 		{Result: apislo.Name, Name: apislo.MetricListBytesShare}: {
 			Query: fmt.Sprintf("%s / scalar(sum(%s))", listBytes, listBytes), By: []string{"resource"}},
 		{Result: apislo.Name, Name: apislo.MetricListBytesPerSecond}: {Query: listBytes, By: []string{"resource"}},
@@ -70,12 +73,12 @@ func Exprs() map[rule.Metric]Expr {
 		{Result: kubelet.Name, Name: kubelet.MetricRuntimeOpP99}:      {Query: runtimeOp, By: []string{"instance"}},
 		{Result: kubelet.Name, Name: kubelet.MetricRuntimeOpVsMedian}: {Query: vsMedian(runtimeOp), By: []string{"instance"}},
 		{Result: nodeagent.Name, Name: nodeagent.MetricIOPressureFullWindow}: {
-			Query: fmt.Sprintf("100 * max by (instance) (rate(node_pressure_io_stalled_seconds_total[%s]))", Rate), By: []string{"instance"}},
+			Query: fmt.Sprintf("100 * max by (instance) (rate(node_pressure_io_stalled_seconds_total[%s]))", rate), By: []string{"instance"}},
 		{Result: nodeagent.Name, Name: nodeagent.MetricConntrackUsage}: {
 			Query: "max by (instance) (node_nf_conntrack_entries) / min by (instance) (node_nf_conntrack_entries_limit)", By: []string{"instance"}},
 		{Result: throttle.Name, Name: throttle.MetricThrottledRatio}: {
 			Query: fmt.Sprintf("sum by (%[1]s) (increase(%[2]s[%[4]s])) / sum by (%[1]s) (increase(%[3]s[%[4]s]))", throttleBy,
-				cadvisor("container_cpu_cfs_throttled_periods_total"), cadvisor("container_cpu_cfs_periods_total"), Rate),
+				cadvisor("container_cpu_cfs_throttled_periods_total"), cadvisor("container_cpu_cfs_periods_total"), rate),
 			By: []string{"namespace", "pod", "container"}},
 		{Result: throttle.Name, Name: throttle.MetricCPULimit}: {
 			Query: fmt.Sprintf("max by (%[1]s) (%[2]s) / max by (%[1]s) (%[3]s)", throttleBy, cadvisor("container_spec_cpu_quota"), cadvisor("container_spec_cpu_period")),

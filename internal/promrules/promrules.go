@@ -57,6 +57,8 @@ type Options struct {
 	For time.Duration
 	// RunbookBase is the URL of docs/rules.md; each alert's runbook_url is its anchor there.
 	RunbookBase string
+	// Rate is the rate window of the rule alerts' expressions ("": Rate, 5m); the SLO alerts keep their own.
+	Rate time.Duration
 }
 
 // DefaultRunbookBase is docs/rules.md on the project's default branch.
@@ -79,7 +81,11 @@ const (
 
 // Build converts rules (check.Rules()) with the expressions of Exprs.
 func Build(rules []rule.Rule, o Options) Output {
-	return BuildWith(rules, Exprs(), o)
+	rate := ""
+	if o.Rate > 0 {
+		rate = promDuration(o.Rate)
+	}
+	return BuildWith(rules, Exprs(rate), o)
 }
 
 // BuildWith is Build over the given expressions.

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -253,4 +254,40 @@ func TestPromtoolTestRules(t *testing.T) {
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("promtool test rules: %v\n%s", err, b)
 	}
+}
+
+// TestRateWindow: Options.Rate sets the rate window of every rule alert's expression (the default 5m stays
+// where it is not set); the SLO group keeps its own windows.
+func TestRateWindow(t *testing.T) {
+	def := build(t)
+	short := promrules.Build(check.Rules(), promrules.Options{For: 5 * time.Minute, Rate: time.Minute})
+	rateOf := regexp.MustCompile(`\[(\d+[smh])\]`)
+	for _, c := range []struct {
+		out  promrules.Output
+		want string
+	}{{def, "5m"}, {short, "1m"}} {
+		n := 0
+		for _, r := range c.out.File.Groups[0].Rules {
+			for _, m := range rateOf.FindAllStringSubmatch(r.Expr, -1) {
+				if m[1] != c.want && m[1] != "15m" { // leader changes: an increase over 15m, not a rate window
+					t.Errorf("%s: window [%s] in %s, want [%s]", r.Alert, m[1], r.Expr, c.want)
+				}
+				n++
+			}
+		}
+		if n == 0 {
+			t.Fatalf("no rate window in the rule alerts (%s)", c.want)
+		}
+	}
+	if !slices.Equal(slo(def), slo(short)) {
+		t.Error("the rate window changed the SLO group")
+	}
+}
+
+func slo(o promrules.Output) []string {
+	var out []string
+	for _, r := range o.File.Groups[1].Rules {
+		out = append(out, r.Expr)
+	}
+	return out
 }

@@ -91,6 +91,7 @@ type upFlags struct {
 	registryBPS        int64
 	registryLatency    time.Duration
 	prometheus         bool
+	prometheusRules    string
 	cni                string
 	ingress            string
 	podMTU             int
@@ -121,6 +122,13 @@ func (f *upFlags) config() (lab.Config, error) {
 		APIServerExtraArgs: f.apiserverArgs, Prometheus: f.prometheus, Layout: f.layout, CNI: f.cni, PodMTU: f.podMTU, ProxyMode: f.proxyMode, Ingress: f.ingress,
 		Kwok: lab.KwokSettings{PodReadyDelay: lab.Duration{Duration: f.podReadyDelay}, PodReadyJitter: lab.Duration{Duration: f.podReadyJitter},
 			SlowNodes: f.slowNodes, SlowNodeDelay: lab.Duration{Duration: f.slowNodeDelay}},
+	}
+	if f.prometheusRules != "" {
+		b, err := os.ReadFile(f.prometheusRules)
+		if err != nil {
+			return lab.Config{}, fmt.Errorf("--prometheus-rules: %w", err)
+		}
+		c.PrometheusRules = string(b)
 	}
 	if c.Layout == lab.LayoutManaged {
 		c.Layout = "" // the default, as a lab recorded before layouts existed
@@ -233,6 +241,7 @@ func newUp(streams common.IOStreams) *cobra.Command {
 	fl.IntVar(&f.podMTU, "pod-mtu", 0, "with --cni flannel: the pods' MTU instead of flannel's (0: flannel's FLANNEL_MTU; MTU scenarios set it wrong)")
 	fl.StringVar(&f.proxyMode, "proxy-mode", "", "kube-proxy's mode on the real nodes: "+strings.Join(lab.ProxyModes, ", ")+
 		" (empty: "+lab.ProxyIPTables+"); a mode this kernel or host cannot run (IPVS without CONFIG_IP_VS) is refused before anything starts")
+	fl.StringVar(&f.prometheusRules, "prometheus-rules", "", "with --prometheus, a rule file the lab's Prometheus evaluates every 5 s (e.g. `kubeslow rules --rate-window 1m`): their alerts fire in the lab")
 	fl.BoolVar(&f.prometheus, "prometheus", false, "also run Debian's Prometheus and node_exporter scraping the lab's components (at "+lab.PrometheusURL()+"; see docs/prometheus.md)")
 	return cmd
 }

@@ -32,14 +32,22 @@ import (
 // conflict storm for a minute and ends it; then `kubeslow run --prometheus --from --to`, as a user runs it,
 // names the storm over the past window (KS-API-409 with its series and window), finds nothing in the healthy
 // minute before it, and finds the exporters of the lab's real node (kubelet, cAdvisor, CoreDNS, node_exporter)
-// by their series.
+// by their series. The lab's Prometheus evaluates `kubeslow rules` (1m rate window, for: 10s): KS_API_409 fires
+// during the conflict storm and not before, and clears after it; KS_API_LIST_BYTES fires during the list storm.
 func TestIntegrationPrometheusWindow(t *testing.T) {
 	d := labtest.Dirs(t)
 	bin := labtest.Binary(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
 	defer cancel()
+	// The lab's Prometheus evaluates kubeslow's generated alerting rules, as a user's would: `kubeslow rules`
+	// with a 1-minute rate window and a 10 s for:, so that an alert fires within the storm and clears within
+	// the test.
+	rules, err := exec.CommandContext(ctx, bin, "rules", "--format", "prometheus", "--for", "10s", "--rate-window", "1m").Output()
+	if err != nil {
+		t.Fatalf("kubeslow rules: %v", err)
+	}
 	_, down := labtest.Up(t, d, func() error {
-		_, err := lab.Up(ctx, d, lab.Config{Nodes: 2, RealNodes: 1, AgentBinary: bin, Prometheus: true}, t.Logf)
+		_, err := lab.Up(ctx, d, lab.Config{Nodes: 2, RealNodes: 1, AgentBinary: bin, Prometheus: true, PrometheusRules: string(rules)}, t.Logf)
 		return err
 	})
 	defer down()
@@ -85,6 +93,7 @@ func TestIntegrationPrometheusWindow(t *testing.T) {
 	listTo := time.Now()
 	t.Logf("list storm over %d Events %s..%s: %s", listSeed, listFrom.Format(time.TimeOnly), listTo.Format(time.TimeOnly), lists)
 	waitScraped(ctx, t, pc, listTo.Add(10*time.Second))
+	checkAlerts(ctx, t, pc, healthyFrom, faultFrom, faultTo, listFrom, listTo)
 
 	run := func(from, to time.Time) (*result.Report, int) {
 		cmd := exec.CommandContext(ctx, bin, "run", "--prometheus", lab.PrometheusURL(), "--from", from.UTC().Format(time.RFC3339),
@@ -221,6 +230,37 @@ func TestIntegrationPrometheusWindow(t *testing.T) {
 		if e.ID == "KS-API-409" && e.Status != result.RuleClear {
 			t.Fatalf("KS-API-409 in the healthy window: %s %s", e.Status, e.Reason)
 		}
+	}
+}
+
+// checkAlerts: the generated alert of each storm fired in the lab's Prometheus while it ran (ALERTS, firing),
+// the conflict storm's not before it, and cleared once its rate window had passed the storm's end (the list
+// storm, over a minute after it, is that time).
+func checkAlerts(ctx context.Context, t *testing.T, pc *promql.Client, healthyFrom, faultFrom, faultTo, listFrom, listTo time.Time) {
+	t.Helper()
+	firing := func(alert string, at time.Time, over time.Duration) bool {
+		q := fmt.Sprintf(`max(max_over_time(ALERTS{alertname=%q,alertstate="firing"}[%ds]))`, alert, int(over.Seconds()))
+		v, err := pc.Instant(ctx, q, at)
+		if err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+		return len(v) > 0 && v[0].Value == 1
+	}
+	if firing("KS_API_409", faultFrom, faultFrom.Sub(healthyFrom)) {
+		t.Error("KS_API_409 fired in the lab's Prometheus before the conflict storm")
+	}
+	if !firing("KS_API_409", faultTo.Add(10*time.Second), faultTo.Add(10*time.Second).Sub(faultFrom)) {
+		t.Error("KS_API_409 did not fire in the lab's Prometheus during the conflict storm")
+	}
+	if cleared := listTo.Add(5 * time.Second); cleared.Sub(faultTo) < 75*time.Second {
+		t.Logf("the list storm ended %s after the conflict storm: too soon to see KS_API_409 clear", cleared.Sub(faultTo))
+	} else if firing("KS_API_409", cleared, 10*time.Second) {
+		t.Errorf("KS_API_409 still firing %s after the conflict storm ended (its rate window is 1m)", cleared.Sub(faultTo).Round(time.Second))
+	} else {
+		t.Logf("lab Prometheus: KS_API_409 not firing before the storm, firing during it, cleared %s after it", cleared.Sub(faultTo).Round(time.Second))
+	}
+	if !firing("KS_API_LIST_BYTES", listTo.Add(10*time.Second), listTo.Add(10*time.Second).Sub(listFrom)) {
+		t.Error("KS_API_LIST_BYTES did not fire in the lab's Prometheus during the list storm")
 	}
 }
 

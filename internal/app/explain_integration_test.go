@@ -36,6 +36,9 @@ func appLab(t *testing.T) lab.Config {
 //   - a pod on the real node whose init container runs 5 s (`agent burn --for 5s`) and whose readiness probe
 //     waits initialDelaySeconds 10 before its first try: the init step within 1.5 s of 5 s, the readiness step
 //     within 1.5 s of 10 s, and the readiness verdict (KS-EXPLAIN-PROBE, the probe's delay) first;
+//   - the same verdict by a second mechanism: no initial delay, an app that opens its port only after 8 s
+//     (its probe, every second, fails until then): the readiness step within 1.5 s of 8 s with the failures
+//     counted, KS-EXPLAIN-PROBE first as "failed until the app was ready";
 //   - a pod that asks for more CPU than any node has: its scheduling step pending, with the scheduler's
 //     FailedScheduling "Insufficient cpu" (a wait of another kind, named from the Events);
 //   - bad input: a pod that does not exist and an unknown kind, each one line on stderr and exit 2;
@@ -79,28 +82,37 @@ func TestIntegrationExplain(t *testing.T) {
 	slow := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "init-and-probe", Namespace: ns},
 		Spec: corev1.PodSpec{NodeSelector: map[string]string{corev1.LabelHostname: lab.RealNodeName(1)},
 			InitContainers: []corev1.Container{agent("warm-up", "--for", "5s")}, Containers: []corev1.Container{app}}}
+	// A second mechanism behind the same verdict: no initial delay, an app that opens its port only after 8 s
+	// (`agent burn --listen-after 8s`), so its readiness probe (every second) fails until then.
+	late := agent("app", "--listen", ":8080", "--listen-after", "8s")
+	late.ReadinessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/", Port: intstr.FromInt32(8080)}},
+		PeriodSeconds: 1}
+	lateApp := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "late-listener", Namespace: ns},
+		Spec: corev1.PodSpec{NodeSelector: map[string]string{corev1.LabelHostname: lab.RealNodeName(1)}, Containers: []corev1.Container{late}}}
 	big := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "too-big", Namespace: ns},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{agent("app")}}}
 	big.Spec.Containers[0].Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100000")}
-	for _, p := range []*corev1.Pod{slow, big} {
+	for _, p := range []*corev1.Pod{slow, lateApp, big} {
 		if _, err := admin.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
-		p, err := admin.CoreV1().Pods(ns).Get(ctx, slow.Name, metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
-		for _, c := range p.Status.Conditions {
-			if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
-				return true, nil
+	for _, name := range []string{slow.Name, lateApp.Name} {
+		err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
+			p, err := admin.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return false, err
 			}
+			for _, c := range p.Status.Conditions {
+				if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
+					return true, nil
+				}
+			}
+			return false, nil
+		})
+		if err != nil {
+			t.Fatalf("pod %s not Ready: %v", name, err)
 		}
-		return false, nil
-	})
-	if err != nil {
-		t.Fatalf("pod %s not Ready: %v", slow.Name, err)
 	}
 	// FailedScheduling is written once the scheduler tried.
 	labtest.Eventually(ctx, t, "FailedScheduling of "+big.Name, func() error {
@@ -156,6 +168,23 @@ func TestIntegrationExplain(t *testing.T) {
 		}
 		if !p.Events.Readable {
 			t.Errorf("Events not readable by a view user: %+v", p.Events)
+		}
+	})
+	t.Run("late-listener", func(t *testing.T) {
+		e := explain("pod", ns+"/"+lateApp.Name)
+		p := e.Pods[0]
+		for _, s := range p.Steps {
+			t.Logf("step %-16s %-8s %6.2f s  %s (%s) %v", s.Name, s.Status, s.Seconds, s.Source, s.Precision, s.Values)
+		}
+		// The truth: the port opens 8 s after the container starts; the probe's next tick (1 s) passes.
+		if s := step(p, "readiness"); s.Status != result.StepDone || math.Abs(s.Seconds-8) > 1.5 || s.Values["probe_failures"] < 3 {
+			t.Errorf("readiness step: %s %.2f s, %v probe failures: want within 1.5 s of 8 s, failures counted", s.Status, s.Seconds, s.Values["probe_failures"])
+		}
+		if len(e.Verdicts) == 0 || e.Verdicts[0].ID != "KS-EXPLAIN-PROBE" || !strings.Contains(e.Verdicts[0].Title, "failed until") {
+			t.Errorf("verdicts %+v: want KS-EXPLAIN-PROBE first, the probe failing until the app was ready", e.Verdicts)
+		}
+		for _, v := range e.Verdicts {
+			t.Logf("verdict %s (%s): %s — %s", v.ID, v.Severity, v.Title, v.Summary)
 		}
 	})
 	t.Run("failed-scheduling", func(t *testing.T) {

@@ -19,7 +19,7 @@ import (
 func newBurn(streams common.IOStreams) *cobra.Command {
 	var threads int
 	var memory, step int64
-	var interval, lasts time.Duration
+	var interval, lasts, listenAfter time.Duration
 	var listen string
 	cmd := &cobra.Command{
 		Use:    "burn",
@@ -27,7 +27,7 @@ func newBurn(streams common.IOStreams) *cobra.Command {
 		Short:  "Spin --threads threads, allocate and hold --memory bytes (--step every --interval), serve 200 on --listen; until stopped",
 		Args:   cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if threads < 0 || threads > 64 || memory < 0 || step <= 0 || interval <= 0 {
+			if threads < 0 || threads > 64 || memory < 0 || step <= 0 || interval <= 0 || listenAfter < 0 {
 				return &common.ExitError{Code: 2, Err: fmt.Errorf("--%s 0..64, --%s >= 0, --step > 0, --%s > 0", agentproto.FlagThreads, agentproto.FlagMemory, agentproto.FlagInterval)}
 			}
 			ctx := common.Context(cmd)
@@ -37,6 +37,12 @@ func newBurn(streams common.IOStreams) *cobra.Command {
 				defer cancel()
 			}
 			if listen != "" {
+				// An app that takes --listen-after to start: its port refuses connections until then.
+				select {
+				case <-ctx.Done():
+					return nil
+				case <-time.After(listenAfter):
+				}
 				ln, err := net.Listen("tcp", listen)
 				if err != nil {
 					return &common.ExitError{Code: 2, Err: err}
@@ -79,6 +85,7 @@ func newBurn(streams common.IOStreams) *cobra.Command {
 	cmd.Flags().Int64Var(&step, "step", 16<<20, "bytes allocated each --interval")
 	cmd.Flags().DurationVar(&interval, agentproto.FlagInterval, 100*time.Millisecond, "time between allocations")
 	cmd.Flags().StringVar(&listen, agentproto.FlagListen, "", "address to answer HTTP 200 on (empty: none)")
+	cmd.Flags().DurationVar(&listenAfter, "listen-after", 0, "open --listen only after this long, and only then start the rest (an app slow to start: its probe fails until then)")
 	cmd.Flags().DurationVar(&lasts, "for", 0, "exit 0 after this long (0: run until stopped)")
 	return cmd
 }

@@ -72,10 +72,7 @@ func TestIntegrationExplain(t *testing.T) {
 	}
 
 	// The pod of known phases: init 5 s, then the probe's initial delay of 10 s (each probe every second).
-	agent := func(name string, args ...string) corev1.Container {
-		return corev1.Container{Name: name, Image: lab.AgentImage, ImagePullPolicy: corev1.PullIfNotPresent,
-			Command: append([]string{"/kubeslow", "agent", "burn"}, args...)}
-	}
+	agent := burnContainer
 	app := agent("app", "--listen", ":8080")
 	app.ReadinessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/", Port: intstr.FromInt32(8080)}},
 		InitialDelaySeconds: 10, PeriodSeconds: 1}
@@ -268,4 +265,11 @@ func snapshot(ctx context.Context, t *testing.T, c kubernetes.Interface, ns stri
 		b.WriteString("service/" + o.Name + " ")
 	}
 	return b.String()
+}
+
+// burnContainer is a container of the lab's agent image running `kubeslow agent burn ARGS` (a workload of known
+// timing: --for, --listen, --listen-after).
+func burnContainer(name string, args ...string) corev1.Container {
+	return corev1.Container{Name: name, Image: lab.AgentImage, ImagePullPolicy: corev1.PullIfNotPresent,
+		Command: append([]string{"/kubeslow", "agent", "burn"}, args...)}
 }

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -420,5 +422,51 @@ func TestDNSAlonePromptSlice(t *testing.T) {
 		if v.ID == IDDNS {
 			t.Errorf("a lone pod published 1 s after Ready: %+v", v)
 		}
+	}
+}
+
+// TestWaterfall: a rollout's HTML draws its pods on one time axis, one row each in order of creation, each
+// phase a bar from its start (relative to the first creation) for its seconds; one pod has no waterfall.
+func TestWaterfall(t *testing.T) {
+	x := Explain(deploymentInput(t, false))
+	w := waterfallOf(x.Pods)
+	if w == nil || len(w.Rows) != len(x.Pods) {
+		t.Fatalf("waterfall %+v of %d pods", w, len(x.Pods))
+	}
+	byCreation := append([]result.PodTimeline(nil), x.Pods...)
+	sort.SliceStable(byCreation, func(i, j int) bool { return byCreation[i].Created.Before(byCreation[j].Created) })
+	first := byCreation[0].Created
+	span := 0.0
+	for _, p := range byCreation {
+		span = math.Max(span, p.Created.Sub(first).Seconds()+p.Seconds)
+	}
+	for i, r := range w.Rows {
+		p := byCreation[i]
+		if !strings.HasPrefix(r.Label, p.Name+" ") || len(r.Bars) == 0 {
+			t.Errorf("row %d: %q with %d bars, want %s", i, r.Label, len(r.Bars), p.Name)
+			continue
+		}
+		for _, b := range r.Bars {
+			var s result.Step
+			for _, st := range p.Steps {
+				if st.Name == b.Name && st.Within == "" {
+					s = st
+				}
+			}
+			wantX := int(float64(chartWidth) * s.Start.Sub(first).Seconds() / span)
+			if b.X != wantX || b.W != max(1, int(float64(chartWidth)*s.Seconds/span)) || !strings.HasPrefix(b.Class, "ph-") {
+				t.Errorf("%s %s: bar x %d w %d class %s, want x %d for %s s from %s", p.Name, b.Name, b.X, b.W, b.Class, wantX, result.FormatValue(s.Seconds), s.Start)
+			}
+		}
+	}
+	var buf bytes.Buffer
+	if err := WriteHTML(&buf, x); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(buf.String(), `aria-label="waterfall of the pods"`) {
+		t.Error("the page has no waterfall")
+	}
+	if waterfallOf(x.Pods[:1]) != nil {
+		t.Error("a waterfall of one pod")
 	}
 }

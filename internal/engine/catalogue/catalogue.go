@@ -9,6 +9,7 @@ import (
 	"github.com/kubeslow/kubeslow/internal/bench/diskagent"
 	"github.com/kubeslow/kubeslow/internal/bench/dnsbench"
 	"github.com/kubeslow/kubeslow/internal/bench/netpath"
+	"github.com/kubeslow/kubeslow/internal/explain/passive"
 	"github.com/kubeslow/kubeslow/internal/measure"
 	"github.com/kubeslow/kubeslow/internal/measure/apiaudit"
 	"github.com/kubeslow/kubeslow/internal/measure/apislo"
@@ -43,6 +44,7 @@ func Specs() []measure.Spec {
 		cpapi.Spec,
 		apiaudit.Spec,
 		podstartup.Spec,
+		passive.Spec,
 		dnsfacts.Spec,
 		dnsready.Spec,
 		dnslookup.Spec,

@@ -28,9 +28,11 @@ func specPackage(t *testing.T, s measure.Spec) string {
 	return name[:slash+1+dot]
 }
 
-// TestBenchLayout keeps the tree's two folders of measurements apart: a package under internal/bench declares
+// TestBenchLayout keeps the tree's folders of measurements apart: a package under internal/bench declares
 // only benches (Spec.Bench: only `kubeslow bench` runs them), and a package under internal/measure declares at
-// least one measurement of `kubeslow run` (one whose Specs are all benches belongs under internal/bench).
+// least one measurement of `kubeslow run` (one whose Specs are all benches belongs under internal/bench). The
+// one measurement above internal/measure is the passive explanation (internal/explain/passive), which runs
+// explain's reading of a pod and so stands on internal/explain's floor.
 func TestBenchLayout(t *testing.T) {
 	type pkg struct{ run, bench []string }
 	pkgs := map[string]*pkg{}
@@ -52,6 +54,10 @@ func TestBenchLayout(t *testing.T) {
 			nbench++
 			if len(k.run) > 0 {
 				t.Errorf("%s declares %v, which `kubeslow run` runs: its package belongs under internal/measure", p, k.run)
+			}
+		case p == module+"internal/explain/passive":
+			if len(k.bench) > 0 {
+				t.Errorf("%s declares benches %v: only the passive explanation lives under internal/explain", p, k.bench)
 			}
 		case strings.HasPrefix(p, module+"internal/measure/"):
 			nmeasure++

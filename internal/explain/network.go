@@ -10,6 +10,7 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
+	"github.com/kubeslow/kubeslow/internal/source/kube"
 	"github.com/kubeslow/kubeslow/pkg/result"
 )
 
@@ -162,7 +163,7 @@ func dnsCauses(in []corev1.Pod, pts []result.PodTimeline) []cause {
 			continue
 		}
 		k := p.Namespace + "/" + p.Spec.Subdomain
-		groups[k] = append(groups[k], dnsMember{pod: p, ready: trueSince(p, corev1.PodReady), started: firstStart(p)})
+		groups[k] = append(groups[k], dnsMember{pod: p, ready: kube.PodTrueSince(p, corev1.PodReady), started: firstStart(p)})
 	}
 	byName := map[string]*result.PodTimeline{}
 	for i := range pts {

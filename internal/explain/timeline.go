@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/kubeslow/kubeslow/internal/measure/podstartup"
+	"github.com/kubeslow/kubeslow/internal/source/kube"
 	"github.com/kubeslow/kubeslow/pkg/result"
 )
 
@@ -104,13 +105,6 @@ func condition(p *corev1.Pod, t corev1.PodConditionType) *corev1.PodCondition {
 		}
 	}
 	return nil
-}
-
-func trueSince(p *corev1.Pod, t corev1.PodConditionType) time.Time {
-	if c := condition(p, t); c != nil && c.Status == corev1.ConditionTrue {
-		return c.LastTransitionTime.Time
-	}
-	return time.Time{}
 }
 
 // seconds is b − a in seconds, never negative (whole-second timestamps can put b before a).
@@ -218,11 +212,11 @@ func containerOf(fieldPath string) (name string, init bool) {
 // timeline builds one pod's steps. evs are the pod's own Events; readable says whether Events could be read.
 func timeline(p *corev1.Pod, evs []corev1.Event, readable bool, net Network, now time.Time, ttl time.Duration) (result.PodTimeline, podFacts) {
 	f := podFacts{pod: p, events: evs}
-	pt := result.PodTimeline{Name: p.Name, Node: p.Spec.NodeName, Created: p.CreationTimestamp.Time, Ready: trueSince(p, corev1.PodReady) != time.Time{}}
+	pt := result.PodTimeline{Name: p.Name, Node: p.Spec.NodeName, Created: p.CreationTimestamp.Time, Ready: kube.PodTrueSince(p, corev1.PodReady) != time.Time{}}
 	b := &builder{now: now, prev: p.CreationTimestamp.Time, prevPrec: result.PrecisionSecond}
 
 	// Scheduling: creation → PodScheduled, or the scheduler's Scheduled Event (µs) when it is still there.
-	end, endPrec, src := trueSince(p, corev1.PodScheduled), result.PrecisionSecond, "creationTimestamp → condition PodScheduled"
+	end, endPrec, src := kube.PodTrueSince(p, corev1.PodScheduled), result.PrecisionSecond, "creationTimestamp → condition PodScheduled"
 	for i := range evs {
 		if evs[i].Reason == "Scheduled" {
 			if t, _, prec := eventTimes(&evs[i]); prec == result.PrecisionMicrosecond && !end.IsZero() {
@@ -262,7 +256,7 @@ func timeline(p *corev1.Pod, evs []corev1.Event, readable bool, net Network, now
 			"the node sets no PodReadyToStartContainers condition (kubelet before 1.29, or a simulated node): the sandbox's time is counted in the next step")
 		b.steps[len(b.steps)-1].Events = sandboxEvents
 	} else {
-		s := b.phase(StepSandbox, trueSince(p, corev1.PodReadyToStartContainers), result.PrecisionSecond, "condition PodScheduled → condition PodReadyToStartContainers")
+		s := b.phase(StepSandbox, kube.PodTrueSince(p, corev1.PodReadyToStartContainers), result.PrecisionSecond, "condition PodScheduled → condition PodReadyToStartContainers")
 		s.Events = sandboxEvents
 		if d := sandboxDetail(sandboxEvents); d != "" {
 			s.Details = map[string]string{"reason": d}
@@ -369,7 +363,7 @@ func timeline(p *corev1.Pod, evs []corev1.Event, readable bool, net Network, now
 	if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
 		b.unknownPhase(StepReadiness, "condition Ready", "the pod has completed: its Ready condition now says when it stopped being ready")
 	} else {
-		s = b.phase(StepReadiness, trueSince(p, corev1.PodReady), result.PrecisionSecond, "the previous step → condition Ready")
+		s = b.phase(StepReadiness, kube.PodTrueSince(p, corev1.PodReady), result.PrecisionSecond, "the previous step → condition Ready")
 		s.Events = classified(evs, podstartup.PhaseReady)
 		s.Values = f.probe.values()
 		if f.probe.container != "" {
@@ -378,7 +372,7 @@ func timeline(p *corev1.Pod, evs []corev1.Event, readable bool, net Network, now
 	}
 
 	// In the Services' EndpointSlices, and resolvable by DNS.
-	if es, ok := endpointsStep(p, net, trueSince(p, corev1.PodReady)); ok {
+	if es, ok := endpointsStep(p, net, kube.PodTrueSince(p, corev1.PodReady)); ok {
 		b.steps = append(b.steps, es)
 	}
 	if ds, ok := dnsStep(p, net); ok {
@@ -393,7 +387,7 @@ func timeline(p *corev1.Pod, evs []corev1.Event, readable bool, net Network, now
 
 // podSeconds is created → Ready; for a completed pod → containers started; else → now.
 func podSeconds(p *corev1.Pod, pt result.PodTimeline, now time.Time) float64 {
-	if r := trueSince(p, corev1.PodReady); !r.IsZero() {
+	if r := kube.PodTrueSince(p, corev1.PodReady); !r.IsZero() {
 		return seconds(pt.Created, r)
 	}
 	if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
@@ -639,7 +633,7 @@ func coverage(p *corev1.Pod, pt result.PodTimeline, evs []corev1.Event, readable
 	}
 	// The first Event of a start-up comes at scheduling (Scheduled, or FailedScheduling before it); one found
 	// only later means the earlier ones expired.
-	sched := trueSince(p, corev1.PodScheduled)
+	sched := kube.PodTrueSince(p, corev1.PodScheduled)
 	if sched.IsZero() {
 		sched = pt.Created
 	}

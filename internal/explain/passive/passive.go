@@ -76,7 +76,6 @@ func (*window) Sample(context.Context) {}
 type started struct {
 	pod     corev1.Pod
 	seconds float64
-	ready   bool
 }
 
 // Gather implements measure.Observation: one paginated LIST of the cluster's pods, then explain's reads of each
@@ -85,28 +84,24 @@ func (w *window) Gather(ctx context.Context) (result.Result, error) {
 	end := w.env.Clock.Now()
 	// The API's timestamps are whole seconds: the window's start is taken down to its second.
 	from := w.start.Truncate(time.Second)
-	var cands []started
-	_, err := w.env.ListPods(ctx, func(p *corev1.Pod) (corev1.Pod, bool) {
-		if _, ours := p.Labels[kube.RunLabel]; ours || p.DeletionTimestamp != nil {
+	inWindow := func(t time.Time) bool { return !t.IsZero() && !t.Before(from) && !t.After(end) }
+	pods, err := w.env.ListPods(ctx, func(p *corev1.Pod) (corev1.Pod, bool) {
+		_, ours := p.Labels[kube.RunLabel]
+		if ours || p.DeletionTimestamp != nil || !inWindow(p.CreationTimestamp.Time) && !inWindow(kube.PodTrueSince(p, corev1.PodReady)) {
 			return corev1.Pod{}, false
 		}
-		created := p.CreationTimestamp.Time
-		readyAt, ready := readyTime(p)
-		switch {
-		case !created.Before(from) && !created.After(end):
-		case ready && !readyAt.Before(from) && !readyAt.After(end):
-		default:
-			return corev1.Pod{}, false
-		}
-		stop := end
-		if ready {
-			stop = readyAt
-		}
-		cands = append(cands, started{pod: *p, seconds: stop.Sub(created).Seconds(), ready: ready})
-		return corev1.Pod{}, false
+		return *p, true
 	})
 	if err != nil {
 		return result.Result{}, err
+	}
+	cands := make([]started, 0, len(pods))
+	for _, p := range pods {
+		stop := kube.PodTrueSince(&p, corev1.PodReady)
+		if stop.IsZero() {
+			stop = end // still starting: its start-up so far
+		}
+		cands = append(cands, started{pod: p, seconds: stop.Sub(p.CreationTimestamp.Time).Seconds()})
 	}
 	res := result.Result{Name: Name, Status: result.StatusPass}
 	var slow []started
@@ -185,14 +180,4 @@ func record(x *result.Explanation) (result.Record, string) {
 		line += "; " + v.ID + ": " + v.Summary
 	}
 	return rec, line + ")"
-}
-
-// readyTime is when the pod's Ready condition became True, if it is.
-func readyTime(p *corev1.Pod) (time.Time, bool) {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
-			return c.LastTransitionTime.Time, true
-		}
-	}
-	return time.Time{}, false
 }

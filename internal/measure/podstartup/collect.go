@@ -23,6 +23,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
+
+	"github.com/kubeslow/kubeslow/internal/source/kube"
 )
 
 // Timeline is one pod's start-up: local watch-receive times (ns precision) and the server's timestamps
@@ -303,15 +305,6 @@ func (c *Collector) Timelines() []Timeline {
 	return out
 }
 
-func condTime(p *corev1.Pod, t corev1.PodConditionType) time.Time {
-	for _, c := range p.Status.Conditions {
-		if c.Type == t && c.Status == corev1.ConditionTrue {
-			return c.LastTransitionTime.Time
-		}
-	}
-	return time.Time{}
-}
-
 // started returns the latest container start time if every container has started.
 func started(p *corev1.Pod) (time.Time, bool) {
 	if len(p.Status.ContainerStatuses) < len(p.Spec.Containers) || len(p.Spec.Containers) == 0 {
@@ -351,13 +344,13 @@ func (c *Collector) observe(p *corev1.Pod, at time.Time, initial bool) {
 			t.SeenScheduled = at
 		}
 	}
-	if s := condTime(p, corev1.PodScheduled); !s.IsZero() {
+	if s := kube.PodTrueSince(p, corev1.PodScheduled); !s.IsZero() {
 		t.Scheduled = s
 	}
-	if s := condTime(p, corev1.PodReadyToStartContainers); !s.IsZero() {
+	if s := kube.PodTrueSince(p, corev1.PodReadyToStartContainers); !s.IsZero() {
 		t.SandboxReady = s
 	}
-	if s := condTime(p, corev1.PodReady); !s.IsZero() {
+	if s := kube.PodTrueSince(p, corev1.PodReady); !s.IsZero() {
 		t.Ready = s
 	}
 	if p.Status.Phase == corev1.PodRunning && t.SeenPhaseRunning.IsZero() {

@@ -49,15 +49,13 @@ func prometheusConfig(d Dirs, c *Config) string {
 	}
 	cp := func(port int) []string { return []string{fmt.Sprintf("%s:%d", ControlPlaneIP, port)} }
 	var b strings.Builder
-	eval := "1m"
+	eval, rules := "1m", ""
 	if c.PrometheusRules != "" {
 		eval = PrometheusScrapeInterval // the rules see every scrape
+		rules = fmt.Sprintf("rule_files: [%q]\n", d.PrometheusRulesFile())
 	}
-	fmt.Fprintf(&b, "global:\n  scrape_interval: %s\n  scrape_timeout: %s\n  evaluation_interval: %s\n", PrometheusScrapeInterval, PrometheusScrapeInterval, eval)
-	if c.PrometheusRules != "" {
-		fmt.Fprintf(&b, "rule_files: [%q]\n", d.PrometheusRulesFile())
-	}
-	b.WriteString("scrape_configs:\n")
+	fmt.Fprintf(&b, "global:\n  scrape_interval: %s\n  scrape_timeout: %s\n  evaluation_interval: %s\n%sscrape_configs:\n",
+		PrometheusScrapeInterval, PrometheusScrapeInterval, eval, rules)
 	b.WriteString(job("lab-apiserver", "https", "/metrics", cp(APIServerPort), tls(true)))
 	b.WriteString(job("lab-etcd", "http", "/metrics", cp(EtcdPort), ""))
 	b.WriteString(job("lab-scheduler", "https", "/metrics", []string{componentHealthAddr(c, KubeSchedulerPort)}, tls(false)))

@@ -28,7 +28,7 @@ func newBurn(streams common.IOStreams) *cobra.Command {
 		Args:   cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if threads < 0 || threads > 64 || memory < 0 || step <= 0 || interval <= 0 || listenAfter < 0 {
-				return &common.ExitError{Code: 2, Err: fmt.Errorf("--%s 0..64, --%s >= 0, --step > 0, --%s > 0", agentproto.FlagThreads, agentproto.FlagMemory, agentproto.FlagInterval)}
+				return &common.ExitError{Code: 2, Err: fmt.Errorf("--%s 0..64, --%s >= 0, --step > 0, --%s > 0, --listen-after >= 0", agentproto.FlagThreads, agentproto.FlagMemory, agentproto.FlagInterval)}
 			}
 			ctx := common.Context(cmd)
 			if lasts > 0 {

@@ -61,12 +61,16 @@ func StartSampling(ctx context.Context, env *Env, obs ...Observation) (stop func
 		defer close(finished)
 		next := env.Clock.Now().Add(ObserveStep)
 		for {
+			// A timer stopped on the way out, not Clock.After: a stopped sampler leaves nothing waiting on the clock.
+			t := env.Clock.NewTimer(next.Sub(env.Clock.Now()))
 			select {
 			case <-done:
+				t.Stop()
 				return
 			case <-ctx.Done():
+				t.Stop()
 				return
-			case <-env.Clock.After(next.Sub(env.Clock.Now())):
+			case <-t.C():
 			}
 			// A fixed step: the next sample is due a step after the last one was due, however long it took.
 			for next = next.Add(ObserveStep); !next.After(env.Clock.Now()); {

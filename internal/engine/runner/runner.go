@@ -173,10 +173,12 @@ func Run(ctx context.Context, o Options, ms []measure.Measurement) *result.Repor
 	// The observers' window: at least their own, and as long as the benchmarks took.
 	if left := obsStart.Add(window).Sub(o.Clock.Now()); len(running) > 0 && left > 0 {
 		progress("observing %s more (the observation window is %s)", left.Round(time.Second), window)
+		t := o.Clock.NewTimer(left)
 		select {
 		case <-ctx.Done():
-		case <-o.Clock.After(left):
+		case <-t.C():
 		}
+		t.Stop()
 	}
 	stopSampling()
 	for _, r := range running {

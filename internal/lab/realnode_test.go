@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/kubeslow/kubeslow/internal/lab/build"
 )
 
 func TestKubeletConfig(t *testing.T) {
@@ -69,6 +71,30 @@ func TestCorefileTTLs(t *testing.T) {
 	def := corefile(Dirs{State: "/st"}, DNSSettings{})
 	if !strings.Contains(def, "success 9984 30") || !strings.Contains(def, "denial 9984 5 5") {
 		t.Fatalf("default TTLs:\n%s", def)
+	}
+}
+
+// TestCorefilePlugins: every directive of the lab's Corefiles (the process's and the replicas') is a plugin the
+// lab's CoreDNS is built with (build.CoreDNSPlugins): a directive it lacks would stop CoreDNS at start-up.
+func TestCorefilePlugins(t *testing.T) {
+	for name, cf := range map[string]string{
+		"process":  corefile(Dirs{State: "/st"}, DNSSettings{}),
+		"replicas": replicaCorefile(DNSSettings{}),
+	} {
+		depth, seen := 0, 0
+		for _, line := range strings.Split(cf, "\n") {
+			f := strings.Fields(line)
+			if len(f) > 0 && depth == 1 && f[0] != "}" {
+				seen++
+				if _, ok := build.CoreDNSPlugins[f[0]]; !ok {
+					t.Errorf("%s Corefile: directive %q is not among the lab CoreDNS's plugins (build.CoreDNSPlugins)", name, f[0])
+				}
+			}
+			depth += strings.Count(line, "{") - strings.Count(line, "}")
+		}
+		if depth != 0 || seen < 3 {
+			t.Fatalf("%s Corefile not parsed (depth %d, %d directives):\n%s", name, depth, seen, cf)
+		}
 	}
 }
 

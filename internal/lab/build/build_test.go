@@ -1,6 +1,7 @@
 package build
 
 import (
+	"go/format"
 	"strings"
 	"testing"
 )
@@ -36,5 +37,23 @@ replace (
 	}
 	if _, err := kubernetesScratchGoMod([]byte("garbage ((("), "1.36.3"); err == nil {
 		t.Error("garbage accepted")
+	}
+}
+
+// TestCoreDNSMain: the lab CoreDNS's main is gofmt'd Go that imports coremain and each plugin once, not
+// core/plugin (which imports all of upstream's).
+func TestCoreDNSMain(t *testing.T) {
+	src := corednsMain()
+	if out, err := format.Source(src); err != nil || string(out) != string(src) {
+		t.Fatalf("not gofmt'd Go (%v):\n%s", err, src)
+	}
+	s := string(src)
+	for _, p := range CoreDNSPlugins {
+		if n := strings.Count(s, "\"github.com/coredns/coredns/plugin/"+p+"\"\n"); n != 1 {
+			t.Errorf("plugin %s imported %d times", p, n)
+		}
+	}
+	if !strings.Contains(s, "\"github.com/coredns/coredns/coremain\"") || strings.Contains(s, "core/plugin") {
+		t.Errorf("main:\n%s", s)
 	}
 }

@@ -1,0 +1,242 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/kubeslow/kubeslow/internal/lab"
+	"github.com/kubeslow/kubeslow/internal/lab/labtest"
+	"github.com/kubeslow/kubeslow/internal/lab/scenario"
+	"github.com/kubeslow/kubeslow/internal/lab/storm"
+	"github.com/kubeslow/kubeslow/internal/watch/install"
+	"github.com/kubeslow/kubeslow/pkg/result"
+)
+
+// TestIntegrationWatchInstall: `kubeslow watch install --image IMAGE` (the lab's) runs the watch in the cluster, as a user would
+// install it on theirs: the Deployment's pod (the lab's kubeslow image, non-root, read-only root, the
+// ServiceAccount bound only to `kubeslow rbac`'s read-only ClusterRole) becomes Ready on a real node, and its
+// /metrics, read through the apiserver's Service proxy as Prometheus would scrape it, shows cycles that ended
+// ok (the in-cluster config and the read-only role were enough for every measurement it ran: none errored),
+// each measurement's status, and kubeslow's own cost per cycle; under a conflict storm it fires KS-API-409
+// (kubeslow_finding 1, as a cause). `watch uninstall` then deletes every object install made, the namespace
+// with them, and nothing else.
+func TestIntegrationWatchInstall(t *testing.T) {
+	d, rc := labtest.Shared(t, appLab(t))
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	c := kubernetes.NewForConfigOrDie(rc)
+	const ns = "kubeslow-watch-it"
+	before := clusterScoped(ctx, t, c)
+
+	code, out, errOut := runArgs(t, "watch", "install", "--kubeconfig", d.AdminKubeconfig(), "--image", lab.AgentImage, "--namespace", ns,
+		"--interval", "10s", "--window", "5s", "--for", "1")
+	if code != 0 {
+		t.Fatalf("watch install: exit %d\n%s\n%s", code, out, errOut)
+	}
+	t.Logf("watch install:\n%s", out)
+	uninstalled := false
+	t.Cleanup(func() {
+		if !uninstalled {
+			runArgs(t, "watch", "uninstall", "--kubeconfig", d.AdminKubeconfig(), "--namespace", ns)
+		}
+	})
+
+	// The Deployment available: its pod Ready (its readiness probe reads /healthz).
+	err := wait.PollUntilContextTimeout(ctx, time.Second, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		dep, err := c.AppsV1().Deployments(ns).Get(ctx, install.Name, metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		return dep.Status.AvailableReplicas == 1, nil
+	})
+	if err != nil {
+		logPods(t, c, ns)
+		t.Fatalf("the watch Deployment did not become available: %v", err)
+	}
+
+	// Scraped through the Service, as Prometheus would (through the apiserver's proxy here).
+	scrape := func(ctx context.Context) (map[string]*dto.MetricFamily, error) {
+		raw, err := c.CoreV1().Services(ns).ProxyGet("http", install.Name, install.PortName, "/metrics", nil).DoRaw(ctx)
+		if err != nil {
+			return nil, err
+		}
+		p := expfmt.NewTextParser(model.UTF8Validation)
+		fams, err := p.TextToMetricFamilies(strings.NewReader(string(raw)))
+		if err != nil {
+			t.Fatalf("the watch's /metrics does not parse: %v", err)
+		}
+		return fams, nil
+	}
+	// Until two cycles have ended.
+	var fams map[string]*dto.MetricFamily
+	err = wait.PollUntilContextTimeout(ctx, 2*time.Second, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		var err error
+		if fams, err = scrape(ctx); err != nil {
+			t.Logf("scrape: %v", err)
+			return false, nil
+		}
+		return sum(fams["kubeslow_cycles_total"], nil) >= 2, nil
+	})
+	if err != nil {
+		logPods(t, c, ns)
+		t.Fatalf("no two cycles scraped: %v", err)
+	}
+	if ok, all := sum(fams["kubeslow_cycles_total"], map[string]string{"result": "ok"}), sum(fams["kubeslow_cycles_total"], nil); ok != all {
+		t.Errorf("kubeslow_cycles_total: %v of %v cycles ok", ok, all)
+	}
+	statuses := map[string]string{}
+	for _, m := range fams["kubeslow_measurement_status"].GetMetric() {
+		if m.GetGauge().GetValue() == 1 {
+			statuses[label(m, "measurement")] = label(m, "status")
+		}
+	}
+	if len(statuses) < 3 {
+		t.Errorf("kubeslow_measurement_status: %v, want the read-only measurements' statuses", statuses)
+	}
+	for name, st := range statuses {
+		if st == string(result.StatusError) {
+			t.Errorf("%s errored in the cluster (status %s): its role or in-cluster config fell short", name, st)
+		}
+	}
+	if sum(fams["kubeslow_cycle_api_requests"], nil) <= 0 {
+		t.Errorf("kubeslow_cycle_api_requests: %v", fams["kubeslow_cycle_api_requests"])
+	}
+	if _, ok := fams["kubeslow_up"]; !ok {
+		t.Error("no kubeslow_up")
+	}
+	t.Logf("in-cluster watch: %v cycles, statuses %v", sum(fams["kubeslow_cycles_total"], nil), statuses)
+	if n := sum(fams["kubeslow_finding"], map[string]string{"id": "KS-API-409"}); n != 0 {
+		t.Fatalf("KS-API-409 firing on the healthy lab: %v", fams["kubeslow_finding"])
+	}
+
+	// A conflict storm (8 clients PUTting IPAMBlocks with stale resourceVersions, as conflict-storm does):
+	// the installed watch fires KS-API-409 at the end of the first cycle that holds it (--for 1), with its
+	// cause label empty (a cause, not a symptom).
+	stormCtx, stopStorm := context.WithTimeout(ctx, 2*time.Minute)
+	stormDone := make(chan error, 1)
+	began := time.Now()
+	go func() {
+		_, err := storm.Conflicts(stormCtx, rc, storm.ConflictOptions{Clients: 8, Blocks: 2, QPS: 20, UserAgent: scenario.ConflictStormUserAgent,
+			Duration: 2 * time.Minute}, slog.New(slog.NewTextHandler(os.Stderr, nil)))
+		stormDone <- err
+	}()
+	var fired *dto.Metric
+	err = wait.PollUntilContextTimeout(ctx, 2*time.Second, 90*time.Second, true, func(ctx context.Context) (bool, error) {
+		fams, err := scrape(ctx)
+		if err != nil {
+			t.Logf("scrape: %v", err)
+			return false, nil
+		}
+		for _, m := range fams["kubeslow_finding"].GetMetric() {
+			if label(m, "id") == "KS-API-409" && m.GetGauge().GetValue() == 1 {
+				fired = m
+			}
+		}
+		return fired != nil, nil
+	})
+	stopStorm()
+	if serr := <-stormDone; serr != nil && !errors.Is(serr, context.Canceled) && !errors.Is(serr, context.DeadlineExceeded) {
+		t.Errorf("conflict storm: %v", serr)
+	}
+	if err != nil {
+		t.Fatalf("the installed watch did not fire KS-API-409 within 90 s of a conflict storm: %v", err)
+	}
+	t.Logf("KS-API-409 fired %s after the storm began: %v", time.Since(began).Round(time.Second), fired.GetLabel())
+	if label(fired, "cause") != "" || label(fired, "severity") == "" {
+		t.Errorf("KS-API-409's labels: %v, want a cause (no cause label) with its severity", fired.GetLabel())
+	}
+
+	code, out, errOut = runArgs(t, "watch", "uninstall", "--kubeconfig", d.AdminKubeconfig(), "--namespace", ns)
+	uninstalled = true
+	if code != 0 {
+		t.Fatalf("watch uninstall: exit %d\n%s\n%s", code, out, errOut)
+	}
+	err = wait.PollUntilContextTimeout(ctx, time.Second, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		_, err := c.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+		return err != nil, nil
+	})
+	if err != nil {
+		t.Errorf("namespace %s still there after uninstall", ns)
+	}
+	if after := clusterScoped(ctx, t, c); after != before {
+		t.Errorf("cluster-scoped roles and bindings differ after uninstall:\nbefore %s\nafter  %s", before, after)
+	}
+}
+
+// clusterScoped lists the cluster's ClusterRoles and ClusterRoleBindings by name.
+func clusterScoped(ctx context.Context, t *testing.T, c kubernetes.Interface) string {
+	t.Helper()
+	var names []string
+	roles, err := c.RbacV1().ClusterRoles().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range roles.Items {
+		names = append(names, "role/"+r.Name)
+	}
+	bindings, err := c.RbacV1().ClusterRoleBindings().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range bindings.Items {
+		names = append(names, "binding/"+b.Name)
+	}
+	return strings.Join(names, " ")
+}
+
+// sum adds a family's values over the metrics whose labels include want.
+func sum(f *dto.MetricFamily, want map[string]string) float64 {
+	var s float64
+	for _, m := range f.GetMetric() {
+		match := true
+		for k, v := range want {
+			match = match && label(m, k) == v
+		}
+		if !match {
+			continue
+		}
+		switch {
+		case m.Counter != nil:
+			s += m.GetCounter().GetValue()
+		case m.Gauge != nil:
+			s += m.GetGauge().GetValue()
+		case m.Untyped != nil:
+			s += m.GetUntyped().GetValue()
+		}
+	}
+	return s
+}
+
+func label(m *dto.Metric, name string) string {
+	for _, l := range m.GetLabel() {
+		if l.GetName() == name {
+			return l.GetValue()
+		}
+	}
+	return ""
+}
+
+// logPods logs each pod of ns with its phase, conditions and its containers' states.
+func logPods(t *testing.T, c kubernetes.Interface, ns string) {
+	t.Helper()
+	pods, err := c.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Logf("pods of %s: %v", ns, err)
+		return
+	}
+	for _, p := range pods.Items {
+		logPod(t, c, ns, p.Name)
+	}
+}

@@ -512,6 +512,10 @@ func ControlPlanePID(d Dirs, name string) (int, error) {
 	return found[0], nil
 }
 
+// ControlPlaneNodeCgroup is the control-plane node's cgroup, relative to each hierarchy's root: its kubelet's
+// --cgroup-root, under which the kubelet makes kubepods.
+func ControlPlaneNodeCgroup() string { return controlPlaneNode.cgroupRoot() }
+
 // joinCgroup moves pid into the cgroup dir (creating it).
 func joinCgroup(dir string, pid int) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {

@@ -181,7 +181,7 @@ func All() []Scenario {
 			"blkio.throttle.write_bps_device, cgroup v2's io.max wbps, like a cloud volume's throughput cap; each fsync of a few KiB waits tens of ms",
 			EtcdWriteBPS>>10),
 			Configure: onBlockDevice, Start: limitEtcdBandwidth, Stop: unlimitEtcdBandwidth, Expect: []string{"KS-ETCD-FSYNC"}},
-		hogScenario(),
+		hogScenario(), neighbourScenario(),
 		mtuPodScenario(), mtuTransitScenario(), slowOverlayScenario(),
 	}
 }

@@ -80,6 +80,24 @@ func TestComponents(t *testing.T) {
 	if s := res.Metric(MetricCPUSaturation, nil); s == nil || s.Labels["component"] != Etcd || s.Value != 0.90 {
 		t.Errorf("hog: saturation %+v, want etcd's 0.90 (kube-scheduler's 0.93 is of 0.04 s per second)", s)
 	}
+	if d := res.Metric(MetricCPUSaturation, nil).Labels["detail"]; !strings.Contains(d, "; kube-apiserver on cp lost the most: its threads waited 1.02 s per second for a CPU (85%") {
+		t.Errorf("hog: the component that lost the most time is not said: %s", d)
+	}
+	// control-plane-neighbour's figures: kube-scheduler 100% of 0.29 s per second is the most starved by share,
+	// kube-apiserver (95% of 2.43 s) lost the most; both said. Where the named one lost the most, nothing more.
+	busySched := ComponentFigure{Name: "kube-scheduler", Node: "cp", Available: 2, WaitRate: 0.29, WaitShare: 1}
+	api2 := ComponentFigure{Name: APIServer, Node: "cp", Cores: 0.12, Available: 2, WaitRate: 2.43, WaitShare: 0.95}
+	res = result.Result{}
+	AddComponents(&res, []ComponentFigure{busySched, api2}, last)
+	if s := res.Metric(MetricCPUSaturation, nil); s == nil || s.Labels["component"] != "kube-scheduler" || s.Value != 1 ||
+		!strings.Contains(s.Labels["detail"], "kube-apiserver on cp lost the most: its threads waited 2.43 s per second") {
+		t.Errorf("neighbour: saturation %+v", s)
+	}
+	res = result.Result{}
+	AddComponents(&res, []ComponentFigure{api2, etcd}, last)
+	if d := res.Metric(MetricCPUSaturation, nil).Labels["detail"]; strings.Contains(d, "lost the most") {
+		t.Errorf("the named component lost the most, yet: %s", d)
+	}
 	res = result.Result{}
 	AddComponents(&res, []ComponentFigure{sched}, last)
 	if s := res.Metric(MetricCPUSaturation, nil); s != nil && s.Labels["basis"] == BasisRunQueueWait {

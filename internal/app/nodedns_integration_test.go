@@ -329,6 +329,125 @@ func TestIntegrationNodeDNS(t *testing.T) {
 			return nil
 		})
 	})
+
+	t.Run("connects", func(t *testing.T) { nodeConnects(ctx, t, c, ns, sweep) })
+}
+
+// nodeConnects: the agent's eBPF connect tracer against a peer's own connect timing on the same connections.
+// A server pod on lab-node-2 (`agent burn --listen`); in lab-node-1's network namespace (its host network) curl
+// connects to it over and over, one connection after another, printing its own time_connect (wrk, the issue's
+// peer, times requests, not connects). The agent's figures for that client and destination (source ebpf, the
+// client named host network on lab-node-1 and not reported under lab-node-2 too):
+//   - on the plain path (tens of µs): the kernel's SYN_SENT -> ESTABLISHED lies inside curl's connect() ->
+//     writable, so its p50 is at most curl's; no failure; the rate is curl's;
+//   - with the first SYN of every connect dropped in lab-node-1's OUTPUT chain (iptables' statistic match,
+//     every second SYN: each connect's first try is lost and its retransmission, after the initial RTO of 1 s,
+//     goes through), the connects the application waits a second for: p50 within 10% of curl's.
+//
+// (netem would delay the path instead; this kernel has no netem qdisc.)
+func nodeConnects(ctx context.Context, t *testing.T, c kubernetes.Interface, ns string,
+	sweep func(*testing.T, time.Duration, bool) (*result.Report, *result.Result, time.Time, time.Time)) {
+	const server = "connect-server"
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: server, Namespace: ns},
+		Spec: corev1.PodSpec{NodeSelector: map[string]string{corev1.LabelHostname: lab.RealNodeName(2)}, TerminationGracePeriodSeconds: ptr.To[int64](1),
+			AutomountServiceAccountToken: ptr.To(false), Containers: []corev1.Container{burnContainer("listen", "--listen", ":8080")}}}
+	if _, err := c.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	ip := labtest.WaitPodRunning(ctx, t, c, ns, server).Status.PodIP
+	dest := ip + ":8080"
+	url := "http://" + dest + "/"
+	in := func(ctx context.Context, argv ...string) (string, error) {
+		return host.RunIn(ctx, host.Short, nil, lab.RealNodeNetNS(1), argv...)
+	}
+	labtest.Eventually(ctx, t, "the server answering", func() error { _, err := in(ctx, "curl", "-sf", "-o", "/dev/null", url); return err })
+	labels := map[string]string{"node": lab.RealNodeName(1), "client": lab.RealNodeIP(1), "kind": nodeagent.DNSClientHost, "dest": dest, "source": "ebpf"}
+
+	// measure runs curl in a loop while a sweep of window runs; curl's time_connects sorted, and the agent's figures.
+	measure := func(t *testing.T, window time.Duration) (curl []float64, curlRate float64, na *result.Result) {
+		t.Helper()
+		loopCtx, stop := context.WithCancel(ctx)
+		loopDone := make(chan error, 1)
+		go func() {
+			for loopCtx.Err() == nil {
+				out, err := in(loopCtx, "curl", "-s", "-o", "/dev/null", "-w", "%{time_connect}", url)
+				if err != nil {
+					if loopCtx.Err() == nil {
+						loopDone <- fmt.Errorf("curl: %v %s", err, out)
+						return
+					}
+					break
+				}
+				v, err := strconv.ParseFloat(strings.TrimSpace(out), 64)
+				if err != nil {
+					loopDone <- fmt.Errorf("curl's time_connect %q: %v", out, err)
+					return
+				}
+				curl = append(curl, v)
+			}
+			loopDone <- nil
+		}()
+		_, na, began, ended := sweep(t, window, false)
+		stop()
+		if err := <-loopDone; err != nil {
+			t.Fatal(err)
+		}
+		slices.Sort(curl)
+		if len(curl) < 5 {
+			t.Fatalf("curl connected %d times", len(curl))
+		}
+		curlRate = float64(len(curl)) / ended.Sub(began).Seconds()
+		for _, rec := range na.Records {
+			if rec.Labels["connects"] == "" || strings.Contains(rec.Labels["unread"], agent.ConnectsUnread) {
+				t.Errorf("%s: the connect tracer did not run: %s", rec.ID, rec.Labels["unread"])
+			}
+		}
+		for _, m := range na.Metrics {
+			if m.Name == nodeagent.MetricTCPConnects && m.Labels["dest"] == dest && m.Labels["node"] != lab.RealNodeName(1) {
+				t.Errorf("lab-node-1's connects reported under %s too: %+v", m.Labels["node"], m)
+			}
+		}
+		connects, failures := metric(na, nodeagent.MetricTCPConnects, labels), metric(na, nodeagent.MetricTCPConnectFailures, labels)
+		t.Logf("curl: %d connects (%.1f/s), time_connect p50 %.3f ms (%.3f..%.3f); eBPF: %.0f connects (%.1f/s), %.0f failed, p50 %.3f ms, p99 %.3f ms",
+			len(curl), curlRate, 1000*curl[len(curl)/2], 1000*curl[0], 1000*curl[len(curl)-1], connects, metric(na, nodeagent.MetricTCPConnectsPerSecond, labels),
+			failures, 1000*metric(na, nodeagent.MetricTCPConnectLatencyP50, labels), 1000*metric(na, nodeagent.MetricTCPConnectLatencyP99, labels))
+		if connects < 3 || failures != 0 {
+			t.Fatalf("eBPF: %v connects, %v failed, of curl's to %s from %s", connects, failures, dest, lab.RealNodeIP(1))
+		}
+		if r := metric(na, nodeagent.MetricTCPConnectsPerSecond, labels); r < curlRate*0.5 || r > curlRate*2 {
+			t.Errorf("tcp_connects_per_second %.1f against curl's %.1f over the run", r, curlRate)
+		}
+		return curl, curlRate, na
+	}
+
+	t.Run("plain", func(t *testing.T) {
+		curl, _, na := measure(t, 6*time.Second)
+		p50, p99 := metric(na, nodeagent.MetricTCPConnectLatencyP50, labels), metric(na, nodeagent.MetricTCPConnectLatencyP99, labels)
+		// Inside curl's interval (the histogram is within 1%).
+		if p50 <= 0 || p50 > curl[len(curl)/2]*1.01 || p99 < p50 {
+			t.Errorf("tcp_connect_latency p50 %.3f ms (p99 %.3f) against curl's time_connect p50 %.3f ms: want at most curl's", 1000*p50, 1000*p99, 1000*curl[len(curl)/2])
+		}
+	})
+
+	t.Run("first-syn-dropped", func(t *testing.T) {
+		drop := []string{"OUTPUT", "-p", "tcp", "--syn", "-d", ip + "/32", "--dport", "8080", "-m", "statistic", "--mode", "nth", "--every", "2", "--packet", "0", "-j", "DROP"}
+		if out, err := in(ctx, append([]string{"iptables", "-w", "5", "-I"}, drop...)...); err != nil {
+			t.Fatalf("%v %s", err, out)
+		}
+		t.Cleanup(func() {
+			if out, err := in(context.Background(), append([]string{"iptables", "-w", "5", "-D"}, drop...)...); err != nil {
+				t.Errorf("removing the SYN drop: %v %s", err, out)
+			}
+		})
+		curl, _, na := measure(t, 8*time.Second)
+		p50, curlP50 := metric(na, nodeagent.MetricTCPConnectLatencyP50, labels), curl[len(curl)/2]
+		if curlP50 < 0.9 {
+			t.Fatalf("curl's time_connect p50 %.3f s: the SYN drop did not hold connects for the RTO", curlP50)
+		}
+		if p50 < curlP50*0.9 || p50 > curlP50*1.1 {
+			t.Errorf("tcp_connect_latency_p50 %.3f s against curl's time_connect p50 %.3f s: want within 10%%", p50, curlP50)
+		}
+	})
 }
 
 // logPod logs the pod's status and its namespace's events (a failed test's evidence).

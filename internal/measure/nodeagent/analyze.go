@@ -191,6 +191,9 @@ func Analyze(hosts []agent.NodeHost, failures map[string]string) result.Result {
 			// Could not measure (no eBPF there): KS-POD-DNS-TIMEOUT says so rather than clear.
 			res.Absent = append(res.Absent, result.Absence{Metric: MetricDNSTimeouts, Series: "node " + n, Reason: dnsWhyNot(h.Unread)})
 		}
+		if h.Connects != nil {
+			res.Metrics = append(res.Metrics, connectMetrics(n, h.Connects, &rec)...)
+		}
 		if len(h.Unread) > 0 {
 			rec.Labels["unread"] = strings.Join(h.Unread, "; ")
 		}

@@ -52,12 +52,12 @@ func ListNodePods(ctx context.Context, env *measure.Env, nodes map[string]bool) 
 	})
 }
 
-// MarkDNSClients names each DNS client of each host from the pods on its node (status.podIPs) and the
-// node's addresses: a pod with a network namespace of its own gets its namespace and name; an address of the
-// node's or of a host-network pod's (or a loopback one) is host network (no pod named: they share it); any
-// other is unknown. Nodes that share a kernel (the same boot id: the lab's real nodes are network namespaces of
-// one host) each trace every socket of it: a client that is another such node's pod or address is that node's,
-// reported under it only (dropped here, counted in the report's Elsewhere).
+// MarkDNSClients names each DNS and TCP-connect client of each host from the pods on its node (status.podIPs)
+// and the node's addresses: a pod with a network namespace of its own gets its namespace and name; an address
+// of the node's or of a host-network pod's (or a loopback one) is host network (no pod named: they share it);
+// any other is unknown. Nodes that share a kernel (the same boot id: the lab's real nodes are network
+// namespaces of one host) each trace every socket of it: a client that is another such node's pod or address is
+// that node's, reported under it only (dropped here, counted in the report's Elsewhere).
 func MarkDNSClients(hosts []agent.NodeHost, pods []corev1.Pod, nodes []corev1.Node) {
 	type podRef struct{ ns, name string }
 	own := map[string]map[netip.Addr]podRef{}
@@ -96,66 +96,80 @@ func MarkDNSClients(hosts []agent.NodeHost, pods []corev1.Pod, nodes []corev1.No
 			own[p.Spec.NodeName][a.Unmap()] = podRef{p.Namespace, p.Name}
 		}
 	}
-	for i := range hosts {
-		d, node := hosts[i].DNS, hosts[i].Node
-		if d == nil {
-			continue
+	classify := func(node, client string) (ns, pod, kind string) {
+		a, err := netip.ParseAddr(client)
+		if err != nil {
+			return "", "", DNSClientUnknown
 		}
-		for j := range d.Clients {
-			c := &d.Clients[j]
-			c.Namespace, c.Pod, c.Kind = "", "", DNSClientUnknown
-			a, err := netip.ParseAddr(c.Client)
-			if err != nil {
-				continue
-			}
-			if p, ok := own[node][a.Unmap()]; ok {
-				c.Namespace, c.Pod, c.Kind = p.ns, p.name, DNSClientPod
-			} else if host[node][a.Unmap()] || a.IsLoopback() {
-				c.Kind = DNSClientHost
-			}
+		if p, ok := own[node][a.Unmap()]; ok {
+			return p.ns, p.name, DNSClientPod
 		}
+		if host[node][a.Unmap()] || a.IsLoopback() {
+			return "", "", DNSClientHost
+		}
+		return "", "", DNSClientUnknown
 	}
-	// The nodes of each kernel whose tracer ran: an unknown client of one that is another's pod or address is
+	// The nodes of each kernel whose tracers ran: an unknown client of one that is another's pod or address is
 	// the other's, seen through the kernel they share.
 	kernel := map[string][]string{}
 	for i := range hosts {
-		if h := &hosts[i]; h.BootID != "" && h.DNS != nil {
+		if h := &hosts[i]; h.BootID != "" && (h.DNS != nil || h.Connects != nil) {
 			kernel[h.BootID] = append(kernel[h.BootID], h.Node)
 		}
 	}
-	for i := range hosts {
-		h := &hosts[i]
-		if h.DNS == nil || h.BootID == "" || len(kernel[h.BootID]) < 2 {
-			continue
+	others := func(h *agent.NodeHost) []string {
+		if h.BootID == "" || len(kernel[h.BootID]) < 2 {
+			return nil
 		}
-		d := h.DNS
-		d.SharedKernel, d.Elsewhere = nil, 0
+		var out []string
 		for _, n := range kernel[h.BootID] {
 			if n != h.Node {
-				d.SharedKernel = append(d.SharedKernel, n)
+				out = append(out, n)
 			}
 		}
-		theirs := func(client string) bool {
-			a, err := netip.ParseAddr(client)
-			if err != nil {
-				return false
-			}
-			for _, n := range d.SharedKernel {
-				if _, pod := own[n][a.Unmap()]; pod || host[n][a.Unmap()] {
-					return true
-				}
-			}
+		return out
+	}
+	theirs := func(shared []string, client string) bool {
+		a, err := netip.ParseAddr(client)
+		if err != nil {
 			return false
 		}
-		kept := d.Clients[:0]
-		for _, c := range d.Clients {
-			if c.Kind == DNSClientUnknown && theirs(c.Client) {
-				d.Elsewhere++
-				continue
+		for _, n := range shared {
+			if _, pod := own[n][a.Unmap()]; pod || host[n][a.Unmap()] {
+				return true
 			}
-			kept = append(kept, c)
 		}
-		d.Clients = kept
+		return false
+	}
+	for i := range hosts {
+		h := &hosts[i]
+		shared := others(h)
+		if d := h.DNS; d != nil {
+			d.SharedKernel, d.Elsewhere = shared, 0
+			kept := d.Clients[:0]
+			for _, c := range d.Clients {
+				c.Namespace, c.Pod, c.Kind = classify(h.Node, c.Client)
+				if c.Kind == DNSClientUnknown && theirs(shared, c.Client) {
+					d.Elsewhere++
+					continue
+				}
+				kept = append(kept, c)
+			}
+			d.Clients = kept
+		}
+		if r := h.Connects; r != nil {
+			r.SharedKernel, r.Elsewhere = shared, 0
+			kept := r.Clients[:0]
+			for _, c := range r.Clients {
+				c.Namespace, c.Pod, c.Kind = classify(h.Node, c.Client)
+				if c.Kind == DNSClientUnknown && theirs(shared, c.Client) {
+					r.Elsewhere++
+					continue
+				}
+				kept = append(kept, c)
+			}
+			r.Clients = kept
+		}
 	}
 }
 
@@ -202,6 +216,45 @@ func dnsMetrics(node string, d *agent.DNSReport, rec *result.Record) []result.Me
 	}
 	if len(ids) > 0 {
 		rec.Labels["dns_other_clients"] = strings.Join(ids, "; ")
+	}
+	return out
+}
+
+// The TCP connect metrics, one sample per node, client and destination (labels node, namespace, pod, client,
+// kind, dest, source): the agent's eBPF connect tracer over its read (agent.ConnectReport), SYN_SENT to
+// ESTABLISHED as the application's connect(2) waits for it.
+const (
+	MetricTCPConnects          = "tcp_connects"
+	MetricTCPConnectsPerSecond = "tcp_connects_per_second"
+	MetricTCPConnectFailures   = "tcp_connect_failures"
+	MetricTCPConnectLatencyP50 = "tcp_connect_latency_p50_seconds"
+	MetricTCPConnectLatencyP99 = "tcp_connect_latency_p99_seconds"
+)
+
+// connectMetrics are one host's TCP connect metrics and its record's connects label.
+func connectMetrics(node string, r *agent.ConnectReport, rec *result.Record) []result.Metric {
+	var out []result.Metric
+	for _, c := range r.Clients {
+		kind := c.Kind
+		if kind == "" {
+			kind = DNSClientUnknown
+		}
+		l := map[string]string{"node": node, "namespace": c.Namespace, "pod": c.Pod, "client": c.Client, "kind": kind, "dest": c.Dest, "source": dnsSource}
+		add := func(name, unit string, v float64) {
+			out = append(out, result.Metric{Name: name, Unit: unit, Value: v, Labels: l})
+		}
+		add(MetricTCPConnects, "count", float64(c.Connects))
+		add(MetricTCPConnectsPerSecond, "per_second", c.PerSecond)
+		add(MetricTCPConnectFailures, "count", float64(c.Failures))
+		if c.Connects > c.Failures {
+			add(MetricTCPConnectLatencyP50, "seconds", c.P50)
+			add(MetricTCPConnectLatencyP99, "seconds", c.P99)
+		}
+	}
+	rec.Labels["connects"] = fmt.Sprintf("%d clients over %.1fs (eBPF)", len(r.Clients), r.WindowSeconds)
+	if len(r.SharedKernel) > 0 {
+		rec.Labels["connects_shared_kernel"] = fmt.Sprintf("the kernel is %s's too (one boot id): %d clients of theirs, seen here too, reported under them only",
+			strings.Join(r.SharedKernel, ", "), r.Elsewhere)
 	}
 	return out
 }

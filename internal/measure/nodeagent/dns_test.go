@@ -161,3 +161,61 @@ func TestDNSTimeoutRuleShortWatch(t *testing.T) {
 	}
 	t.Fatal("no KS-POD-DNS-TIMEOUT")
 }
+
+// TestConnectClients: TCP connects are named and split between nodes of one kernel as DNS clients are, and
+// each client and destination becomes the tcp_connect_* metrics (source ebpf); a client whose connects all
+// failed has no latency.
+func TestConnectClients(t *testing.T) {
+	const web = "10.96.0.20:80"
+	conns := func(clients ...string) *agent.ConnectReport {
+		r := &agent.ConnectReport{WindowSeconds: 8}
+		for _, c := range clients {
+			r.Clients = append(r.Clients, agent.ConnectClient{Client: c, Dest: web, Connects: 16, PerSecond: 2, P50: 0.010, P99: 0.012, Max: 0.013})
+		}
+		return r
+	}
+	failed := conns("10.244.1.6")
+	failed.Clients[0].Failures = 16
+	hosts := []agent.NodeHost{
+		{Node: "n1", BootID: "k1", Connects: conns("10.244.1.5", "192.168.1.2")},
+		{Node: "n2", BootID: "k1", Connects: conns("10.244.1.5", "192.168.1.2")},
+		{Node: "n3", BootID: "k2", Connects: failed},
+	}
+	pods := []corev1.Pod{
+		{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "x"}, Spec: corev1.PodSpec{NodeName: "n1"}, Status: corev1.PodStatus{PodIPs: []corev1.PodIP{{IP: "10.244.1.5"}}}},
+		{ObjectMeta: metav1.ObjectMeta{Namespace: "b", Name: "y"}, Spec: corev1.PodSpec{NodeName: "n3"}, Status: corev1.PodStatus{PodIP: "10.244.1.6"}},
+	}
+	nodes := []corev1.Node{
+		{ObjectMeta: metav1.ObjectMeta{Name: "n2"}, Status: corev1.NodeStatus{Addresses: []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "192.168.1.2"}}}},
+	}
+	nodeagent.MarkDNSClients(hosts, pods, nodes)
+	for i, want := range []string{"10.244.1.5 pod a/x", "192.168.1.2 host-network /", "10.244.1.6 pod b/y"} {
+		r := hosts[i].Connects
+		var got []string
+		for _, c := range r.Clients {
+			got = append(got, c.Client+" "+c.Kind+" "+c.Namespace+"/"+c.Pod)
+		}
+		if strings.Join(got, "; ") != want || (i < 2) != (r.Elsewhere == 1) {
+			t.Errorf("%s: %q (%d elsewhere), want %q", hosts[i].Node, got, r.Elsewhere, want)
+		}
+	}
+	res := nodeagent.Analyze(hosts, nil)
+	got := map[string]float64{}
+	for _, m := range res.Metrics {
+		if strings.HasPrefix(m.Name, "tcp_connect") {
+			if m.Labels["dest"] != web || m.Labels["source"] != "ebpf" {
+				t.Errorf("labels %v", m.Labels)
+			}
+			got[m.Labels["node"]+" "+m.Labels["pod"]+" "+m.Name] = m.Value
+		}
+	}
+	for k, v := range map[string]float64{"n1 x " + nodeagent.MetricTCPConnectsPerSecond: 2, "n1 x " + nodeagent.MetricTCPConnectLatencyP50: 0.010,
+		"n1 x " + nodeagent.MetricTCPConnectLatencyP99: 0.012, "n2  " + nodeagent.MetricTCPConnects: 16, "n3 y " + nodeagent.MetricTCPConnectFailures: 16} {
+		if got[k] != v {
+			t.Errorf("%s = %v, want %v (%v)", k, got[k], v, got)
+		}
+	}
+	if _, ok := got["n3 y "+nodeagent.MetricTCPConnectLatencyP50]; ok {
+		t.Errorf("a latency of no established connect: %v", got)
+	}
+}

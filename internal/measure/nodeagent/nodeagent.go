@@ -218,7 +218,7 @@ func (s *sweep) Gather(ctx context.Context) (result.Result, error) {
 	if err == nil {
 		MarkSandboxPresence(hosts, nodes)
 	}
-	// The pods whose DNS queries the agents saw, by IP: one paginated LIST of the cluster's pods.
+	// The pods whose DNS queries and connects the agents saw, by IP: one paginated LIST of the cluster's pods.
 	var dnsNote string
 	if on := dnsNodes(hosts); len(on) > 0 {
 		pods, err := ListNodePods(ctx, env, on)
@@ -292,11 +292,11 @@ func (m *Measurement) collect(ctx context.Context, env *measure.Env, ds *appsv1.
 	return hosts, failures, nil
 }
 
-// dnsNodes are the nodes whose agent saw DNS clients.
+// dnsNodes are the nodes whose agent saw DNS or TCP-connect clients.
 func dnsNodes(hosts []agent.NodeHost) map[string]bool {
 	on := map[string]bool{}
 	for _, h := range hosts {
-		if h.DNS != nil && len(h.DNS.Clients) > 0 {
+		if h.DNS != nil && len(h.DNS.Clients) > 0 || h.Connects != nil && len(h.Connects.Clients) > 0 {
 			on[h.Node] = true
 		}
 	}

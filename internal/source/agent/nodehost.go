@@ -44,8 +44,9 @@ type NodeHostOptions struct {
 	PressureAfter string
 	// NodeName is recorded as given (the DaemonSet passes spec.nodeName).
 	NodeName string
-	// DNS runs the eBPF DNS tracer over the read (attached to the host's cgroup v2 root, found in Proc's pid 1
-	// mountinfo under Root): NodeHost.DNS, or why not in Unread.
+	// DNS runs the eBPF tracers over the read: DNS queries (attached to the host's cgroup v2 root, found in
+	// Proc's pid 1 mountinfo under Root), NodeHost.DNS, and TCP connects (a tracepoint), NodeHost.Connects; or
+	// why not in Unread.
 	DNS bool
 }
 
@@ -67,9 +68,11 @@ type NodeHost struct {
 	Sandbox *Sandbox    `json:"sandbox,omitempty"`
 	Sync    []SyncProbe `json:"sync,omitempty"`
 	// DNS is every client's DNS queries over the agent's read (with NodeHostOptions.DNS, where eBPF can).
-	DNS  *DNSReport `json:"dns,omitempty"`
-	CPUs int        `json:"cpus"`
-	Load *LoadAvg   `json:"load,omitempty"`
+	DNS *DNSReport `json:"dns,omitempty"`
+	// Connects is every client's TCP connects over the agent's read (with NodeHostOptions.DNS, where eBPF can).
+	Connects *ConnectReport `json:"connects,omitempty"`
+	CPUs     int            `json:"cpus"`
+	Load     *LoadAvg       `json:"load,omitempty"`
 	// MemTotal and MemAvailable in bytes.
 	MemTotal     int64 `json:"mem_total_bytes"`
 	MemAvailable int64 `json:"mem_available_bytes"`
@@ -136,6 +139,17 @@ func ReadNodeHost(ctx context.Context, o NodeHostOptions) *NodeHost {
 				}
 				h.DNS = rep
 				h.TookSeconds = time.Since(start).Seconds()
+			}()
+		}
+		if w, err := startConnectWatch(ctx); err != nil {
+			unread(ConnectsUnread, err)
+		} else {
+			defer func() {
+				rep, err := w.stop()
+				if err != nil {
+					unread(ConnectsUnread, err)
+				}
+				h.Connects = rep
 			}()
 		}
 	}

@@ -11,10 +11,12 @@ import (
 )
 
 // Key is what the Aggregator counts by: the connecting task's cgroup (a pod's container, once mapped) and
-// the destination.
+// the destination; or, for NewClientAggregator, the connect's source address (a pod's IP, for a pod with a
+// network namespace of its own) and the destination, CgroupID left 0.
 type Key struct {
 	CgroupID uint64
 	Dest     netip.AddrPort
+	Client   netip.Addr
 }
 
 // Stats is one key's connects since the Aggregator started (or was last Reset).
@@ -116,14 +118,31 @@ func perSecond(n int64, secs float64) float64 {
 type connCounts struct{ connects, failures int64 }
 
 // Aggregator sums ConnectEvents by Key. It is safe for concurrent use.
-type Aggregator struct{ w *window[Key, connCounts] }
+type Aggregator struct {
+	w        *window[Key, connCounts]
+	byClient bool
+}
 
-// NewAggregator returns an empty Aggregator whose window starts at now.
-func NewAggregator(now time.Time) *Aggregator { return &Aggregator{newWindow[Key, connCounts](now)} }
+// NewAggregator returns an empty Aggregator by cgroup id and destination whose window starts at now.
+func NewAggregator(now time.Time) *Aggregator { return &Aggregator{w: newWindow[Key, connCounts](now)} }
+
+// NewClientAggregator returns an empty Aggregator by source address and destination whose window starts at
+// now (as NewDNSClientAggregator: where cgroup ids cannot tell pods apart, their network namespaces can).
+func NewClientAggregator(now time.Time) *Aggregator {
+	return &Aggregator{w: newWindow[Key, connCounts](now), byClient: true}
+}
+
+// Key is the Key ev is counted under.
+func (a *Aggregator) Key(ev ConnectEvent) Key {
+	if a.byClient {
+		return Key{Client: ev.Source.Addr().Unmap(), Dest: ev.Dest}
+	}
+	return Key{CgroupID: ev.CgroupID, Dest: ev.Dest}
+}
 
 // Add counts ev.
 func (a *Aggregator) Add(ev ConnectEvent) {
-	a.w.add(Key{CgroupID: ev.CgroupID, Dest: ev.Dest}, func(c *connCounts, hist latencies) {
+	a.w.add(a.Key(ev), func(c *connCounts, hist latencies) {
 		c.connects++
 		if ev.Outcome != Established {
 			c.failures++
@@ -141,7 +160,7 @@ func (a *Aggregator) Snapshot(now time.Time) []Stats {
 		s.P50, s.P99, s.Max = hist.quantiles()
 		return s
 	}, func(x, y Stats) int {
-		return cmp.Or(cmp.Compare(x.CgroupID, y.CgroupID), x.Dest.Compare(y.Dest))
+		return cmp.Or(cmp.Compare(x.CgroupID, y.CgroupID), x.Client.Compare(y.Client), x.Dest.Compare(y.Dest))
 	})
 }
 

@@ -28,7 +28,7 @@ func TestAggregator(t *testing.T) {
 	if len(got) != 4 {
 		t.Fatalf("%d keys: %+v", len(got), got)
 	}
-	order := []Key{{3, web}, {3, dns}, {5, web}, {5, dns}}
+	order := []Key{{CgroupID: 3, Dest: web}, {CgroupID: 3, Dest: dns}, {CgroupID: 5, Dest: web}, {CgroupID: 5, Dest: dns}}
 	for i, k := range order {
 		if got[i].Key != k {
 			t.Errorf("key %d: %+v, want %+v", i, got[i].Key, k)
@@ -58,5 +58,27 @@ func TestAggregator(t *testing.T) {
 	a.Reset(t0.Add(time.Minute))
 	if s := a.Snapshot(t0.Add(2 * time.Minute)); len(s) != 0 {
 		t.Errorf("after Reset: %+v", s)
+	}
+}
+
+// TestClientAggregator: by source address (a pod's IP; the port and the cgroup left out) and destination.
+func TestClientAggregator(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	a := NewClientAggregator(t0)
+	web := netip.MustParseAddrPort("10.0.0.1:80")
+	pod, node := netip.MustParseAddr("198.18.0.5"), netip.MustParseAddr("::ffff:198.19.0.2")
+	for i := range 10 {
+		a.Add(ConnectEvent{CgroupID: uint64(i), Source: netip.AddrPortFrom(pod, uint16(40000+i)), Dest: web, Latency: 10 * time.Millisecond, Outcome: Established})
+	}
+	a.Add(ConnectEvent{CgroupID: 1, Source: netip.AddrPortFrom(node, 50000), Dest: web, Latency: time.Second, Outcome: Failed})
+	got := a.Snapshot(t0.Add(time.Second))
+	if len(got) != 2 {
+		t.Fatalf("%d keys, want 2 (one per source address): %+v", len(got), got)
+	}
+	if k := got[0].Key; k.Client != pod || k.Dest != web || k.CgroupID != 0 || got[0].Connects != 10 || got[0].PerSecond != 10 {
+		t.Errorf("the pod's: %+v", got[0])
+	}
+	if k := got[1].Key; k.Client != node.Unmap() || got[1].Failures != 1 {
+		t.Errorf("the node's (an IPv4-mapped source unmapped): %+v", got[1])
 	}
 }

@@ -30,7 +30,8 @@ import (
 // /metrics, read through the apiserver's Service proxy as Prometheus would scrape it, shows cycles that ended
 // ok (the in-cluster config and the read-only role were enough for every measurement it ran: none errored),
 // each measurement's status, and kubeslow's own cost per cycle; under a conflict storm it fires KS-API-409
-// (kubeslow_finding 1, as a cause). `watch uninstall` then deletes every object install made, the namespace
+// (kubeslow_finding 1, as a cause); through the apiserver's outage it counts failed cycles, comes back
+// (kubeslow_up 1) and never exits. `watch uninstall` then deletes every object install made, the namespace
 // with them, and nothing else.
 func TestIntegrationWatchInstall(t *testing.T) {
 	d, rc := labtest.Shared(t, appLab(t))
@@ -157,6 +158,36 @@ func TestIntegrationWatchInstall(t *testing.T) {
 	if label(fired, "cause") != "" || label(fired, "severity") == "" {
 		t.Errorf("KS-API-409's labels: %v, want a cause (no cause label) with its severity", fired.GetLabel())
 	}
+
+	// The apiserver gone for 25 s mid-watch (killed, then started again): the cycles that began in the outage
+	// failed and were retried (kubeslow_cycles_total{result="error"}), the watch answered kubeslow_up 1 again
+	// after it, and its process never exited (the container did not restart).
+	errorsBefore := sum(fams["kubeslow_cycles_total"], map[string]string{"result": "error"})
+	restart, err := lab.KillComponent(d, lab.KubeAPIServer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(25 * time.Second) // the outage's length, a property of the fault: more than a cycle's period
+	if err := restart(ctx); err != nil {
+		t.Fatal(err)
+	}
+	err = wait.PollUntilContextTimeout(ctx, 2*time.Second, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		f, err := scrape(ctx)
+		if err != nil {
+			return false, nil
+		}
+		fams = f
+		return sum(fams["kubeslow_up"], nil) == 1 && sum(fams["kubeslow_cycles_total"], map[string]string{"result": "error"}) > errorsBefore, nil
+	})
+	if err != nil {
+		t.Fatalf("after the apiserver's outage: kubeslow_up %v, cycles %v: want failed cycles counted and the watch up again",
+			fams["kubeslow_up"].GetMetric(), fams["kubeslow_cycles_total"].GetMetric())
+	}
+	pods, err := c.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+	if err != nil || len(pods.Items) != 1 || len(pods.Items[0].Status.ContainerStatuses) != 1 || pods.Items[0].Status.ContainerStatuses[0].RestartCount != 0 {
+		t.Errorf("the watch's pod after the outage (%v): %+v", err, pods)
+	}
+	t.Logf("the apiserver's outage: %v failed cycles, then kubeslow_up 1", sum(fams["kubeslow_cycles_total"], map[string]string{"result": "error"})-errorsBefore)
 
 	code, out, errOut = runArgs(t, "watch", "uninstall", "--kubeconfig", d.AdminKubeconfig(), "--namespace", ns)
 	uninstalled = true

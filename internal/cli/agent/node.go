@@ -21,12 +21,12 @@ func newNode(streams common.IOStreams) *cobra.Command {
 	var kubeletDir, runtimeDir, readyFile string
 	cmd := &cobra.Command{
 		Use:   "node",
-		Short: "Print (one JSON line) this node's kernel-level facts: neighbour table vs gc_thresh, conntrack, kernel log lines that matter, D-state processes, PSI, the disks under the kubelet's and the runtime's directories with a short sync-write probe, every client's DNS queries (eBPF), CPUs, load, memory",
+		Short: "Print (one JSON line) this node's kernel-level facts: neighbour table vs gc_thresh, conntrack, kernel log lines that matter, D-state processes, PSI, the disks under the kubelet's and the runtime's directories with a short sync-write probe, every client's DNS queries and TCP connects (eBPF), CPUs, load, memory",
 		Long: `node reads the host through configurable roots (node_exporter's --path.procfs/--path.sysfs/--path.rootfs;
 the DaemonSet mounts the host's /proc, /sys and /dev/kmsg read-only under /host) and the node's network
 namespace through --path.netprocfs (its own /proc in a host-network pod). It writes a few MiB at most: a
 sequential 2,300-byte write+fdatasync probe of --probe-bytes in --kubelet-dir and --runtime-dir. With --dns
-(the default) it times every UDP DNS query of the node over its read with eBPF (docs/ebpf.md). What cannot
+(the default) it times every UDP DNS query and TCP connect of the node over its read with eBPF (docs/ebpf.md). What cannot
 be read is listed under "unread" with the reason. With --ready-file it then writes that file and waits to be
 stopped (the DaemonSet's readiness probe looks for it, so kubeslow knows every report is in the logs).`,
 		Args: cobra.NoArgs,
@@ -71,7 +71,7 @@ stopped (the DaemonSet's readiness probe looks for it, so kubeslow knows every r
 	fl.Int64Var(&o.ProbeBytes, agentproto.FlagProbeSize, 1<<20, "bytes written by each directory's sync probe (0: no probe)")
 	fl.DurationVar(&o.Window, agentproto.FlagWindow, 2*time.Second, "how long the node is watched: D-state samples, pressure and conntrack growth, DNS queries (eBPF)")
 	fl.StringVar(&o.NodeName, agentproto.FlagNodeName, "", "the node's name, as recorded (default $NODE_NAME)")
-	fl.BoolVar(&o.DNS, agentproto.FlagDNS, true, "time every pod's UDP DNS queries over the read with eBPF (privileged; the host's cgroup v2 root under --path.rootfs)")
+	fl.BoolVar(&o.DNS, agentproto.FlagDNS, true, "time every pod's UDP DNS queries (the host's cgroup v2 root under --path.rootfs) and TCP connects (a tracepoint) over the read with eBPF (privileged)")
 	fl.StringVar(&readyFile, agentproto.FlagReadyFile, "", "after the report, write this file and wait to be stopped")
 	return cmd
 }

@@ -299,8 +299,11 @@ func TestIntegrationKubeadm(t *testing.T) {
 	// goroutines' wait (KS-CP-SATURATED-API) with the node agent's figures of where its CPU went: runs here put
 	// the share of their runnable time kube-apiserver and etcd waited at 78-90%, around that threshold.
 	// starvedBy starts a scenario that starves the control plane from beside it on its node and checks that the
-	// node tier names the starved component as the cause (only: the measurements run).
-	starvedBy := func(t *testing.T, name string, only ...string) *result.Report {
+	// node tier names the starved component as the cause (only: the measurements run). Where the API kept its
+	// SLO in all three windows, no saturation finding is due and none may be named: the fault was too weak on
+	// this machine to exercise the rule, so the case is skipped with that reason unless mustMiss says the
+	// scenario always breaks the SLO (then it fails).
+	starvedBy := func(t *testing.T, name string, mustMiss bool, only ...string) *result.Report {
 		sc := get(t, name)
 		start1(t, sc)
 		agentWait = 5 * time.Minute
@@ -321,6 +324,11 @@ func TestIntegrationKubeadm(t *testing.T) {
 		// under KS-CP-SATURATED when the window's figure was the higher: CI's run of 2026-11-26) with the node
 		// agent's figures of where kube-apiserver's CPU went.
 		f, api := got["KS-CP-SATURATED"], got["KS-CP-SATURATED-API"]
+		if f == nil && api == nil && got["KS-API-LATENCY"] == nil && !mustMiss {
+			// CI's run of 2026-11-29: the hog's pod left the API's p99 within 1 s in three windows (9-11 k 409s
+			// a minute answered); control-plane-neighbour, which does break the SLO, asserts the naming.
+			t.Skipf("%s left the API within its SLO in three windows on this machine: no saturation finding is due, and none was named", name)
+		}
 		if f == nil && api == nil {
 			t.Fatal("neither KS-CP-SATURATED nor KS-CP-SATURATED-API reported")
 		}
@@ -343,7 +351,7 @@ func TestIntegrationKubeadm(t *testing.T) {
 	// goroutines' wait (KS-CP-SATURATED-API) with the node agent's figures of where its CPU went: runs here put
 	// the share of their runnable time kube-apiserver and etcd waited at 78-90%, around that threshold.
 	t.Run("control-plane-hog", func(t *testing.T) {
-		starvedBy(t, "control-plane-hog", "api.responsiveness", cpusage.Name)
+		starvedBy(t, "control-plane-hog", false, "api.responsiveness", cpusage.Name)
 	})
 
 	// control-plane-neighbour, a second mechanism: no pod at all, a host process in a cgroup beside kubepods
@@ -353,7 +361,7 @@ func TestIntegrationKubeadm(t *testing.T) {
 	// explained by nothing, with the outages, stalls and API latency of the same window (the availability
 	// probes run too) folded under it.
 	t.Run("control-plane-neighbour", func(t *testing.T) {
-		rep := starvedBy(t, "control-plane-neighbour", "api.responsiveness", cpusage.Name, availability.Name)
+		rep := starvedBy(t, "control-plane-neighbour", true, "api.responsiveness", cpusage.Name, availability.Name)
 		causes := 0
 		for _, f := range rep.Findings {
 			switch f.ID {

@@ -17,6 +17,7 @@ import (
 	"github.com/kubeslow/kubeslow/internal/lab/labtest"
 	"github.com/kubeslow/kubeslow/internal/lab/scenario"
 	"github.com/kubeslow/kubeslow/internal/measure"
+	"github.com/kubeslow/kubeslow/internal/measure/nodeagent"
 	"github.com/kubeslow/kubeslow/pkg/result"
 )
 
@@ -37,7 +38,7 @@ func inNode(ctx context.Context, t *testing.T, i int, args ...string) string {
 // grow), the probe's full size passes and one byte more is refused, and KS-NET-MTU stays quiet; then the
 // slow-overlay scenario (flannel.1 capped) is named by KS-NET-HOP from bench net's hop costs; then one node's
 // own link made smaller than the overlay needs (eth0 at 1400 under flannel.1's 1450) is named by bench net's
-// KS-NET-MTU from the node facts, node and link; then the two MTU scenarios' faults on the same lab — a narrower transit link (mtu-transit) and pods at the uplink's MTU
+// KS-NET-MTU from the node facts, node and link, and by run's node agent (nodes.agent) from every real node's; then the two MTU scenarios' faults on the same lab — a narrower transit link (mtu-transit) and pods at the uplink's MTU
 // (mtu-pod) — are each named by KS-NET-MTU.
 func TestIntegrationFlannelMTU(t *testing.T) {
 	d := labtest.Dirs(t)
@@ -224,6 +225,26 @@ func TestIntegrationFlannelMTU(t *testing.T) {
 		return rep.Findings
 	}
 	fs = netRun("node link at 1400")
+	// The same link named as `kubeslow run` names it, with no probe pod: the node agent's facts of every real
+	// node (nodes.agent) under the run's rules.
+	rep, err := runner.Execute(ctx, runner.Plan{Target: runner.Target{Config: rc, Name: "lab", Lab: true},
+		Measurements: []measure.Measurement{nodeagent.New(nodeagent.DefaultOptions(lab.AgentImage))}, Rules: check.Rules(), Progress: t.Logf,
+		Log: slog.New(slog.NewTextHandler(os.Stderr, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var agentItems []string
+	for _, f := range rep.Findings {
+		if f.ID == "KS-NET-MTU" {
+			t.Logf("nodes.agent: %s: %s", f.ID, f.Summary)
+			for _, it := range f.Items {
+				agentItems = append(agentItems, it.Key)
+			}
+		}
+	}
+	if len(agentItems) != 1 || agentItems[0] != "link=node "+lab.RealNodeName(2)+"/eth0" {
+		t.Errorf("node link at 1400: nodes.agent's KS-NET-MTU items %v, want lab-node-2's eth0 alone", agentItems)
+	}
 	inNode(ctx, t, 2, "ip", "link", "set", "dev", "eth0", "mtu", "1500")
 	var mtuItems []string
 	for _, f := range fs {

@@ -14,13 +14,14 @@
 set -eu
 cd "$(dirname "$0")/.."
 WINDOW=${WINDOW:-20}
-DNSPORT=${DNSPORT:-15353}
+DNSPORT=${DNSPORT:-53} # the DNS tracer watches port 53
 HTTPPORT=${HTTPPORT:-18088}
 command -v dnsperf >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y dnsperf >/dev/null
 command -v wrk >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y wrk >/dev/null
 command -v nginx >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y nginx-light >/dev/null
 CGO_ENABLED=0 go build -o bin/kubeslow ./cmd/kubeslow
 tmp=$(mktemp -d)
+chmod 755 "$tmp" # nginx's worker (nobody) reads its root under it
 bin/kubeslow agent dns-upstream --listen 127.0.0.1:$DNSPORT >"$tmp/upstream.out" 2>&1 &
 up=$!
 mkdir -p "$tmp/www"
@@ -35,8 +36,11 @@ EOF
 nginx -c "$tmp/nginx.conf" -g 'daemon off;' &
 ngx=$!
 trap 'kill $up $ngx 2>/dev/null; rm -rf "$tmp"' EXIT INT TERM
-until grep -q listening "$tmp/upstream.out"; do sleep 0.1; done
-until curl -sf -o /dev/null http://127.0.0.1:$HTTPPORT/; do sleep 0.1; done
+# ready within 10 s each, or the bench stops with what the server said
+for i in $(seq 100); do grep -q listening "$tmp/upstream.out" && break; sleep 0.1; done
+grep -q listening "$tmp/upstream.out" || { cat "$tmp/upstream.out"; exit 1; }
+for i in $(seq 100); do curl -sf -o /dev/null http://127.0.0.1:$HTTPPORT/ && break; sleep 0.1; done
+curl -sf -o /dev/null http://127.0.0.1:$HTTPPORT/ || { tail -3 "$tmp/nginx.err"; exit 1; }
 for i in $(seq 1 50); do echo "q$i.ext.kubeslow.test A"; done >"$tmp/queries"
 hz=$(getconf CLK_TCK)
 

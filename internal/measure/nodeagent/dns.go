@@ -144,33 +144,39 @@ func MarkDNSClients(hosts []agent.NodeHost, pods []corev1.Pod, nodes []corev1.No
 	for i := range hosts {
 		h := &hosts[i]
 		shared := others(h)
+		name := func(client string) (string, string, string) { return classify(h.Node, client) }
+		elsewhere := func(client string) bool { return theirs(shared, client) }
 		if d := h.DNS; d != nil {
-			d.SharedKernel, d.Elsewhere = shared, 0
-			kept := d.Clients[:0]
-			for _, c := range d.Clients {
-				c.Namespace, c.Pod, c.Kind = classify(h.Node, c.Client)
-				if c.Kind == DNSClientUnknown && theirs(shared, c.Client) {
-					d.Elsewhere++
-					continue
-				}
-				kept = append(kept, c)
-			}
-			d.Clients = kept
+			d.SharedKernel = shared
+			d.Clients, d.Elsewhere = markClients(d.Clients, func(c *agent.DNSClient) (*string, *string, *string, string) {
+				return &c.Namespace, &c.Pod, &c.Kind, c.Client
+			}, name, elsewhere)
 		}
 		if r := h.Connects; r != nil {
-			r.SharedKernel, r.Elsewhere = shared, 0
-			kept := r.Clients[:0]
-			for _, c := range r.Clients {
-				c.Namespace, c.Pod, c.Kind = classify(h.Node, c.Client)
-				if c.Kind == DNSClientUnknown && theirs(shared, c.Client) {
-					r.Elsewhere++
-					continue
-				}
-				kept = append(kept, c)
-			}
-			r.Clients = kept
+			r.SharedKernel = shared
+			r.Clients, r.Elsewhere = markClients(r.Clients, func(c *agent.ConnectClient) (*string, *string, *string, string) {
+				return &c.Namespace, &c.Pod, &c.Kind, c.Client
+			}, name, elsewhere)
 		}
 	}
+}
+
+// markClients names each client of cs (fields gives its namespace, pod and kind to set and its address) and
+// drops the unknown ones another node of the same kernel owns (elsewhere): the kept clients and how many were
+// dropped.
+func markClients[C any](cs []C, fields func(*C) (ns, pod, kind *string, addr string), name func(string) (string, string, string),
+	elsewhere func(string) bool) ([]C, int) {
+	kept, dropped := cs[:0], 0
+	for i := range cs {
+		ns, pod, kind, addr := fields(&cs[i])
+		*ns, *pod, *kind = name(addr)
+		if *kind == DNSClientUnknown && elsewhere(addr) {
+			dropped++
+			continue
+		}
+		kept = append(kept, cs[i])
+	}
+	return kept, dropped
 }
 
 // dnsMetrics are one host's DNS metrics and its record's DNS label.

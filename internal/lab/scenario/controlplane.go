@@ -252,7 +252,7 @@ func etcdIOLimit(d lab.Dirs, dev string, bps int64) (file, line string, err erro
 		return "", "", fmt.Errorf("etcd (pid %d): no blkio or cgroup2 entry in /proc/%d/cgroup", pid, pid)
 	}
 	for _, root := range []string{"/sys/fs/cgroup", "/sys/fs/cgroup/unified"} {
-		if ctl, err := os.ReadFile(filepath.Join(root, p, "cgroup.controllers")); err == nil && strings.Contains(" "+string(ctl)+" ", " io ") {
+		if hasController(filepath.Join(root, p), "io") {
 			v := "max"
 			if bps > 0 {
 				v = strconv.FormatInt(bps, 10)

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -64,7 +65,7 @@ type cpuWeights struct {
 
 func cpuHierarchy() (cpuWeights, error) {
 	for _, r := range []string{"/sys/fs/cgroup", "/sys/fs/cgroup/unified"} {
-		if b, err := os.ReadFile(filepath.Join(r, "cgroup.controllers")); err == nil && strings.Contains(" "+strings.TrimSpace(string(b))+" ", " cpu ") {
+		if hasController(r, "cpu") {
 			return cpuWeights{root: r, file: "cpu.weight", max: 10000}, nil
 		}
 	}
@@ -72,6 +73,12 @@ func cpuHierarchy() (cpuWeights, error) {
 		return cpuWeights{root: "/sys/fs/cgroup/cpu", file: "cpu.shares", max: 262144}, nil
 	}
 	return cpuWeights{}, errors.New("no CPU controller: neither cgroup v2's cpu nor v1's cpu hierarchy is mounted")
+}
+
+// hasController reports whether the cgroup v2 directory dir offers controller ctl (its cgroup.controllers).
+func hasController(dir, ctl string) bool {
+	b, err := os.ReadFile(filepath.Join(dir, "cgroup.controllers"))
+	return err == nil && slices.Contains(strings.Fields(string(b)), ctl)
 }
 
 // startNeighbour makes the neighbour's cgroup beside the control-plane node's kubepods, weighted

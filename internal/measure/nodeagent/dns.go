@@ -184,11 +184,8 @@ func dnsMetrics(node string, d *agent.DNSReport, rec *result.Record) []result.Me
 	var out []result.Metric
 	var ids []string
 	for _, c := range d.Clients {
-		kind := c.Kind
-		if kind == "" {
-			kind = DNSClientUnknown
-		}
-		l := map[string]string{"node": node, "namespace": c.Namespace, "pod": c.Pod, "client": c.Client, "kind": kind, "server": c.Server, "source": dnsSource}
+		l := clientLabels(node, c.Namespace, c.Pod, c.Client, c.Kind, "server", c.Server)
+		kind := l["kind"]
 		add := func(name, unit string, v float64) {
 			out = append(out, result.Metric{Name: name, Unit: unit, Value: v, Labels: l})
 		}
@@ -217,8 +214,7 @@ func dnsMetrics(node string, d *agent.DNSReport, rec *result.Record) []result.Me
 	}
 	rec.Labels["dns"] = fmt.Sprintf("%d clients over %.1fs (eBPF; a query unanswered for %gs is a time-out)", len(d.Clients), d.WindowSeconds, d.TimeoutSeconds)
 	if len(d.SharedKernel) > 0 {
-		rec.Labels["dns_shared_kernel"] = fmt.Sprintf("the kernel is %s's too (one boot id): %d clients of theirs, seen here too, reported under them only",
-			strings.Join(d.SharedKernel, ", "), d.Elsewhere)
+		rec.Labels["dns_shared_kernel"] = sharedKernelNote(d.SharedKernel, d.Elsewhere)
 	}
 	if len(ids) > 0 {
 		rec.Labels["dns_other_clients"] = strings.Join(ids, "; ")
@@ -241,11 +237,7 @@ const (
 func connectMetrics(node string, r *agent.ConnectReport, rec *result.Record) []result.Metric {
 	var out []result.Metric
 	for _, c := range r.Clients {
-		kind := c.Kind
-		if kind == "" {
-			kind = DNSClientUnknown
-		}
-		l := map[string]string{"node": node, "namespace": c.Namespace, "pod": c.Pod, "client": c.Client, "kind": kind, "dest": c.Dest, "source": dnsSource}
+		l := clientLabels(node, c.Namespace, c.Pod, c.Client, c.Kind, "dest", c.Dest)
 		add := func(name, unit string, v float64) {
 			out = append(out, result.Metric{Name: name, Unit: unit, Value: v, Labels: l})
 		}
@@ -259,10 +251,26 @@ func connectMetrics(node string, r *agent.ConnectReport, rec *result.Record) []r
 	}
 	rec.Labels["connects"] = fmt.Sprintf("%d clients over %.1fs (eBPF)", len(r.Clients), r.WindowSeconds)
 	if len(r.SharedKernel) > 0 {
-		rec.Labels["connects_shared_kernel"] = fmt.Sprintf("the kernel is %s's too (one boot id): %d clients of theirs, seen here too, reported under them only",
-			strings.Join(r.SharedKernel, ", "), r.Elsewhere)
+		rec.Labels["connects_shared_kernel"] = sharedKernelNote(r.SharedKernel, r.Elsewhere)
 	}
 	return out
+}
+
+// clientLabels are the labels of a traced client's metrics on node: its name as MarkDNSClients gave it (a
+// client it did not name is unknown), its peer under peerKey (the server asked, the destination connected to)
+// and the source.
+func clientLabels(node, ns, pod, client, kind, peerKey, peer string) map[string]string {
+	if kind == "" {
+		kind = DNSClientUnknown
+	}
+	return map[string]string{"node": node, "namespace": ns, "pod": pod, "client": client, "kind": kind, peerKey: peer, "source": dnsSource}
+}
+
+// sharedKernelNote says which nodes share this node's kernel and how many of their clients, traced here too,
+// were left to them.
+func sharedKernelNote(shared []string, elsewhere int) string {
+	return fmt.Sprintf("the kernel is %s's too (one boot id): %d clients of theirs, seen here too, reported under them only",
+		strings.Join(shared, ", "), elsewhere)
 }
 
 // dnsWhyNot is why a node's agent reported no DNS queries: its unread entry for them, or that it did not trace.

@@ -28,16 +28,30 @@ const (
 	StarvedWaitRate  = 0.5
 )
 
-// starved is a component's run-queue wait over the window, when it was starved.
+// PressureLookback is how far before its window a starvation reaches when the starved component's node was
+// under CPU pressure at the window's start too (PSI "some" avg60 >= StarvedWaitShare, read by the node agent
+// as it started): the minute that average covers. On a starved node the node agent itself starts late (CI's
+// run of 2026-11-29: its pod took 30 s to answer, and the apiserver's outages all came before its window).
+const PressureLookback = time.Minute
+
+// starved is a component's run-queue wait over the window, when it was starved, and its node's CPU pressure
+// at the window's start (before: -1 where unread).
 type starved struct {
 	component, node string
 	rate, share     float64
+	before          float64
 	ev              []result.Evidence
 }
 
 func (s starved) String() string {
-	return fmt.Sprintf("%s's threads waited %.2f s/s for a CPU (%.0f%% of their runnable time, node agent on %s)", s.component, s.rate, s.share*100, s.node)
+	out := fmt.Sprintf("%s's threads waited %.2f s/s for a CPU (%.0f%% of their runnable time, node agent on %s)", s.component, s.rate, s.share*100, s.node)
+	if s.reachesBack() {
+		out += fmt.Sprintf(", and tasks on %s waited for a CPU %.0f%% of the minute before that window (PSI avg60 at its start)", s.node, s.before*100)
+	}
+	return out
 }
+
+func (s starved) reachesBack() bool { return s.before >= StarvedWaitShare }
 
 // starvedComponents are kube-apiserver and etcd where the node agent saw them starved, worst first, and the
 // span of the measurement that read them.
@@ -57,10 +71,23 @@ func starvedComponents(rep *result.Report) ([]starved, time.Time, time.Time) {
 		}
 		ev := []result.Evidence{{Name: m.Name, Value: m.Value, Unit: m.Unit, Labels: m.Labels, Result: r.Name},
 			{Name: sh.Name, Value: sh.Value, Unit: sh.Unit, Labels: sh.Labels, Result: r.Name}}
-		out = append(out, starved{component: m.Labels["component"], node: m.Labels["node"], rate: m.Value, share: sh.Value, ev: ev})
+		s := starved{component: m.Labels["component"], node: m.Labels["node"], rate: m.Value, share: sh.Value, before: -1, ev: ev}
+		if b := r.Metric(cpusage.MetricCPUPressureBefore, map[string]string{"instance": s.node}); b != nil {
+			s.before = b.Value
+			if s.reachesBack() {
+				s.ev = append(s.ev, result.Evidence{Name: b.Name, Value: b.Value, Unit: b.Unit, Labels: b.Labels, Result: r.Name})
+			}
+		}
+		out = append(out, s)
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].rate > out[j].rate })
-	return out, r.Start, r.End
+	start := r.Start
+	for _, s := range out {
+		if s.reachesBack() && !start.IsZero() {
+			start = r.Start.Add(-PressureLookback)
+		}
+	}
+	return out, start, r.End
 }
 
 // starvationFirst orders CPU starvation before the outages and latency it makes: where the node tier saw
@@ -104,6 +131,11 @@ func starvationFirst(rep *result.Report, ws []availability.Window) *result.Findi
 		f := &rep.Findings[i]
 		if !symptoms[f.ID] || (f.ExplainedBy != "" && !symptoms[f.ExplainedBy]) {
 			continue // a symptom of another cause (etcd's disk) stays under it
+		}
+		if f.ExplainedBy != "" { // a symptom of a symptom: the starvation replaces the nearer cause's clause
+			if i := strings.Index(f.Summary, " — a symptom of "+f.ExplainedBy+" "); i >= 0 {
+				f.Summary = f.Summary[:i]
+			}
 		}
 		f.ExplainedBy, f.Severity = sat.ID, result.SeverityInfo
 		f.Summary += fmt.Sprintf(" — a symptom of %s: %s during it: starvation came first; fix that first and measure again", sat.ID, strings.Join(why, "; "))

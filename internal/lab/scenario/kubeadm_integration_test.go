@@ -372,6 +372,15 @@ func TestIntegrationKubeadm(t *testing.T) {
 	// probes run too) folded under it.
 	t.Run("control-plane-neighbour", func(t *testing.T) {
 		rep := starvedBy(t, "control-plane-neighbour", true, "api.responsiveness", cpusage.Name, availability.Name)
+		// Where each result's window lay against the outages: what the ordering of causes rests on.
+		for _, r := range rep.Results {
+			t.Logf("%s: %s to %s", r.Name, r.Start.Format("15:04:05.0"), r.End.Format("15:04:05.0"))
+			if r.Name == availability.Name {
+				for _, w := range availability.Outages(r) {
+					t.Logf("  outage %s", w.Describe())
+				}
+			}
+		}
 		causes := 0
 		for _, f := range rep.Findings {
 			switch f.ID {

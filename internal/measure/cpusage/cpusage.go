@@ -73,6 +73,11 @@ const (
 	// MetricCPUPressure is the share of the window in which some task on a control-plane host waited for a CPU
 	// (PSI's cpu "some", node_exporter's node_pressure_cpu_waiting_seconds_total; label instance).
 	MetricCPUPressure = "cpu_pressure_waiting_ratio"
+	// MetricCPUPressureBefore is the node agent's PSI cpu "some" avg60 of a control-plane node as it read it at
+	// the window's start (label instance): how much of the minute *before* the window some task waited for a
+	// CPU. A starvation seen in the window reaches back that far where it is high too, so an outage in that
+	// minute (the node agent's own start is slow on a starved node) is still read against it.
+	MetricCPUPressureBefore = "cpu_pressure_before_ratio"
 )
 
 // SaturationThreshold is the share of the cores available that kube-apiserver and etcd use in their busiest
@@ -237,6 +242,12 @@ func (o *observation) nodeTier(ctx context.Context, res *result.Result) {
 		last, nt.err = nt.tier.ControlPlane(ctx)
 		if nt.err == nil {
 			AddComponents(res, Components(nt.first, last, secs), last)
+			AddPressureBefore(res, nt.first)
+			// The node agent's figures span its first read to its last: the result's window is theirs too
+			// where the first scrape came later (on a starved node the scrapes lag by seconds).
+			if res.Start.IsZero() || nt.at.Before(res.Start) {
+				res.Start = nt.at
+			}
 			var names []string
 			for _, c := range last {
 				names = append(names, c.Name+"@"+c.Node)

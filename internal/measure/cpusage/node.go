@@ -140,6 +140,20 @@ func Components(first, last []cpnode.Component, secs float64) []ComponentFigure 
 // kube-apiserver, the component the API's latency is made of, lost 1.02 s per second (85%) and etcd 0.26 (90%).
 const MinRunQueueWait = 0.1
 
+// AddPressureBefore adds each node's CPU pressure as the node agent read it at the window's start (PSI "some"
+// avg60: the minute before the window), from the first read of the components.
+func AddPressureBefore(res *result.Result, first []cpnode.Component) {
+	seen := map[string]bool{}
+	for _, c := range first {
+		if seen[c.Node] || c.NodePSI == nil {
+			continue
+		}
+		seen[c.Node] = true
+		res.Metrics = append(res.Metrics, result.Metric{Name: MetricCPUPressureBefore, Unit: "ratio", Value: c.NodePSI.SomeAvg60 / 100,
+			Labels: map[string]string{"instance": c.Node, "source": cpnode.SourceNodeAgent}})
+	}
+}
+
 // AddComponents adds the node tier's component figures to res, the node's CPU pressure (PSI "some", the
 // share of the last minute in which a task waited for a CPU) of each node, and, where one component's
 // saturation (its CPU against its own cores, or its run-queue wait share where it lost at least

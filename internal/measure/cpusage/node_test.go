@@ -58,6 +58,21 @@ func TestComponents(t *testing.T) {
 	if p := res.Metric(MetricCPUPressure, map[string]string{"instance": "cp"}); p == nil || p.Value != 0.42 {
 		t.Errorf("node PSI %+v", p)
 	}
+	// The pressure before the window is the first read's, once per node.
+	first[0].NodePSI = &agent.PSIPair{SomeAvg60: 91}
+	AddPressureBefore(&res, first)
+	if p := res.Metric(MetricCPUPressureBefore, map[string]string{"instance": "cp"}); p == nil || p.Value != 0.91 {
+		t.Errorf("node PSI before the window %+v", p)
+	}
+	n := 0
+	for _, m := range res.Metrics {
+		if m.Name == MetricCPUPressureBefore {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Errorf("%d pressure-before metrics for one node", n)
+	}
 	if m := res.Metric(MetricComponentWaitShare, map[string]string{"component": APIServer}); m == nil || m.Value < 0.9 {
 		t.Errorf("wait share %+v", m)
 	}

@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -334,19 +336,31 @@ func TestIntegrationNodeDNS(t *testing.T) {
 }
 
 // nodeConnects: the agent's eBPF connect tracer against a peer's own connect timing on the same connections.
-// A server pod on lab-node-2 (`agent burn --listen`); in lab-node-1's network namespace (its host network) curl
-// connects to it over and over, one connection after another, printing its own time_connect (wrk, the issue's
-// peer, times requests, not connects). The agent's figures for that client and destination (source ebpf, the
-// client named host network on lab-node-1 and not reported under lab-node-2 too):
+// Server pods on lab-node-2 (`agent burn --listen`); in lab-node-1's network namespace (its host network) curl
+// connects to them over and over, one connection after another per loop, printing its own time_connect (wrk, the
+// issue's peer, times requests, not connects). The agent's figures for that client and destination (source ebpf,
+// the client named host network on lab-node-1 and not reported under lab-node-2 too):
 //   - on the plain path (tens of µs): the kernel's SYN_SENT -> ESTABLISHED lies inside curl's connect() ->
-//     writable, so its p50 is at most curl's; no failure; the rate is curl's;
+//     writable, so its p50 is at most curl's; no failure; the rate is curl's; KS-POD-CONNECT-SLOW clear;
 //   - with the first SYN of every connect dropped in lab-node-1's OUTPUT chain (iptables' statistic match,
 //     every second SYN: each connect's first try is lost and its retransmission, after the initial RTO of 1 s,
-//     goes through), the connects the application waits a second for: p50 within 10% of curl's.
+//     goes through), the connects the application waits a second for: p50 within 10% of curl's, and
+//     KS-POD-CONNECT-SLOW names the client and the destination;
+//   - a second mechanism, on the server's node and by rate: a SYN-flood limit in lab-node-2's FORWARD chain
+//     (iptables' limit match, 4 new connections a second to the server, the rest dropped: the recipes' SYN-flood
+//     protection) under six curl loops. The SYNs past the limit are dropped and their connects wait for the
+//     retransmission, the others not: KS-POD-CONNECT-SLOW names the client and destination on a share of them.
+//
+// (A server too slow to accept, its accept queue full, was tried first: the kernel then mostly drops the
+// handshake's last ACK, not the SYN — the client's connect returns at once and its first request waits instead;
+// 5 of 36 connects were slow with 27 ListenOverflows. It is a slow-request fault more than a slow-connect one.)
 //
 // (netem would delay the path instead; this kernel has no netem qdisc.)
 func nodeConnects(ctx context.Context, t *testing.T, c kubernetes.Interface, ns string,
 	sweep func(*testing.T, time.Duration, bool) (*result.Report, *result.Result, time.Time, time.Time)) {
+	in := func(ctx context.Context, argv ...string) (string, error) {
+		return host.RunIn(ctx, host.Short, nil, lab.RealNodeNetNS(1), argv...)
+	}
 	const server = "connect-server"
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: server, Namespace: ns},
 		Spec: corev1.PodSpec{NodeSelector: map[string]string{corev1.LabelHostname: lab.RealNodeName(2)}, TerminationGracePeriodSeconds: ptr.To[int64](1),
@@ -356,47 +370,52 @@ func nodeConnects(ctx context.Context, t *testing.T, c kubernetes.Interface, ns 
 	}
 	ip := labtest.WaitPodRunning(ctx, t, c, ns, server).Status.PodIP
 	dest := ip + ":8080"
-	url := "http://" + dest + "/"
-	in := func(ctx context.Context, argv ...string) (string, error) {
-		return host.RunIn(ctx, host.Short, nil, lab.RealNodeNetNS(1), argv...)
-	}
-	labtest.Eventually(ctx, t, "the server answering", func() error { _, err := in(ctx, "curl", "-sf", "-o", "/dev/null", url); return err })
+	labtest.Eventually(ctx, t, "the server answering", func() error { _, err := in(ctx, "curl", "-sf", "-o", "/dev/null", "http://"+dest+"/"); return err })
 	labels := map[string]string{"node": lab.RealNodeName(1), "client": lab.RealNodeIP(1), "kind": nodeagent.DNSClientHost, "dest": dest, "source": "ebpf"}
+	item := "client=" + lab.RealNodeName(1) + "/" + lab.RealNodeIP(1) + " dest=" + dest // KS-POD-CONNECT-SLOW's key for them
 
-	// measure runs curl in a loop while a sweep of window runs; curl's time_connects sorted, and the agent's figures.
-	measure := func(t *testing.T, window time.Duration) (curl []float64, curlRate float64, na *result.Result) {
+	// measure runs loops curl loops while a sweep of window runs; curl's time_connects sorted, and the agent's
+	// report and figures.
+	measure := func(t *testing.T, window time.Duration, loops int) (curl []float64, rep *result.Report, na *result.Result) {
 		t.Helper()
 		loopCtx, stop := context.WithCancel(ctx)
-		loopDone := make(chan error, 1)
-		go func() {
-			for loopCtx.Err() == nil {
-				out, err := in(loopCtx, "curl", "-s", "-o", "/dev/null", "-w", "%{time_connect}", url)
-				if err != nil {
-					if loopCtx.Err() == nil {
-						loopDone <- fmt.Errorf("curl: %v %s", err, out)
+		var mu sync.Mutex
+		loopDone := make(chan error, loops)
+		for range loops {
+			go func() {
+				for loopCtx.Err() == nil {
+					out, err := in(loopCtx, "curl", "-s", "-o", "/dev/null", "-m", "20", "-w", "%{time_connect}", "http://"+dest+"/")
+					if err != nil {
+						if loopCtx.Err() == nil {
+							loopDone <- fmt.Errorf("curl: %v %s", err, out)
+							return
+						}
+						break
+					}
+					v, err := strconv.ParseFloat(strings.TrimSpace(out), 64)
+					if err != nil {
+						loopDone <- fmt.Errorf("curl's time_connect %q: %v", out, err)
 						return
 					}
-					break
+					mu.Lock()
+					curl = append(curl, v)
+					mu.Unlock()
 				}
-				v, err := strconv.ParseFloat(strings.TrimSpace(out), 64)
-				if err != nil {
-					loopDone <- fmt.Errorf("curl's time_connect %q: %v", out, err)
-					return
-				}
-				curl = append(curl, v)
-			}
-			loopDone <- nil
-		}()
-		_, na, began, ended := sweep(t, window, false)
+				loopDone <- nil
+			}()
+		}
+		rep, na, began, ended := sweep(t, window, false)
 		stop()
-		if err := <-loopDone; err != nil {
-			t.Fatal(err)
+		for range loops {
+			if err := <-loopDone; err != nil {
+				t.Fatal(err)
+			}
 		}
 		slices.Sort(curl)
 		if len(curl) < 5 {
 			t.Fatalf("curl connected %d times", len(curl))
 		}
-		curlRate = float64(len(curl)) / ended.Sub(began).Seconds()
+		curlRate := float64(len(curl)) / ended.Sub(began).Seconds()
 		for _, rec := range na.Records {
 			if rec.Labels["connects"] == "" || strings.Contains(rec.Labels["unread"], agent.ConnectsUnread) {
 				t.Errorf("%s: the connect tracer did not run: %s", rec.ID, rec.Labels["unread"])
@@ -408,24 +427,42 @@ func nodeConnects(ctx context.Context, t *testing.T, c kubernetes.Interface, ns 
 			}
 		}
 		connects, failures := metric(na, nodeagent.MetricTCPConnects, labels), metric(na, nodeagent.MetricTCPConnectFailures, labels)
-		t.Logf("curl: %d connects (%.1f/s), time_connect p50 %.3f ms (%.3f..%.3f); eBPF: %.0f connects (%.1f/s), %.0f failed, p50 %.3f ms, p99 %.3f ms",
+		t.Logf("curl: %d connects (%.1f/s), time_connect p50 %.3f ms (%.3f..%.3f); eBPF: %.0f connects (%.1f/s), %.0f failed, %.0f slow, p50 %.3f ms, p99 %.3f ms",
 			len(curl), curlRate, 1000*curl[len(curl)/2], 1000*curl[0], 1000*curl[len(curl)-1], connects, metric(na, nodeagent.MetricTCPConnectsPerSecond, labels),
-			failures, 1000*metric(na, nodeagent.MetricTCPConnectLatencyP50, labels), 1000*metric(na, nodeagent.MetricTCPConnectLatencyP99, labels))
+			failures, metric(na, nodeagent.MetricTCPConnectsSlow, labels), 1000*metric(na, nodeagent.MetricTCPConnectLatencyP50, labels), 1000*metric(na, nodeagent.MetricTCPConnectLatencyP99, labels))
 		if connects < 3 || failures != 0 {
 			t.Fatalf("eBPF: %v connects, %v failed, of curl's to %s from %s", connects, failures, dest, lab.RealNodeIP(1))
 		}
 		if r := metric(na, nodeagent.MetricTCPConnectsPerSecond, labels); r < curlRate*0.5 || r > curlRate*2 {
 			t.Errorf("tcp_connects_per_second %.1f against curl's %.1f over the run", r, curlRate)
 		}
-		return curl, curlRate, na
+		return curl, rep, na
+	}
+	// slowItems are KS-POD-CONNECT-SLOW's items (none when it did not fire), logged.
+	slowItems := func(t *testing.T, rep *result.Report) []string {
+		var keys []string
+		for _, f := range rep.Findings {
+			if f.ID == "KS-POD-CONNECT-SLOW" {
+				t.Logf("%s [%s] %s", f.ID, f.Severity, f.Summary)
+				for _, it := range f.Items {
+					keys = append(keys, it.Key)
+				}
+			}
+		}
+		return keys
 	}
 
 	t.Run("plain", func(t *testing.T) {
-		curl, _, na := measure(t, 6*time.Second)
+		curl, rep, na := measure(t, 6*time.Second, 1)
 		p50, p99 := metric(na, nodeagent.MetricTCPConnectLatencyP50, labels), metric(na, nodeagent.MetricTCPConnectLatencyP99, labels)
 		// Inside curl's interval (the histogram is within 1%).
 		if p50 <= 0 || p50 > curl[len(curl)/2]*1.01 || p99 < p50 {
 			t.Errorf("tcp_connect_latency p50 %.3f ms (p99 %.3f) against curl's time_connect p50 %.3f ms: want at most curl's", 1000*p50, 1000*p99, 1000*curl[len(curl)/2])
+		}
+		// The healthy lab: no client's connects wait for a retransmission.
+		assertRule(t, rep, "KS-POD-CONNECT-SLOW", result.RuleClear)
+		if items := slowItems(t, rep); len(items) > 0 {
+			t.Errorf("KS-POD-CONNECT-SLOW on the plain path: %v", items)
 		}
 	})
 
@@ -439,13 +476,46 @@ func nodeConnects(ctx context.Context, t *testing.T, c kubernetes.Interface, ns 
 				t.Errorf("removing the SYN drop: %v %s", err, out)
 			}
 		})
-		curl, _, na := measure(t, 8*time.Second)
+		curl, rep, na := measure(t, 8*time.Second, 1)
 		p50, curlP50 := metric(na, nodeagent.MetricTCPConnectLatencyP50, labels), curl[len(curl)/2]
 		if curlP50 < 0.9 {
 			t.Fatalf("curl's time_connect p50 %.3f s: the SYN drop did not hold connects for the RTO", curlP50)
 		}
 		if p50 < curlP50*0.9 || p50 > curlP50*1.1 {
 			t.Errorf("tcp_connect_latency_p50 %.3f s against curl's time_connect p50 %.3f s: want within 10%%", p50, curlP50)
+		}
+		if items := slowItems(t, rep); !slices.Contains(items, item) {
+			t.Errorf("KS-POD-CONNECT-SLOW items %v: want %q", items, item)
+		}
+	})
+
+	t.Run("syn-rate-limited", func(t *testing.T) {
+		inServer := func(ctx context.Context, argv ...string) (string, error) {
+			return host.RunIn(ctx, host.Short, nil, lab.RealNodeNetNS(2), argv...)
+		}
+		match := []string{"FORWARD", "-p", "tcp", "--syn", "-d", ip + "/32", "--dport", "8080"}
+		accept := append(append([]string{}, match...), "-m", "limit", "--limit", "4/second", "--limit-burst", "4", "-j", "ACCEPT")
+		drop := append(append([]string{}, match...), "-j", "DROP")
+		for i, rule := range [][]string{accept, drop} {
+			if out, err := inServer(ctx, append([]string{"iptables", "-w", "5", "-I", "FORWARD", strconv.Itoa(i + 1)}, rule[1:]...)...); err != nil {
+				t.Fatalf("%v %s", err, out)
+			}
+			t.Cleanup(func() {
+				if out, err := inServer(context.Background(), append([]string{"iptables", "-w", "5", "-D"}, rule...)...); err != nil {
+					t.Errorf("removing the SYN limit: %v %s", err, out)
+				}
+			})
+		}
+		curl, rep, na := measure(t, 8*time.Second, 6)
+		slow := len(curl) - sort.SearchFloat64s(curl, 0.9)
+		if slow < nodeagent.ConnectSlowMin || slow == len(curl) {
+			t.Fatalf("%d of curl's %d connects took 0.9 s or more: want some, not all, past the limit", slow, len(curl))
+		}
+		if got := metric(na, nodeagent.MetricTCPConnectsSlow, labels); got < nodeagent.ConnectSlowMin {
+			t.Errorf("tcp_connects_slow %v, where curl saw %d connects of 0.9 s or more", got, slow)
+		}
+		if items := slowItems(t, rep); !slices.Contains(items, item) {
+			t.Errorf("KS-POD-CONNECT-SLOW items %v: want %q", items, item)
 		}
 	})
 }

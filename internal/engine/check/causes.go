@@ -23,8 +23,10 @@ var causes = map[string][]string{
 	"KS-POD-PHASE": {"KS-CNI-IPAM", "KS-API-LATENCY"},
 	"KS-POD-STUCK": {"KS-NODE-001"},
 	// Lookups that wait out the resolver's time-out: the conntrack race, or a full conntrack table.
-	"KS-DNS-5S":   {"KS-DNS-CONNTRACK-RACE", "KS-NODE-CONNTRACK-DROP"},
-	"KS-POD-NODE": {"KS-NODE-START-OUTLIER", "KS-NODE-RUNTIME-OUTLIER", "KS-NODE-PULL-QUEUE", "KS-NODE-DISK-SYNC", "KS-NODE-PAUSE-REMOTE"},
+	"KS-DNS-5S": {"KS-DNS-CONNTRACK-RACE", "KS-NODE-CONNTRACK-DROP"},
+	// Lost SYNs: a full conntrack table, or a full neighbour table, drops them on the node.
+	"KS-POD-CONNECT-SLOW": {"KS-NODE-CONNTRACK-DROP", "KS-NODE-NEIGH-OVERFLOW"},
+	"KS-POD-NODE":         {"KS-NODE-START-OUTLIER", "KS-NODE-RUNTIME-OUTLIER", "KS-NODE-PULL-QUEUE", "KS-NODE-DISK-SYNC", "KS-NODE-PAUSE-REMOTE"},
 }
 
 // linkCauses adds the cross-measurement causes to the rules' own (ExplainedBy), after them.

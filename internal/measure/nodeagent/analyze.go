@@ -189,10 +189,15 @@ func Analyze(hosts []agent.NodeHost, failures map[string]string) result.Result {
 			}
 		} else {
 			// Could not measure (no eBPF there): KS-POD-DNS-TIMEOUT says so rather than clear.
-			res.Absent = append(res.Absent, result.Absence{Metric: MetricDNSTimeouts, Series: "node " + n, Reason: dnsWhyNot(h.Unread)})
+			res.Absent = append(res.Absent, result.Absence{Metric: MetricDNSTimeouts, Series: "node " + n,
+				Reason: whyNot(h.Unread, agent.DNSUnread, "the agent did not trace DNS queries (an agent without --dns)")})
 		}
 		if h.Connects != nil {
 			res.Metrics = append(res.Metrics, connectMetrics(n, h.Connects, &rec)...)
+		} else {
+			// Could not measure: KS-POD-CONNECT-SLOW says so rather than clear.
+			res.Absent = append(res.Absent, result.Absence{Metric: MetricTCPConnectsSlow, Series: "node " + n,
+				Reason: whyNot(h.Unread, agent.ConnectsUnread, "the agent did not trace TCP connects (an agent without --dns)")})
 		}
 		if len(h.Unread) > 0 {
 			rec.Labels["unread"] = strings.Join(h.Unread, "; ")

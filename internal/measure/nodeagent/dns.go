@@ -231,6 +231,10 @@ const (
 	MetricTCPConnectFailures   = "tcp_connect_failures"
 	MetricTCPConnectLatencyP50 = "tcp_connect_latency_p50_seconds"
 	MetricTCPConnectLatencyP99 = "tcp_connect_latency_p99_seconds"
+	// MetricTCPConnectsSlow counts the established connects that took the SYN's initial RTO (1 s) or longer,
+	// and MetricTCPConnectSlowShare is their share of the established ones.
+	MetricTCPConnectsSlow     = "tcp_connects_slow"
+	MetricTCPConnectSlowShare = "tcp_connect_slow_share"
 )
 
 // connectMetrics are one host's TCP connect metrics and its record's connects label.
@@ -244,9 +248,11 @@ func connectMetrics(node string, r *agent.ConnectReport, rec *result.Record) []r
 		add(MetricTCPConnects, "count", float64(c.Connects))
 		add(MetricTCPConnectsPerSecond, "per_second", c.PerSecond)
 		add(MetricTCPConnectFailures, "count", float64(c.Failures))
-		if c.Connects > c.Failures {
+		if est := c.Connects - c.Failures; est > 0 {
 			add(MetricTCPConnectLatencyP50, "seconds", c.P50)
 			add(MetricTCPConnectLatencyP99, "seconds", c.P99)
+			add(MetricTCPConnectsSlow, "count", float64(c.Slow))
+			add(MetricTCPConnectSlowShare, "ratio", float64(c.Slow)/float64(est))
 		}
 	}
 	rec.Labels["connects"] = fmt.Sprintf("%d clients over %.1fs (eBPF)", len(r.Clients), r.WindowSeconds)
@@ -273,12 +279,13 @@ func sharedKernelNote(shared []string, elsewhere int) string {
 		strings.Join(shared, ", "), elsewhere)
 }
 
-// dnsWhyNot is why a node's agent reported no DNS queries: its unread entry for them, or that it did not trace.
-func dnsWhyNot(unread []string) string {
+// whyNot is why a node's agent reported none of a tracer's data: its unread entry for them (what), or
+// otherwise (it did not trace).
+func whyNot(unread []string, what, otherwise string) string {
 	for _, u := range unread {
-		if strings.HasPrefix(u, agent.DNSUnread+": ") {
+		if strings.HasPrefix(u, what+": ") {
 			return u
 		}
 	}
-	return "the agent did not trace DNS queries (an agent without --dns)"
+	return otherwise
 }

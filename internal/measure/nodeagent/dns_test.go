@@ -122,6 +122,33 @@ func TestDNSTimeoutRule(t *testing.T) {
 	}
 }
 
+// TestConnectSlowRule: the connects that waited for a second SYN are one finding, on the client and destination
+// over both thresholds only (web to the pod: 10 of 30), with the counts and the p99 it rests on; web's one lost SYN
+// to the Service in 200 and the host process's 1 of 2 stay below. Agents that traced no connect leave it not
+// evaluated, not clear.
+func TestConnectSlowRule(t *testing.T) {
+	fs, _ := rule.Evaluate(ruletest.Report(nil, nodeagenttest.WithConnects(nodeagenttest.ConnectsRetransmitting).Result(t)), nodeagent.Rules())
+	var f *result.Finding
+	for i := range fs {
+		if fs[i].ID == "KS-POD-CONNECT-SLOW" {
+			f = &fs[i]
+		}
+	}
+	if f == nil || f.ItemCount != 1 || f.Items[0].Key != "pod=shop/web dest=10.244.1.9:8080" ||
+		!strings.Contains(f.Summary, "pod shop/web on n2: 10 of its TCP connects to 10.244.1.9:8080 took 1 s or more (33% of the 30 established in the agent's watch; p99 3.01 s)") {
+		t.Fatalf("finding %+v", f)
+	}
+	rules := nodeagent.Rules()
+	for i, r := range rules {
+		if r.ID == "KS-POD-CONNECT-SLOW" {
+			_, evals := rule.Evaluate(ruletest.Report(nil, nodeagenttest.Healthy.Result(t)), rules[i:i+1])
+			if evals[0].Status != result.RuleNotEvaluated {
+				t.Errorf("no connect traced: %+v", evals[0])
+			}
+		}
+	}
+}
+
 // TestDNSTimeoutRuleWithoutDNS: agents that could not run the tracer report no DNS metric: the rule is not
 // evaluated (could not measure), not clear.
 func TestDNSTimeoutRuleWithoutDNS(t *testing.T) {

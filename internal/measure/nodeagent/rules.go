@@ -24,6 +24,11 @@ var (
 	dnsTimeouts    = rule.Metric{Result: Name, Name: MetricDNSTimeouts}
 	dnsTimeoutPart = rule.Metric{Result: Name, Name: MetricDNSTimeoutShare}
 	dnsQueries     = rule.Metric{Result: Name, Name: MetricDNSQueries}
+	connectsSlow   = rule.Metric{Result: Name, Name: MetricTCPConnectsSlow}
+	connectsSlowPt = rule.Metric{Result: Name, Name: MetricTCPConnectSlowShare}
+	connects       = rule.Metric{Result: Name, Name: MetricTCPConnects}
+	connectsFailed = rule.Metric{Result: Name, Name: MetricTCPConnectFailures}
+	connectP99     = rule.Metric{Result: Name, Name: MetricTCPConnectLatencyP99}
 )
 
 // The thresholds of KS-POD-DNS-TIMEOUT: time-outs in the agent's watch, and their share of the client's queries
@@ -53,23 +58,82 @@ func dnsTimeoutRule() rule.Rule {
 			"overloaded, restarting), a network policy or firewall dropping UDP 53 from that pod or node; then the pod's resolv.conf (ndots, " +
 			"search domains multiply the queries that can time out).",
 		Match: func(r *result.Report, ru rule.Rule) []rule.Hit {
-			hits := ru.Crossing(r)
+			hits := clientHits(r, ru, "server")
 			for i := range hits {
-				v := hits[i].Vars
-				if v["pod"] != "" {
-					v["who"] = "pod " + v["namespace"] + "/" + v["pod"]
-					hits[i].Key = "pod=" + v["namespace"] + "/" + v["pod"] + " server=" + v["server"]
-				} else {
-					v["who"] = v["kind"] + " client " + v["client"]
-					hits[i].Key = "client=" + v["node"] + "/" + v["client"] + " server=" + v["server"]
-				}
-				labels := hits[i].Evidence[0].Labels
-				v["share"], v["queries"] = "", "?"
-				if m := dnsTimeoutPart.In(r, labels); m != nil { // Crossing's evidence holds it already
-					v["share"] = fmt.Sprintf("%.0f%%", 100*m.Value)
-				}
+				labels, v := hits[i].Evidence[0].Labels, hits[i].Vars
+				v["share"], v["queries"] = percent(dnsTimeoutPart.In(r, labels)), "?" // Crossing's evidence holds the share already
 				if m := dnsQueries.In(r, labels); m != nil {
 					v["queries"] = fmt.Sprintf("%.0f", m.Value)
+				}
+			}
+			return hits
+		},
+	}
+}
+
+// clientHits are ru's crossings, each named by its client (a pod, else the kind of client and its address: a
+// host-network process, an unknown address) and keyed by client and peer (the label peerKey: the DNS server
+// asked, the destination connected to).
+func clientHits(r *result.Report, ru rule.Rule, peerKey string) []rule.Hit {
+	hits := ru.Crossing(r)
+	for i := range hits {
+		v := hits[i].Vars
+		if v["pod"] != "" {
+			v["who"] = "pod " + v["namespace"] + "/" + v["pod"]
+			hits[i].Key = "pod=" + v["namespace"] + "/" + v["pod"] + " " + peerKey + "=" + v[peerKey]
+		} else {
+			v["who"] = v["kind"] + " client " + v["client"]
+			hits[i].Key = "client=" + v["node"] + "/" + v["client"] + " " + peerKey + "=" + v[peerKey]
+		}
+	}
+	return hits
+}
+
+// percent is m's ratio as a percentage ("" when m is nil).
+func percent(m *result.Metric) string {
+	if m == nil {
+		return ""
+	}
+	return fmt.Sprintf("%.0f%%", 100*m.Value)
+}
+
+// The thresholds of KS-POD-CONNECT-SLOW: connects that waited the SYN's initial RTO in the agent's watch, and their
+// share of the client's established connects to that destination.
+const (
+	ConnectSlowMin   = 2
+	ConnectSlowShare = 0.05
+)
+
+// connectSlowRule is KS-POD-CONNECT-SLOW: a pod (or a host-network or unknown client) whose TCP connects to a
+// destination waited for a retransmitted SYN, named with its node and destination.
+func connectSlowRule() rule.Rule {
+	return rule.Rule{
+		ID: "KS-POD-CONNECT-SLOW", Title: "A pod's TCP connects wait for a retransmitted SYN", Severity: result.SeverityWarning, Cases: []string{"B", "D"},
+		When:  rule.Condition{Metric: connectsSlow, Op: ">=", Value: ConnectSlowMin, Unit: "count"},
+		Also:  []rule.Condition{{Metric: connectsSlowPt, Op: ">=", Value: ConnectSlowShare, Unit: "ratio"}},
+		Reads: []rule.Metric{connects, connectsFailed, connectP99},
+		Source: "the node agent's eBPF connect tracer (docs/ebpf.md): each connect of the client's sockets timed from SYN_SENT to ESTABLISHED, as " +
+			"its connect(2) waits. One that took 1 s or more waited out the initial retransmission timeout of its SYN (RFC 6298 2.1, Linux's " +
+			"TCP_TIMEOUT_INIT): its SYN or the SYN-ACK was lost and sent again (the next tries at 3, 7, 15 s); no path between pods takes a second " +
+			"otherwise. kubeslow's threshold: 2 or more in the watch (one could be a single lost packet) and 5% or more of the client's " +
+			"established connects to that destination",
+		Summary: "{{.who}} on {{.node}}: {{.value}} of its TCP connects to {{.dest}} took 1 s or more ({{.share}} of the {{.established}} established " +
+			"in the agent's watch; p99 {{.p99}}): each waited for its SYN to be sent again after the initial RTO",
+		Remediation: "Find what drops SYNs between that client and the destination: the server's accept queue overflowing (ListenOverflows and " +
+			"ListenDrops rising in `nstat` on the server's node, `ss -ltn` Recv-Q at the listener's backlog: a server too slow to accept, or a " +
+			"backlog or net.core.somaxconn too small), a full conntrack table (KS-NODE-CONNTRACK-DROP), SNAT port collisions on the node " +
+			"(conntrack insert_failed rising with connects: masquerading without --random-fully), a firewall or NetworkPolicy dropping or " +
+			"rate-limiting SYNs, or loss on the path (interface drops, a full neighbour table).",
+		Match: func(r *result.Report, ru rule.Rule) []rule.Hit {
+			hits := clientHits(r, ru, "dest")
+			for i := range hits {
+				labels, v := hits[i].Evidence[0].Labels, hits[i].Vars
+				v["share"], v["established"], v["p99"] = percent(connectsSlowPt.In(r, labels)), "?", "?"
+				if n, f := connects.In(r, labels), connectsFailed.In(r, labels); n != nil && f != nil {
+					v["established"] = fmt.Sprintf("%.0f", n.Value-f.Value)
+				}
+				if m := connectP99.In(r, labels); m != nil {
+					v["p99"] = fmt.Sprintf("%.2f s", m.Value)
 				}
 			}
 			return hits
@@ -170,6 +234,7 @@ func Rules() []rule.Rule {
 		sweepOf(conntrack, sweepConntrack, "conntrack on {{.node}} holds {{.value}} of nf_conntrack_max: new connections through kube-proxy's NAT are dropped when it fills"),
 		MTURule(),
 		dnsTimeoutRule(),
+		connectSlowRule(),
 		{
 			ID: "KS-NODE-NEIGH-OVERFLOW", Title: "The kernel logged \"neighbor table overflow\"", Severity: result.SeverityError, Cases: []string{"B"},
 			When:   rule.Condition{Metric: sweepKernel, Op: ">", Value: 0, Unit: "count"},

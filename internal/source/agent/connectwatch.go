@@ -31,8 +31,10 @@ type ConnectClient struct {
 	Client string `json:"client"`
 	Dest   string `json:"dest"`
 	// Connects ended in the watch (established or failed: refused, timed out, or closed while connecting).
-	Connects  int64   `json:"connects"`
-	Failures  int64   `json:"failures"`
+	Connects int64 `json:"connects"`
+	Failures int64 `json:"failures"`
+	// Slow counts the established connects that took ebpf.SlowConnect (the SYN's initial RTO, 1 s) or longer.
+	Slow      int64   `json:"slow,omitempty"`
 	PerSecond float64 `json:"per_second"`
 	// P50, P99 and Max are the established connects' latencies (seconds; 0 when none was).
 	P50 float64 `json:"p50_seconds"`
@@ -87,7 +89,7 @@ func NewConnectReport(stats []ebpf.Stats, window time.Duration) *ConnectReport {
 	rep := &ConnectReport{WindowSeconds: window.Seconds(), Clients: []ConnectClient{}}
 	for _, s := range stats {
 		rep.Clients = append(rep.Clients, ConnectClient{Client: s.Client.String(), Dest: s.Dest.String(), Connects: s.Connects,
-			Failures: s.Failures, PerSecond: s.PerSecond, P50: s.P50.Seconds(), P99: s.P99.Seconds(), Max: s.Max.Seconds()})
+			Failures: s.Failures, Slow: s.Slow, PerSecond: s.PerSecond, P50: s.P50.Seconds(), P99: s.P99.Seconds(), Max: s.Max.Seconds()})
 	}
 	return rep
 }

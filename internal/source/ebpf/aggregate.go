@@ -24,6 +24,9 @@ type Stats struct {
 	Key
 	// Connects counts every connect that ended, established or failed; Failures the failed ones.
 	Connects, Failures int64
+	// Slow counts the established connects that took SlowConnect or longer: their first SYN (or its SYN-ACK)
+	// was lost and retransmitted after the initial RTO.
+	Slow int64
 	// PerSecond is Connects over the window (the Aggregator's start or Reset to the Snapshot).
 	PerSecond float64
 	// P50, P99 and Max are the latencies of the established connects (a failure's time to its RST or
@@ -115,7 +118,12 @@ func perSecond(n int64, secs float64) float64 {
 	return float64(n) / secs
 }
 
-type connCounts struct{ connects, failures int64 }
+type connCounts struct{ connects, failures, slow int64 }
+
+// SlowConnect is the connect latency that only a retransmission explains on any path but a satellite's: the
+// initial retransmission timeout of a SYN, 1 s (RFC 6298 2.1; Linux's TCP_TIMEOUT_INIT). A connect established
+// after it waited for its first SYN (or SYN-ACK) to be sent again; the next tries come at 3, 7, 15 s.
+const SlowConnect = time.Second
 
 // Aggregator sums ConnectEvents by Key. It is safe for concurrent use.
 type Aggregator struct {
@@ -148,6 +156,9 @@ func (a *Aggregator) Add(ev ConnectEvent) {
 			c.failures++
 			return
 		}
+		if ev.Latency >= SlowConnect {
+			c.slow++
+		}
 		hist.record(ev.Latency)
 	})
 }
@@ -156,7 +167,7 @@ func (a *Aggregator) Add(ev ConnectEvent) {
 // then destination.
 func (a *Aggregator) Snapshot(now time.Time) []Stats {
 	return snapshot(a.w, now, func(k Key, c connCounts, hist latencies, secs float64) Stats {
-		s := Stats{Key: k, Connects: c.connects, Failures: c.failures, PerSecond: perSecond(c.connects, secs)}
+		s := Stats{Key: k, Connects: c.connects, Failures: c.failures, Slow: c.slow, PerSecond: perSecond(c.connects, secs)}
 		s.P50, s.P99, s.Max = hist.quantiles()
 		return s
 	}, func(x, y Stats) int {

@@ -42,13 +42,17 @@ func TestAggregator(t *testing.T) {
 	if !near(s.P50, 50*time.Millisecond) || !near(s.P99, 99*time.Millisecond) || !near(s.Max, 100*time.Millisecond) {
 		t.Errorf("5->web latencies: %+v", s)
 	}
-	if s := got[3]; s.Connects != 2 || s.Failures != 0 || !near(s.P50, 250*time.Microsecond) || !near(s.Max, 10*time.Minute) {
+	if s.Slow != 0 {
+		t.Errorf("5->web: %d slow connects, all under 1 s", s.Slow)
+	}
+	// Slow: established at the initial RTO (1 s) or later; a failure after 1 s (3->dns) is not a slow connect.
+	if s := got[3]; s.Connects != 2 || s.Failures != 0 || s.Slow != 1 || !near(s.P50, 250*time.Microsecond) || !near(s.Max, 10*time.Minute) {
 		t.Errorf("5->dns: %+v", s)
 	}
 	if s := got[0]; s.Connects != 1 || s.P50 != 1 { // below the histogram's floor: 1ns
 		t.Errorf("3->web: %+v", s)
 	}
-	if s := got[1]; s.Connects != 1 || s.Failures != 1 || s.P50 != 0 || s.Max != 0 {
+	if s := got[1]; s.Connects != 1 || s.Failures != 1 || s.Slow != 0 || s.P50 != 0 || s.Max != 0 {
 		t.Errorf("3->dns (failures only): %+v", s)
 	}
 	if s := a.Snapshot(t0); s[0].PerSecond != 0 {

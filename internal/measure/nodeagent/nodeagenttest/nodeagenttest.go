@@ -36,6 +36,8 @@ type Sweep struct {
 	// (MarkDNSClients names the clients from them).
 	DNS  map[string]*agent.DNSReport
 	Pods []corev1.Pod
+	// Connects is a node's TCP connect report (as its agent's tracer would give it).
+	Connects map[string]*agent.ConnectReport
 }
 
 // Result is nodeagent.Analyze over the hosts as the agent reads them.
@@ -67,6 +69,11 @@ func (s Sweep) Result(t *testing.T) result.Result {
 			c := *d
 			c.Clients = append([]agent.DNSClient(nil), d.Clients...)
 			h.DNS = &c
+		}
+		if r := s.Connects[node]; r != nil {
+			c := *r
+			c.Clients = append([]agent.ConnectClient(nil), r.Clients...)
+			h.Connects = &c
 		}
 		hosts = append(hosts, *h)
 	}
@@ -144,6 +151,34 @@ func WithDNS(d *agent.DNSReport) Sweep {
 	return s
 }
 
+// Connect fixtures on n2, as the DNS ones: shop/web (10.244.2.7) connects to a Service 10.96.12.4:443 and to a
+// pod 10.244.1.9:8080; a host-network process to the apiserver. A 10 s watch.
+var (
+	// ConnectsHealthy: every connect established in well under a millisecond but one of web's to the Service, at
+	// the initial RTO (a single lost SYN, 1 in 200: below the count); kubelet-style probes that were refused
+	// (failures, not slow connects).
+	ConnectsHealthy = &agent.ConnectReport{WindowSeconds: 10, Clients: []agent.ConnectClient{
+		{Client: "10.244.2.7", Dest: "10.96.12.4:443", Connects: 200, Slow: 1, PerSecond: 20, P50: 0.0002, P99: 0.0009, Max: 1.01},
+		{Client: "10.244.2.7", Dest: "10.244.1.9:8080", Connects: 40, PerSecond: 4, P50: 0.0003, P99: 0.0006, Max: 0.0007},
+		{Client: "192.168.1.2", Dest: "10.244.2.7:8080", Connects: 5, Failures: 5, PerSecond: 0.5},
+	}}
+	// ConnectsRetransmitting: a third of web's connects to the pod waited for a second SYN (1 s, some 3 s); the
+	// Service's path is as healthy; the host-network process, 1 slow of 2 (below the count).
+	ConnectsRetransmitting = &agent.ConnectReport{WindowSeconds: 10, Clients: []agent.ConnectClient{
+		{Client: "10.244.2.7", Dest: "10.96.12.4:443", Connects: 200, Slow: 1, PerSecond: 20, P50: 0.0002, P99: 0.0009, Max: 1.01},
+		{Client: "10.244.2.7", Dest: "10.244.1.9:8080", Connects: 30, Slow: 10, PerSecond: 3, P50: 0.0004, P99: 3.01, Max: 3.02},
+		{Client: "192.168.1.2", Dest: "10.96.0.1:443", Connects: 2, Slow: 1, PerSecond: 0.2, P50: 0.5, P99: 1.01, Max: 1.01},
+	}}
+)
+
+// WithConnects is Healthy with n2's agent reporting r, the other agents no connect, and the DNS fixtures' pods.
+func WithConnects(r *agent.ConnectReport) Sweep {
+	s := WithHost("n2", "healthy")
+	none := &agent.ConnectReport{WindowSeconds: 10, Clients: []agent.ConnectClient{}}
+	s.Connects, s.Pods = map[string]*agent.ConnectReport{"n1": none, "n2": r, "n3": none}, DNSPods
+	return s
+}
+
 // RuleFixtures are nodeagent.Rules' firing and clear fixtures.
 func RuleFixtures() map[string]ruletest.Fixture {
 	sw := func(s Sweep) func(t *testing.T) *result.Report { return ruletest.One(s.Result) }
@@ -170,6 +205,8 @@ func RuleFixtures() map[string]ruletest.Fixture {
 		"KS-NODE-PAUSE-REMOTE": {Fire: sw(noPause), Clear: healthy},
 		// shop/web on n2: 6 of its 46 queries to CoreDNS unanswered; and all answered.
 		"KS-POD-DNS-TIMEOUT": {Fire: sw(WithDNS(DNSTimingOut)), Clear: sw(WithDNS(DNSHealthy))},
+		// shop/web on n2: 10 of its 30 connects to a pod waited for a second SYN; and one lost SYN in 200.
+		"KS-POD-CONNECT-SLOW": {Fire: sw(WithConnects(ConnectsRetransmitting)), Clear: sw(WithConnects(ConnectsHealthy))},
 		// KS-NET-MTU over the sweep's node facts (an alternative of the rule: ID@result): flannel on three nodes,
 		// lab-node-2's eth0 at 1400 under flannel.1's 1450 + 50; and all at 1500.
 		"KS-NET-MTU@" + nodeagent.Name: {Fire: flannelSweep(nodenettest.SetMTU("eth0", 1400)), Clear: flannelSweep()},

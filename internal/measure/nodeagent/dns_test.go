@@ -109,13 +109,7 @@ func TestDNSClientsSharedKernel(t *testing.T) {
 // TestDNSTimeoutRule: the finding names shop/web (6 of 46, 13%), its node and server; not the host-network
 // client (1 of 40) nor the unknown one (1 of 1).
 func TestDNSTimeoutRule(t *testing.T) {
-	fs, _ := rule.Evaluate(ruletest.Report(nil, nodeagenttest.WithDNS(nodeagenttest.DNSTimingOut).Result(t)), nodeagent.Rules())
-	var f *result.Finding
-	for i := range fs {
-		if fs[i].ID == "KS-POD-DNS-TIMEOUT" {
-			f = &fs[i]
-		}
-	}
+	f := finding(ruletest.Report(nil, nodeagenttest.WithDNS(nodeagenttest.DNSTimingOut).Result(t)), "KS-POD-DNS-TIMEOUT")
 	if f == nil || f.ItemCount != 1 || f.Items[0].Key != "pod=shop/web server=10.96.0.10:53" ||
 		!strings.Contains(f.Summary, "pod shop/web on n2: 6 of its DNS queries to 10.96.0.10:53 timed out (13% of 46") {
 		t.Fatalf("finding %+v", f)
@@ -127,42 +121,47 @@ func TestDNSTimeoutRule(t *testing.T) {
 // to the Service in 200 and the host process's 1 of 2 stay below. Agents that traced no connect leave it not
 // evaluated, not clear.
 func TestConnectSlowRule(t *testing.T) {
-	fs, _ := rule.Evaluate(ruletest.Report(nil, nodeagenttest.WithConnects(nodeagenttest.ConnectsRetransmitting).Result(t)), nodeagent.Rules())
-	var f *result.Finding
-	for i := range fs {
-		if fs[i].ID == "KS-POD-CONNECT-SLOW" {
-			f = &fs[i]
-		}
-	}
+	f := finding(ruletest.Report(nil, nodeagenttest.WithConnects(nodeagenttest.ConnectsRetransmitting).Result(t)), "KS-POD-CONNECT-SLOW")
 	if f == nil || f.ItemCount != 1 || f.Items[0].Key != "pod=shop/web dest=10.244.1.9:8080" ||
 		!strings.Contains(f.Summary, "pod shop/web on n2: 10 of its TCP connects to 10.244.1.9:8080 took 1 s or more (33% of the 30 established in the agent's watch; p99 3.01 s)") {
 		t.Fatalf("finding %+v", f)
 	}
-	rules := nodeagent.Rules()
-	for i, r := range rules {
-		if r.ID == "KS-POD-CONNECT-SLOW" {
-			_, evals := rule.Evaluate(ruletest.Report(nil, nodeagenttest.Healthy.Result(t)), rules[i:i+1])
-			if evals[0].Status != result.RuleNotEvaluated {
-				t.Errorf("no connect traced: %+v", evals[0])
-			}
+	if ev := evaluation(t, ruletest.Report(nil, nodeagenttest.Healthy.Result(t)), "KS-POD-CONNECT-SLOW"); ev.Status != result.RuleNotEvaluated {
+		t.Errorf("no connect traced: %+v", ev)
+	}
+}
+
+// finding is rule id's finding over rep (nil when it did not fire).
+func finding(rep *result.Report, id string) *result.Finding {
+	fs, _ := rule.Evaluate(rep, nodeagent.Rules())
+	for i := range fs {
+		if fs[i].ID == id {
+			return &fs[i]
 		}
 	}
+	return nil
+}
+
+// evaluation is rule id's evaluation over rep, alone.
+func evaluation(t *testing.T, rep *result.Report, id string) result.RuleEvaluation {
+	t.Helper()
+	rules := nodeagent.Rules()
+	for i, r := range rules {
+		if r.ID == id {
+			_, evals := rule.Evaluate(rep, rules[i:i+1])
+			return evals[0]
+		}
+	}
+	t.Fatalf("no rule %s", id)
+	return result.RuleEvaluation{}
 }
 
 // TestDNSTimeoutRuleWithoutDNS: agents that could not run the tracer report no DNS metric: the rule is not
 // evaluated (could not measure), not clear.
 func TestDNSTimeoutRuleWithoutDNS(t *testing.T) {
-	rules := nodeagent.Rules()
-	for i, r := range rules {
-		if r.ID == "KS-POD-DNS-TIMEOUT" {
-			_, evals := rule.Evaluate(ruletest.Report(nil, nodeagenttest.Healthy.Result(t)), rules[i:i+1])
-			if evals[0].Status != result.RuleNotEvaluated {
-				t.Errorf("no DNS read: %+v", evals[0])
-			}
-			return
-		}
+	if ev := evaluation(t, ruletest.Report(nil, nodeagenttest.Healthy.Result(t)), "KS-POD-DNS-TIMEOUT"); ev.Status != result.RuleNotEvaluated {
+		t.Errorf("no DNS read: %+v", ev)
 	}
-	t.Fatal("no KS-POD-DNS-TIMEOUT")
 }
 
 // TestDNSTimeoutRuleShortWatch: a watch shorter than the resolvers' 5 s time-out (the agent's default 2 s)
@@ -176,17 +175,9 @@ func TestDNSTimeoutRuleShortWatch(t *testing.T) {
 			t.Fatalf("a 2.3 s watch reported %s %v", m.Name, m.Value)
 		}
 	}
-	rules := nodeagent.Rules()
-	for i, r := range rules {
-		if r.ID == "KS-POD-DNS-TIMEOUT" {
-			_, evals := rule.Evaluate(ruletest.Report(nil, res), rules[i:i+1])
-			if evals[0].Status != result.RuleNotEvaluated || !strings.Contains(evals[0].Reason, "less than a resolver's time-out") {
-				t.Errorf("2.3 s watch: %+v", evals[0])
-			}
-			return
-		}
+	if ev := evaluation(t, ruletest.Report(nil, res), "KS-POD-DNS-TIMEOUT"); ev.Status != result.RuleNotEvaluated || !strings.Contains(ev.Reason, "less than a resolver's time-out") {
+		t.Errorf("2.3 s watch: %+v", ev)
 	}
-	t.Fatal("no KS-POD-DNS-TIMEOUT")
 }
 
 // TestConnectClients: TCP connects are named and split between nodes of one kernel as DNS clients are, and

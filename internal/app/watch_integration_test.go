@@ -67,19 +67,7 @@ func TestIntegrationWatchInstall(t *testing.T) {
 		t.Fatalf("the watch Deployment did not become available: %v", err)
 	}
 
-	// Scraped through the Service, as Prometheus would (through the apiserver's proxy here).
-	scrape := func(ctx context.Context) (map[string]*dto.MetricFamily, error) {
-		raw, err := c.CoreV1().Services(ns).ProxyGet("http", install.Name, install.PortName, "/metrics", nil).DoRaw(ctx)
-		if err != nil {
-			return nil, err
-		}
-		p := expfmt.NewTextParser(model.UTF8Validation)
-		fams, err := p.TextToMetricFamilies(strings.NewReader(string(raw)))
-		if err != nil {
-			t.Fatalf("the watch's /metrics does not parse: %v", err)
-		}
-		return fams, nil
-	}
+	scrape := watchScrape(t, c, ns)
 	// Until two cycles have ended.
 	var fams map[string]*dto.MetricFamily
 	err = wait.PollUntilContextTimeout(ctx, 2*time.Second, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
@@ -203,6 +191,23 @@ func TestIntegrationWatchInstall(t *testing.T) {
 	}
 	if after := clusterScoped(ctx, t, c); after != before {
 		t.Errorf("cluster-scoped roles and bindings differ after uninstall:\nbefore %s\nafter  %s", before, after)
+	}
+}
+
+// watchScrape reads the installed watch's /metrics in ns through its Service, as Prometheus would (through
+// the apiserver's proxy here).
+func watchScrape(t *testing.T, c kubernetes.Interface, ns string) func(context.Context) (map[string]*dto.MetricFamily, error) {
+	return func(ctx context.Context) (map[string]*dto.MetricFamily, error) {
+		raw, err := c.CoreV1().Services(ns).ProxyGet("http", install.Name, install.PortName, "/metrics", nil).DoRaw(ctx)
+		if err != nil {
+			return nil, err
+		}
+		p := expfmt.NewTextParser(model.UTF8Validation)
+		fams, err := p.TextToMetricFamilies(strings.NewReader(string(raw)))
+		if err != nil {
+			t.Fatalf("the watch's /metrics does not parse: %v", err)
+		}
+		return fams, nil
 	}
 }
 

@@ -90,6 +90,9 @@ type Options struct {
 	// Image holds the kubeslow binary at /kubeslow, for benchmarks that run kubeslow in pods (DNS
 	// readiness); empty skips them.
 	Image string
+	// NodeAgent is the namespace of a node agent kept running (`kubeslow watch install --node-agent`): nodes.agent
+	// reads its newest reports, read-only, instead of deploying agents of its own ("": it deploys them).
+	NodeAgent string
 }
 
 // Defaults fills in the zero settings: a 20 s window, 50 pods.

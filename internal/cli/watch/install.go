@@ -21,6 +21,7 @@ import (
 	"github.com/kubeslow/kubeslow/internal/cli/rbac"
 	"github.com/kubeslow/kubeslow/internal/engine/catalogue"
 	"github.com/kubeslow/kubeslow/internal/engine/runner"
+	"github.com/kubeslow/kubeslow/internal/measure/nodeagent"
 	"github.com/kubeslow/kubeslow/internal/watch/install"
 )
 
@@ -32,6 +33,8 @@ type installFlags struct {
 	dryRun         bool
 	image          string
 	serviceMonitor string
+	nodeAgent      bool
+	agentEvery     time.Duration
 }
 
 // requestTimeout bounds each request of install and uninstall (an unreachable cluster fails, not hangs).
@@ -67,6 +70,9 @@ Note: ` + "`kubeslow cleanup`" + ` without --run deletes them too (they carry ku
 	fl.BoolVar(&f.dryRun, "dry-run", false, "print the objects as multi-document YAML on stdout; apply nothing")
 	fl.StringVar(&f.image, "image", "", "image with the kubeslow binary at /kubeslow to run the watch (default: the lab's with --lab, else this release's)")
 	fl.StringVar(&f.serviceMonitor, "service-monitor", "auto", "add a ServiceMonitor: auto (when the cluster serves monitoring.coreos.com/v1), yes, no")
+	fl.BoolVar(&f.nodeAgent, "node-agent", false, "keep the node agent running on every real node (a privileged DaemonSet: host network, the host's /proc, /sys "+
+		"and /dev/kmsg read-only, eBPF tracers) and let the watch read its reports (a Role in the namespace: pods/log)")
+	fl.DurationVar(&f.agentEvery, "node-agent-every", nodeagent.KeptEvery, "with --node-agent: how often each agent reads its node (10s to 1m; each read is one report)")
 	return cmd
 }
 
@@ -132,6 +138,9 @@ func (f *installFlags) watchArgs(agentImage string) []string {
 	if agentImage != "" {
 		a = append(a, "--agent-image", agentImage)
 	}
+	if f.nodeAgent {
+		a = append(a, "--node-agent", f.namespace)
+	}
 	return a
 }
 
@@ -148,7 +157,14 @@ func (f *installFlags) options() (install.Options, error) {
 	if err := f.validate(); err != nil {
 		return install.Options{}, err
 	}
-	if _, err := f.readOnly(catalogue.Options{Window: f.window, EtcdEndpoint: f.etcd}); err != nil {
+	if f.nodeAgent && (f.agentEvery < 10*time.Second || f.agentEvery > nodeagent.MaxWindow) {
+		return install.Options{}, fmt.Errorf("--node-agent-every %s: 10s to %s", f.agentEvery, nodeagent.MaxWindow)
+	}
+	ao := catalogue.Options{Window: f.window, EtcdEndpoint: f.etcd}
+	if f.nodeAgent {
+		ao.NodeAgent = f.namespace
+	}
+	if _, err := f.readOnly(ao); err != nil {
 		return install.Options{}, err
 	}
 	img := f.cluster.AgentImage(f.image)
@@ -163,8 +179,25 @@ func (f *installFlags) options() (install.Options, error) {
 	if err != nil {
 		return install.Options{}, err
 	}
-	return install.Options{Namespace: f.namespace, Image: img, WatchArgs: f.watchArgs(agent), ReadOnlyRules: rules,
-		ServiceMonitor: f.serviceMonitor == "yes"}, nil
+	o := install.Options{Namespace: f.namespace, Image: img, WatchArgs: f.watchArgs(agent), ReadOnlyRules: rules,
+		ServiceMonitor: f.serviceMonitor == "yes"}
+	if f.nodeAgent {
+		o.NodeAgent = nodeagent.KeptDaemonSet(f.namespace, agent, install.Labels(f.namespace), f.agentEvery)
+		o.NodeAgentRules = keptRules()
+	}
+	return o, nil
+}
+
+// keptRules are the namespaced rules of reading the kept node agent (nodeagent.KeptSpec's; the nodes, cluster-
+// scoped, are in the read-only ClusterRole).
+func keptRules() []rbacv1.PolicyRule {
+	var out []rbacv1.PolicyRule
+	for _, p := range nodeagent.KeptSpec.Permissions {
+		if p.Resource != "nodes" {
+			out = append(out, rbacv1.PolicyRule{APIGroups: []string{p.Group}, Resources: []string{p.Resource}, Verbs: p.Verbs})
+		}
+	}
+	return out
 }
 
 // connect returns the clients of the selected cluster, each request bounded, after one request that says

@@ -24,6 +24,7 @@ import (
 
 	"github.com/kubeslow/kubeslow/internal/cli/common"
 	"github.com/kubeslow/kubeslow/internal/cli/rbac"
+	"github.com/kubeslow/kubeslow/internal/measure/nodeagent"
 	"github.com/kubeslow/kubeslow/internal/source/kube"
 	"github.com/kubeslow/kubeslow/internal/watch"
 	"github.com/kubeslow/kubeslow/internal/watch/install"
@@ -88,6 +89,15 @@ func snapshot(t *testing.T, kc *fake.Clientset, dc *dynfake.FakeDynamicClient) [
 	crbs, err := kc.RbacV1().ClusterRoleBindings().List(ctx, metav1.ListOptions{})
 	must(err)
 	add("clusterrolebinding", install.Objs(crbs.Items))
+	dss, err := kc.AppsV1().DaemonSets("").List(ctx, metav1.ListOptions{})
+	must(err)
+	add("daemonset", install.Objs(dss.Items))
+	rs, err := kc.RbacV1().Roles("").List(ctx, metav1.ListOptions{})
+	must(err)
+	add("role", install.Objs(rs.Items))
+	rbs, err := kc.RbacV1().RoleBindings("").List(ctx, metav1.ListOptions{})
+	must(err)
+	add("rolebinding", install.Objs(rbs.Items))
 	sms, err := dc.Resource(install.ServiceMonitorGVR).Namespace("").List(ctx, metav1.ListOptions{})
 	must(err)
 	for i := range sms.Items {
@@ -229,10 +239,12 @@ func TestDryRunYAML(t *testing.T) {
 func TestInstallUninstall(t *testing.T) {
 	userRole := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: rbac.ReadOnlyRole}}
 	for _, tc := range []struct {
-		name   string
-		crd    bool
-		exists bool
-	}{{"new namespace, no CRD", false, false}, {"new namespace, CRD", true, false}, {"existing namespace, CRD", true, true}} {
+		name      string
+		crd       bool
+		exists    bool
+		nodeAgent bool
+	}{{"new namespace, no CRD", false, false, false}, {"new namespace, CRD", true, false, false}, {"existing namespace, CRD", true, true, false},
+		{"node agent kept", false, false, true}} {
 		t.Run(tc.name, func(t *testing.T) {
 			objs := []runtime.Object{userRole,
 				&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "default"}}}
@@ -245,6 +257,7 @@ func TestInstallUninstall(t *testing.T) {
 			cl, kc, dc := fakeCluster(tc.crd, objs...)
 			before := snapshot(t, kc, dc)
 			f := testFlags("auto")
+			f.nodeAgent, f.agentEvery = tc.nodeAgent, nodeagent.KeptEvery
 			o, err := f.options()
 			if err != nil {
 				t.Fatal(err)
@@ -260,6 +273,10 @@ func TestInstallUninstall(t *testing.T) {
 			}
 			if tc.crd {
 				want++
+			}
+			if tc.nodeAgent {
+				want += 3 // the kept agent's DaemonSet, its Role and RoleBinding
+				checkKeptAgent(t, kc)
 			}
 			if made != want {
 				t.Errorf("install made %d objects, want %d:\n%s", made, want, out)
@@ -298,6 +315,44 @@ func TestInstallUninstall(t *testing.T) {
 				t.Errorf("second uninstall: %s", out4)
 			}
 		})
+	}
+}
+
+// checkKeptAgent: the kept agent reads every minute, its labels are the install's (so uninstall finds it),
+// the watch is told to read it, and the Role grants its reads in the namespace only.
+func checkKeptAgent(t *testing.T, kc *fake.Clientset) {
+	t.Helper()
+	ctx, ns := context.Background(), install.DefaultNamespace
+	ds, err := kc.AppsV1().DaemonSets(ns).Get(ctx, nodeagent.KeptName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := strings.Join(ds.Spec.Template.Spec.Containers[0].Args, " ")
+	if !strings.Contains(args, "--every 1m0s") || !strings.Contains(args, "--window 1m0s") || !install.Ours(ds.Labels, ns) ||
+		ds.Spec.Template.Spec.Containers[0].Image != "registry.example/kubeslow:v1" {
+		t.Errorf("kept agent: labels %v, image %s, args %s", ds.Labels, ds.Spec.Template.Spec.Containers[0].Image, args)
+	}
+	dep, err := kc.AppsV1().Deployments(ns).Get(ctx, install.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if wargs := strings.Join(dep.Spec.Template.Spec.Containers[0].Args, " "); !strings.Contains(wargs, "--node-agent "+ns) {
+		t.Errorf("the watch is not told to read the kept agent: %s", wargs)
+	}
+	role, err := kc.RbacV1().Roles(ns).Get(ctx, install.NodeAgentRoleName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res []string
+	for _, r := range role.Rules {
+		res = append(res, strings.Join(r.Resources, ",")+":"+strings.Join(r.Verbs, ","))
+	}
+	if got := strings.Join(res, " "); got != "daemonsets:get pods:list pods/log:get" {
+		t.Errorf("role rules %s", got)
+	}
+	rb, err := kc.RbacV1().RoleBindings(ns).Get(ctx, install.NodeAgentRoleName, metav1.GetOptions{})
+	if err != nil || rb.RoleRef.Name != install.NodeAgentRoleName || rb.Subjects[0].Name != install.Name {
+		t.Errorf("role binding %+v %v", rb, err)
 	}
 }
 

@@ -34,6 +34,7 @@ type flags struct {
 	maxSeries  int
 	verbose    bool
 	agentImage string
+	nodeAgent  string
 }
 
 // NewCommand returns `kubeslow watch`.
@@ -67,6 +68,8 @@ the interval). A failed cycle never ends the command; Ctrl-C does. docs/watch.md
 	fl.StringVar(&f.listen, "listen", "127.0.0.1:9464", "address to serve /metrics, /, /history and /healthz on")
 	fl.StringSliceVar(&f.audit, "audit-log", nil, "apiserver audit log files or directories, as for kubeslow run")
 	fl.BoolVarP(&f.verbose, "verbose", "v", false, "debug logging on stderr")
+	fl.StringVar(&f.nodeAgent, "node-agent", "", "namespace of a node agent kept running (`kubeslow watch install --node-agent`): each cycle reads its agents' newest reports "+
+		"(nodes.agent: kernel log, conntrack, PSI, disks, every pod's DNS queries and TCP connects), creating nothing")
 	f.addCycleFlags(cmd)
 	cmd.AddCommand(newInstall(streams), newUninstall(streams))
 	return cmd
@@ -107,7 +110,7 @@ func (f *flags) watch(ctx context.Context, streams common.IOStreams) error {
 	if err != nil {
 		return err
 	}
-	ao := catalogue.Options{Window: f.window, EtcdEndpoint: f.etcd, AuditLogs: f.audit, Image: f.cluster.AgentImage(f.agentImage)}
+	ao := catalogue.Options{Window: f.window, EtcdEndpoint: f.etcd, AuditLogs: f.audit, Image: f.cluster.AgentImage(f.agentImage), NodeAgent: f.nodeAgent}
 	// The selection is checked once here; each cycle builds fresh measurements (they keep state within a run).
 	if _, err := f.readOnly(ao); err != nil {
 		return err

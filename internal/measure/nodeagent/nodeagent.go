@@ -42,6 +42,9 @@ type Options struct {
 	Timeout time.Duration
 	// Concurrency bounds the log reads in flight.
 	Concurrency int
+	// Kept, when set, is the namespace of a node agent DaemonSet kept running (KeptDaemonSet: `kubeslow watch
+	// install --node-agent`): the measurement reads each agent's newest report from its log and creates nothing.
+	Kept string
 }
 
 // MaxWindow is the longest watch the agent takes (its --window).
@@ -82,16 +85,21 @@ func (m *Measurement) Request() agentproto.NodeHost {
 }
 
 // DaemonSet is the agent's DaemonSet in namespace ns for run runID.
+func (m *Measurement) DaemonSet(ns, runID string) *appsv1.DaemonSet {
+	labels := kube.RunLabels(runID)
+	labels["kubeslow.dev/role"] = "node-agent"
+	return daemonSet(ns, labels, m.Opts.Image, m.Request())
+}
+
+// daemonSet is the node agent's DaemonSet in namespace ns, labelled (and selecting its pods by) labels, running
+// image with req.
 //
 // Privileges: host network (the node's network namespace: its neighbour table, conntrack and sysctls);
 // the host's /proc and /sys mounted read-only; /dev/kmsg read-only, which needs a privileged container (the
 // device cgroup refuses it otherwise, and reading it needs CAP_SYSLOG under kernel.dmesg_restrict=1), as
 // node-problem-detector's DaemonSet does. No host PID namespace, no host path written: the sync probes write
 // into an emptyDir and the container's own layer, a few MiB, deleted after.
-func (m *Measurement) DaemonSet(ns, runID string) *appsv1.DaemonSet {
-	req := m.Request()
-	labels := kube.RunLabels(runID)
-	labels["kubeslow.dev/role"] = "node-agent"
+func daemonSet(ns string, labels map[string]string, image string, req agentproto.NodeHost) *appsv1.DaemonSet {
 	yes := true
 	hp := func(name, path string, t corev1.HostPathType) corev1.Volume {
 		return corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: path, Type: &t}}}
@@ -114,7 +122,7 @@ func (m *Measurement) DaemonSet(ns, runID string) *appsv1.DaemonSet {
 						hp("kmsg", "/dev/kmsg", corev1.HostPathCharDev),
 						{Name: "probe", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: resource.NewQuantity(16<<20, resource.BinarySI)}}}},
 					Containers: []corev1.Container{{
-						Name: "agent", Image: m.Opts.Image, ImagePullPolicy: corev1.PullIfNotPresent, Args: req.Args(),
+						Name: "agent", Image: image, ImagePullPolicy: corev1.PullIfNotPresent, Args: req.Args(),
 						Env: []corev1.EnvVar{{Name: "NODE_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "spec.nodeName"}}}},
 						VolumeMounts: []corev1.VolumeMount{{Name: "proc", MountPath: hostRoot + "/proc", ReadOnly: true},
 							{Name: "sys", MountPath: hostRoot + "/sys", ReadOnly: true}, {Name: "kmsg", MountPath: hostRoot + "/dev/kmsg", ReadOnly: true},
@@ -147,8 +155,11 @@ func (m *Measurement) Run(ctx context.Context, env *measure.Env) (result.Result,
 }
 
 // Start implements measure.Observer: it creates the DaemonSet, whose agents watch their node for Window from
-// their own start and then report.
+// their own start and then report; with Kept, it reads the kept agents at the window's end instead.
 func (m *Measurement) Start(ctx context.Context, env *measure.Env) (measure.Observation, error) {
+	if m.Opts.Kept != "" {
+		return &kept{m: m, env: env}, nil
+	}
 	if m.Opts.Image == "" {
 		return nil, measure.Skipf("%s (the lab's is used with --lab)", agentimage.NoImage)
 	}
@@ -209,10 +220,24 @@ func (s *sweep) Gather(ctx context.Context) (result.Result, error) {
 	if last.Status.DesiredNumberScheduled == 0 {
 		return res, measure.Skipf("no real node to run the agent on (simulated nodes have no kernel)")
 	}
-	hosts, failures, err := m.collect(ctx, env, ds)
+	hosts, failures, err := m.collect(ctx, env, ds, nil)
 	if err != nil {
 		return res, err
 	}
+	res = analyzeHosts(ctx, env, hosts, failures, last.Status.DesiredNumberScheduled)
+	if cut && len(failures) > 0 {
+		// Agents kubeslow stopped waiting for: its own budget, not the nodes, left them unread.
+		res.Reason += bound.Note()
+		if res.Status == result.StatusError {
+			res.Status = result.StatusSkip
+		}
+	}
+	return res, nil
+}
+
+// analyzeHosts is the reports' result: which nodes hold the pause image and which pods the traced clients are
+// (one paginated LIST each), then Analyze, with the agents scheduled.
+func analyzeHosts(ctx context.Context, env *measure.Env, hosts []agent.NodeHost, failures map[string]string, scheduled int32) result.Result {
 	// The nodes' status lists the images each holds: one paginated LIST, whether the pause image is there.
 	nodes, err := env.ListNodes(ctx)
 	if err == nil {
@@ -227,25 +252,20 @@ func (s *sweep) Gather(ctx context.Context) (result.Result, error) {
 		}
 		MarkDNSClients(hosts, pods, nodes)
 	}
-	res = Analyze(hosts, failures)
+	res := Analyze(hosts, failures)
 	if dnsNote != "" {
 		res.Reason = strings.TrimPrefix(res.Reason+"; "+dnsNote, "; ")
 	}
-	if cut && len(failures) > 0 {
-		// Agents kubeslow stopped waiting for: its own budget, not the nodes, left them unread.
-		res.Reason += bound.Note()
-		if res.Status == result.StatusError {
-			res.Status = result.StatusSkip
-		}
-	}
-	res.Metrics = append(res.Metrics, result.Metric{Name: MetricAgentsScheduled, Unit: "count", Value: float64(last.Status.DesiredNumberScheduled)})
-	return res, nil
+	res.Metrics = append(res.Metrics, result.Metric{Name: MetricAgentsScheduled, Unit: "count", Value: float64(scheduled)})
+	return res
 }
 
-// collect lists the agent pods (one LIST) and reads each Ready pod's report from its log, at most
-// Concurrency at a time; a pod that is not Ready or whose report cannot be read is a failure by node.
-func (m *Measurement) collect(ctx context.Context, env *measure.Env, ds *appsv1.DaemonSet) ([]agent.NodeHost, map[string]string, error) {
-	pods, err := env.Client.CoreV1().Pods(env.Namespace).List(ctx, metav1.ListOptions{LabelSelector: metav1.FormatLabelSelector(ds.Spec.Selector)})
+// collect lists the agent pods of ds (one LIST) and reads each Ready pod's report from its log, at most
+// Concurrency at a time; a pod that is not Ready or whose report cannot be read is a failure by node. With
+// kept (an agent kept running) it reads the newest report of the log's last lines, and kept says whether it is
+// fresh enough (a failure with why, otherwise).
+func (m *Measurement) collect(ctx context.Context, env *measure.Env, ds *appsv1.DaemonSet, kept func(*agent.NodeHost) error) ([]agent.NodeHost, map[string]string, error) {
+	pods, err := env.Client.CoreV1().Pods(ds.Namespace).List(ctx, metav1.ListOptions{LabelSelector: metav1.FormatLabelSelector(ds.Spec.Selector)})
 	if err != nil {
 		return nil, nil, fmt.Errorf("listing the node agents: %w", err)
 	}
@@ -269,9 +289,18 @@ func (m *Measurement) collect(ctx context.Context, env *measure.Env, ds *appsv1.
 		g.Go(func() error {
 			lctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 			defer cancel()
-			b, err := env.Client.CoreV1().Pods(env.Namespace).GetLogs(p.Name, &corev1.PodLogOptions{LimitBytes: &limit}).DoRaw(lctx)
+			opts := &corev1.PodLogOptions{LimitBytes: &limit}
+			if kept != nil {
+				opts.TailLines = &keptTail
+			}
+			b, err := env.Client.CoreV1().Pods(ds.Namespace).GetLogs(p.Name, opts).DoRaw(lctx)
 			var h *agent.NodeHost
-			if err == nil {
+			switch {
+			case err == nil && kept != nil:
+				if h, err = (agentproto.NodeHost{}).DecodeLast(b); err == nil {
+					err = kept(h)
+				}
+			case err == nil:
 				h, err = agentproto.NodeHost{}.Decode(b)
 			}
 			mu.Lock()

@@ -18,12 +18,11 @@ var Spec = measure.Spec{
 
 // RunOptions are the sweep's options in a run: the agents watch the run's observation window (at least the
 // default 2 s, at most the agent's 1 minute), so that their DNS tracers see every pod's queries over the run's
-// load and a query can be seen to time out (5 s).
+// load and a query can be seen to time out (5 s); with the run's NodeAgent, the kept agents of that namespace
+// are read instead (KeptSpec).
 func RunOptions(o measure.Options) Options {
 	opts := DefaultOptions(o.Image)
 	opts.Window = min(max(opts.Window, o.Window), MaxWindow)
+	opts.Kept = o.NodeAgent
 	return opts
 }
-
-// Spec implements measure.Declared.
-func (*Measurement) Spec() measure.Spec { return Spec }

@@ -80,6 +80,8 @@ type NodeHost struct {
 	Unread       []string `json:"unread,omitempty"`
 	TookSeconds  float64  `json:"took_seconds"`
 	AgentVersion string   `json:"agent_version,omitempty"`
+	// At is when the read ended (the node's clock, UTC): how old a report of an agent kept running is.
+	At time.Time `json:"at,omitzero"`
 }
 
 // PSIPair is one resource's pressure: the share of time some task (Some) or every non-idle task (Full)
@@ -227,7 +229,7 @@ func ReadNodeHost(ctx context.Context, o NodeHostOptions) *NodeHost {
 		p.SomeWindow, p.FullWindow = stallShare(p.someTotal, some.TotalMicros, elapsed), stallShare(p.fullTotal, full.TotalMicros, elapsed)
 		h.PSI[res] = p
 	}
-	h.TookSeconds = time.Since(start).Seconds()
+	h.TookSeconds, h.At = time.Since(start).Seconds(), time.Now().UTC()
 	return h
 }
 

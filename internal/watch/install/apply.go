@@ -147,6 +147,20 @@ func Apply(ctx context.Context, c Clients, obs *Objects, done func(string)) erro
 	if err := step(v, "clusterrolebinding", "", obs.Binding.Name, err); err != nil {
 		return err
 	}
+	if obs.NodeAgent != nil {
+		v, err = upsert(ctx, c.Kube.RbacV1().Roles(ns), obs.Role.DeepCopy(), "roles", "rbac.authorization.k8s.io", ns, nil)
+		if err := step(v, "role", ns, obs.Role.Name, err); err != nil {
+			return err
+		}
+		v, err = upsert(ctx, c.Kube.RbacV1().RoleBindings(ns), obs.RoleBinding.DeepCopy(), "rolebindings", "rbac.authorization.k8s.io", ns, nil)
+		if err := step(v, "rolebinding", ns, obs.RoleBinding.Name, err); err != nil {
+			return err
+		}
+		v, err = upsert(ctx, c.Kube.AppsV1().DaemonSets(ns), obs.NodeAgent.DeepCopy(), "daemonsets", "apps", ns, nil)
+		if err := step(v, "daemonset", ns, obs.NodeAgent.Name, err); err != nil {
+			return err
+		}
+	}
 	v, err = upsert(ctx, c.Kube.AppsV1().Deployments(ns), obs.Deployment.DeepCopy(), "deployments", "apps", ns, nil)
 	if err := step(v, "deployment", ns, obs.Deployment.Name, err); err != nil {
 		return err
@@ -240,6 +254,27 @@ func Uninstall(ctx context.Context, c Clients, ns string, withMonitor bool) ([]s
 			}
 			return names(Objs(l.Items)), nil
 		}, apps.Deployments(ns).Delete},
+		{"daemonset", "daemonsets", "apps", ns, func(ctx context.Context, o metav1.ListOptions) ([]string, error) {
+			l, err := apps.DaemonSets(ns).List(ctx, o)
+			if err != nil {
+				return nil, err
+			}
+			return names(Objs(l.Items)), nil
+		}, apps.DaemonSets(ns).Delete},
+		{"rolebinding", "rolebindings", "rbac.authorization.k8s.io", ns, func(ctx context.Context, o metav1.ListOptions) ([]string, error) {
+			l, err := rbac.RoleBindings(ns).List(ctx, o)
+			if err != nil {
+				return nil, err
+			}
+			return names(Objs(l.Items)), nil
+		}, rbac.RoleBindings(ns).Delete},
+		{"role", "roles", "rbac.authorization.k8s.io", ns, func(ctx context.Context, o metav1.ListOptions) ([]string, error) {
+			l, err := rbac.Roles(ns).List(ctx, o)
+			if err != nil {
+				return nil, err
+			}
+			return names(Objs(l.Items)), nil
+		}, rbac.Roles(ns).Delete},
 		{"clusterrolebinding", "clusterrolebindings", "rbac.authorization.k8s.io", "", func(ctx context.Context, o metav1.ListOptions) ([]string, error) {
 			l, err := rbac.ClusterRoleBindings().List(ctx, o)
 			if err != nil {

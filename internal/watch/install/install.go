@@ -64,6 +64,10 @@ type Options struct {
 	ServiceMonitor bool
 	// CreateNamespace adds the Namespace (it does not exist yet).
 	CreateNamespace bool
+	// NodeAgent is the node agent DaemonSet kept running in the namespace (nil: none), whose reports the watch
+	// reads with NodeAgentRules, granted in the namespace by a Role.
+	NodeAgent      *appsv1.DaemonSet
+	NodeAgentRules []rbacv1.PolicyRule
 }
 
 // Objects are the objects of one install, in the order they are applied.
@@ -75,6 +79,10 @@ type Objects struct {
 	Deployment     *appsv1.Deployment
 	Service        *corev1.Service
 	ServiceMonitor *unstructured.Unstructured // nil without the Prometheus Operator
+	// The kept node agent and the Role (and binding) to read it: nil without Options.NodeAgent.
+	NodeAgent   *appsv1.DaemonSet
+	Role        *rbacv1.Role
+	RoleBinding *rbacv1.RoleBinding
 }
 
 // Labels are every installed object's labels (kubeslow's managed-by and run labels, and the namespace).
@@ -94,6 +102,9 @@ func Ours(l map[string]string, ns string) bool {
 	}
 	return true
 }
+
+// NodeAgentRoleName is the namespaced Role's (and its binding's) name: reading the kept node agent.
+const NodeAgentRoleName = Name + "-node-agent"
 
 // RoleName is the ClusterRole's and the ClusterRoleBinding's name for the install in ns (one per namespace,
 // and not `kubeslow rbac`'s own name, so a role a user applied from it is never taken over).
@@ -173,6 +184,16 @@ func Build(o Options) (*Objects, error) {
 				},
 			},
 		}}
+	if o.NodeAgent != nil {
+		ds := o.NodeAgent.DeepCopy()
+		ds.TypeMeta, ds.Namespace = tm("apps/v1", "DaemonSet"), ns
+		obs.NodeAgent = ds
+		obs.Role = &rbacv1.Role{TypeMeta: tm("rbac.authorization.k8s.io/v1", "Role"), ObjectMeta: meta(NodeAgentRoleName, ns),
+			Rules: append([]rbacv1.PolicyRule(nil), o.NodeAgentRules...)}
+		obs.RoleBinding = &rbacv1.RoleBinding{TypeMeta: tm("rbac.authorization.k8s.io/v1", "RoleBinding"), ObjectMeta: meta(NodeAgentRoleName, ns),
+			RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: NodeAgentRoleName},
+			Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: Name, Namespace: ns}}}
+	}
 	obs.Service = &corev1.Service{TypeMeta: tm("v1", "Service"), ObjectMeta: meta(Name, ns),
 		Spec: corev1.ServiceSpec{Selector: podLabels(), Ports: []corev1.ServicePort{
 			{Name: PortName, Port: Port, TargetPort: intstr.FromString(PortName), Protocol: corev1.ProtocolTCP}}}}
@@ -211,7 +232,11 @@ func (obs *Objects) List() []runtime.Object {
 	if obs.Namespace != nil {
 		l = append(l, obs.Namespace)
 	}
-	l = append(l, obs.ServiceAccount, obs.ClusterRole, obs.Binding, obs.Deployment, obs.Service)
+	l = append(l, obs.ServiceAccount, obs.ClusterRole, obs.Binding)
+	if obs.NodeAgent != nil {
+		l = append(l, obs.Role, obs.RoleBinding, obs.NodeAgent)
+	}
+	l = append(l, obs.Deployment, obs.Service)
 	if obs.ServiceMonitor != nil {
 		l = append(l, obs.ServiceMonitor)
 	}

@@ -51,6 +51,7 @@ const (
 	FlagWindow     = "window"
 	FlagNodeName   = "node-name"
 	FlagReadyFile  = "ready-file"
+	FlagEvery      = "every"
 	FlagDNS        = "dns"
 	FlagConnect    = "connect"
 	FlagBackBase   = "backoff-base"
@@ -324,6 +325,9 @@ type NodeHost struct {
 	ProbeBytes             int64
 	Window                 time.Duration
 	ReadyFile              string
+	// Every, when set, keeps the agent running: a read (of Window) every Every, one report line each, the
+	// ready file after the first (the node agent DaemonSet `kubeslow watch install --node-agent` keeps).
+	Every time.Duration
 }
 
 // Args implements Request.
@@ -336,6 +340,9 @@ func (n NodeHost) Args() []string {
 		if kv[1] != "" {
 			a = append(a, "--"+kv[0], kv[1])
 		}
+	}
+	if n.Every > 0 {
+		a = append(a, "--"+FlagEvery, n.Every.String())
 	}
 	return a
 }
@@ -352,12 +359,20 @@ func (NodeHost) Reread() {}
 
 // Decode reads the report: the first line of the agent's output or log that opens a JSON object (the
 // agent's stderr shares its log).
-func (NodeHost) Decode(out []byte) (*agent.NodeHost, error) {
+func (NodeHost) Decode(out []byte) (*agent.NodeHost, error) { return decodeNodeHost(out, false) }
+
+// DecodeLast reads the newest report of an agent kept running (Every): the last line of its log that opens a
+// JSON object.
+func (NodeHost) DecodeLast(out []byte) (*agent.NodeHost, error) { return decodeNodeHost(out, true) }
+
+func decodeNodeHost(out []byte, last bool) (*agent.NodeHost, error) {
 	var line []byte
 	for l := range bytes.Lines(out) {
 		if l = bytes.TrimSpace(l); len(l) > 0 && l[0] == '{' {
 			line = l
-			break
+			if !last {
+				break
+			}
 		}
 	}
 	var h agent.NodeHost

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"sort"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -229,73 +231,31 @@ func Uninstall(ctx context.Context, c Clients, ns string, withMonitor bool) ([]s
 	core, rbac, apps := c.Kube.CoreV1(), c.Kube.RbacV1(), c.Kube.AppsV1()
 	kinds := []deletable{
 		{"servicemonitor", ServiceMonitorGVR.Resource, ServiceMonitorGVR.Group, ns,
-			func(ctx context.Context, o metav1.ListOptions) ([]string, error) {
-				l, err := c.Dynamic.Resource(ServiceMonitorGVR).Namespace(ns).List(ctx, o)
-				if err != nil {
-					return nil, err
-				}
+			lister(c.Dynamic.Resource(ServiceMonitorGVR).Namespace(ns).List, func(l *unstructured.UnstructuredList) []metav1.Object {
 				var items []metav1.Object
 				for i := range l.Items {
 					items = append(items, &l.Items[i])
 				}
-				return names(items), nil
-			}, dyn{c.Dynamic.Resource(ServiceMonitorGVR).Namespace(ns)}.Delete},
-		{"service", "services", "", ns, func(ctx context.Context, o metav1.ListOptions) ([]string, error) {
-			l, err := core.Services(ns).List(ctx, o)
-			if err != nil {
-				return nil, err
-			}
-			return names(Objs(l.Items)), nil
-		}, core.Services(ns).Delete},
-		{"deployment", "deployments", "apps", ns, func(ctx context.Context, o metav1.ListOptions) ([]string, error) {
-			l, err := apps.Deployments(ns).List(ctx, o)
-			if err != nil {
-				return nil, err
-			}
-			return names(Objs(l.Items)), nil
-		}, apps.Deployments(ns).Delete},
-		{"daemonset", "daemonsets", "apps", ns, func(ctx context.Context, o metav1.ListOptions) ([]string, error) {
-			l, err := apps.DaemonSets(ns).List(ctx, o)
-			if err != nil {
-				return nil, err
-			}
-			return names(Objs(l.Items)), nil
-		}, apps.DaemonSets(ns).Delete},
-		{"rolebinding", "rolebindings", "rbac.authorization.k8s.io", ns, func(ctx context.Context, o metav1.ListOptions) ([]string, error) {
-			l, err := rbac.RoleBindings(ns).List(ctx, o)
-			if err != nil {
-				return nil, err
-			}
-			return names(Objs(l.Items)), nil
-		}, rbac.RoleBindings(ns).Delete},
-		{"role", "roles", "rbac.authorization.k8s.io", ns, func(ctx context.Context, o metav1.ListOptions) ([]string, error) {
-			l, err := rbac.Roles(ns).List(ctx, o)
-			if err != nil {
-				return nil, err
-			}
-			return names(Objs(l.Items)), nil
-		}, rbac.Roles(ns).Delete},
-		{"clusterrolebinding", "clusterrolebindings", "rbac.authorization.k8s.io", "", func(ctx context.Context, o metav1.ListOptions) ([]string, error) {
-			l, err := rbac.ClusterRoleBindings().List(ctx, o)
-			if err != nil {
-				return nil, err
-			}
-			return names(Objs(l.Items)), nil
-		}, rbac.ClusterRoleBindings().Delete},
-		{"clusterrole", "clusterroles", "rbac.authorization.k8s.io", "", func(ctx context.Context, o metav1.ListOptions) ([]string, error) {
-			l, err := rbac.ClusterRoles().List(ctx, o)
-			if err != nil {
-				return nil, err
-			}
-			return names(Objs(l.Items)), nil
-		}, rbac.ClusterRoles().Delete},
-		{"serviceaccount", "serviceaccounts", "", ns, func(ctx context.Context, o metav1.ListOptions) ([]string, error) {
-			l, err := core.ServiceAccounts(ns).List(ctx, o)
-			if err != nil {
-				return nil, err
-			}
-			return names(Objs(l.Items)), nil
-		}, core.ServiceAccounts(ns).Delete},
+				return items
+			}, names), dyn{c.Dynamic.Resource(ServiceMonitorGVR).Namespace(ns)}.Delete},
+		{"service", "services", "", ns, lister(core.Services(ns).List, func(l *corev1.ServiceList) []metav1.Object { return Objs(l.Items) }, names),
+			core.Services(ns).Delete},
+		{"daemonset", "daemonsets", "apps", ns, lister(apps.DaemonSets(ns).List, func(l *appsv1.DaemonSetList) []metav1.Object { return Objs(l.Items) }, names),
+			apps.DaemonSets(ns).Delete},
+		{"deployment", "deployments", "apps", ns, lister(apps.Deployments(ns).List, func(l *appsv1.DeploymentList) []metav1.Object { return Objs(l.Items) }, names),
+			apps.Deployments(ns).Delete},
+		{"rolebinding", "rolebindings", "rbac.authorization.k8s.io", ns,
+			lister(rbac.RoleBindings(ns).List, func(l *rbacv1.RoleBindingList) []metav1.Object { return Objs(l.Items) }, names), rbac.RoleBindings(ns).Delete},
+		{"role", "roles", "rbac.authorization.k8s.io", ns,
+			lister(rbac.Roles(ns).List, func(l *rbacv1.RoleList) []metav1.Object { return Objs(l.Items) }, names), rbac.Roles(ns).Delete},
+		{"clusterrolebinding", "clusterrolebindings", "rbac.authorization.k8s.io", "",
+			lister(rbac.ClusterRoleBindings().List, func(l *rbacv1.ClusterRoleBindingList) []metav1.Object { return Objs(l.Items) }, names),
+			rbac.ClusterRoleBindings().Delete},
+		{"clusterrole", "clusterroles", "rbac.authorization.k8s.io", "",
+			lister(rbac.ClusterRoles().List, func(l *rbacv1.ClusterRoleList) []metav1.Object { return Objs(l.Items) }, names), rbac.ClusterRoles().Delete},
+		{"serviceaccount", "serviceaccounts", "", ns,
+			lister(core.ServiceAccounts(ns).List, func(l *corev1.ServiceAccountList) []metav1.Object { return Objs(l.Items) }, names),
+			core.ServiceAccounts(ns).Delete},
 	}
 	if !withMonitor {
 		kinds = kinds[1:]
@@ -337,6 +297,18 @@ func Uninstall(ctx context.Context, c Clients, ns string, withMonitor bool) ([]s
 		deleted = append(deleted, describe("namespace", "", ns))
 	}
 	return deleted, nil
+}
+
+// lister is a deletable's list: list's items (by items) named by names.
+func lister[L any](list func(context.Context, metav1.ListOptions) (L, error), items func(L) []metav1.Object,
+	names func([]metav1.Object) []string) func(context.Context, metav1.ListOptions) ([]string, error) {
+	return func(ctx context.Context, o metav1.ListOptions) ([]string, error) {
+		l, err := list(ctx, o)
+		if err != nil {
+			return nil, err
+		}
+		return names(items(l)), nil
+	}
 }
 
 // Objs is a list's items as metav1.Objects.

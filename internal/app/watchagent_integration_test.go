@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -31,6 +32,7 @@ import (
 //     server pod dropped (iptables' statistic match in its OUTPUT chain) while a client there connects in a
 //     loop — fires KS-POD-CONNECT-SLOW in the watch's /metrics, named on lab-node-1, within two agent reads and
 //     two cycles; once the fault is gone it clears;
+//   - `kubeslow run --read-only --node-agent NS` reads the same reports;
 //   - `watch uninstall` deletes the DaemonSet, its Role and RoleBinding with the rest.
 func TestIntegrationWatchNodeAgent(t *testing.T) {
 	d, rc := labtest.Shared(t, appLab(t))
@@ -109,6 +111,20 @@ func TestIntegrationWatchNodeAgent(t *testing.T) {
 		t.Fatalf("KS-POD-CONNECT-SLOW firing on the healthy lab (%v): %v", err, on)
 	}
 	t.Logf("the watch reads the kept agents: %v", nodesReported(fams))
+	// `kubeslow run --read-only --node-agent NS` reads the same reports, creating nothing.
+	code, out, errOut = runArgs(t, "run", "--kubeconfig", d.AdminKubeconfig(), "--read-only", "--only", nodeagent.Name, "--node-agent", ns,
+		"--window", "5s", "--out-dir", "", "-o", "json")
+	if code != 0 {
+		t.Fatalf("run --read-only --node-agent: exit %d\n%s", code, errOut)
+	}
+	var rep result.Report
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("run's report: %v\n%s", err, out)
+	}
+	if na := find(rep, nodeagent.Name); na == nil || na.Status != result.StatusPass || metric(na, nodeagent.MetricNodesReported, nil) != 2 ||
+		!strings.Contains(na.Reason, "read from the node agents kept in "+ns) {
+		t.Errorf("run --read-only --node-agent: nodes.agent %+v", na)
+	}
 
 	// The fault: a server pod on lab-node-2, a client in lab-node-1's network namespace connecting in a loop,
 	// every second SYN to the server dropped on lab-node-1.

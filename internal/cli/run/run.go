@@ -41,6 +41,8 @@ type flags struct {
 	etcd    string
 	image   string
 	audit   []string
+	// nodeAgent is the namespace of a node agent kept running (`kubeslow watch install --node-agent`).
+	nodeAgent string
 	prom    promFlags
 	// readOnly runs only what needs no write permission and creates nothing.
 	readOnly bool
@@ -110,6 +112,8 @@ measurement skipped or errored; the reasons are printed).`,
 	fl.DurationVar(&f.podsWatch.Timeout, "pods-watch-timeout", f.podsWatch.Timeout, "with --pods-watch-*: watch at most this long")
 	fl.StringVar(&f.image, "agent-image", "", "image with the kubeslow binary at /kubeslow (kubeslow image push makes one), for the node agent and the DNS probes that run kubeslow in pods (default: the lab's with --lab, else this release's, "+defaultImage()+")")
 	fl.StringVar(&f.image, "image", "", "same as --agent-image")
+	fl.StringVar(&f.nodeAgent, "node-agent", "", "namespace of a node agent kept running (`kubeslow watch install --node-agent`): nodes.agent reads its agents' newest reports, "+
+		"read-only (it runs with --read-only too), instead of deploying agents of its own")
 	return cmd
 }
 
@@ -131,7 +135,7 @@ func (f *flags) run(ctx context.Context, streams common.IOStreams) (*result.Repo
 		window = map[string]time.Duration{"quick": 20 * time.Second, "full": 60 * time.Second}[f.profile]
 	}
 	ao := catalogue.Options{Window: window, EtcdEndpoint: f.etcd, AuditLogs: f.audit, Image: f.cluster.AgentImage(f.image),
-		Pods: map[string]int{"quick": 50, "full": 500}[f.profile]}
+		Pods: map[string]int{"quick": 50, "full": 500}[f.profile], NodeAgent: f.nodeAgent}
 	if f.podsWatch.Namespace != "" || f.podsWatch.Selector != "" {
 		if err := f.podsWatch.Validate(); err != nil {
 			return nil, err
@@ -167,10 +171,11 @@ func (f *flags) run(ctx context.Context, streams common.IOStreams) (*result.Repo
 // imageUsers are the measurements of a run that run kubeslow in pods from the agent image.
 var imageUsers = []string{nodeagent.Name, dnsready.Name, dnslookup.Name}
 
-// needsImage reports whether one of ms runs from the agent image, itself or through the control-plane node tier.
+// needsImage reports whether one of ms runs from the agent image, itself or through the control-plane node tier
+// (nodes.agent reading kept agents, a read-only measurement, runs none).
 func needsImage(ms []measure.Measurement) bool {
 	for _, m := range ms {
-		if slices.Contains(imageUsers, m.Name()) {
+		if slices.Contains(imageUsers, m.Name()) && measure.KindOf(m) != measure.ReadOnly {
 			return true
 		}
 	}

@@ -16,6 +16,7 @@ func TestNeedsImage(t *testing.T) {
 	}{
 		{catalogue.Options{}, nil, true},
 		{catalogue.Options{}, []string{"nodes.agent"}, true},
+		{catalogue.Options{NodeAgent: "kubeslow"}, []string{"nodes.agent"}, false}, // reads the kept agents' reports
 		{catalogue.Options{}, []string{"dns.lookups"}, true},
 		{catalogue.Options{}, []string{"etcd.health"}, true}, // without --etcd-endpoint: through the node tier
 		{catalogue.Options{EtcdEndpoint: "http://127.0.0.1:2381"}, []string{"etcd.health"}, false},

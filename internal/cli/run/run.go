@@ -43,7 +43,7 @@ type flags struct {
 	audit   []string
 	// nodeAgent is the namespace of a node agent kept running (`kubeslow watch install --node-agent`).
 	nodeAgent string
-	prom    promFlags
+	prom      promFlags
 	// readOnly runs only what needs no write permission and creates nothing.
 	readOnly bool
 	// podsWatch makes pods.startup passive: it measures the pods others create (set by the --pods-watch-* flags).

@@ -2,6 +2,7 @@ package runner
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -82,10 +83,8 @@ func starvedComponents(rep *result.Report) ([]starved, time.Time, time.Time) {
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].rate > out[j].rate })
 	start := r.Start
-	for _, s := range out {
-		if s.reachesBack() && !start.IsZero() {
-			start = r.Start.Add(-PressureLookback)
-		}
+	if !start.IsZero() && slices.ContainsFunc(out, starved.reachesBack) {
+		start = start.Add(-PressureLookback)
 	}
 	return out, start, r.End
 }

@@ -143,13 +143,18 @@ const MinRunQueueWait = 0.1
 // AddPressureBefore adds each node's CPU pressure as the node agent read it at the window's start (PSI "some"
 // avg60: the minute before the window), from the first read of the components.
 func AddPressureBefore(res *result.Result, first []cpnode.Component) {
+	addNodePressure(res, MetricCPUPressureBefore, first)
+}
+
+// addNodePressure adds metric name once per node of comps: its node's PSI "some" avg60 as a ratio, where read.
+func addNodePressure(res *result.Result, name string, comps []cpnode.Component) {
 	seen := map[string]bool{}
-	for _, c := range first {
+	for _, c := range comps {
 		if seen[c.Node] || c.NodePSI == nil {
 			continue
 		}
 		seen[c.Node] = true
-		res.Metrics = append(res.Metrics, result.Metric{Name: MetricCPUPressureBefore, Unit: "ratio", Value: c.NodePSI.SomeAvg60 / 100,
+		res.Metrics = append(res.Metrics, result.Metric{Name: name, Unit: "ratio", Value: c.NodePSI.SomeAvg60 / 100,
 			Labels: map[string]string{"instance": c.Node, "source": cpnode.SourceNodeAgent}})
 	}
 }
@@ -191,14 +196,7 @@ func AddComponents(res *result.Result, figs []ComponentFigure, last []cpnode.Com
 			best, bestV, bestBasis = &figs[i], f.WaitShare, BasisRunQueueWait
 		}
 	}
-	seen := map[string]bool{}
-	for _, c := range last {
-		if seen[c.Node] || c.NodePSI == nil {
-			continue
-		}
-		seen[c.Node] = true
-		add(MetricCPUPressure, "ratio", c.NodePSI.SomeAvg60/100, map[string]string{"instance": c.Node, "source": cpnode.SourceNodeAgent})
-	}
+	addNodePressure(res, MetricCPUPressure, last)
 	if best == nil {
 		return
 	}

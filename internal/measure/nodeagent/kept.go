@@ -102,7 +102,7 @@ func (m *Measurement) keptRead(ctx context.Context, env *measure.Env) (result.Re
 		return res, fmt.Errorf("reading the kept node agent: %w", err)
 	}
 	if ds.Status.DesiredNumberScheduled == 0 {
-		return res, measure.Skipf("no real node to run the agent on (simulated nodes have no kernel)")
+		return res, noRealNode()
 	}
 	every := keptEvery(ds)
 	if every <= 0 {

@@ -47,6 +47,11 @@ type Options struct {
 	Kept string
 }
 
+// noRealNode skips the sweep of a cluster whose agent DaemonSet schedules no pod.
+func noRealNode() error {
+	return measure.Skipf("no real node to run the agent on (simulated nodes have no kernel)")
+}
+
 // MaxWindow is the longest watch the agent takes (its --window).
 const MaxWindow = time.Minute
 
@@ -218,7 +223,7 @@ func (s *sweep) Gather(ctx context.Context) (result.Result, error) {
 		return res, fmt.Errorf("waiting for the node agents: %w", err)
 	}
 	if last.Status.DesiredNumberScheduled == 0 {
-		return res, measure.Skipf("no real node to run the agent on (simulated nodes have no kernel)")
+		return res, noRealNode()
 	}
 	hosts, failures, err := m.collect(ctx, env, ds, nil)
 	if err != nil {

@@ -111,8 +111,10 @@ func TestIntegrationBenchPods(t *testing.T) {
 		assertNoBenchNamespaces(ctx, t, c)
 	})
 	t.Run("net", func(t *testing.T) {
-		// The path matrix on the lab's two real nodes: every path measured, host->host the baseline.
-		code, out, errOut := runArgs(t, "bench", "net", "--lab", "-d", "1s", "-c", "4", "--repeats", "2", "-o", "json")
+		// The path matrix on the lab's two real nodes: every path measured, host->host the baseline. Half-second
+		// tests (1 s until 2026-11-29: 64 s of the suite with the ingress paths): what is asserted is that each
+		// path and mode is measured, in two rounds, not its figures.
+		code, out, errOut := runArgs(t, "bench", "net", "--lab", "-d", "500ms", "-c", "4", "--repeats", "2", "-o", "json")
 		if code != 0 && code != 1 { // 1: a pod path below the host is a finding, not a failure here
 			t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
 		}

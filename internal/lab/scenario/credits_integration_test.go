@@ -108,8 +108,8 @@ func TestIntegrationBurstCredits(t *testing.T) {
 	}
 }
 
-// The run's bounds: the bucket runs dry after a little over 150 starts at ~1 s each, and the change point
-// needs a few dozen slow starts after it.
+// The run's bounds: the bucket runs dry after ~110 starts at ~0.3 s each, and the change point needs 20 slow
+// starts after it (churn.DefaultStopAfterKnee, where the churn stops), ~5 s each.
 const (
 	CreditsRunCount    = 400
 	CreditsRunDuration = 4 * time.Minute

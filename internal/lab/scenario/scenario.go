@@ -187,13 +187,15 @@ func All() []Scenario {
 }
 
 // The burst-credits scenario's bucket: gp2's model (burst 3,000 IOPS, a baseline of 3 IOPS/GiB refilling a
-// bucket of 5.4 M credits) scaled down so that a churn of pods one after another spends it within a few
-// minutes. Measured on the lab: a pod start and delete costs ~230 I/Os on the node's disk and takes ~0.55 s
-// one after another (~420 IOPS), so 40,000 credits refilled at 100 IOPS last ~2 minutes (~200 starts); at
-// 100 IOPS a start then takes a few seconds.
+// bucket of 5.4 M credits) scaled down so that a churn of pods one after another spends it within a minute.
+// Measured on the lab (2026-11-29): pods one after another start in ~0.3 s (~190 a minute) and a bucket of
+// 40,000 credits refilled at 100 IOPS ran dry after ~180 starts (56 s); at 100 IOPS a start then took ~5 s.
+// Half the bucket leaves ~110 healthy starts before the knee, enough for its change point. (A baseline of 200
+// IOPS, tried to shorten the slow starts, left them at 1-3 s, refilled the bucket meanwhile and blurred the
+// knee: PELT placed it at the second exhaustion, 67 starts late.)
 const (
 	BurstIOPS    = 3000
-	BurstCredits = 40000
+	BurstCredits = 20000
 	BaselineIOPS = 100
 )
 

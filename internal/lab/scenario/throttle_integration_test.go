@@ -109,13 +109,14 @@ func TestIntegrationDiskThrottle(t *testing.T) {
 		return rep
 	}
 
-	// 2. Healthy: nothing.
-	rep = churnOn("healthy", 50*time.Second, 25, true)
+	// 2. Healthy: nothing (30 s, ~100 starts; 50 s until 2026-11-29).
+	rep = churnOn("healthy", 30*time.Second, 15, true)
 	if len(rep.Findings) != 0 {
 		t.Errorf("healthy churn raised %d findings", len(rep.Findings))
 	}
 
-	// 3. The throttle comes 45 s into a 110 s churn.
+	// 3. The throttle comes 35 s into a 100 s churn (45 s into 110 s until 2026-11-29: the same 65 s throttled;
+	// at 30 s the change point, found 5 starts early of 100, came near the 10% bound).
 	var log bytes.Buffer
 	var wg sync.WaitGroup
 	thCtx, stopThrottle := context.WithCancel(ctx)
@@ -127,7 +128,7 @@ func TestIntegrationDiskThrottle(t *testing.T) {
 			t.Errorf("step throttle: %v", err)
 		}
 	}()
-	rep = churnOn("knee", 110*time.Second, 40, false)
+	rep = churnOn("knee", 100*time.Second, 37, false)
 	evs, err := labtest.ReadCreditEvents(bytes.NewReader(append([]byte(nil), log.Bytes()...)))
 	if err != nil {
 		t.Fatal(err)
@@ -171,9 +172,9 @@ func TestIntegrationDiskThrottle(t *testing.T) {
 	}
 }
 
-// ThrottleAt is when the test's timer throttles the disk, after the knee churn started: ~90 healthy starts
-// before, and ~65 s of throttled ones after.
-const ThrottleAt = 45 * time.Second
+// ThrottleAt is when the test's timer throttles the disk, after the knee churn started: ~100 healthy starts
+// before (one every ~0.3 s), and ~65 s of throttled ones after.
+const ThrottleAt = 35 * time.Second
 
 func runIn(ctx context.Context, t *testing.T, c kubernetes.Interface, rc *rest.Config, d lab.Dirs, name string, m measure.Measurement, rules []rule.Rule) *result.Report {
 	t.Helper()

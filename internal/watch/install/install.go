@@ -21,7 +21,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
 	"github.com/kubeslow/kubeslow/internal/source/kube"
@@ -166,11 +165,7 @@ func Build(o Options) (*Objects, error) {
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: podLabels()},
 				Spec: corev1.PodSpec{
-					// The watch keeps nothing to flush and stops its cycle on SIGTERM: a short grace lets an
-					// uninstall's namespace go in seconds (the namespace controller waits half the pods'
-					// grace between its passes: ~40 s with the default 30 s).
-					TerminationGracePeriodSeconds: ptr.To(int64(5)),
-					ServiceAccountName:            Name, AutomountServiceAccountToken: &yes,
+					ServiceAccountName: Name, AutomountServiceAccountToken: &yes,
 					SecurityContext: &corev1.PodSecurityContext{RunAsNonRoot: &yes, RunAsUser: &nonRoot, RunAsGroup: &nonRoot,
 						SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}},
 					Volumes: []corev1.Volume{{Name: "tmp", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}},

@@ -56,8 +56,10 @@ func TestIntegrationPrometheusWindow(t *testing.T) {
 		t.Fatal(err)
 	}
 	machineStall := sampleIOStall(ctx, t)
+	// The healthy window: 63 s, a little over the shortest window a run diagnoses (promql.MinWindow; 73 s until
+	// 2026-11-29).
 	healthyFrom := time.Now().Add(5 * time.Second)
-	faultFrom := healthyFrom.Add(75 * time.Second)
+	faultFrom := healthyFrom.Add(promql.MinWindow + 5*time.Second)
 	waitScraped(ctx, t, pc, faultFrom)
 
 	rc, err := lab.AdminRESTConfig(d)

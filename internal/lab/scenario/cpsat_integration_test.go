@@ -150,8 +150,8 @@ func TestIntegrationControlPlaneSaturation(t *testing.T) {
 }
 
 // pastWindowSaturated: after the live run, the scenario's first minute (from 5 s after the quota and the
-// storm began: the live run's load is in it; from 10 s to 75 s until 2026-11-29) diagnosed from the lab's Prometheus name KS-CP-SATURATED too, from
-// kube-apiserver's and etcd's process_cpu_seconds_total, the control-plane cgroup's quota and throttling (the
+// storm began: the live run's load is in it; from 10 s to 75 s until 2026-11-29) diagnosed from the lab's
+// Prometheus name KS-CP-SATURATED too, from kube-apiserver's and etcd's process_cpu_seconds_total, the control-plane cgroup's quota and throttling (the
 // lab's exporter of that cgroup, in cAdvisor's names) and the apiserver's latency histograms; and with the cores
 // stated instead, naming that source.
 func pastWindowSaturated(t *testing.T, started time.Time) {
@@ -171,8 +171,9 @@ func pastWindowSaturated(t *testing.T, started time.Time) {
 		t.Fatalf("Prometheus did not scrape the apiserver past %s: %v", to.Format(time.TimeOnly), err)
 	}
 	start := time.Now()
-	if v, err := pc.Instant(ctx, `label_replace(sum_over_time(up{job="lab-apiserver"}[60s]), "what", "answered", "", "")`+
-		` or label_replace(count_over_time(up{job="lab-apiserver"}[60s]), "what", "attempted", "", "")`, to); err == nil {
+	span := fmt.Sprintf("[%ds]", int(to.Sub(from).Seconds()))
+	if v, err := pc.Instant(ctx, `label_replace(sum_over_time(up{job="lab-apiserver"}`+span+`), "what", "answered", "", "")`+
+		` or label_replace(count_over_time(up{job="lab-apiserver"}`+span+`), "what", "attempted", "", "")`, to); err == nil {
 		t.Logf("apiserver scrapes in the window: %v", v)
 	}
 	w, err := promql.NewWindow(from, to, 0, 0, time.Now())

@@ -192,9 +192,17 @@ func cniTemplate(d Dirs, n realNode) string {
 // available of 252 GB, and its available space moves with the other tenants': 34 GB on 2026-11-26). The likely
 // cause of CI's run of 2026-11-28, where a lab shared by five tests could no longer start the agent image's pods
 // on its real nodes in the fifth (the kubelets' logs were gone with the lab, so it is not proven).
+//
+// Pull credentials are never verified (imagePullCredentialsVerificationPolicy NeverVerify; KEP-2535's
+// default, NeverVerifyPreloadedImages, since 1.35): once a node's kubelet has pulled the agent image under a
+// registry's name (`kubeslow image push`, TestIntegrationImagePushKubeconfigOnly), it verifies that image's
+// credentials for its other names too, and a pod of the imported, never pulled kubeslow.local/kubeslow:lab then
+// makes it pull kubeslow.local, which resolves nowhere: ImagePullBackOff with the image on the node
+// (TestIntegrationNodeDNS after that test, 2026-11-28). The lab's images are its own, imported by the lab.
 const labEviction = `evictionHard: {memory.available: "100Mi", nodefs.available: "5%", nodefs.inodesFree: "5%", imagefs.available: "5%", imagefs.inodesFree: "5%"}
 imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
+imagePullCredentialsVerificationPolicy: NeverVerify
 `
 
 func kubeletConfig(d Dirs, c *Config, n realNode) string {

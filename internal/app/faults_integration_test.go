@@ -62,7 +62,7 @@ func TestIntegrationFaults(t *testing.T) {
 			}
 		})
 		assertOutage(t, rep, code, availability.CauseUnreachable, availability.RuleUnreachable)
-		assertNothingLeft(ctx, t, c)
+		assertDeleted(ctx, t, c)
 	})
 	t.Run("etcd-stall", func(t *testing.T) {
 		rep, code := runThrough(ctx, t, c, cpArgs, func() {
@@ -77,7 +77,7 @@ func TestIntegrationFaults(t *testing.T) {
 			}
 		})
 		assertOutage(t, rep, code, availability.CauseEtcd, availability.RuleEtcdStall)
-		assertNothingLeft(ctx, t, c)
+		assertDeleted(ctx, t, c)
 	})
 	// The same stall by a second mechanism: etcd runs on, its client port drops every packet for 10 s.
 	t.Run("etcd-port-blocked", func(t *testing.T) {
@@ -93,7 +93,7 @@ func TestIntegrationFaults(t *testing.T) {
 			}
 		})
 		assertOutage(t, rep, code, availability.CauseEtcd, availability.RuleEtcdStall)
-		assertNothingLeft(ctx, t, c)
+		assertDeleted(ctx, t, c)
 	})
 	// Two freezes in one run (issue 43): the apiserver's process stopped for 12 s (SIGSTOP: its port still
 	// accepts connections, nothing answers), then, once it answers again, etcd's for 10 s. The run finishes,
@@ -173,7 +173,7 @@ func TestIntegrationFaults(t *testing.T) {
 			t.Errorf("etcd's window %s–%s does not come after the apiserver's %s–%s: the two outages are not told apart",
 				etcd.Start.Format("15:04:05.0"), etcd.End.Format("15:04:05.0"), api.Start.Format("15:04:05.0"), api.End.Format("15:04:05.0"))
 		}
-		assertNothingLeft(ctx, t, c)
+		assertDeleted(ctx, t, c)
 	})
 	t.Run("node-uplink-down", func(t *testing.T) {
 		rep, code := runThrough(ctx, t, c, nodeArgs, func() {
@@ -188,7 +188,7 @@ func TestIntegrationFaults(t *testing.T) {
 		})
 		assertFinished(t, rep, code)
 		assertNoBlame(t, rep, "nodes.agent", "nodes.kubelet")
-		assertNothingLeft(ctx, t, c)
+		assertDeleted(ctx, t, c)
 	})
 	t.Run("agent-deleted", func(t *testing.T) {
 		rep, code := runThrough(ctx, t, c, nodeArgs, func() {
@@ -203,11 +203,13 @@ func TestIntegrationFaults(t *testing.T) {
 		if r := findRes(rep, "nodes.agent"); r == nil || r.Status == "" {
 			t.Errorf("nodes.agent: %+v", r)
 		}
-		assertNothingLeft(ctx, t, c)
+		assertDeleted(ctx, t, c)
 	})
 	t.Run("apf-rejects-kubeslow", func(t *testing.T) {
 		testAPF(ctx, t, c, kc)
 	})
+	// Each case checked that kubeslow deleted what it made (assertDeleted); every run's objects are gone now.
+	assertNothingLeft(ctx, t, c)
 }
 
 // testAPF puts a dedicated user (kubeslow impersonates it through its kubeconfig) into a priority level of
@@ -304,7 +306,7 @@ func testAPF(ctx context.Context, t *testing.T, c kubernetes.Interface, adminKub
 			t.Logf("finding on 429s (the cluster's APF counters, true of this lab): %s %s", f.ID, f.Summary)
 		}
 	}
-	assertNothingLeft(ctx, t, c)
+	assertDeleted(ctx, t, c)
 }
 
 // runThrough runs kubeslow with args while inject runs the fault, and returns its report and exit code.
@@ -443,7 +445,14 @@ func waitKubeslowPod(ctx context.Context, t *testing.T, c kubernetes.Interface, 
 		if err != nil {
 			return false, nil
 		}
+		going, err := goingNamespaces(ctx, c)
+		if err != nil {
+			return false, nil
+		}
 		for _, p := range pods.Items {
+			if going[p.Namespace] || p.DeletionTimestamp != nil {
+				continue // an earlier run's, deleted and not gone yet
+			}
 			if !agent {
 				got = podRef{p.Namespace, p.Name}
 				return true, nil
@@ -463,37 +472,84 @@ func waitKubeslowPod(ctx context.Context, t *testing.T, c kubernetes.Interface, 
 	return got
 }
 
+// goingNamespaces are kubeslow's namespaces being deleted.
+func goingNamespaces(ctx context.Context, c kubernetes.Interface) (map[string]bool, error) {
+	l, err := c.CoreV1().Namespaces().List(ctx, metav1.ListOptions{LabelSelector: kube.Selector("").String()})
+	if err != nil {
+		return nil, err
+	}
+	going := map[string]bool{}
+	for _, ns := range l.Items {
+		if ns.DeletionTimestamp != nil {
+			going[ns.Name] = true
+		}
+	}
+	return going, nil
+}
+
+// assertDeleted waits (up to 2 minutes) until kubeslow has deleted every kubeslow-labelled namespace, pod and
+// DaemonSet: each is gone, being deleted, or in a namespace being deleted. The namespace controller removes
+// them on its own clock (5 s after the delete, then its passes), which the next case need not wait for:
+// assertNothingLeft, at the test's end, checks them all gone.
+func assertDeleted(ctx context.Context, t *testing.T, c kubernetes.Interface) {
+	t.Helper()
+	pollLeft(ctx, t, c, true)
+}
+
 // assertNothingLeft waits (up to 2 minutes: a namespace's deletion finishes after its pods are finalised)
 // until no kubeslow-labelled namespace, pod or DaemonSet exists.
 func assertNothingLeft(ctx context.Context, t *testing.T, c kubernetes.Interface) {
+	t.Helper()
+	pollLeft(ctx, t, c, false)
+}
+
+// pollLeft polls until no kubeslow-labelled namespace, pod or DaemonSet is left (with deleting: none that
+// is not being deleted, itself or with its namespace).
+func pollLeft(ctx context.Context, t *testing.T, c kubernetes.Interface, deleting bool) {
 	t.Helper()
 	sel := metav1.ListOptions{LabelSelector: kube.Selector("").String()}
 	var left []string
 	start := time.Now()
 	err := wait.PollUntilContextTimeout(ctx, time.Second, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
 		left = nil
+		going := map[string]bool{}
+		if deleting {
+			var err error
+			if going, err = goingNamespaces(ctx, c); err != nil {
+				left = append(left, "namespaces: "+err.Error())
+				return false, nil
+			}
+		}
+		kept := func(ns string, m metav1.Object) bool { return !going[ns] && m.GetDeletionTimestamp() == nil }
 		if l, err := c.CoreV1().Namespaces().List(ctx, sel); err == nil {
 			for _, o := range l.Items {
-				left = append(left, "namespace/"+o.Name)
+				if kept(o.Name, &o) {
+					left = append(left, "namespace/"+o.Name)
+				}
 			}
 		}
 		if l, err := c.CoreV1().Pods("").List(ctx, sel); err == nil {
 			for _, o := range l.Items {
-				left = append(left, "pod/"+o.Namespace+"/"+o.Name)
+				if kept(o.Namespace, &o) {
+					left = append(left, "pod/"+o.Namespace+"/"+o.Name)
+				}
 			}
 		}
 		if l, err := c.AppsV1().DaemonSets("").List(ctx, sel); err == nil {
 			for _, o := range l.Items {
-				left = append(left, "daemonset/"+o.Namespace+"/"+o.Name)
+				if kept(o.Namespace, &o) {
+					left = append(left, "daemonset/"+o.Namespace+"/"+o.Name)
+				}
 			}
 		}
 		return len(left) == 0, nil
 	})
 	if err != nil {
-		t.Errorf("kubeslow objects left after 2 minutes: %v", left)
+		t.Errorf("kubeslow objects %s after 2 minutes: %v", map[bool]string{true: "not deleted", false: "left"}[deleting], left)
 		return
 	}
-	t.Logf("no kubeslow object left (checked %s after the run)", time.Since(start).Round(time.Second))
+	t.Logf("%s (checked %s after the run)", map[bool]string{true: "every kubeslow object deleted", false: "no kubeslow object left"}[deleting],
+		time.Since(start).Round(time.Second))
 }
 
 func findRes(r result.Report, name string) *result.Result { return find(r, name) }

@@ -23,9 +23,12 @@ import (
 
 // A shared lab is kept up across the tests of one test process (one package): tests that ask for the same
 // configuration one after another run on one lab, each checked at its end to have left the lab healthy;
-// a test that asks for another configuration takes the previous lab down (checking that nothing it made is
-// left, as Up's down does) and starts its own. The last one goes down in Main, the package's TestMain.
-// Starting a lab takes 1-2 minutes on 2 cores; most integration tests need a few seconds to a minute on it.
+// a test that asks for a configuration differing only in settings of the lab's components (a scenario that
+// is a flag of the scheduler, the controller-manager, kwok, CoreDNS or etcd) gets the same lab reconfigured
+// (lab.Reconfigure); one that asks for another configuration takes the previous lab down (checking that
+// nothing it made is left, as Up's down does) and starts its own. The last one goes down in Main, the
+// package's TestMain. Starting a lab takes 9-25 s on 2 cores, and its teardown a few more; most integration
+// tests need a few seconds to a minute on it.
 //
 // Tests run one at a time in a package (none of them calls t.Parallel), so the state needs no lock.
 var shared struct {
@@ -44,7 +47,8 @@ var shared struct {
 }
 
 // Shared returns a running lab of configuration cfg (lab.Up's): the previous test's when it has the same
-// configuration and was left healthy, else a fresh one (the previous taken down first). When the test ends
+// configuration and was left healthy, or differs only in settings of its components (lab.Reconfigure
+// restarts them), else a fresh one (the previous taken down first). When the test ends
 // it checks that the lab is healthy again (its components running, every node Ready, the apiserver ready,
 // no namespace of a kubeslow run left undeleted, no lab process but the lab's own): a test that leaves it otherwise
 // fails, and the next test gets a fresh lab. A test that changes the lab for good (a scenario without a
@@ -52,6 +56,9 @@ var shared struct {
 func Shared(t *testing.T, cfg lab.Config) (lab.Dirs, *rest.Config) {
 	t.Helper()
 	gate(t)
+	if shared.up && shared.spent == "" && !reflect.DeepEqual(shared.cfg, cfg) {
+		reconfigure(t, cfg)
+	}
 	if shared.up && (shared.spent != "" || !reflect.DeepEqual(shared.cfg, cfg)) {
 		why := shared.spent
 		if why == "" {
@@ -70,6 +77,44 @@ func Shared(t *testing.T, cfg lab.Config) (lab.Dirs, *rest.Config) {
 	shared.users++
 	t.Cleanup(func() { checkShared(t) })
 	return shared.d, rest.CopyConfig(shared.rc)
+}
+
+// reconfigure turns the shared lab into the lab of cfg where only settings of its components differ
+// (lab.Reconfigure: the components concerned restarted, in seconds where a new lab takes 10-25 s and its
+// teardown), and checks it healthy; where it cannot (lab.NeedsNewLabError), the lab is left to Shared to
+// replace. A failed reconfiguration, or a lab unhealthy after it, fails the test (and the next gets a new lab).
+func reconfigure(t *testing.T, cfg lab.Config) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	began := time.Now()
+	restarted, err := lab.Reconfigure(ctx, shared.d, cfg, t.Logf)
+	if err != nil {
+		if !lab.IsNeedsNewLab(err) {
+			t.Errorf("shared lab of %s: reconfiguring it failed: %v", shared.by, err)
+			shared.spent = "reconfiguring it failed"
+		} else {
+			t.Logf("shared lab of %s: %v", shared.by, err)
+		}
+		return
+	}
+	// The restarted components' new processes replace theirs among the lab's own.
+	for _, p := range Processes(t, shared.d) {
+		if slices.Contains(restarted, p.Name) {
+			for i := range shared.procs {
+				if shared.procs[i].Name == p.Name {
+					shared.procs[i] = p
+				}
+			}
+		}
+	}
+	if err := sharedHealthy(ctx); err != nil {
+		t.Errorf("shared lab of %s: not healthy after reconfiguring it: %v", shared.by, err)
+		shared.spent = "not healthy after reconfiguring it"
+		return
+	}
+	shared.cfg = cfg
+	t.Logf("shared lab of %s reconfigured for %s in %s (%s restarted)", shared.by, t.Name(), time.Since(began).Round(100*time.Millisecond), strings.Join(restarted, ", "))
 }
 
 // Spend marks the shared lab as changed for good by this test (why): the next test starts a fresh one.

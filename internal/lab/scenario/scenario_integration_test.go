@@ -112,9 +112,11 @@ func runScenarioWith(t *testing.T, sc scenario.Scenario, ms []measure.Measuremen
 	return runScenarioOn(t, sc, func(lab.Dirs) []measure.Measurement { return ms }, extra...)
 }
 
-// scenarioBase is the lab the scenario tests start their scenarios on (each scenario's Configure on top).
+// scenarioBase is the lab the scenario tests start their scenarios on (each scenario's Configure on top): four
+// kwok nodes, as slow-node needs (one slow node among three fast), so that the scenarios that are a setting of
+// a component share one lab (labtest.Shared reconfigures it).
 func scenarioBase(t *testing.T) lab.Config {
-	return lab.Config{Nodes: 3, AgentBinary: labtest.Binary(t)}
+	return lab.Config{Nodes: 4, AgentBinary: labtest.Binary(t)}
 }
 
 // upScenario starts sc on a lab of configuration cfg with the scenario's Configure applied: the package's

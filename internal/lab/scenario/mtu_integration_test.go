@@ -207,6 +207,12 @@ func TestIntegrationFlannelMTU(t *testing.T) {
 	// rules (netpath.Rules: KS-NET-MTU from the facts every node reports), names the node and the link, and the
 	// throughput findings, where they fire, are explained by it. Put back, nothing is named.
 	inNode(ctx, t, 2, "ip", "link", "set", "dev", "eth0", "mtu", "1400")
+	// A connection open before the change keeps the segment size both ends agreed at 1500 (MSS 1460): the
+	// control plane's full-size segments to lab-node-2 are now dropped at its eth0, and its kubelet's watch
+	// stalls until its HTTP/2 health check gives up (~45 s: its pods stayed Pending that long, 2026-11-29). As
+	// an admin does after changing a live node's MTU, its connections to the apiserver are reset (ss -K, the
+	// kernel's sock_destroy): they come back at once with the smaller segment size.
+	inNode(ctx, t, 2, "ss", "-K", "state", "established", "dport", "=", ":"+strconv.Itoa(lab.APIServerPort))
 	netRun := func(phase string) []result.Finding {
 		t.Helper()
 		o := netpath.DefaultOptions()

@@ -19,13 +19,14 @@ import (
 // Reconfigure turns the running lab into the lab of configuration c without a new start, where c differs
 // from the lab's only in settings read by one component's command line or files (reconfigurable: the
 // controller-manager's and scheduler's client limits, the EndpointSlice batch period, kwok's stages,
-// CoreDNS's cache lifetimes with no DNS replicas, etcd's quota within its storage, kube-apiserver's extra
-// flags, the real nodes' kubelets' image-pull settings) and the two plans (NewPlan) differ in nothing else. The components whose process differs are stopped (by their recorded PID, SIGTERM and a
-// 10 s grace), their files written, started again in plan order and waited for healthy, each with its
-// step's wait run again (kwok's nodes Ready, ...); etcd and kube-apiserver rejoin the control plane's cgroups.
-// It returns the components restarted (none when c is the lab's configuration) and records c as the lab's.
-// A lab that cannot be reconfigured into c (its nodes, storage, layout, network or DNS shape differ) is left
-// as it is, with a *NeedsNewLabError saying why.
+// CoreDNS's cache lifetimes with no DNS replicas, etcd's quota within its storage: the settings the suite's
+// scenarios change, each run through it on the lab) and the two plans (NewPlan) differ in nothing else. The
+// components whose process differs are stopped (by their recorded PID, SIGTERM and a 10 s grace), their
+// files written, started again in plan order and waited for healthy, each with its step's wait run again
+// (kwok's nodes Ready, ...); etcd and kube-apiserver rejoin the control plane's cgroups. It returns the
+// components restarted (none when c is the lab's configuration) and records c as the lab's. A lab that cannot
+// be reconfigured into c (its nodes, storage, layout, network or DNS shape differ) is left as it is, with a
+// *NeedsNewLabError saying why.
 func Reconfigure(ctx context.Context, d Dirs, c Config, progress Progress) ([]string, error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
@@ -60,7 +61,11 @@ func Reconfigure(ctx context.Context, d Dirs, c Config, progress Progress) ([]st
 	for _, i := range changed {
 		names = append(names, plan.Steps[i].Component.Name)
 	}
-	step("reconfiguring the lab: restarting %s", strings.Join(names, ", "))
+	if len(names) == 0 {
+		step("reconfiguring the lab: no component's process differs (only its recorded settings)")
+	} else {
+		step("reconfiguring the lab: restarting %s", strings.Join(names, ", "))
+	}
 	u := &upRun{d: d, c: &c, st: st, step: step}
 	if u.client, err = AdminClient(d); err != nil {
 		return nil, err
@@ -152,7 +157,7 @@ func fixedDifferences(old, c Config) []string {
 	m := c
 	m.Scenario = old.Scenario // a name only
 	m.ControllerManager, m.Scheduler, m.EndpointSliceBatch = old.ControllerManager, old.Scheduler, old.EndpointSliceBatch
-	m.Kwok, m.APIServerExtraArgs, m.ImagePulls = old.Kwok, old.APIServerExtraArgs, old.ImagePulls
+	m.Kwok = old.Kwok
 	// etcd's quota is its flag, unless the etcd tmpfs (4 GiB, or the quota and 1 GiB more) must grow with it.
 	if max(old.EtcdQuotaBytes, c.EtcdQuotaBytes)+(1<<30) <= 4<<30 {
 		m.EtcdQuotaBytes = old.EtcdQuotaBytes

@@ -43,12 +43,11 @@ func TestReconfigurePlan(t *testing.T) {
 			c.Kwok = KwokSettings{PodReadyDelay: ms(200 * time.Millisecond), SlowNodes: []string{KwokNodeName(2)}, SlowNodeDelay: ms(3 * time.Second)}
 		}, restart: []string{Kwok}},
 		{name: "dns negative cache", from: base, change: func(c *Config) { c.DNS.DenialTTL = ms(20 * time.Second) }, restart: []string{CoreDNS}},
-		{name: "etcd quota and apiserver flags", from: base, change: func(c *Config) {
-			c.EtcdQuotaBytes = 48 << 20
-			c.APIServerExtraArgs = []string{"--max-requests-inflight=10"}
-		}, restart: []string{Etcd, KubeAPIServer}},
-		{name: "image pulls", from: base, change: func(c *Config) { c.ImagePulls = ImagePullSettings{MaxParallel: 1} },
-			restart: []string{RealNodeName(1) + ".kubelet", RealNodeName(2) + ".kubelet"}},
+		{name: "etcd quota", from: base, change: func(c *Config) { c.EtcdQuotaBytes = 48 << 20 }, restart: []string{Etcd}},
+		// Settings no scenario of the suite changes on a running lab are not reconfigured (never run that way).
+		{name: "apiserver flags", from: base, change: func(c *Config) { c.APIServerExtraArgs = []string{"--max-requests-inflight=10"} },
+			fixed: []string{"apiServerExtraArgs"}},
+		{name: "image pulls", from: base, change: func(c *Config) { c.ImagePulls = ImagePullSettings{MaxParallel: 1} }, fixed: []string{"imagePulls"}},
 		{name: "more kwok nodes", from: base, change: func(c *Config) { c.Nodes = 5 }, fixed: []string{"nodes"}, newLab: true},
 		{name: "storage and real nodes", from: base, change: func(c *Config) {
 			c.Etcd = EtcdStorage{Kind: "loop"}

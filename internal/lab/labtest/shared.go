@@ -114,7 +114,11 @@ func reconfigure(t *testing.T, cfg lab.Config) {
 		return
 	}
 	shared.cfg = cfg
-	t.Logf("shared lab of %s reconfigured for %s in %s (%s restarted)", shared.by, t.Name(), time.Since(began).Round(100*time.Millisecond), strings.Join(restarted, ", "))
+	what := "no component restarted"
+	if len(restarted) > 0 {
+		what = strings.Join(restarted, ", ") + " restarted"
+	}
+	t.Logf("shared lab of %s reconfigured for %s in %s (%s)", shared.by, t.Name(), time.Since(began).Round(100*time.Millisecond), what)
 }
 
 // Spend marks the shared lab as changed for good by this test (why): the next test starts a fresh one.

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -478,13 +479,18 @@ func goingNamespaces(ctx context.Context, c kubernetes.Interface) (map[string]bo
 	if err != nil {
 		return nil, err
 	}
-	going := map[string]bool{}
-	for _, ns := range l.Items {
+	return going(l.Items), nil
+}
+
+// going are the namespaces of nss being deleted.
+func going(nss []corev1.Namespace) map[string]bool {
+	out := map[string]bool{}
+	for _, ns := range nss {
 		if ns.DeletionTimestamp != nil {
-			going[ns.Name] = true
+			out[ns.Name] = true
 		}
 	}
-	return going, nil
+	return out
 }
 
 // assertDeleted waits (up to 2 minutes) until kubeslow has deleted every kubeslow-labelled namespace, pod and
@@ -512,20 +518,19 @@ func pollLeft(ctx context.Context, t *testing.T, c kubernetes.Interface, deletin
 	start := time.Now()
 	err := wait.PollUntilContextTimeout(ctx, time.Second, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
 		left = nil
-		going := map[string]bool{}
-		if deleting {
-			var err error
-			if going, err = goingNamespaces(ctx, c); err != nil {
-				left = append(left, "namespaces: "+err.Error())
-				return false, nil
-			}
+		nss, err := c.CoreV1().Namespaces().List(ctx, sel)
+		if err != nil {
+			left = append(left, "namespaces: "+err.Error())
+			return false, nil
 		}
-		kept := func(ns string, m metav1.Object) bool { return !going[ns] && m.GetDeletionTimestamp() == nil }
-		if l, err := c.CoreV1().Namespaces().List(ctx, sel); err == nil {
-			for _, o := range l.Items {
-				if kept(o.Name, &o) {
-					left = append(left, "namespace/"+o.Name)
-				}
+		gone := map[string]bool{} // deleting: the namespaces being deleted count as gone, and so does their content
+		if deleting {
+			gone = going(nss.Items)
+		}
+		kept := func(ns string, m metav1.Object) bool { return !gone[ns] && m.GetDeletionTimestamp() == nil }
+		for _, o := range nss.Items {
+			if kept(o.Name, &o) {
+				left = append(left, "namespace/"+o.Name)
 			}
 		}
 		if l, err := c.CoreV1().Pods("").List(ctx, sel); err == nil {

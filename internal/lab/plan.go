@@ -235,27 +235,36 @@ func (p *Plan) run(ctx context.Context, u *upRun) (err error) {
 			}(s)
 			continue
 		}
-		if c := s.Component; c != nil {
-			if err := writeFiles(c.Files); err != nil {
-				return err
-			}
-			if c.Before != nil {
-				if err := c.Before(ctx); err != nil {
-					return fmt.Errorf("%s: %w", c.Name, err)
-				}
-			}
-			if err := startInAndWait(ctx, u.d, c.Name, c.Namespace, c.Argv, componentEnv(c.Env), u.step,
-				func(ctx context.Context) bool { return c.Health.OK(ctx, u) }); err != nil {
-				return err
+		if err := s.run(ctx, u); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// run runs one step in the foreground: its component's files written, the component started (unless it
+// already runs) and its health check polled (failing fast if it exits), then the step's files and its Do.
+func (s Step) run(ctx context.Context, u *upRun) error {
+	if c := s.Component; c != nil {
+		if err := writeFiles(c.Files); err != nil {
+			return err
+		}
+		if c.Before != nil {
+			if err := c.Before(ctx); err != nil {
+				return fmt.Errorf("%s: %w", c.Name, err)
 			}
 		}
-		if err := writeFiles(s.Files); err != nil {
+		if err := startInAndWait(ctx, u.d, c.Name, c.Namespace, c.Argv, componentEnv(c.Env), u.step,
+			func(ctx context.Context) bool { return c.Health.OK(ctx, u) }); err != nil {
+			return err
+		}
+	}
+	if err := writeFiles(s.Files); err != nil {
+		return fmt.Errorf("%s: %w", s.Name, err)
+	}
+	if s.Do != nil {
+		if err := s.Do(ctx, u); err != nil {
 			return fmt.Errorf("%s: %w", s.Name, err)
-		}
-		if s.Do != nil {
-			if err := s.Do(ctx, u); err != nil {
-				return fmt.Errorf("%s: %w", s.Name, err)
-			}
 		}
 	}
 	return nil

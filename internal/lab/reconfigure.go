@@ -23,7 +23,7 @@ import (
 // scenarios change, each run through it on the lab) and the two plans (NewPlan) differ in nothing else. The
 // components whose process differs are stopped (by their recorded PID, SIGTERM and a 10 s grace), their
 // files written, started again in plan order and waited for healthy, each with its step's wait run again
-// (kwok's nodes Ready, ...); etcd and kube-apiserver rejoin the control plane's cgroups. It returns the
+// (kwok's nodes Ready, ...); etcd rejoins the control plane's cgroups. It returns the
 // components restarted (none when c is the lab's configuration) and records c as the lab's. A lab that cannot
 // be reconfigured into c (its nodes, storage, layout, network or DNS shape differ) is left as it is, with a
 // *NeedsNewLabError saying why.
@@ -101,25 +101,8 @@ func Reconfigure(ctx context.Context, d Dirs, c Config, progress Progress) ([]st
 	for _, i := range changed {
 		s := plan.Steps[i]
 		comp := s.Component
-		if err := writeFiles(comp.Files); err != nil {
+		if err := s.run(ctx, u); err != nil {
 			return nil, err
-		}
-		if comp.Before != nil {
-			if err := comp.Before(ctx); err != nil {
-				return nil, fmt.Errorf("%s: %w", comp.Name, err)
-			}
-		}
-		if err := startInAndWait(ctx, d, comp.Name, comp.Namespace, comp.Argv, componentEnv(comp.Env), step,
-			func(ctx context.Context) bool { return comp.Health.OK(ctx, u) }); err != nil {
-			return nil, err
-		}
-		if err := writeFiles(s.Files); err != nil {
-			return nil, fmt.Errorf("%s: %w", s.Name, err)
-		}
-		if s.Do != nil {
-			if err := s.Do(ctx, u); err != nil {
-				return nil, fmt.Errorf("%s: %w", s.Name, err)
-			}
 		}
 		if comp.Name == Kwok {
 			if err := waitKwokLeases(ctx, u, restarted); err != nil {
@@ -127,7 +110,8 @@ func Reconfigure(ctx context.Context, d Dirs, c Config, progress Progress) ([]st
 			}
 			step("kwok holds its nodes' Leases again")
 		}
-		rejoin = rejoin || comp.Name == Etcd || comp.Name == KubeAPIServer
+		// A new etcd is outside the control plane's cgroups (kube-apiserver's step, had it run, rejoins both).
+		rejoin = rejoin || comp.Name == Etcd
 	}
 	if rejoin && !c.Kubeadm() {
 		joined, err := JoinControlPlaneCgroups(d)

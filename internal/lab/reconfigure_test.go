@@ -28,9 +28,9 @@ func TestReconfigurePlan(t *testing.T) {
 		name    string
 		from    Config
 		change  func(*Config)
-		restart []string // nil with newLab
-		fixed   []string // the settings fixedDifferences names
-		newLab  bool
+		restart []string // the components restarted
+		fixed   []string // the settings fixedDifferences names (then nothing more is compared)
+		newLab  bool     // the settings may change, but the plans differ beyond a component's process
 	}{
 		{name: "same", from: base, change: func(*Config) {}},
 		{name: "scenario name only", from: base, change: func(c *Config) { c.Scenario = "slow-scheduler" }},
@@ -48,11 +48,11 @@ func TestReconfigurePlan(t *testing.T) {
 		{name: "apiserver flags", from: base, change: func(c *Config) { c.APIServerExtraArgs = []string{"--max-requests-inflight=10"} },
 			fixed: []string{"apiServerExtraArgs"}},
 		{name: "image pulls", from: base, change: func(c *Config) { c.ImagePulls = ImagePullSettings{MaxParallel: 1} }, fixed: []string{"imagePulls"}},
-		{name: "more kwok nodes", from: base, change: func(c *Config) { c.Nodes = 5 }, fixed: []string{"nodes"}, newLab: true},
+		{name: "more kwok nodes", from: base, change: func(c *Config) { c.Nodes = 5 }, fixed: []string{"nodes"}},
 		{name: "storage and real nodes", from: base, change: func(c *Config) {
 			c.Etcd = EtcdStorage{Kind: "loop"}
 			c.RealNodes = 1
-		}, fixed: []string{"etcd", "realNodes"}, newLab: true},
+		}, fixed: []string{"etcd", "realNodes"}},
 		// The kubeadm layout's controller-manager is a static pod: its manifest is a work step's file.
 		{name: "kubeadm controller-manager", from: kubeadm, change: func(c *Config) { c.ControllerManager = ClientSettings{QPS: 20} }, newLab: true},
 		// With DNS replicas the Corefile is a ConfigMap the dns-deployment step writes.

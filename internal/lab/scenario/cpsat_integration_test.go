@@ -151,9 +151,9 @@ func TestIntegrationControlPlaneSaturation(t *testing.T) {
 
 // pastWindowSaturated: after the live run, the scenario's first minute (from 5 s after the quota and the
 // storm began: the live run's load is in it; from 10 s to 75 s until 2026-11-29) diagnosed from the lab's
-// Prometheus name KS-CP-SATURATED too, from kube-apiserver's and etcd's process_cpu_seconds_total, the control-plane cgroup's quota and throttling (the
-// lab's exporter of that cgroup, in cAdvisor's names) and the apiserver's latency histograms; and with the cores
-// stated instead, naming that source.
+// Prometheus name KS-CP-SATURATED too, from kube-apiserver's and etcd's process_cpu_seconds_total, the
+// control-plane cgroup's quota and throttling (the lab's exporter of that cgroup, in cAdvisor's names) and the
+// apiserver's latency histograms; and with the cores stated instead, naming that source.
 func pastWindowSaturated(t *testing.T, started time.Time) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()

@@ -88,6 +88,9 @@ func controllerManagerArgs(d Dirs, c *Config, bin string) []string {
 	if b := c.EndpointSliceBatch.Duration; b > 0 {
 		args = append(args, "--endpointslice-updates-batch-period="+b.String())
 	}
+	if g := c.NodeMonitorGracePeriod.Duration; g > 0 {
+		args = append(args, "--node-monitor-grace-period="+g.String())
+	}
 	if c.Kubeadm() {
 		return kubeadmArgs(args)
 	}

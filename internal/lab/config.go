@@ -36,6 +36,10 @@ type Config struct {
 	// EndpointSliceBatch is kube-controller-manager's --endpointslice-updates-batch-period (0: its default,
 	// none): how long a pod change waits before its EndpointSlice is updated (and its DNS name published).
 	EndpointSliceBatch Duration `json:"endpointSliceBatch,omitzero"`
+	// NodeMonitorGracePeriod is kube-controller-manager's --node-monitor-grace-period (0: its default, 50 s): how
+	// long a node's Lease may go unrenewed before the node lifecycle controller marks it NotReady. At least
+	// MinNodeMonitorGracePeriod.
+	NodeMonitorGracePeriod Duration `json:"nodeMonitorGracePeriod,omitzero"`
 	// Kwok stage delays.
 	Kwok KwokSettings `json:"kwok"`
 	// APIServerExtraArgs are appended to kube-apiserver's flags (scenarios use this).
@@ -233,6 +237,10 @@ func (c *Config) Validate() error {
 	}
 	if c.EndpointSliceBatch.Duration < 0 {
 		return errors.New("the EndpointSlice batch period must not be negative")
+	}
+	if g := c.NodeMonitorGracePeriod.Duration; g != 0 && g < MinNodeMonitorGracePeriod {
+		return fmt.Errorf("the node-monitor grace period %s is under %s: two of the simulated nodes' Lease renewals (every %s) would not fit in it",
+			g, MinNodeMonitorGracePeriod, KwokNodeLeaseDuration/4)
 	}
 	for _, d := range []Duration{c.Kwok.PodReadyDelay, c.Kwok.PodReadyJitter, c.Kwok.SlowNodeDelay} {
 		if d.Duration < 0 {

@@ -23,6 +23,10 @@ var stageFiles = []string{"node-initialize.yaml", "node-heartbeat-with-lease.yam
 // refreshes the node's status only every 10-20 minutes, as a kubelet does when its lease is the heartbeat.
 const KwokNodeLeaseDuration = 40 * time.Second
 
+// MinNodeMonitorGracePeriod is the shortest Config.NodeMonitorGracePeriod: three of kwok's renewal intervals, so
+// that a healthy simulated node is marked NotReady only when two renewals in a row are late.
+const MinNodeMonitorGracePeriod = 3 * KwokNodeLeaseDuration / 4
+
 // KwokNodeAnnotation marks nodes kwok manages (and only those); see kube.IsSimulated.
 const (
 	KwokNodeAnnotation = kube.SimulatedNodeAnnotation

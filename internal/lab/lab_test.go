@@ -1,6 +1,7 @@
 package lab
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -39,11 +40,23 @@ func TestConfigValidate(t *testing.T) {
 	if err := ok.Validate(); err != nil {
 		t.Fatal(err)
 	}
+	shortest := Config{Nodes: 50, NodeMonitorGracePeriod: Duration{MinNodeMonitorGracePeriod}}
+	if err := shortest.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if args := controllerManagerArgs(Dirs{}, &shortest, "kcm"); !slices.Contains(args, "--node-monitor-grace-period=30s") {
+		t.Errorf("controller-manager flags without the grace period: %v", args)
+	}
+	if args := controllerManagerArgs(Dirs{}, &ok, "kcm"); slices.ContainsFunc(args, func(a string) bool { return strings.HasPrefix(a, "--node-monitor-grace-period") }) {
+		t.Errorf("controller-manager flags with a grace period nobody set: %v", args)
+	}
 	for name, c := range map[string]Config{
-		"too many nodes": {Nodes: MaxKwokNodes + 1},
-		"negative nodes": {Nodes: -1},
-		"negative qps":   {ControllerManager: ClientSettings{QPS: -1}},
-		"negative delay": {Kwok: KwokSettings{PodReadyDelay: Duration{-time.Second}}},
+		"too many nodes":      {Nodes: MaxKwokNodes + 1},
+		"negative nodes":      {Nodes: -1},
+		"negative qps":        {ControllerManager: ClientSettings{QPS: -1}},
+		"negative delay":      {Kwok: KwokSettings{PodReadyDelay: Duration{-time.Second}}},
+		"grace under 2 beats": {NodeMonitorGracePeriod: Duration{20 * time.Second}},
+		"negative grace":      {NodeMonitorGracePeriod: Duration{-time.Second}},
 	} {
 		if err := c.Validate(); err == nil {
 			t.Errorf("%s: accepted", name)

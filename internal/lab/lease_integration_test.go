@@ -30,23 +30,31 @@ import (
 	"github.com/kubeslow/kubeslow/pkg/result"
 )
 
-// leaseWatch is how long a healthy lab is watched: more than two node-monitor grace periods (50 s), so a
-// simulated node without a renewed Lease would have gone NotReady at least once (without Leases they did about
-// once a minute).
-const leaseWatch = 2 * time.Minute
+// The lab's node-monitor grace period in this test: the shortest the lab takes (three of kwok's 10 s renewal
+// intervals; Kubernetes' default is 50 s), so that the watch below is as short as its evidence allows.
+// leaseWatch is how long a healthy lab is watched: more than two grace periods, so a simulated node without a
+// renewed Lease would have gone NotReady at least once (without Leases they did about once a minute at 50 s).
+// The flapper's Lease is held by another for flapSeconds: past the grace period (NotReady), within the watch
+// (Ready again when kwok takes it back).
+const (
+	leaseGrace  = lab.MinNodeMonitorGracePeriod
+	leaseWatch  = 2*leaseGrace + 5*time.Second
+	flapSeconds = 45
+)
 
 // TestIntegrationKwokLeases: a healthy lab with 50 simulated nodes passes nodes.health clean; then two of them
 // lose their heartbeat the way a stuck kubelet does (another holder keeps their Lease, so kwok stops renewing
-// it and stops managing the node): one for 75 s, one for good. The other 48, watched for 2 minutes meanwhile,
+// it and stops managing the node): one for 45 s, one for good. The other 48, watched for 65 s meanwhile (two
+// node-monitor grace periods, at 30 s here, and 5 s),
 // have no NodeNotReady Event and no pod losing Ready, and every one of their Leases is renewed by kwok; the
 // two go NotReady, the first comes back, and nodes.health calls it flapping and the second down. (The healthy
-// watch and the two faults share the 2 minutes: the faults reach only their own nodes and pods.)
+// watch and the two faults share the 65 s: the faults reach only their own nodes and pods.)
 func TestIntegrationKwokLeases(t *testing.T) {
 	d := labtest.Dirs(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
 	const n = 50
-	if _, err := lab.Up(ctx, d, lab.Config{Nodes: n, Etcd: lab.EtcdStorage{Kind: "tmpfs"}}, t.Logf); err != nil {
+	if _, err := lab.Up(ctx, d, lab.Config{Nodes: n, Etcd: lab.EtcdStorage{Kind: "tmpfs"}, NodeMonitorGracePeriod: lab.Duration{Duration: leaseGrace}}, t.Logf); err != nil {
 		t.Fatalf("lab up: %v", err)
 	}
 	t.Cleanup(func() { _ = lab.Down(context.Background(), d, t.Logf) })
@@ -73,7 +81,7 @@ func TestIntegrationKwokLeases(t *testing.T) {
 	// renewing and a new one had not come yet).
 	flapper, downer := lab.KwokNodeName(1), lab.KwokNodeName(2)
 	faulty := map[string]bool{flapper: true, downer: true}
-	stealLease(ctx, t, c, flapper, 75)
+	stealLease(ctx, t, c, flapper, flapSeconds)
 	stealLease(ctx, t, c, downer, 3600)
 	waitFor(ctx, t, 3*time.Minute, "both nodes NotReady (NodeNotReady Events)", func() bool {
 		ev, _, _ := w.snapshot()
@@ -106,8 +114,8 @@ func TestIntegrationKwokLeases(t *testing.T) {
 			t.Errorf("pod %s lost Ready on a healthy node", p)
 		}
 	}
-	// kwok renews every 10 s (4% jitter): each Lease is renewed ~12 times in 2 minutes; fewer than 8 means a
-	// renewal interval past 15 s, still inside the grace period but not kubelet's behaviour.
+	// kwok renews every 10 s (4% jitter): each Lease is renewed ~6 times in 65 s; fewer than one per 15 s (4)
+	// means a renewal interval past 15 s, still inside the grace period but not kubelet's behaviour.
 	least, most := -1, 0
 	for i := 3; i <= n; i++ {
 		r := renewals[lab.KwokNodeName(i)]
@@ -117,8 +125,8 @@ func TestIntegrationKwokLeases(t *testing.T) {
 		most = max(most, r)
 	}
 	t.Logf("Lease renewals per healthy node in %s: %d-%d", watched.Round(time.Second), least, most)
-	if least < 8 {
-		t.Errorf("a healthy node's Lease was renewed only %d times in %s (want at least 8; kwok renews every 10 s)", least, watched.Round(time.Second))
+	if want := int(watched / (15 * time.Second)); least < want {
+		t.Errorf("a healthy node's Lease was renewed only %d times in %s (want at least %d; kwok renews every 10 s)", least, watched.Round(time.Second), want)
 	}
 	// `lab status` shows each healthy simulated node's Lease (and the flapper's, taken back), held and renewed
 	// within its duration; the downer's is the intruder's.

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	v1 "github.com/prometheus/client_golang/api/prometheus/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -29,25 +30,43 @@ import (
 )
 
 // TestIntegrationPrometheusWindow starts a lab with its Prometheus, lets a healthy minute pass, injects a
-// conflict storm for a minute and ends it; then `kubeslow run --prometheus --from --to`, as a user runs it,
-// names the storm over the past window (KS-API-409 with its series and window), finds nothing in the healthy
-// minute before it, and finds the exporters of the lab's real node (kubelet, cAdvisor, CoreDNS, node_exporter)
-// by their series. The lab's Prometheus evaluates `kubeslow rules` (1m rate window, for: 10s): KS_API_409 fires
-// during the conflict storm and not before, and clears after it; KS_API_LIST_BYTES fires during the list storm.
+// conflict storm and then a LIST storm; then `kubeslow run --prometheus --from --to`, as a user runs it, names
+// each storm over its past window (KS-API-409 with its series and window; KS-API-LIST-BYTES on events, without
+// the conflict storm's KS-API-409), finds nothing in the healthy minute before them, and finds the exporters of
+// the lab's real node (kubelet, cAdvisor, CoreDNS, node_exporter) by their series. The lab's Prometheus
+// evaluates `kubeslow rules` (alertRate rate window, for: 10s): KS_API_409 fires during the conflict storm and
+// not before, and clears after it; KS_API_LIST_BYTES fires during the list storm.
+//
+// The windows are as short as their evidence allows (each run's window is promql.MinWindow, the shortest a run
+// diagnoses), one after the other, none seeing another's storm (measured on the lab, 2026-11-29):
+//   - healthy: [healthyFrom, faultFrom-2s], after the Events of the list storm are seeded;
+//   - fault: the conflict storm runs conflictStorm (30 s); its run's window ends 5 s after it and starts 5 s
+//     before it, or earlier, in the quiet minute, to be MinWindow long: 1,666-1,857 409s a minute over the
+//     window, 28-31 times the rule's 60; KS_API_409 fired 23-24 s after faultFrom, where the check allows 43;
+//   - list: from the fault window's end, MinWindow long, the list storm filling it up to 5 s before its end:
+//     1.95-2.07 MB/s of LIST bytes on events over the window, 1.9 times the rule's 1 MiB/s (as with a minute's
+//     storm and a 70 s window); KS_API_LIST_BYTES fired 26-30 s into the 54 s storm. It ends 64 s after the
+//     conflict storm, past the alertRate + 15 s by which KS_API_409 must have cleared (it stopped firing 29-30 s
+//     after the storm).
+//
+// ~184 s on the lab, lab up included; until 2026-11-29 the storms were a minute each, 15 s apart, with a 1m rate
+// window and the Events seeded between them (~230 s).
 func TestIntegrationPrometheusWindow(t *testing.T) {
 	d := labtest.Dirs(t)
 	bin := labtest.Binary(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
 	defer cancel()
 	// The lab's Prometheus evaluates kubeslow's generated alerting rules, as a user's would: `kubeslow rules`
-	// with a 1-minute rate window and a 10 s for:, so that an alert fires within the storm and clears within
-	// the test.
-	rules, err := exec.CommandContext(ctx, bin, "rules", "--format", "prometheus", "--for", "10s", "--rate-window", "1m").Output()
+	// with a short rate window and a 10 s for:, so that an alert fires within the storm and clears within the
+	// test.
+	rules, err := exec.CommandContext(ctx, bin, "rules", "--format", "prometheus", "--for", "10s", "--rate-window", alertRate.String()).Output()
 	if err != nil {
 		t.Fatalf("kubeslow rules: %v", err)
 	}
-	_, down := labtest.Up(t, d, func() error {
+	var upAt time.Time
+	rc, down := labtest.Up(t, d, func() error {
 		_, err := lab.Up(ctx, d, lab.Config{Nodes: 2, RealNodes: 1, AgentBinary: bin, Prometheus: true, PrometheusRules: string(rules)}, t.Logf)
+		upAt = time.Now()
 		return err
 	})
 	defer down()
@@ -56,27 +75,8 @@ func TestIntegrationPrometheusWindow(t *testing.T) {
 		t.Fatal(err)
 	}
 	machineStall := sampleIOStall(ctx, t)
-	// The healthy window: 63 s, a little over the shortest window a run diagnoses (promql.MinWindow; 73 s until
-	// 2026-11-29).
-	healthyFrom := time.Now().Add(5 * time.Second)
-	faultFrom := healthyFrom.Add(promql.MinWindow + 5*time.Second)
-	waitScraped(ctx, t, pc, faultFrom)
-
-	rc, err := lab.AdminRESTConfig(d)
-	if err != nil {
-		t.Fatal(err)
-	}
-	counts, err := storm.Conflicts(ctx, rc, storm.ConflictOptions{Clients: 8, Blocks: 2, QPS: 20, UserAgent: scenario.ConflictStormUserAgent,
-		Duration: time.Minute}, slog.New(slog.NewTextHandler(os.Stderr, nil)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	faultTo := time.Now()
-	t.Logf("conflict storm %s..%s: %s", faultFrom.Format(time.TimeOnly), faultTo.Format(time.TimeOnly), counts)
-	waitScraped(ctx, t, pc, faultTo.Add(10*time.Second))
-
-	// The second fault, another mechanism: a LIST storm (case B's monitoring agent re-reading all Events) for a
-	// minute, after Events are seeded so that each LIST is large.
+	// The list storm's Events are seeded first, while Prometheus takes its first scrapes, so that each LIST is
+	// large: the healthy window starts after them.
 	seedCfg := rest.CopyConfig(rc)
 	seedCfg.QPS, seedCfg.Burst = 500, 500
 	seeder, err := kubernetes.NewForConfig(seedCfg)
@@ -86,16 +86,40 @@ func TestIntegrationPrometheusWindow(t *testing.T) {
 	if err := storm.SeedEvents(ctx, seeder, listSeed); err != nil {
 		t.Fatal(err)
 	}
+	t.Logf("seeded %d Events in %s", listSeed, time.Since(upAt).Round(100*time.Millisecond))
+
+	// The healthy window, from a whole second at least 5 s after Prometheus started (its first scrapes).
+	healthyFrom := later(time.Now(), upAt.Add(5*time.Second)).Truncate(time.Second).Add(time.Second)
+	faultFrom := healthyFrom.Add(promql.MinWindow + 2*time.Second)
+	waitScraped(ctx, t, pc, faultFrom)
+	counts, err := storm.Conflicts(ctx, rc, storm.ConflictOptions{Clients: 8, Blocks: 2, QPS: 20, UserAgent: scenario.ConflictStormUserAgent,
+		Duration: conflictStorm}, slog.New(slog.NewTextHandler(os.Stderr, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	faultTo := time.Now()
+	t.Logf("conflict storm %s..%s: %s", faultFrom.Format(time.TimeOnly), faultTo.Format(time.TimeOnly), counts)
+	faultWinTo := faultTo.Add(5 * time.Second)
+	faultWinFrom := windowFrom(faultFrom.Add(-5*time.Second), faultWinTo)
+
+	// The second fault, another mechanism: a LIST storm (case B's monitoring agent re-reading all Events),
+	// once Prometheus has the fault window's end, until 5 s before the end of its own window.
+	waitScraped(ctx, t, pc, faultWinTo)
+	listWinFrom := faultWinTo.Truncate(time.Second)
+	listWinTo := listWinFrom.Add(promql.MinWindow)
 	listFrom := time.Now()
 	lists, err := storm.ListEvents(ctx, rc, storm.ListOptions{Clients: 20, Interval: time.Second, UserAgent: scenario.ListStormUserAgent,
-		Duration: time.Minute}, slog.New(slog.NewTextHandler(os.Stderr, nil)))
+		Duration: listWinTo.Add(-5 * time.Second).Sub(listFrom)}, slog.New(slog.NewTextHandler(os.Stderr, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}
 	listTo := time.Now()
 	t.Logf("list storm over %d Events %s..%s: %s", listSeed, listFrom.Format(time.TimeOnly), listTo.Format(time.TimeOnly), lists)
-	waitScraped(ctx, t, pc, listTo.Add(10*time.Second))
-	checkAlerts(ctx, t, pc, healthyFrom, faultFrom, faultTo, listFrom, listTo)
+	// KS_API_409 has cleared alertRate + 15 s after the conflict storm (see checkAlerts): at the list window's
+	// end, or later if that came sooner.
+	cleared := later(listTo.Add(5*time.Second), faultTo.Add(alertRate+15*time.Second))
+	waitScraped(ctx, t, pc, later(listTo.Add(10*time.Second), cleared.Add(5*time.Second)))
+	checkAlerts(ctx, t, pc, healthyFrom, faultFrom, faultTo, listFrom, listTo, cleared)
 
 	run := func(from, to time.Time) (*result.Report, int) {
 		cmd := exec.CommandContext(ctx, bin, "run", "--prometheus", lab.PrometheusURL(), "--from", from.UTC().Format(time.RFC3339),
@@ -118,7 +142,7 @@ func TestIntegrationPrometheusWindow(t *testing.T) {
 		return rep, code
 	}
 
-	rep, code := run(faultFrom.Add(-5*time.Second), faultTo.Add(5*time.Second))
+	rep, code := run(faultWinFrom, faultWinTo)
 	var conflict *result.Finding
 	for i, f := range rep.Findings {
 		t.Logf("fault window: %s %s", f.ID, f.Summary)
@@ -130,7 +154,7 @@ func TestIntegrationPrometheusWindow(t *testing.T) {
 		t.Fatalf("fault window: exit %d, no KS-API-409 (findings %v)", code, ids(rep))
 	}
 	if ev := conflict.Evidence[0]; ev.Labels["resource"] != "ipamblocks" || !strings.Contains(ev.Labels["prometheus"], `job "lab-apiserver"`) ||
-		!strings.Contains(ev.Labels["prometheus"], faultFrom.Add(-5*time.Second).UTC().Format("15:04:05")) {
+		!strings.Contains(ev.Labels["prometheus"], faultWinFrom.UTC().Format("15:04:05")) {
 		t.Fatalf("KS-API-409 evidence does not name the resource, series and window: %+v", ev)
 	}
 	api := rep.Result("api.responsiveness")
@@ -194,7 +218,7 @@ func TestIntegrationPrometheusWindow(t *testing.T) {
 		t.Logf("cost: %v queries, %v samples", tl.Metric("queries", nil).Value, tl.Metric("samples", nil).Value)
 	}
 
-	rep, code = run(listFrom.Add(-5*time.Second), listTo.Add(5*time.Second))
+	rep, code = run(listWinFrom, listWinTo)
 	got := ids(rep)
 	if api := rep.Result("api.responsiveness"); api != nil {
 		for _, m := range api.Metrics {
@@ -236,9 +260,10 @@ func TestIntegrationPrometheusWindow(t *testing.T) {
 }
 
 // checkAlerts: the generated alert of each storm fired in the lab's Prometheus while it ran (ALERTS, firing),
-// the conflict storm's not before it, and cleared once its rate window had passed the storm's end (the list
-// storm, over a minute after it, is that time).
-func checkAlerts(ctx context.Context, t *testing.T, pc *promql.Client, healthyFrom, faultFrom, faultTo, listFrom, listTo time.Time) {
+// the conflict storm's not before it, and cleared by cleared: once its rate window (alertRate) has passed the
+// storm's end, its condition fails at the next evaluation (every 5 s) and a check looking 10 s back sees no
+// firing sample: alertRate + 15 s after the storm.
+func checkAlerts(ctx context.Context, t *testing.T, pc *promql.Client, healthyFrom, faultFrom, faultTo, listFrom, listTo, cleared time.Time) {
 	t.Helper()
 	firing := func(alert string, at time.Time, over time.Duration) bool {
 		q := fmt.Sprintf(`max(max_over_time(ALERTS{alertname=%q,alertstate="firing"}[%ds]))`, alert, int(over.Seconds()))
@@ -254,16 +279,64 @@ func checkAlerts(ctx context.Context, t *testing.T, pc *promql.Client, healthyFr
 	if !firing("KS_API_409", faultTo.Add(10*time.Second), faultTo.Add(10*time.Second).Sub(faultFrom)) {
 		t.Error("KS_API_409 did not fire in the lab's Prometheus during the conflict storm")
 	}
-	if cleared := listTo.Add(5 * time.Second); cleared.Sub(faultTo) < 75*time.Second {
-		t.Logf("the list storm ended %s after the conflict storm: too soon to see KS_API_409 clear", cleared.Sub(faultTo))
-	} else if firing("KS_API_409", cleared, 10*time.Second) {
-		t.Errorf("KS_API_409 still firing %s after the conflict storm ended (its rate window is 1m)", cleared.Sub(faultTo).Round(time.Second))
+	if firing("KS_API_409", cleared, 10*time.Second) {
+		t.Errorf("KS_API_409 still firing %s after the conflict storm ended (its rate window is %s)", cleared.Sub(faultTo).Round(time.Second), alertRate)
 	} else {
 		t.Logf("lab Prometheus: KS_API_409 not firing before the storm, firing during it, cleared %s after it", cleared.Sub(faultTo).Round(time.Second))
 	}
 	if !firing("KS_API_LIST_BYTES", listTo.Add(10*time.Second), listTo.Add(10*time.Second).Sub(listFrom)) {
 		t.Error("KS_API_LIST_BYTES did not fire in the lab's Prometheus during the list storm")
 	}
+	// The margins, for the log: when each alert fired and stopped.
+	for _, a := range []struct {
+		name     string
+		from, to time.Time
+	}{{"KS_API_409", faultFrom, faultTo}, {"KS_API_LIST_BYTES", listFrom, listTo}} {
+		end := time.Now()
+		m, err := pc.Range(ctx, fmt.Sprintf(`max(ALERTS{alertname=%q,alertstate="firing"})`, a.name),
+			v1.Range{Start: healthyFrom, End: end, Step: time.Second})
+		if err != nil || len(m) == 0 || len(m[0].Values) == 0 {
+			t.Logf("lab Prometheus: %s firing: never (%v)", a.name, err)
+			continue
+		}
+		first, last := m[0].Values[0].Timestamp.Time(), m[0].Values[len(m[0].Values)-1].Timestamp.Time()
+		until := fmt.Sprintf("until %s after it ended", last.Sub(a.to).Round(time.Second))
+		if end.Sub(last) < 2*time.Second {
+			until = fmt.Sprintf("still at %s after it ended", end.Sub(a.to).Round(time.Second))
+		}
+		t.Logf("lab Prometheus: %s firing from %s into its storm (of %s), %s", a.name,
+			first.Sub(a.from).Round(time.Second), a.to.Sub(a.from).Round(time.Second), until)
+	}
+}
+
+// alertRate is the rate window of the rules the lab's Prometheus evaluates (`kubeslow rules --rate-window`; users
+// keep its default): the shortest `kubeslow rules` takes, six scrapes at the lab's 5 s
+// (lab.PrometheusScrapeInterval). The alerts fire and clear that much sooner than with a minute.
+const alertRate = 30 * time.Second
+
+// conflictStorm is how long the conflict storm runs: KS_API_409 fires ~20 s into it (two scrapes for a rate, two
+// evaluations 10 s apart for its for:), and its ~3,400 409s a minute while it runs stay far over the rule's 60
+// over a minute's window.
+const conflictStorm = 30 * time.Second
+
+// windowFrom is the start of a run's window that ends at to: from, or earlier so that the window is at least
+// promql.MinWindow long (in whole seconds, as the run's --from and --to are written).
+func windowFrom(from, to time.Time) time.Time {
+	return earlier(from.Truncate(time.Second), to.Truncate(time.Second).Add(-promql.MinWindow))
+}
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+func earlier(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
 }
 
 // listSeed is how many Events the list storm lists each time, as the list-storm scenario seeds (with 600, the

@@ -329,6 +329,54 @@ func TestRunSurvivesFailures(t *testing.T) {
 	}
 }
 
+// TestRunStopsMidCycle cancels the context while a cycle runs (the pod's SIGTERM in the middle of a cycle's
+// window): Run returns as soon as the cycle does, and the interrupted cycle's partial report (runner.Execute
+// returns one, its measurements skipped) is not recorded: the finding that fired before it still fires, and
+// only the whole cycle is counted.
+func TestRunStopsMidCycle(t *testing.T) {
+	clk := clocktesting.NewFakeClock(t0)
+	inCycle := make(chan struct{})
+	calls := 0
+	cycle := func(ctx context.Context) (*result.Report, error) {
+		calls++
+		if calls == 1 {
+			return sample(finding("KS-API-409", "", nil)), nil
+		}
+		close(inCycle)
+		<-ctx.Done()
+		return &result.Report{APIVersion: result.APIVersion, Kind: result.Kind, RunID: "interrupted",
+			Results: []result.Result{{Name: "api.latency", Status: result.StatusSkip, Reason: "run interrupted before this measurement"}}}, nil
+	}
+	w, err := New(Options{Cycle: cycle, Interval: time.Hour, For: 1, Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Step(context.Background()) // the first cycle: KS-API-409 fires (For 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx) }() // Run starts the second cycle at once
+	<-inCycle
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("Run: %v", err)
+	}
+	if got := ids(w.Firing()); got != "KS-API-409" {
+		t.Errorf("firing after the interrupted cycle: %q, want KS-API-409 (an interrupted cycle is not evidence)", got)
+	}
+	fams := scrape(t, w)
+	cycles := map[string]float64{}
+	for _, m := range fams["kubeslow_cycles_total"].GetMetric() {
+		cycles[labels(m)["result"]] = m.GetCounter().GetValue()
+	}
+	if cycles[CycleOK] != 1 || cycles[CycleEmpty] != 0 || cycles[CycleError] != 0 {
+		t.Errorf("kubeslow_cycles_total %v, want one ok cycle (the interrupted one not counted)", cycles)
+	}
+	if v, _ := value(t, fams, "kubeslow_up", nil); v != 1 {
+		t.Errorf("kubeslow_up %v after an interrupted cycle, want 1", v)
+	}
+}
+
 func TestHistoryBounded(t *testing.T) {
 	w, _, _ := newWatcher(t, Options{History: 5}, step{findings: []result.Finding{finding("KS-A", "", nil)}})
 	for range 12 {

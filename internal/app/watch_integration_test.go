@@ -114,24 +114,27 @@ func TestIntegrationWatchInstall(t *testing.T) {
 		t.Fatalf("KS-API-409 firing on the healthy lab: %v", fams["kubeslow_finding"])
 	}
 
-	// The apiserver gone for 25 s mid-watch (killed, then started again): the cycles that began in the outage
+	// The apiserver gone for 15 s mid-watch (killed, then started again): the cycles that began in the outage
 	// failed and were retried (kubeslow_cycles_total{result="error"}), the watch answered kubeslow_up 1 again
 	// after it, and its process never exited (the container did not restart).
 	//
-	// The cluster's other clients take longer: client-go's reflectors back off through the outage (to
-	// [30 s, 60 s) between tries after 25 s of refused connections), their first watch after the restart
-	// ends at once (the new apiserver's watch cache begins after their last resourceVersion), and they list
-	// again one back-off later. Until then the controller-manager (garbage collector, namespace controller) and the kubelets see
+	// The cluster's other clients take longer: client-go's reflectors back off through the outage (doubling
+	// from 0.8 s, with jitter, up to 30 s), their first watch after the restart ends at once (the new
+	// apiserver's watch cache begins after their last resourceVersion), and they list again one back-off
+	// later. Until then the controller-manager (garbage collector, namespace controller) and the kubelets see
 	// no change, and the uninstall below waits on them, as it would on a real cluster right after an
-	// apiserver restart: its namespace went 35 s after it (the garbage collector deleted the pod 29.6 s after
-	// it, the controller-manager's watches of pods, deployments and namespaces back 56-59 s after the
-	// restart; audit log, 2026-11-29).
+	// apiserver restart: after a 25 s outage its namespace went 35 s after it (the garbage collector deleted
+	// the pod 29.6 s after it, the controller-manager's watches of pods, deployments and namespaces back 56-59
+	// s after the restart; audit log, 2026-11-29); after 15 s, 6-11 s.
 	errorsBefore := sum(fams["kubeslow_cycles_total"], map[string]string{"result": "error"})
 	restart, err := lab.KillComponent(d, lab.KubeAPIServer)
 	if err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(25 * time.Second) // the outage's length, a property of the fault: more than a cycle's period
+	// The outage's length, a property of the fault: one and a half cycle periods (10 s), so that at least one
+	// cycle starts while the apiserver is gone (25 s until 2026-11-29: the cluster's clients then backed off
+	// longer, and the uninstall below waited on them).
+	time.Sleep(15 * time.Second)
 	if err := restart(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -218,7 +221,7 @@ func TestIntegrationWatchInstall(t *testing.T) {
 		// Where the suite's time goes (docs/testing.md): the namespace controller's 5 s delay after the
 		// delete, the pod's deletion by the garbage collector (the Deployment is deleted in the background),
 		// the kubelet's stop of its container: 5-6 s when none of them is backing off from the outage above,
-		// 30-35 s here (see there).
+		// more when they still are (see there).
 		t.Logf("namespace %s gone %s after the uninstall began", ns, time.Since(uninstallBegan).Round(100*time.Millisecond))
 	}
 	// The watch exits on its own on SIGTERM (its context cancelled mid-cycle, its server shut down): exit

@@ -256,16 +256,18 @@ func TestIntegrationKubeadm(t *testing.T) {
 			waitRequests(ctx, t, rc, "200 409s", 200, func(l map[string]string) bool { return l["code"] == "409" })
 		}
 		rep, got := run(t, "api.responsiveness", cpusage.Name)
-		// As in starvedBy: a window where the API kept its SLO is measured again, twice at most, and three such
-		// windows skip the case (the local CI of 2026-11-29: 0.1 core, yet 1,850 409s a minute answered within
-		// the SLO); an SLO missed with no KS-CP-SATURATED fails.
-		for try := 2; try <= 3 && got["KS-CP-SATURATED"] == nil && got["KS-API-LATENCY"] == nil; try++ {
-			t.Logf("the API kept its SLO in this window (no KS-API-LATENCY): measuring again (run %d of 3)", try)
+		// As in starvedBy: a window where the API kept its SLO near enough to miss it next (mayMissNext) is measured
+		// again, twice at most, and the case is skipped after the last (the local CI of 2026-11-29: 0.1 core,
+		// yet 1,850 409s a minute answered within the SLO); an SLO missed with no KS-CP-SATURATED fails.
+		windows := 1
+		for ; windows < 3 && got["KS-CP-SATURATED"] == nil && got["KS-API-LATENCY"] == nil && mayMissNext(rep); windows++ {
+			t.Logf("the API kept its SLO in this window (no KS-API-LATENCY; p99 %.3g s): measuring again (run %d of 3)", worstP99(rep), windows+1)
 			rep, got = run(t, "api.responsiveness", cpusage.Name)
 		}
 		f := got["KS-CP-SATURATED"]
 		if f == nil && got["KS-API-LATENCY"] == nil {
-			t.Skip("the API kept its SLO in three windows under this confinement on this machine: no saturation finding is due, and none was named")
+			t.Skipf("the API kept its SLO in %d window(s) under this confinement on this machine (p99 %.3g s in the last): no saturation finding is due, and none was named",
+				windows, worstP99(rep))
 		}
 		if f == nil {
 			t.Fatal("KS-CP-SATURATED not reported")
@@ -340,10 +342,13 @@ func TestIntegrationKubeadm(t *testing.T) {
 		rep, got := run(t, only...)
 		// KS-CP-SATURATED(-API) is saturation *and* an SLO missed: in a window where the hog left the API
 		// within its SLO (no KS-API-LATENCY) no saturation finding may fire, and none is wanted (CI's run of
-		// 2026-11-28: etcd starved, API p99 within 1 s). Such a window is measured again, twice at most; an API
+		// 2026-11-28: etcd starved, API p99 within 1 s). Such a window is measured again, twice at most, where
+		// the scenario must miss the SLO or the window's p99 came near enough to miss it next (mayMissNext); an API
 		// that missed its SLO with no saturation finding fails at once.
-		for try := 2; try <= 3 && got["KS-CP-SATURATED"] == nil && got["KS-CP-SATURATED-API"] == nil && got["KS-API-LATENCY"] == nil; try++ {
-			t.Logf("%s left the API within its SLO in this window (no KS-API-LATENCY): measuring again (run %d of 3)", name, try)
+		windows := 1
+		for ; windows < 3 && got["KS-CP-SATURATED"] == nil && got["KS-CP-SATURATED-API"] == nil && got["KS-API-LATENCY"] == nil &&
+			(mustMiss || mayMissNext(rep)); windows++ {
+			t.Logf("%s left the API within its SLO in this window (no KS-API-LATENCY; p99 %.3g s): measuring again (run %d of 3)", name, worstP99(rep), windows+1)
 			rep, got = run(t, only...)
 		}
 		// The node tier names the starved component: in KS-CP-SATURATED's text when a component's run-queue
@@ -354,8 +359,10 @@ func TestIntegrationKubeadm(t *testing.T) {
 		f, api := got["KS-CP-SATURATED"], got["KS-CP-SATURATED-API"]
 		if f == nil && api == nil && got["KS-API-LATENCY"] == nil && !mustMiss {
 			// CI's run of 2026-11-29: the hog's pod left the API's p99 within 1 s in three windows (9-11 k 409s
-			// a minute answered); control-plane-neighbour, which does break the SLO, asserts the naming.
-			t.Skipf("%s left the API within its SLO in three windows on this machine: no saturation finding is due, and none was named", name)
+			// a minute answered; 0.51-0.59 s on the lab that day); control-plane-neighbour, which does break the
+			// SLO, asserts the naming.
+			t.Skipf("%s left the API within its SLO in %d window(s) on this machine (p99 %.3g s in the last): no saturation finding is due, and none was named",
+				name, windows, worstP99(rep))
 		}
 		if f == nil && api == nil {
 			t.Fatal("neither KS-CP-SATURATED nor KS-CP-SATURATED-API reported")
@@ -758,4 +765,30 @@ func startTick(t *testing.T, pid int) uint64 {
 		t.Fatal(err)
 	}
 	return tick
+}
+
+// nearSLO is the share of the API's SLO (apislo.SLOSingle) a CPU case's window must reach, in its worst p99,
+// for the case to measure another window when the API kept its SLO: window to window, one case's p99 moved by
+// 18-30% on the lab (2026-11-29: foreign-cpu-cgroup 0.885 s, then 1.15 s and the SLO missed; control-plane-hog
+// 0.505, 0.561, 0.594 s). A window at half the SLO does not miss it in the next; three of them cost ~100 s.
+const nearSLO = 0.7
+
+// mayMissNext reports whether the next window may miss the SLO that rep's kept: its worst p99 reached nearSLO of
+// it, or was not measured (the apiserver's /metrics unanswered).
+func mayMissNext(rep *result.Report) bool {
+	p := worstP99(rep)
+	return p == 0 || p >= nearSLO*apislo.SLOSingle
+}
+
+// worstP99 is the highest p99 of single-object and mutating calls in rep's results (0 when none was measured).
+func worstP99(rep *result.Report) float64 {
+	worst := 0.0
+	for _, r := range rep.Results {
+		for _, m := range r.Metrics {
+			if m.Name == apislo.MetricLatencyP99Single {
+				worst = max(worst, m.Value)
+			}
+		}
+	}
+	return worst
 }

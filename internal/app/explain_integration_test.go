@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
 
 	"github.com/kubeslow/kubeslow/internal/lab"
 	"github.com/kubeslow/kubeslow/internal/lab/labtest"
@@ -24,9 +25,11 @@ import (
 )
 
 // appLab is the lab this package's integration tests share (labtest.Shared), in the order of their files:
-// TestIntegrationBenchPods (the healthy lab: it runs first, on a fresh one), TestIntegrationExplain,
-// TestIntegrationFaults, TestIntegrationImagePushKubeconfigOnly and TestIntegrationNodeDNS: five kwok nodes and two real nodes with the agent image (bench net's
-// pod->pod path between nodes needs the second).
+// TestIntegrationBenchPods (the healthy lab: it runs first, on a fresh one, after TestIntegrationRBACViewUser's
+// labs of its own), TestIntegrationExplain, TestIntegrationFaults, TestIntegrationImagePushKubeconfigOnly,
+// TestIntegrationNodeDNS, TestIntegrationRunExplains, TestIntegrationWatchInstall and
+// TestIntegrationWatchNodeAgent: five kwok nodes and two real nodes with the agent image (bench net's pod->pod
+// path between nodes needs the second).
 func appLab(t *testing.T) lab.Config {
 	return lab.Config{Nodes: 5, RealNodes: 2, AgentBinary: labtest.Binary(t)}
 }
@@ -213,7 +216,12 @@ func TestIntegrationExplain(t *testing.T) {
 	if after := snapshot(ctx, t, admin, ns); after != before {
 		t.Errorf("explain changed the namespace:\nbefore %s\nafter  %s", before, after)
 	}
-	// The pods go with the namespace; the lab is left as it was for the next test.
+	// The pods go with the namespace; the lab is left as it was for the next test. They are deleted first with
+	// a second's grace (their spec's is 30 s): the namespace controller, 5 s after the namespace's delete, then
+	// finds them gone and removes it at once (10 s with the pods' own grace, 2026-11-29).
+	if err := admin.CoreV1().Pods(ns).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](1)}, metav1.ListOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	if err := admin.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}

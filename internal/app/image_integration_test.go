@@ -38,7 +38,9 @@ func TestIntegrationImagePushKubeconfigOnly(t *testing.T) {
 		t.Fatalf("lab status: exit %d, registry %q\n%s\n%s", code, st.Registry, out, errOut)
 	}
 
+	began := time.Now()
 	code, out, errOut = runArgs(t, "image", "push", st.Registry+"/tools/kubeslow:dev", "--insecure", "--binary", bin)
+	t.Logf("image push took %s", time.Since(began).Round(100*time.Millisecond))
 	ref := strings.TrimSpace(out)
 	if code != 0 || !strings.HasPrefix(ref, st.Registry+"/tools/kubeslow@sha256:") {
 		t.Fatalf("image push: exit %d, stdout %q\n%s", code, out, errOut)
@@ -50,8 +52,13 @@ func TestIntegrationImagePushKubeconfigOnly(t *testing.T) {
 	// pod of lab.AgentImage, imported and never pulled, would make them pull kubeslow.local (ImagePullBackOff in
 	// TestIntegrationNodeDNS after this test, 2026-11-28). The lab stays shared: the next test's pods of
 	// lab.AgentImage start from the image on the node.
+	// (Its default window, 20 s: a shorter one saves nothing, the kubelet listing the pulled image among the
+	// node's images 28-30 s after the push either way: a 24 s run then 4 s of the wait below, or with 5 s an
+	// 8 s run then 21 s of it, 2026-11-29.)
+	began = time.Now()
 	code, out, errOut = runArgs(t, "run", "--kubeconfig", d.AdminKubeconfig(), "--agent-image", ref,
 		"--only", nodeagent.Name+","+dnsready.Name, "--out-dir", "", "-o", "json")
+	t.Logf("run took %s, exit %d", time.Since(began).Round(100*time.Millisecond), code)
 	if code != 0 && code != 1 { // 1: a finding about the lab's node is not this test's concern
 		t.Fatalf("run: exit %d\n%s\n%s", code, out, errOut)
 	}
@@ -74,6 +81,7 @@ func TestIntegrationImagePushKubeconfigOnly(t *testing.T) {
 	// The node pulled the pushed image from the lab registry: the kubelet lists it among the node's images.
 	c := kubernetes.NewForConfigOrDie(rc)
 	name := strings.SplitN(ref, "@", 2)[0]
+	began = time.Now()
 	err := wait.PollUntilContextTimeout(ctx, time.Second, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
 		n, err := c.CoreV1().Nodes().Get(ctx, lab.RealNodeName(1), metav1.GetOptions{})
 		if err != nil {
@@ -91,4 +99,5 @@ func TestIntegrationImagePushKubeconfigOnly(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%s is not among %s's images: %v", ref, lab.RealNodeName(1), err)
 	}
+	t.Logf("%s lists the pushed image %s after the run", lab.RealNodeName(1), time.Since(began).Round(100*time.Millisecond))
 }

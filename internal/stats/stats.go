@@ -4,6 +4,7 @@ package stats
 import (
 	"math"
 	"sort"
+	"time"
 )
 
 // Percentile is the nearest-rank percentile (q in 0..1) of sorted values, as clusterloader2 computes its
@@ -37,4 +38,20 @@ func Spread(v []float64) (med, lo, hi float64) {
 func Median(v []float64) float64 {
 	med, _, _ := Spread(v)
 	return med
+}
+
+// Earlier is the earlier of two times (a when they are equal).
+func Earlier(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}
+
+// Later is the later of two times (a when they are equal).
+func Later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }

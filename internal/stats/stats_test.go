@@ -1,6 +1,9 @@
 package stats
 
-import "testing"
+import (
+	"testing"
+	"time"
+)
 
 func TestPercentile(t *testing.T) {
 	s := []float64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}
@@ -30,5 +33,18 @@ func TestSpread(t *testing.T) {
 	}
 	if med, lo, hi := Spread(nil); med != 0 || lo != 0 || hi != 0 {
 		t.Errorf("empty: %v %v %v", med, lo, hi)
+	}
+}
+
+func TestEarlierLater(t *testing.T) {
+	a := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	b := a.Add(time.Second)
+	for _, c := range []struct{ x, y, earlier, later time.Time }{{a, b, a, b}, {b, a, a, b}, {a, a, a, a}} {
+		if got := Earlier(c.x, c.y); !got.Equal(c.earlier) {
+			t.Errorf("Earlier(%v, %v) = %v", c.x, c.y, got)
+		}
+		if got := Later(c.x, c.y); !got.Equal(c.later) {
+			t.Errorf("Later(%v, %v) = %v", c.x, c.y, got)
+		}
 	}
 }

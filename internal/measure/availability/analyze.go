@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kubeslow/kubeslow/internal/stats"
 	"github.com/kubeslow/kubeslow/pkg/result"
 )
 
@@ -109,7 +110,7 @@ func windowsOf(ps []Probe) []Window {
 func Analyze(ps []Probe) result.Result {
 	r := result.Result{Name: Name, Status: result.StatusPass, Start: ps[0].T, End: ps[len(ps)-1].T.Add(ps[len(ps)-1].Latency)}
 	for _, p := range ps {
-		r.End = maxTime(r.End, p.T.Add(p.Latency))
+		r.End = stats.Later(r.End, p.T.Add(p.Latency))
 	}
 	ws := Windows(ps)
 	total := map[string]float64{}
@@ -210,10 +211,3 @@ func Outages(r result.Result) []Window {
 
 // Describe says what the window was, for a note on a measurement it interrupted.
 func (w Window) Describe() string { return describe(w) }
-
-func maxTime(a, b time.Time) time.Time {
-	if b.After(a) {
-		return b
-	}
-	return a
-}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/kubeslow/kubeslow/internal/measure"
 	"github.com/kubeslow/kubeslow/internal/source/agent"
+	"github.com/kubeslow/kubeslow/internal/stats"
 	"github.com/kubeslow/kubeslow/pkg/result"
 )
 
@@ -168,7 +169,7 @@ func (r JobRun) Lags(b Backoff) (lags []Lags, unresolved int) {
 				ok = false
 				break
 			}
-			last = later(last, c.Connected)
+			last = stats.Later(last, c.Connected)
 			if !w.Resolved.IsZero() {
 				extra = max(extra, c.Connected.Sub(w.Resolved))
 			}
@@ -192,13 +193,6 @@ func (r JobRun) member(host string) JobMember {
 	return JobMember{}
 }
 
-func later(a, b time.Time) time.Time {
-	if b.After(a) {
-		return b
-	}
-	return a
-}
-
 // Figures are the run's phases.
 func (r JobRun) Figures() JobFigures {
 	f := JobFigures{AllRunning: len(r.Members) > 0, AllReady: len(r.Members) > 0, AllResolvable: len(r.Members) > 0, AllConnected: r.Connect && len(r.Members) > 0}
@@ -206,16 +200,16 @@ func (r JobRun) Figures() JobFigures {
 	for _, m := range r.Members {
 		f.AllRunning = f.AllRunning && !m.Running.IsZero()
 		f.AllReady = f.AllReady && !m.Ready.IsZero()
-		running, ready = later(running, m.Running), later(ready, m.Ready)
+		running, ready = stats.Later(running, m.Running), stats.Later(ready, m.Ready)
 		if m.Report == nil || m.Report.Resolved.IsZero() {
 			f.AllResolvable = false
 		} else {
-			resolved = later(resolved, m.Report.Resolved)
+			resolved = stats.Later(resolved, m.Report.Resolved)
 		}
 		if m.Report == nil || m.Report.Connected.IsZero() {
 			f.AllConnected = false
 		} else {
-			connected = later(connected, m.Report.Connected)
+			connected = stats.Later(connected, m.Report.Connected)
 		}
 	}
 	since := func(ok bool, t time.Time) time.Duration {

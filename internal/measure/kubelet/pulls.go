@@ -1,6 +1,8 @@
 package kubelet
 
 import (
+	"github.com/kubeslow/kubeslow/internal/stats"
+
 	"context"
 	"fmt"
 	"regexp"
@@ -141,7 +143,7 @@ func LongestWaits(pulls []Pull) map[string]Queued {
 				continue
 			}
 			bs, be := b.Done.Add(-b.Pull), b.Done
-			ov := minTime(we, be.Add(eventSlack)).Sub(maxTime(ws, bs.Add(-eventSlack)))
+			ov := stats.Earlier(we, be.Add(eventSlack)).Sub(stats.Later(ws, bs.Add(-eventSlack)))
 			ov = min(ov, b.Pull, w.Wait())
 			if ov > q.Overlap {
 				q.Blocker, q.Overlap = b, ov
@@ -150,20 +152,6 @@ func LongestWaits(pulls []Pull) map[string]Queued {
 		out[node] = q
 	}
 	return out
-}
-
-func minTime(a, b time.Time) time.Time {
-	if a.Before(b) {
-		return a
-	}
-	return b
-}
-
-func maxTime(a, b time.Time) time.Time {
-	if a.After(b) {
-		return a
-	}
-	return b
 }
 
 // pullSetting names a kubelet's image-pull setting as its configuration says it.

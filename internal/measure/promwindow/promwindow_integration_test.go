@@ -26,6 +26,7 @@ import (
 	"github.com/kubeslow/kubeslow/internal/lab/storm"
 	"github.com/kubeslow/kubeslow/internal/measure/promwindow"
 	"github.com/kubeslow/kubeslow/internal/source/promql"
+	"github.com/kubeslow/kubeslow/internal/stats"
 	"github.com/kubeslow/kubeslow/pkg/result"
 )
 
@@ -89,7 +90,7 @@ func TestIntegrationPrometheusWindow(t *testing.T) {
 	t.Logf("seeded %d Events in %s", listSeed, time.Since(upAt).Round(100*time.Millisecond))
 
 	// The healthy window, from a whole second at least 5 s after Prometheus started (its first scrapes).
-	healthyFrom := later(time.Now(), upAt.Add(5*time.Second)).Truncate(time.Second).Add(time.Second)
+	healthyFrom := stats.Later(time.Now(), upAt.Add(5*time.Second)).Truncate(time.Second).Add(time.Second)
 	faultFrom := healthyFrom.Add(promql.MinWindow + 2*time.Second)
 	waitScraped(ctx, t, pc, faultFrom)
 	counts, err := storm.Conflicts(ctx, rc, storm.ConflictOptions{Clients: 8, Blocks: 2, QPS: 20, UserAgent: scenario.ConflictStormUserAgent,
@@ -117,8 +118,8 @@ func TestIntegrationPrometheusWindow(t *testing.T) {
 	t.Logf("list storm over %d Events %s..%s: %s", listSeed, listFrom.Format(time.TimeOnly), listTo.Format(time.TimeOnly), lists)
 	// KS_API_409 has cleared alertRate + 15 s after the conflict storm (see checkAlerts): at the list window's
 	// end, or later if that came sooner.
-	cleared := later(listTo.Add(5*time.Second), faultTo.Add(alertRate+15*time.Second))
-	waitScraped(ctx, t, pc, later(listTo.Add(10*time.Second), cleared.Add(5*time.Second)))
+	cleared := stats.Later(listTo.Add(5*time.Second), faultTo.Add(alertRate+15*time.Second))
+	waitScraped(ctx, t, pc, stats.Later(listTo.Add(10*time.Second), cleared.Add(5*time.Second)))
 	checkAlerts(ctx, t, pc, healthyFrom, faultFrom, faultTo, listFrom, listTo, cleared)
 
 	run := func(from, to time.Time) (*result.Report, int) {
@@ -322,21 +323,7 @@ const conflictStorm = 30 * time.Second
 // windowFrom is the start of a run's window that ends at to: from, or earlier so that the window is at least
 // promql.MinWindow long (in whole seconds, as the run's --from and --to are written).
 func windowFrom(from, to time.Time) time.Time {
-	return earlier(from.Truncate(time.Second), to.Truncate(time.Second).Add(-promql.MinWindow))
-}
-
-func later(a, b time.Time) time.Time {
-	if a.After(b) {
-		return a
-	}
-	return b
-}
-
-func earlier(a, b time.Time) time.Time {
-	if a.Before(b) {
-		return a
-	}
-	return b
+	return stats.Earlier(from.Truncate(time.Second), to.Truncate(time.Second).Add(-promql.MinWindow))
 }
 
 // listSeed is how many Events the list storm lists each time, as the list-storm scenario seeds (with 600, the

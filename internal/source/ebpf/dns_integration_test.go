@@ -333,6 +333,43 @@ func TestIntegrationDNSLatency(t *testing.T) {
 		quantile(ebpfLat, 50), quantile(ebpfLat, 99), quantile(goLat, 50), quantile(goLat, 99))
 }
 
+// TestIntegrationDNSCloseDrains: queries answered just before Close are in the watch that Close ends. The
+// tracer's programs write without waking the reader (BPF_RB_NO_WAKEUP), which reads every dnsPoll; Close
+// detaches them and reads what is left, so each of the queries made in the last moment comes out of Events
+// before it closes (until 2026-11-29 the ring buffer was closed unread: a watch lost up to its last dnsPoll,
+// ~2 of a pod's lookups in 6 s).
+func TestIntegrationDNSCloseDrains(t *testing.T) {
+	skipUnlessDNSTraceable(t)
+	srv4, stop4 := startDNSServer4(t)
+	defer stop4()
+	var made []asked
+	var results []DNSResult
+	_, err := inChildCgroup(func(dir string) {
+		tr, err := StartDNS(context.Background(), dir, 2*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tr.Close()
+		events := collect(tr.Events(), func(DNSResult) bool { return true })
+		for id := uint16(2001); id <= 2005; id++ { // a few ms in all: well inside one poll
+			made = append(made, ask(t, nil, srv4, "host1."+testZone, dns.TypeA, id, 1, 0))
+		}
+		if err := tr.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+		results = events.all()
+	})
+	if err != nil {
+		t.Fatalf("cannot run the queries in a cgroup of their own: %v", err)
+	}
+	t.Logf("%d queries made right before Close, %d results", len(made), len(results))
+	for _, m := range made {
+		if !slices.ContainsFunc(results, func(r DNSResult) bool { return r.ID == m.id && r.Client == m.client && r.Outcome == Answered }) {
+			t.Errorf("query %d, answered before Close, not among the results", m.id)
+		}
+	}
+}
+
 // BenchmarkDNSQueriesTraced asks the test server b.N queries (a new socket each, as a resolver does) from a
 // cgroup of its own untraced, b.N times with the DNS tracer attached to that cgroup (the timed part), and
 // b.N times untraced again; it reports the untraced mean and traced/untraced.

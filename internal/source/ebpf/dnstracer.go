@@ -86,7 +86,7 @@ func (t *DNSTracer) pair(p *dnsPairer) {
 	emit := func(r DNSResult) {
 		select {
 		case t.events <- r:
-		case <-t.r.done: // stopping: the consumer may be gone
+		case <-t.r.abandon: // stopped a while ago: the consumer is gone
 		}
 	}
 	for {

@@ -23,10 +23,10 @@ import (
 // scenarios change, each run through it on the lab) and the two plans (NewPlan) differ in nothing else. The
 // components whose process differs are stopped (by their recorded PID, SIGTERM and a 10 s grace), their
 // files written, started again in plan order and waited for healthy, each with its step's wait run again
-// (kwok's nodes Ready, ...); etcd rejoins the control plane's cgroups. It returns the
-// components restarted (none when c is the lab's configuration) and records c as the lab's. A lab that cannot
-// be reconfigured into c (its nodes, storage, layout, network or DNS shape differ) is left as it is, with a
-// *NeedsNewLabError saying why.
+// (kwok's nodes Ready, ...); etcd rejoins the control plane's cgroups. It returns the components restarted
+// (none when c is the lab's configuration) and records c as the lab's. A lab that cannot be reconfigured into
+// c (its nodes, storage, layout, network or DNS shape differ) is left as it is, with a *NeedsNewLabError
+// saying why.
 func Reconfigure(ctx context.Context, d Dirs, c Config, progress Progress) ([]string, error) {
 	if err := c.Validate(); err != nil {
 		return nil, err

@@ -78,8 +78,8 @@ func TestIntegrationDiskThrottle(t *testing.T) {
 	t.Logf("bench disk on %s:%s through the agent: %.0f writes, fdatasync p99 %s", node, dir, writes.Value, churn.Secs(p99.Value))
 
 	// minSamples: about one a second, fewer on a throttled disk (each probe's write+fdatasync waits its turn).
-	// wrap, when set, wraps the churn (the knee's: the throttle's timer around it).
-	churnOn := func(name string, dur time.Duration, minSamples int, viaAgent bool, wrap func(*churn.Measurement) measure.Measurement) *result.Report {
+	// th, when set, runs the churn with its throttle's timer around it (the knee's).
+	churnOn := func(name string, dur time.Duration, minSamples int, viaAgent bool, th *throttledChurn) *result.Report {
 		o := churn.Options{Nodes: []string{node}, Count: 1000, Duration: dur, Concurrency: 1, PodTimeout: 30 * time.Second,
 			StopAfterKnee: churn.DefaultStopAfterKnee}
 		if viaAgent {
@@ -89,8 +89,8 @@ func TestIntegrationDiskThrottle(t *testing.T) {
 		}
 		cm := churn.New(o, t.Logf)
 		var m measure.Measurement = cm
-		if wrap != nil {
-			m = wrap(cm)
+		if th != nil {
+			th.Measurement, m = cm, th
 		}
 		rep := runIn(ctx, t, c, rc, d, name, m, churn.Rules())
 		res := rep.Result(churn.Name)
@@ -122,11 +122,8 @@ func TestIntegrationDiskThrottle(t *testing.T) {
 	// 3. The throttle comes 35 s into a 100 s churn (45 s into 110 s until 2026-11-29: the same 65 s throttled;
 	// at 30 s the change point, found 5 starts early of 100, came near the 10% bound); it is lifted once the
 	// churn's 100 s are over (throttledChurn).
-	var th *throttledChurn
-	rep = churnOn("knee", 100*time.Second, 37, false, func(m *churn.Measurement) measure.Measurement {
-		th = &throttledChurn{Measurement: m, dev: dev}
-		return th
-	})
+	th := &throttledChurn{dev: dev}
+	rep = churnOn("knee", 100*time.Second, 37, false, th)
 	if th.err != nil {
 		t.Errorf("step throttle: %v", th.err)
 	}

@@ -26,12 +26,14 @@ import (
 	"github.com/kubeslow/kubeslow/internal/lab"
 	"github.com/kubeslow/kubeslow/internal/lab/labtest"
 	"github.com/kubeslow/kubeslow/internal/lab/scenario"
+	"github.com/kubeslow/kubeslow/internal/measure"
 	"github.com/kubeslow/kubeslow/internal/measure/apislo"
 	"github.com/kubeslow/kubeslow/internal/measure/availability"
 	"github.com/kubeslow/kubeslow/internal/measure/cpnode"
 	"github.com/kubeslow/kubeslow/internal/measure/cpnode/cpnodetest"
 	"github.com/kubeslow/kubeslow/internal/measure/cpusage"
 	"github.com/kubeslow/kubeslow/internal/measure/etcdhealth"
+	"github.com/kubeslow/kubeslow/internal/source/auditlog"
 	"github.com/kubeslow/kubeslow/internal/source/hostfs"
 	"github.com/kubeslow/kubeslow/internal/source/prom"
 	"github.com/kubeslow/kubeslow/pkg/result"
@@ -88,9 +90,22 @@ func TestIntegrationKubeadm(t *testing.T) {
 	// (the agent's DaemonSet pod is created, scheduled and reported through that apiserver: under 0.1 core
 	// and a storm on a machine busy with other work, none was created within the default 2 minutes).
 	agentWait := cpnode.DefaultOptions(lab.AgentImage).Timeout
-	run := func(t *testing.T, only ...string) (*result.Report, map[string]*result.Finding) {
+	defaultWindow := measure.Options{}.Defaults().Window
+	// stamped is t.Logf with the seconds since `lab up` began before each line: where a case's time goes (the
+	// scenario's start, the waits, the run's steps) reads from its progress lines.
+	stamped := func(t *testing.T) func(string, ...any) {
+		return func(format string, args ...any) {
+			t.Helper()
+			t.Logf("[%6.1fs] "+format, append([]any{time.Since(start).Seconds()}, args...)...)
+		}
+	}
+	// run is `kubeslow run` of the measurements only (all: none given) over window: the product's default
+	// (defaultWindow) for the whole run and the CPU cases, shorter where a case's evidence is a rate or a p99
+	// that a shorter window still holds with a margin (listStormWindow, etcdDiskWindow; each such case logs
+	// its margin).
+	run := func(t *testing.T, window time.Duration, only ...string) (*result.Report, map[string]*result.Finding) {
 		t.Helper()
-		ms, err := catalogue.Registry(catalogue.Options{Window: 20 * time.Second, Image: lab.AgentImage}).Select(only, nil)
+		ms, err := catalogue.Registry(catalogue.Options{Window: window, Image: lab.AgentImage}).Select(only, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -98,7 +113,7 @@ func TestIntegrationKubeadm(t *testing.T) {
 		opts := cpnode.DefaultOptions(lab.AgentImage)
 		opts.Timeout = agentWait
 		rep, err := runner.Execute(ctx, runner.Plan{Target: runner.Target{Config: rest.CopyConfig(rc), Name: "lab-kubeconfig"},
-			Measurements: ms, Rules: check.Rules(), Progress: t.Logf, Log: slog.New(slog.NewTextHandler(os.Stderr, nil)),
+			Measurements: ms, Rules: check.Rules(), Progress: stamped(t), Log: slog.New(slog.NewTextHandler(os.Stderr, nil)),
 			NodeTier: cpnode.NewShared(opts)})
 		if err != nil {
 			t.Fatal(err)
@@ -137,11 +152,11 @@ func TestIntegrationKubeadm(t *testing.T) {
 			t.Fatalf("scenario %s: layouts %v, Start %v, Stop %v: want kubeadm, both", sc.Name, sc.Layouts, sc.Start != nil, sc.Stop != nil)
 		}
 		t.Cleanup(func() {
-			if err := sc.Stop(context.WithoutCancel(ctx), d, &cfg, t.Logf); err != nil {
+			if err := sc.Stop(context.WithoutCancel(ctx), d, &cfg, stamped(t)); err != nil {
 				t.Errorf("stopping %s: %v", sc.Name, err)
 			}
 		})
-		if err := sc.Start(ctx, d, &cfg, t.Logf); err != nil {
+		if err := sc.Start(ctx, d, &cfg, stamped(t)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -159,7 +174,7 @@ func TestIntegrationKubeadm(t *testing.T) {
 	t.Run("healthy", func(t *testing.T) {
 		// The whole run, not the node tier's three alone: the DNS probes' pods land on the control-plane node
 		// too (they tolerate every taint), which reach kube-dns only through its kube-proxy.
-		rep, _ := run(t)
+		rep, _ := run(t, defaultWindow)
 		for name, says := range map[string]string{etcdhealth.Name: "etcd read by the node agent on " + lab.ControlPlaneNodeName,
 			"api.audit": "read by the node agent on " + lab.ControlPlaneNodeName, cpusage.Name: "read by the node agent"} {
 			r := rep.Result(name)
@@ -202,7 +217,12 @@ func TestIntegrationKubeadm(t *testing.T) {
 		start1(t, sc)
 		// The storm has begun before the window: the apiserver has answered 40 LISTs of Events from it.
 		waitRequests(ctx, t, rc, "40 LISTs of events", 40, func(l map[string]string) bool { return l["verb"] == "LIST" && l["resource"] == "events" })
-		rep, got := run(t, "api.")
+		// A 10 s window: both rules read rates (LISTs a minute, bytes a second) and the client's share of the
+		// LISTs, which a window half the default's still holds many LISTs of (~190 at the storm's designed rate):
+		// the runs of 2026-11-29 19:48 and 20:01 read 1,109-1,144 LISTs a minute (18x KS-AUDIT-LIST's 60; 1,146
+		// in a 20 s window), 100% of the window's 158 LISTs (twice the rule's half), returning 2.38 MB/s (2.3x
+		// KS-API-LIST-BYTES' 1 MiB/s).
+		rep, got := run(t, listStormWindow, "api.")
 		// The verdict of the node tier is the client, from the audit file: KS-AUDIT-LIST. KS-API-LIST-BYTES (the
 		// API tier's view) needs the storm's LISTs to return over 1 MiB/s: on a machine loaded by others the
 		// storm's own 20 clients fell to 137 LISTs a minute (~1,200 designed) and stayed under it, so it is
@@ -221,6 +241,17 @@ func TestIntegrationKubeadm(t *testing.T) {
 		if f := got["KS-AUDIT-LIST"]; f != nil && !strings.Contains(f.Summary, "node-monitor/1.0") {
 			t.Errorf("KS-AUDIT-LIST does not name the storm's client %q: %s", scenario.ListStormUserAgent, f.Summary)
 		}
+		// The margins the window left KS-AUDIT-LIST: the storm's share of the LISTs against the rule's 0.5 and its
+		// LISTs a minute against the rule's 60, for the record.
+		if r := rep.Result("api.audit"); r != nil {
+			storm := map[string]string{"user_agent": auditlog.AgentName(scenario.ListStormUserAgent)}
+			share, rate := r.Metric(auditlog.MetricListShare, storm), r.Metric(auditlog.MetricListsPerMinute, storm)
+			lists := r.Metric("lists", nil)
+			if share != nil && rate != nil && lists != nil {
+				t.Logf("the storm's LISTs in the %s window: %.0f%% of %.0f LISTs (rule: over 50%%), %.0f a minute (rule: over 60)",
+					listStormWindow, share.Value*100, lists.Value, rate.Value)
+			}
+		}
 		if r := rep.Result("api.audit"); r == nil || r.Metric("audit_source", map[string]string{"source": cpnode.SourceNodeAgent, "node": lab.ControlPlaneNodeName}) == nil {
 			t.Errorf("api.audit did not read the audit log through the node agent on %s: %+v", lab.ControlPlaneNodeName, r)
 		}
@@ -230,7 +261,12 @@ func TestIntegrationKubeadm(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			sc := get(t, name)
 			start1(t, sc)
-			rep, got := run(t, etcdhealth.Name)
+			// A 12 s window: the WAL fsync p99 of the fsyncs the node agent reads from its first scrape (once it
+			// has started, ~4 s in) to the window's end, which needs etcdhealth.MinSamples of them. The runs of
+			// 2026-11-29 19:48 and 20:01 read 16-26 fsyncs in 10 s windows (3-5x the 5 needed; ~2.7-4.3 a
+			// second after the agent's start) at p99 0.24-0.25 s (24x the rule's 0.01 s); 12 s keeps that margin
+			// where the agent starts a few seconds later on a busier machine.
+			rep, got := run(t, etcdDiskWindow, etcdhealth.Name)
 			expect(t, sc, got)
 			r := rep.Result(etcdhealth.Name)
 			if r == nil {
@@ -240,29 +276,30 @@ func TestIntegrationKubeadm(t *testing.T) {
 			if m == nil || m.Value <= etcdhealth.FsyncP99Max {
 				t.Errorf("WAL fsync p99 from the node agent on %s: %+v, want > %g s", lab.ControlPlaneNodeName, m, etcdhealth.FsyncP99Max)
 			} else {
-				t.Logf("WAL fsync p99 %s", result.FormatQuantity(m.Value, m.Unit))
+				n := r.Metric("wal_fsync_samples", nil)
+				if n == nil {
+					n = &result.Metric{}
+				}
+				t.Logf("WAL fsync p99 %s (%.0fx the rule's %g s) of %.0f fsyncs in the %s window (a p99 needs %d)",
+					result.FormatQuantity(m.Value, m.Unit), m.Value/etcdhealth.FsyncP99Max, etcdhealth.FsyncP99Max, n.Value, etcdDiskWindow, etcdhealth.MinSamples)
 			}
 		})
 	}
 
-	// The CPU cases: the storm has built up before the window (200 409s answered, where the apiserver still
-	// answers its /metrics: not beside the hog); KS-CP-SATURATED names a component, from the node tier, on the
-	// control-plane node.
-	saturated := func(t *testing.T, storm bool) (*result.Finding, *result.Result) {
+	// The CPU cases: the storm has built up before the window (200 409s answered); KS-CP-SATURATED names a
+	// component, from the node tier, on the control-plane node.
+	saturated := func(t *testing.T) (*result.Finding, *result.Result) {
 		t.Helper()
 		agentWait = 5 * time.Minute
 		defer func() { agentWait = cpnode.DefaultOptions(lab.AgentImage).Timeout }()
-		if storm {
-			waitRequests(ctx, t, rc, "200 409s", 200, func(l map[string]string) bool { return l["code"] == "409" })
-		}
-		rep, got := run(t, "api.responsiveness", cpusage.Name)
+		rep, got := run(t, defaultWindow, "api.responsiveness", cpusage.Name)
 		// As in starvedBy: a window where the API kept its SLO near enough to miss it next (mayMissNext) is measured
 		// again, twice at most, and the case is skipped after the last (the local CI of 2026-11-29: 0.1 core,
 		// yet 1,850 409s a minute answered within the SLO); an SLO missed with no KS-CP-SATURATED fails.
 		windows := 1
 		for ; windows < 3 && got["KS-CP-SATURATED"] == nil && got["KS-API-LATENCY"] == nil && mayMissNext(rep); windows++ {
 			t.Logf("the API kept its SLO in this window (no KS-API-LATENCY; p99 %.3g s): measuring again (run %d of 3)", worstP99(rep), windows+1)
-			rep, got = run(t, "api.responsiveness", cpusage.Name)
+			rep, got = run(t, defaultWindow, "api.responsiveness", cpusage.Name)
 		}
 		f := got["KS-CP-SATURATED"]
 		if f == nil && got["KS-API-LATENCY"] == nil {
@@ -297,7 +334,6 @@ func TestIntegrationKubeadm(t *testing.T) {
 	}
 
 	t.Run("foreign-cpu-cgroup", func(t *testing.T) {
-		cg := foreignCPUCgroup(t, d, scenario.SmallControlPlaneCores)
 		// A quarter of small-control-plane's storm: with 128 clients on a busy machine, the apiserver under
 		// 0.1 core left the node agent uncreated for minutes.
 		if err := lab.StartLabProcess(d, "storm-conflict", []string{cfg.AgentBinary, "lab", "storm", "conflicts", "--kubeconfig", d.AdminKubeconfig(),
@@ -305,11 +341,18 @@ func TestIntegrationKubeadm(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() {
-			if err := get(t, "conflict-storm").Stop(context.WithoutCancel(ctx), d, &cfg, t.Logf); err != nil {
+			if err := get(t, "conflict-storm").Stop(context.WithoutCancel(ctx), d, &cfg, stamped(t)); err != nil {
 				t.Error(err)
 			}
 		})
-		_, r := saturated(t, true)
+		// The storm's clients race before the confinement: 200 409s answered by the apiserver at full speed
+		// (the case's start took 3 s so; 13 s with the wait under 0.1 core). Its 32 clients fill the confined
+		// apiserver's queue within a second of the move, before the window's first figures: the runs of
+		// 2026-11-29 19:48 and 20:01 answered 1,544-1,627 409s a minute in their first window (1,291-1,840 when
+		// the wait was under the confinement) and missed the SLO in it (p99 1.09-1.41 s), as before.
+		waitRequests(ctx, t, rc, "200 409s", 200, func(l map[string]string) bool { return l["code"] == "409" })
+		cg := foreignCPUCgroup(t, d, scenario.SmallControlPlaneCores)
+		_, r := saturated(t)
 		limited(t, r, cg, scenario.SmallControlPlaneCores)
 	})
 
@@ -332,14 +375,38 @@ func TestIntegrationKubeadm(t *testing.T) {
 		// before kubeslow starts. The node agent, slow to start on a starved node, reads that same minute as the
 		// starvation's reach before its window (runner.PressureLookback), which orders the outages the
 		// availability probes see under it: the cases that must break the SLO (mustMiss) wait for it; the hog's
-		// run has no availability probes and takes its window as it comes (its wait cost 45 s).
+		// run has no availability probes and takes its window as it comes (its wait cost 45 s). The pressure
+		// builds while the storm does: the two waits run at once, each logged with its time.
+		type reading struct {
+			avg60 float64
+			took  time.Duration
+			err   error
+		}
+		var psi chan reading
 		if mustMiss {
-			psiEstablished(ctx, t, 0.6)
+			psi = make(chan reading, 1)
+			wctx, stop := context.WithCancel(ctx)
+			defer stop()
+			go func() {
+				began := time.Now()
+				avg60, err := psiEstablished(wctx, 0.6)
+				psi <- reading{avg60, time.Since(began), err}
+			}()
 		}
 		agentWait = 5 * time.Minute
 		defer func() { agentWait = cpnode.DefaultOptions(lab.AgentImage).Timeout }()
+		began := time.Now()
 		waitRequests(ctx, t, rc, "200 409s", 200, func(l map[string]string) bool { return l["code"] == "409" })
-		rep, got := run(t, only...)
+		t.Logf("[%6.1fs] 200 409s answered in %s", time.Since(start).Seconds(), time.Since(began).Round(100*time.Millisecond))
+		if psi != nil {
+			p := <-psi
+			if p.err != nil {
+				t.Fatal(p.err)
+			}
+			t.Logf("[%6.1fs] CPU pressure established in %s: PSI some avg60 %.0f%%", time.Since(start).Seconds(),
+				p.took.Round(100*time.Millisecond), p.avg60*100)
+		}
+		rep, got := run(t, defaultWindow, only...)
 		// KS-CP-SATURATED(-API) is saturation *and* an SLO missed: in a window where the hog left the API
 		// within its SLO (no KS-API-LATENCY) no saturation finding may fire, and none is wanted (CI's run of
 		// 2026-11-28: etcd starved, API p99 within 1 s). Such a window is measured again, twice at most, where
@@ -349,7 +416,7 @@ func TestIntegrationKubeadm(t *testing.T) {
 		for ; windows < 3 && got["KS-CP-SATURATED"] == nil && got["KS-CP-SATURATED-API"] == nil && got["KS-API-LATENCY"] == nil &&
 			(mustMiss || mayMissNext(rep)); windows++ {
 			t.Logf("%s left the API within its SLO in this window (no KS-API-LATENCY; p99 %.3g s): measuring again (run %d of 3)", name, worstP99(rep), windows+1)
-			rep, got = run(t, only...)
+			rep, got = run(t, defaultWindow, only...)
 		}
 		// The node tier names the starved component: in KS-CP-SATURATED's text when a component's run-queue
 		// wait is its figure (any of the four that lost at least 0.1 s per second: the hog starves them all;
@@ -701,11 +768,10 @@ func cgroupOf(pid int, v1 bool) (string, error) {
 	return "", fmt.Errorf("pid %d: no cpu cgroup in %q", pid, b)
 }
 
-// waitRequests waits until the apiserver has answered at least n more requests (from its first answer here)
-// whose apiserver_request_total labels match: a scenario's load has built up.
 // psiEstablished waits (3 minutes at most) until the host's CPU pressure (PSI some avg60) is at least share.
-func psiEstablished(ctx context.Context, t *testing.T, share float64) {
-	t.Helper()
+// It returns the reading that reached it (a share), or fails with the last one; it logs nothing, so that it may
+// run beside another wait.
+func psiEstablished(ctx context.Context, share float64) (float64, error) {
 	var last hostfs.PSI
 	err := wait.PollUntilContextTimeout(ctx, time.Second, 3*time.Minute, true, func(context.Context) (bool, error) {
 		some, _, err := hostfs.Host().Pressure("cpu")
@@ -713,11 +779,13 @@ func psiEstablished(ctx context.Context, t *testing.T, share float64) {
 		return err == nil && some.Avg60/100 >= share, err
 	})
 	if err != nil {
-		t.Fatalf("CPU pressure (PSI some avg60) not at %.0f%% within 3 minutes (last %.0f%%): %v", share*100, last.Avg60, err)
+		return 0, fmt.Errorf("CPU pressure (PSI some avg60) not at %.0f%% within 3 minutes (last %.0f%%): %w", share*100, last.Avg60, err)
 	}
-	t.Logf("CPU pressure established: PSI some avg60 %.0f%%", last.Avg60)
+	return last.Avg60 / 100, nil
 }
 
+// waitRequests waits until the apiserver has answered at least n more requests (from its first answer here)
+// whose apiserver_request_total labels match: a scenario's load has built up.
 func waitRequests(ctx context.Context, t *testing.T, rc *rest.Config, what string, n float64, match func(map[string]string) bool) {
 	t.Helper()
 	cs, err := kubernetes.NewForConfig(rc)
@@ -766,6 +834,13 @@ func startTick(t *testing.T, pid int) uint64 {
 	}
 	return tick
 }
+
+// The windows of the cases whose evidence holds in less than the default 20 s (see run in
+// TestIntegrationKubeadm): each case logs the margins its window left.
+const (
+	listStormWindow = 10 * time.Second
+	etcdDiskWindow  = 12 * time.Second
+)
 
 // nearSLO is the share of the API's SLO (apislo.SLOSingle) a CPU case's window must reach, in its worst p99,
 // for the case to measure another window when the API kept its SLO: window to window, one case's p99 moved by

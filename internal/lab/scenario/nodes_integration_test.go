@@ -29,14 +29,23 @@ import (
 
 // TestIntegrationNodeSweep runs the node agent DaemonSet on the healthy lab's real nodes: every real node
 // reports (kernel log from /dev/kmsg, both directories' disks and sync probes), simulated nodes get no agent,
-// and none of the node sweep's rules fires.
+// and none of the node sweep's rules fires. The lab is the image-pull scenario's before its pulls (a slow
+// registry nothing here pulls from, the kubelet's default serialized pulls), which TestIntegrationImagePull's
+// first case, next, then runs on instead of starting its own.
 func TestIntegrationNodeSweep(t *testing.T) {
 	sc, err := scenario.Get("healthy")
 	if err != nil {
 		t.Fatal(err)
 	}
+	pull, err := scenario.Get("image-pull")
+	if err != nil {
+		t.Fatal(err)
+	}
 	healthy := sc.Configure
-	sc.Configure = func(c *lab.Config) { healthy(c); c.RealNodes = max(c.RealNodes, 1) } // the agent runs on real nodes only
+	// The agent runs on real nodes only: the image-pull scenario's lab has one (lab-node-1). Its images are the
+	// lab's own (imported, never pulled), so the registry's slowness is not met and the node's image store is
+	// left without the registry's images, as the image-pull scenario needs it.
+	sc.Configure = func(c *lab.Config) { healthy(c); pull.Configure(c) }
 	// The lab's nodes share this machine's kernel, so their PSI is the machine's: the agent measures pressure
 	// over its own watch (the growth of PSI's stall counters), not avg60, which holds the lab's start-up.
 	rep := runScenarioWith(t, sc, []measure.Measurement{kubelet.New(), nodeagent.New(nodeagent.DefaultOptions(lab.AgentImage))},
@@ -147,7 +156,10 @@ func proxyThroughput(t *testing.T, rc *rest.Config, n int) {
 // and a small one behind it must raise KS-NODE-PULL-QUEUE naming the setting, the blocking image and the
 // wait — with serializeImagePulls: true, and again with parallel pulls limited to one (maxParallelImagePulls: 1).
 // `kubeslow explain pod` (the library the command calls) then reads the scenario's pods, which kubeslow did not
-// create as a workload (explainPulls).
+// create as a workload (explainPulls). Each case pulls into an image store without the registry's images: the
+// serialized case on TestIntegrationNodeSweep's lab where it ran just before (the same configuration, nothing
+// pulled from the registry), else on a fresh lab; the other case on a fresh lab (its kubelet's settings differ,
+// and the image-pull scenario has no Stop).
 func TestIntegrationImagePull(t *testing.T) {
 	for _, tc := range []struct {
 		name, setting string

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"math"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -31,7 +32,8 @@ import (
 )
 
 // TestIntegrationDiskThrottle is case C by a second mechanism, and the node side through the agent: on one
-// lab, with lab-node-1's disk on a loop device,
+// lab, with lab-node-1's disk on a loop device (shared with TestIntegrationBurstCredits, next: the same
+// configuration, the disk left unthrottled),
 //  1. etcd's recipe runs on the node's directory in an agent pod (`bench disk --node`);
 //  2. a healthy churn, its disk sampled by an agent pod on the node, raises nothing;
 //  3. a churn during which a timer throttles the disk to 50 IOPS (blk-throttle, what io.max sets; no credit
@@ -48,15 +50,10 @@ func TestIntegrationDiskThrottle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sc.Start = nil // the test runs the timer itself, at a moment of its churn
-	d := labtest.Dirs(t)
+	sc.Start = nil // the test runs the timer itself, at a moment of its churn, and lifts it before its end
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
-	rc, down := labtest.Up(t, d, func() error {
-		_, err := scenario.Up(ctx, d, lab.Config{Nodes: 1, AgentBinary: labtest.Binary(t)}, sc, t.Logf)
-		return err
-	})
-	defer down()
+	d, rc := upScenario(t, diskLab(t), sc)
 	c := kubernetes.NewForConfigOrDie(rc)
 	node, dir, dev := lab.RealNodeName(1), lab.RealNodeDir(d, 1), lab.NodeDiskDevice(d)
 	if dev == "" {
@@ -81,7 +78,7 @@ func TestIntegrationDiskThrottle(t *testing.T) {
 	// th, when set, runs the churn with its throttle's timer around it (the knee's).
 	churnOn := func(name string, dur time.Duration, minSamples int, viaAgent bool, th *throttledChurn) *result.Report {
 		o := churn.Options{Nodes: []string{node}, Count: 1000, Duration: dur, Concurrency: 1, PodTimeout: 30 * time.Second,
-			StopAfterKnee: churn.DefaultStopAfterKnee}
+			StopAfterKnee: KneeHold}
 		if viaAgent {
 			o.AgentImage, o.AgentDirs = lab.AgentImage, map[string]string{node: dir}
 		} else {
@@ -119,11 +116,11 @@ func TestIntegrationDiskThrottle(t *testing.T) {
 		t.Errorf("healthy churn raised %d findings", len(rep.Findings))
 	}
 
-	// 3. The throttle comes 35 s into a 100 s churn (45 s into 110 s until 2026-11-29: the same 65 s throttled;
-	// at 30 s the change point, found 5 starts early of 100, came near the 10% bound); it is lifted once the
-	// churn's 100 s are over (throttledChurn).
+	// 3. The throttle comes 35 s into the churn (45 s until 2026-11-29; at 30 s the change point, found 5
+	// starts early of 100, came near the 10% bound), which stops once KneeHold starts are past the knee, at
+	// most 120 s in; it is lifted once the churn has stopped (throttledChurn).
 	th := &throttledChurn{dev: dev}
-	rep = churnOn("knee", 100*time.Second, 37, false, th)
+	rep = churnOn("knee", KneeChurn, 37, false, th)
 	if th.err != nil {
 		t.Errorf("step throttle: %v", th.err)
 	}
@@ -154,14 +151,7 @@ func TestIntegrationDiskThrottle(t *testing.T) {
 		t.Fatalf("no knee found (the throttle before start %d, %s)", trueKnee, throttled)
 	}
 	t.Logf("knee: found at start %.0f, the throttle came before start %d", found.Value, trueKnee)
-	for _, name := range []string{churn.MetricKneeP50Before, churn.MetricKneeP50After, churn.MetricKneeSyncBefore, churn.MetricKneeSyncAfter,
-		churn.MetricKneeSyncRatio, churn.MetricKneePSIBefore, churn.MetricKneePSIAfter, churn.MetricKneeIOPSBefore, churn.MetricKneeIOPSAfter} {
-		for _, m := range res.Metrics {
-			if m.Name == name {
-				t.Logf("knee: %s %v = %.4g %s", name, m.Labels, m.Value, m.Unit)
-			}
-		}
-	}
+	logKnee(t, res)
 	if math.Abs(found.Value-float64(trueKnee)) > math.Max(0.1*float64(trueKnee), 2) {
 		t.Errorf("knee at start %.0f, true knee %d: more than 10%% off", found.Value, trueKnee)
 	}
@@ -171,14 +161,22 @@ func TestIntegrationDiskThrottle(t *testing.T) {
 }
 
 // ThrottleAt is when the test's timer throttles the disk, after the knee churn started: ~100 healthy starts
-// before (one every ~0.3 s), and ~65 s of throttled ones after.
-const ThrottleAt = 35 * time.Second
+// before (one every ~0.3 s). KneeChurn bounds the knee churn, which stops sooner once KneeHold throttled
+// starts are past the knee: the change point needs 10 of them (stats.ChangeOptions.MinSegment), 4.5-6.5 s
+// each until 2026-11-29 (10-15 in the 65 s of a 100 s churn), but under 10 in 65 s on a loaded machine that
+// day (the first 13 s: no change point could be placed); 85 s throttled leave room for 10 at 7 s after a
+// 15 s one (on a loaded machine, 11 at 7.6-13 s took 80 s).
+const (
+	ThrottleAt = 35 * time.Second
+	KneeChurn  = 120 * time.Second
+)
 
 // throttledChurn is the knee churn with the test's step throttle around it: the disk is throttled ThrottleAt
-// after the churn starts and lifted liftAfterBound after its Duration, once the churn has stopped timing
-// starts. What the churn does after its bound is timed nowhere: the pod it abandoned at the bound is deleted
-// and the disk sample in flight (an fdatasync, up to 33 s at 50 IOPS) completes; on the throttled disk that
-// took 6-14 s of the test, lifted it takes a moment.
+// after the churn starts and lifted once its Run returns (the churn stopped past the knee, KneeHold) or
+// liftAfterBound after its Duration, whichever comes first, once the churn has stopped timing starts. What
+// the churn does after its bound is timed nowhere: the pod it abandoned at the bound is deleted and the disk
+// sample in flight (an fdatasync, up to 33 s at 50 IOPS) completes; on the throttled disk that took 6-14 s of
+// the test, lifted it takes a moment.
 type throttledChurn struct {
 	*churn.Measurement
 	dev string
@@ -215,7 +213,41 @@ func runIn(ctx context.Context, t *testing.T, c kubernetes.Interface, rc *rest.C
 	rep := runner.Run(ctx, runner.Options{Client: c, Config: rc, Clock: clock.RealClock{}, RunID: name, Namespace: ns,
 		Log: slog.New(slog.NewTextHandler(os.Stderr, nil)), Rules: rules, Progress: t.Logf},
 		[]measure.Measurement{m})
+	// The run's namespace goes, as `kubeslow run`'s does: the lab is shared (labtest.Shared wants no run's
+	// namespace left). Its pods are deleted already (each churn pod deleted and waited for, the agent pods
+	// deleted when their runs end): the namespace controller finds none of its own to remove on the node.
+	if err := c.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}); err != nil {
+		t.Fatalf("deleting namespace %s: %v", ns, err)
+	}
 	return rep
+}
+
+// diskLab is the lab of the two case C tests, before their scenario's Configure (both put lab-node-1's
+// disk on a loop device of the same size): one kwok node and the agent image.
+func diskLab(t *testing.T) lab.Config {
+	return lab.Config{Nodes: 1, AgentBinary: labtest.Binary(t)}
+}
+
+// logKnee logs the churn's numbers around its knee, the rules' evidence (the margins of a run).
+func logKnee(t *testing.T, res *result.Result) {
+	t.Helper()
+	if at := res.Metric(churn.MetricKneeIteration, nil); at != nil {
+		starts := seriesPoints(res, "start_latency")
+		from, to := max(int(at.Value)-5, 0), min(int(at.Value)+8, len(starts))
+		var lat []string
+		for _, p := range starts[from:to] {
+			lat = append(lat, churn.Secs(p.V))
+		}
+		t.Logf("knee: starts %d-%d of %d took %s", from, to-1, len(starts), strings.Join(lat, ", "))
+	}
+	for _, name := range []string{churn.MetricKneeRatio, churn.MetricKneeP50Before, churn.MetricKneeP50After, churn.MetricKneeSyncBefore, churn.MetricKneeSyncAfter,
+		churn.MetricKneeSyncRatio, churn.MetricKneePSIBefore, churn.MetricKneePSIAfter, churn.MetricKneeIOPSBefore, churn.MetricKneeIOPSAfter} {
+		for _, m := range res.Metrics {
+			if m.Name == name {
+				t.Logf("knee: %s %v = %.4g %s", name, m.Labels, m.Value, m.Unit)
+			}
+		}
+	}
 }
 
 func finding(rep *result.Report, id string) *result.Finding {
@@ -225,4 +257,87 @@ func finding(rep *result.Report, id string) *result.Finding {
 		}
 	}
 	return nil
+}
+
+// TestIntegrationBurstCredits reproduces case C: pods started one after another on a real node whose runtime
+// disk is metered like a gp2 volume. The credit controller logs the moment its bucket ran dry (the real knee);
+// the churn benchmark must find the change point of start latency within 10% of that knee, in starts, and
+// name the disk. It runs on TestIntegrationDiskThrottle's lab (declared after it, in its file: tests run in
+// that order), the credit controller started on it; burst-credits has no Stop, so no test runs after it on
+// that lab (labtest.Spend).
+func TestIntegrationBurstCredits(t *testing.T) {
+	sc, err := scenario.Get("burst-credits")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
+	d, rc := upScenario(t, diskLab(t), sc)
+	c := kubernetes.NewForConfigOrDie(rc)
+	ns := "kubeslow-test-credits"
+	if _, err := c.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: kube.ObjectMeta(ns, "", "test")}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	node := lab.RealNodeName(1)
+	m := churn.New(churn.Options{Nodes: []string{node}, Count: CreditsRunCount, Duration: CreditsRunDuration, Concurrency: 1,
+		PodTimeout: 30 * time.Second, StopAfterKnee: KneeHold, DiskDirs: map[string]string{node: lab.RealNodeDir(d, 1)}}, t.Logf)
+	rep := runner.Run(ctx, runner.Options{Client: c, Config: rc, Clock: clock.RealClock{}, RunID: "test", Namespace: ns,
+		Log:   slog.New(slog.NewTextHandler(os.Stderr, nil)),
+		Rules: churn.Rules(), Progress: t.Logf}, []measure.Measurement{m})
+
+	// The real knee, from the controller's own log.
+	f, err := os.Open(labtest.CreditLog(d))
+	if err != nil {
+		t.Fatal(err)
+	}
+	evs, err := labtest.ReadCreditEvents(f)
+	f.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var exhausted time.Time
+	for _, e := range evs {
+		t.Logf("credit event %s at %s: %d I/Os, %.0f credits, limit %.0f IOPS", e.Event, e.T.Format(time.RFC3339Nano), e.IOs, e.Credits, e.Limit)
+		if e.Event == "exhausted" && exhausted.IsZero() {
+			exhausted = e.T
+		}
+	}
+	res := rep.Result(churn.Name)
+	if res == nil || !res.Status.Measured() {
+		t.Fatalf("churn not measured: %+v", res)
+	}
+	if exhausted.IsZero() {
+		t.Fatalf("the credit bucket never ran dry in %d starts: the scenario's scale is off", len(seriesPoints(res, "start_latency")))
+	}
+	// The true knee in starts: the first start sent after the bucket ran dry.
+	starts := seriesPoints(res, "start_latency")
+	trueKnee := -1
+	for i, p := range starts {
+		if !p.T.Before(exhausted) {
+			trueKnee = i
+			break
+		}
+	}
+	found := res.Metric(churn.MetricKneeIteration, nil)
+	if found == nil || trueKnee < 0 {
+		t.Fatalf("no knee found (true knee at start %d, %s): %+v", trueKnee, exhausted, res.Metrics)
+	}
+	t.Logf("knee: found at start %.0f, the bucket ran dry before start %d; %d starts in all", found.Value, trueKnee, len(starts))
+	logKnee(t, res)
+	if math.Abs(found.Value-float64(trueKnee)) > math.Max(0.1*float64(trueKnee), 2) {
+		t.Errorf("knee at start %.0f, true knee %d: more than 10%% off", found.Value, trueKnee)
+	}
+	var fired *result.Finding
+	for i, f := range rep.Findings {
+		t.Logf("finding %s: %s", f.ID, f.Summary)
+		if f.ID == "KS-CHURN-DISK-KNEE" {
+			fired = &rep.Findings[i]
+		}
+	}
+	if fired == nil {
+		t.Fatalf("the disk was not named (findings %+v)", rep.Findings)
+	}
+	if fired.Items[0].Key != "node="+node {
+		t.Errorf("finding names %q, want %s", fired.Items[0].Key, node)
+	}
 }

@@ -25,13 +25,13 @@ import (
 	"github.com/kubeslow/kubeslow/pkg/result"
 )
 
-// TestIntegrationFaults runs `kubeslow run`, given only the lab's kubeconfig, through a fault injected
-// mid-measurement, on one lab, one fault after the other (docs/faults.md): the apiserver killed and started
-// again, etcd stopped for 10 s (SIGSTOP) and cut off for 10 s (its client port dropped), the apiserver frozen
-// for 12 s and then etcd for 10 s in one run, the real node's uplink down for 20 s, the node agent's pod deleted; and
-// `kubeslow bench pods` under an APF priority level that rejects it. Each run finishes with an honest exit
-// code, marks what the fault interrupted, names the outage it lived through (etcd's stall as KS-ETCD-STALL)
-// and leaves no kubeslow-labelled object behind.
+// TestIntegrationFaults runs `kubeslow run`, given only the lab's kubeconfig, through faults injected
+// mid-measurement, on one lab, one run after the other (docs/faults.md): etcd stopped for 10 s (SIGSTOP) and
+// then cut off for 10 s (its client port dropped) in one run, the apiserver frozen for 12 s and then etcd for
+// 10 s in one run, one real node's uplink down for 20 s and the other real node's agent pod deleted in one run,
+// `kubeslow bench pods` under an APF priority level that rejects it, and last the apiserver killed and started
+// again. Each run finishes with an honest exit code, marks what the faults interrupted, names each outage it
+// lived through (etcd's stall as KS-ETCD-STALL) and leaves no kubeslow-labelled object behind.
 func TestIntegrationFaults(t *testing.T) {
 	// The package's shared lab (appLab); the faults below each end with the lab whole again, which the shared
 	// lab's check at the end of the test confirms.
@@ -41,77 +41,114 @@ func TestIntegrationFaults(t *testing.T) {
 	defer cancel()
 	c := kubernetes.NewForConfigOrDie(rc)
 	kc := d.AdminKubeconfig()
-	// A short run: the probe, the API and pod start-up (its pods are what the fault hits), the window 20 s; the
-	// budget stops pods.startup waiting for pods a fault lost (kwok misses some after etcd is cut off) at 60 s
-	// (a run without such a pod ends in ~30 s, the two-freeze run with its 32 s window in ~32 s; at 90 s the
-	// etcd-port-blocked case waited 78 s for one pod kwok never started, CI of 2026-11-29).
-	cpArgs := []string{"run", "--kubeconfig", kc, "--only", "controlplane.availability,api.responsiveness,pods.startup,nodes.health",
-		"--window", "20s", "--budget", "60s", "--out-dir", "", "-o", "json"}
+	// A short run: the probe, the API and pod start-up (its pods are what the fault hits), each case's window
+	// (cpRun) as long as its evidence needs: the fault, then 3-6 probes of the control plane recovered, which
+	// close the outage's window (one would; a window still open at the run's end is counted to its last probe
+	// all the same) and show no outage of the other cause after it (a restarted apiserver's post-start hooks
+	// fail for 1-2 s after the restart); logMargins logs each. pods.startup, which waits through the fault,
+	// ends ~3 s into the restart's run, ~22 s into the two etcd stalls' and ~24 s into the two freezes' (runs
+	// of 2026-11-29), and a run lasts as long as it. The budget stops it waiting for pods a fault lost
+	// (kwok misses some after etcd is cut off): at 40 s, 16 s past the latest that waits for none (at 90 s the
+	// etcd-port-blocked case waited 78 s for one pod kwok never started, CI of 2026-11-29; at 60 s, 60 s).
+	cpRun := func(window string) []string {
+		return []string{"run", "--kubeconfig", kc, "--only", "controlplane.availability,api.responsiveness,pods.startup,nodes.health",
+			"--window", window, "--budget", "40s", "--out-dir", "", "-o", "json"}
+	}
+	// The node agents watch their node for the window from their own start and report; the run waits for every
+	// agent's report (Ready), up to the budget (60 s): the node faults' run ends 24-30 s in (7 runs of
+	// 2026-11-29; 29 s with a 15 s window too: the agent behind the 20 s uplink outage is Ready only once its
+	// kubelet's status reaches the apiserver again, seconds after the link is up).
 	nodeArgs := []string{"run", "--kubeconfig", kc, "--agent-image", lab.AgentImage, "--only", "controlplane.availability,nodes.kubelet,nodes.agent,nodes.health",
 		"--window", "20s", "--budget", "60s", "--out-dir", "", "-o", "json"}
 
-	t.Run("apiserver-restart", func(t *testing.T) {
-		rep, code := runThrough(ctx, t, c, cpArgs, func() {
-			waitKubeslowPod(ctx, t, c, false)
-			restart, err := lab.KillComponent(d, lab.KubeAPIServer)
-			if err != nil {
-				t.Fatal(err)
-			}
-			time.Sleep(8 * time.Second) // the outage's length, a property of the fault
-			if err := restart(ctx); err != nil {
-				t.Fatal(err)
-			}
-		})
-		assertOutage(t, rep, code, availability.CauseUnreachable, availability.RuleUnreachable)
-		assertDeleted(ctx, t, c)
-	})
-	t.Run("etcd-stall", func(t *testing.T) {
-		rep, code := runThrough(ctx, t, c, cpArgs, func() {
-			waitKubeslowPod(ctx, t, c, false)
+	// etcd's stall by two mechanisms in one run (until 2026-11-29 one run each: 20 s windows, then 15 s and
+	// 18 s): etcd stopped (SIGSTOP) for 10 s from the run's first pod, then, once the apiserver's /readyz passes
+	// again, etcd running on behind its client port dropping every packet for 10 s. Each stall is asserted as in
+	// a run of its own: an etcd window that starts inside it and is at least the rule's threshold long (the one
+	// KS-ETCD-STALL finding would fire on either alone), the second after the first (two outages told apart);
+	// and over the run, as for each before, assertOutage: KS-ETCD-STALL named, KS-APISERVER-UNREACHABLE clear,
+	// the results marked, no finding on them left unexplained. The first stall's window ends ~11 s in, the
+	// second's up to ~3 s after the port opens (the apiserver's connections to etcd come back on TCP's
+	// retransmission clock: 11-13 s windows for the 10 s, 2026-11-29), ~27 s in: a 31 s window leaves ~4 probes.
+	t.Run("etcd-stall-then-port-blocked", func(t *testing.T) {
+		var stopped, resumed, blocked, unblocked time.Time
+		rep, code := runThrough(ctx, t, c, cpRun("31s"), func() {
+			waitKubeslowPod(ctx, t, c, "")
 			resume, err := lab.PauseComponent(d, lab.Etcd)
 			if err != nil {
 				t.Fatal(err)
 			}
+			stopped = time.Now()
 			time.Sleep(10 * time.Second) // the stall's length
 			if err := resume(); err != nil {
 				t.Fatal(err)
 			}
-		})
-		assertOutage(t, rep, code, availability.CauseEtcd, availability.RuleEtcdStall)
-		assertDeleted(ctx, t, c)
-	})
-	// The same stall by a second mechanism: etcd runs on, its client port drops every packet for 10 s.
-	t.Run("etcd-port-blocked", func(t *testing.T) {
-		rep, code := runThrough(ctx, t, c, cpArgs, func() {
-			waitKubeslowPod(ctx, t, c, false)
+			resumed = time.Now()
+			// The second stall only once etcd answers the apiserver again, for two of the probe's periods: two
+			// outages, not one (/readyz passing once, 0.2 s after SIGCONT, was not enough: no probe saw it
+			// pass and the two windows ran together, 1 run in 4).
+			waitReadyz(ctx, t, c, "SIGCONT to etcd", 2*availability.ProbeEvery)
 			unblock, err := lab.BlockEtcdClientPort(ctx, d)
 			if err != nil {
 				t.Fatal(err)
 			}
+			blocked = time.Now()
 			time.Sleep(10 * time.Second) // the stall's length
 			if err := unblock(ctx); err != nil {
 				t.Fatal(err)
 			}
+			unblocked = time.Now()
 		})
+		t.Logf("etcd stopped %s → %s; its port blocked %s → %s", stopped.Format("15:04:05.0"), resumed.Format("15:04:05.0"),
+			blocked.Format("15:04:05.0"), unblocked.Format("15:04:05.0"))
 		assertOutage(t, rep, code, availability.CauseEtcd, availability.RuleEtcdStall)
+		av := findRes(rep, availability.Name)
+		if av == nil {
+			t.Fatal("no availability result")
+		}
+		// Each stall's window: an etcd window that starts while it lasts (the apiserver's etcd check fails
+		// ~1-2 s after etcd stops answering it).
+		var stall, port *availability.Window
+		for _, w := range availability.Outages(*av) {
+			during := func(from, to time.Time) bool { return !w.Start.Before(from.Add(-time.Second)) && w.Start.Before(to) }
+			switch {
+			case w.Cause != availability.CauseEtcd:
+			case stall == nil && during(stopped, resumed):
+				stall = &w
+			case port == nil && during(blocked, unblocked):
+				port = &w
+			}
+		}
+		for _, s := range []struct {
+			what string
+			w    *availability.Window
+		}{{"etcd stopped for 10 s", stall}, {"etcd's port blocked for 10 s", port}} {
+			switch {
+			case s.w == nil:
+				t.Errorf("%s: no etcd window starting inside it", s.what)
+			case s.w.Seconds() < availability.StallMin:
+				t.Errorf("%s: etcd window of %.1f s, under the rule's %g s", s.what, s.w.Seconds(), availability.StallMin)
+			default:
+				t.Logf("%s:", s.what)
+				logMargins(t, av, *s.w)
+			}
+		}
+		if stall != nil && port != nil && !port.Start.After(stall.End) {
+			t.Errorf("the port's etcd window %s–%s does not come after the stop's %s–%s: the two outages are not told apart",
+				port.Start.Format("15:04:05.0"), port.End.Format("15:04:05.0"), stall.Start.Format("15:04:05.0"), stall.End.Format("15:04:05.0"))
+		}
 		assertDeleted(ctx, t, c)
 	})
 	// Two freezes in one run (issue 43): the apiserver's process stopped for 12 s (SIGSTOP: its port still
 	// accepts connections, nothing answers), then, once it answers again, etcd's for 10 s. The run finishes,
 	// reports each outage apart with its times — the apiserver's 10 s or more as unreachable, etcd's as its stall.
 	t.Run("apiserver-then-etcd-frozen", func(t *testing.T) {
-		args := append([]string(nil), cpArgs...)
-		for i := range args {
-			if args[i] == "20s" && args[i-1] == "--window" {
-				// Both freezes inside the window, with the apiserver's recovery between them, and as long after
-				// etcd's as the one-fault cases leave after theirs (~10 s): etcd's freeze ends ~23 s in (40 s
-				// until 2026-11-29, 17 s after it).
-				args[i] = "32s"
-			}
-		}
+		// Both freezes inside the window, with the apiserver's recovery between them, and as long after etcd's
+		// as the other runs leave after their outages (~4 s): etcd's window ends ~23 s in (40 s until
+		// 2026-11-29, 17 s after it; 32 s until the second run of 2026-11-29, 9 s after it).
 		var apiFrozen, apiBack, etcdFrozen time.Time
-		rep, code := runThrough(ctx, t, c, args, func() {
-			waitKubeslowPod(ctx, t, c, false)
+		rep, code := runThrough(ctx, t, c, cpRun("27s"), func() {
+			waitKubeslowPod(ctx, t, c, "")
 			resume, err := lab.PauseComponent(d, lab.KubeAPIServer)
 			if err != nil {
 				t.Fatal(err)
@@ -122,12 +159,7 @@ func TestIntegrationFaults(t *testing.T) {
 				t.Fatal(err)
 			}
 			// The second freeze only once the apiserver answers again: two outages, not one.
-			if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-				_, err := c.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
-				return err == nil, nil
-			}); err != nil {
-				t.Fatalf("the apiserver did not answer within a minute of SIGCONT: %v", err)
-			}
+			waitReadyz(ctx, t, c, "SIGCONT to the apiserver", 0)
 			apiBack = time.Now()
 			resumeEtcd, err := lab.PauseComponent(d, lab.Etcd)
 			if err != nil {
@@ -167,50 +199,89 @@ func TestIntegrationFaults(t *testing.T) {
 				etcd = &w
 			}
 		}
+		if api != nil {
+			logMargins(t, av, *api)
+		}
 		if api == nil || api.Seconds() < 10 {
 			t.Errorf("the apiserver's 12 s freeze: unreachable window %+v, want >= 10 s", api)
 		}
 		if etcd == nil {
 			t.Fatal("no etcd window for etcd's 10 s freeze")
 		}
+		logMargins(t, av, *etcd)
 		if api != nil && !etcd.Start.After(api.End) {
 			t.Errorf("etcd's window %s–%s does not come after the apiserver's %s–%s: the two outages are not told apart",
 				etcd.Start.Format("15:04:05.0"), etcd.End.Format("15:04:05.0"), api.Start.Format("15:04:05.0"), api.End.Format("15:04:05.0"))
 		}
 		assertDeleted(ctx, t, c)
 	})
-	t.Run("node-uplink-down", func(t *testing.T) {
+	// Two node faults in one run (until 2026-11-29 one run each, 24 s apiece), on the two real nodes, so that
+	// neither's evidence meets the other's: lab-node-1's uplink down for 20 s from the run's first pod (the run
+	// waits it out: that node's agent reports once the node is back), and lab-node-2's agent pod deleted once
+	// Running (the DaemonSet makes a new one, whose report is read; which node's agent was deleted was chance
+	// before). Each fault's assertions stand as in its own run: the run finishes, no finding blames
+	// nodes.agent or nodes.kubelet, nodes.agent has a verdict.
+	t.Run("node-uplink-down-agent-deleted", func(t *testing.T) {
 		rep, code := runThrough(ctx, t, c, nodeArgs, func() {
-			waitKubeslowPod(ctx, t, c, false)
+			waitKubeslowPod(ctx, t, c, "")
 			if err := lab.SetRealNodeUplink(ctx, 1, false); err != nil {
 				t.Fatal(err)
 			}
-			time.Sleep(20 * time.Second) // the outage's length
-			if err := lab.SetRealNodeUplink(ctx, 1, true); err != nil {
-				t.Fatal(err)
-			}
-		})
-		assertFinished(t, rep, code)
-		assertNoBlame(t, rep, "nodes.agent", "nodes.kubelet")
-		assertDeleted(ctx, t, c)
-	})
-	t.Run("agent-deleted", func(t *testing.T) {
-		rep, code := runThrough(ctx, t, c, nodeArgs, func() {
-			p := waitKubeslowPod(ctx, t, c, true)
+			down := time.Now()
+			defer func() {
+				// The outage's length, from the link going down (the deletion below is inside it), and the link
+				// up again even when the deletion failed.
+				time.Sleep(time.Until(down.Add(20 * time.Second)))
+				if err := lab.SetRealNodeUplink(ctx, 1, true); err != nil {
+					t.Error(err) // not Fatal: this may run while a Fatal above unwinds
+					return
+				}
+				t.Logf("%s's uplink up again after %s", lab.RealNodeName(1), time.Since(down).Round(100*time.Millisecond))
+			}()
+			p := waitKubeslowPod(ctx, t, c, lab.RealNodeName(2))
 			if err := c.CoreV1().Pods(p.ns).Delete(ctx, p.name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}); err != nil {
 				t.Fatal(err)
 			}
-			t.Logf("deleted the agent pod %s/%s", p.ns, p.name)
+			t.Logf("%s's uplink down; deleted the agent pod %s/%s on %s %s after", lab.RealNodeName(1), p.ns, p.name, lab.RealNodeName(2),
+				time.Since(down).Round(100*time.Millisecond))
 		})
 		assertFinished(t, rep, code)
-		assertNoBlame(t, rep, "nodes.agent")
+		assertNoBlame(t, rep, "nodes.agent", "nodes.kubelet")
 		if r := findRes(rep, "nodes.agent"); r == nil || r.Status == "" {
 			t.Errorf("nodes.agent: %+v", r)
+		} else {
+			// Which node's report was read: both faults' nodes, each after its fault.
+			for _, rec := range r.Records {
+				t.Logf("  nodes.agent %s %v", rec.ID, rec.Labels["error"])
+			}
 		}
 		assertDeleted(ctx, t, c)
 	})
 	t.Run("apf-rejects-kubeslow", func(t *testing.T) {
 		testAPF(ctx, t, c, kc)
+	})
+	// The apiserver is killed ~0.3 s into the run and answers again ~10 s in (8 s down, then its start); its
+	// post-start hooks fail until ~11 s in: a 15 s window (20 s until 2026-11-29) leaves ~4 s of probes after.
+	// A restarted apiserver is slow for a while after that (it rebuilds what it serves, every client lists
+	// again): a run started right after it made its first pod 4-7 s late, so that the etcd stall timed by that
+	// pod ran past a 15 s window; APF's bench, throttled 20 times instead of 7, took 11 s instead of 3; the
+	// node faults' run took 56 s instead of 24-30 (its agent Running 12 s late). So it comes last (first until
+	// 2026-11-29, when 20 s windows absorbed that): after it only the check that nothing is left (10-21 s
+	// after it, 6 s after APF's run) and the shared lab's.
+	t.Run("apiserver-restart", func(t *testing.T) {
+		rep, code := runThrough(ctx, t, c, cpRun("15s"), func() {
+			waitKubeslowPod(ctx, t, c, "")
+			restart, err := lab.KillComponent(d, lab.KubeAPIServer)
+			if err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(8 * time.Second) // the outage's length, a property of the fault
+			if err := restart(ctx); err != nil {
+				t.Fatal(err)
+			}
+		})
+		assertOutage(t, rep, code, availability.CauseUnreachable, availability.RuleUnreachable)
+		assertDeleted(ctx, t, c)
 	})
 	// Each case checked that kubeslow deleted what it made (assertDeleted); every run's objects are gone now.
 	assertNothingLeft(ctx, t, c)
@@ -399,6 +470,7 @@ func assertOutage(t *testing.T, rep result.Report, code int, cause, ruleID strin
 	if outage == nil {
 		t.Fatalf("no %s window in %s: %q", cause, availability.Name, av.Reason)
 	}
+	logMargins(t, av, *outage)
 	marked := 0
 	for _, r := range rep.Results {
 		if strings.Contains(r.Reason, "ran through an outage") {
@@ -420,6 +492,15 @@ func assertOutage(t *testing.T, rep result.Report, code int, cause, ruleID strin
 	}
 }
 
+// logMargins logs the margins of the outage w of the availability result av: its length against the rules'
+// threshold (availability.StallMin), and how long the probe ran on after it (the window's tail; the outage
+// ends at the first probe that passed).
+func logMargins(t *testing.T, av *result.Result, w availability.Window) {
+	t.Helper()
+	t.Logf("margins: %s window %.1f s, %.1fx the rule's %g s; the probe ran %.1f s past its end",
+		w.Cause, w.Seconds(), w.Seconds()/availability.StallMin, availability.StallMin, av.End.Sub(w.End).Seconds())
+}
+
 // assertNoBlame: no finding at warning or above rests on the named results (whose data the fault took).
 func assertNoBlame(t *testing.T, rep result.Report, names ...string) {
 	t.Helper()
@@ -437,11 +518,30 @@ func assertNoBlame(t *testing.T, rep result.Report, names ...string) {
 	}
 }
 
+// waitReadyz waits (up to a minute after what ended a fault) until the apiserver's /readyz has passed (it
+// answers, and etcd answers it) at every poll for steady (0: once).
+func waitReadyz(ctx context.Context, t *testing.T, c kubernetes.Interface, after string, steady time.Duration) {
+	t.Helper()
+	var since time.Time // the first of the passing polls in a row
+	if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		if _, err := c.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx); err != nil {
+			since = time.Time{}
+			return false, nil
+		}
+		if since.IsZero() {
+			since = time.Now()
+		}
+		return time.Since(since) >= steady, nil
+	}); err != nil {
+		t.Fatalf("the apiserver's /readyz did not pass within a minute of %s: %v", after, err)
+	}
+}
+
 type podRef struct{ ns, name string }
 
-// waitKubeslowPod waits for a pod of the run (any kubeslow-labelled pod; with agent, a Running pod of its
-// node agent DaemonSet) and returns it.
-func waitKubeslowPod(ctx context.Context, t *testing.T, c kubernetes.Interface, agent bool) podRef {
+// waitKubeslowPod waits for a pod of the run (any kubeslow-labelled pod; with agentOn, a Running pod of its
+// node agent DaemonSet on that node) and returns it.
+func waitKubeslowPod(ctx context.Context, t *testing.T, c kubernetes.Interface, agentOn string) podRef {
 	t.Helper()
 	var got podRef
 	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
@@ -457,12 +557,12 @@ func waitKubeslowPod(ctx context.Context, t *testing.T, c kubernetes.Interface, 
 			if going[p.Namespace] || p.DeletionTimestamp != nil {
 				continue // an earlier run's, deleted and not gone yet
 			}
-			if !agent {
+			if agentOn == "" {
 				got = podRef{p.Namespace, p.Name}
 				return true, nil
 			}
 			for _, o := range p.OwnerReferences {
-				if o.Kind == "DaemonSet" && p.Status.Phase == "Running" {
+				if o.Kind == "DaemonSet" && p.Status.Phase == "Running" && p.Spec.NodeName == agentOn {
 					got = podRef{p.Namespace, p.Name}
 					return true, nil
 				}

@@ -77,7 +77,11 @@ func TestIntegrationDNSJob(t *testing.T) {
 				t.Logf("%s %s: all Running %.1f s, Ready %.1f s, resolvable %.1f s, connected %.1f s (DNS wait %.1f s, back-off %.1f s); name lag p99 %.1f s (endpoint %.2f s), back-off extra p99 %.1f s",
 					name, v, run, ready, res, conn, val(dnsready.MetricJobDNSWait, v), val(dnsready.MetricJobBackoffWait, v),
 					val("dns_lag_p99", v), val("endpoint_lag_p99", v), val("client_backoff_extra_p99", v))
-				if run <= 0 || ready < run || res <= 0 || conn < res || val("unresolved", v) != 0 || val("unreported", v) != 0 {
+				// A member's name polls (every o.Interval) and its back-off client's connects, which resolve on
+				// their own, run side by side: a connect can land between two polls, up to one interval before the
+				// poll sees the name (CI of 2026-11-29: warm-up resolvable 18.3 s, connected 18.2 s; figures to
+				// the 0.1 s here).
+				if run <= 0 || ready < run || res <= 0 || conn < res-o.Interval.Seconds()-0.05 || val("unresolved", v) != 0 || val("unreported", v) != 0 {
 					t.Errorf("%s: phases out of order or members missing", v)
 				}
 				// The lead starts alone and asks for its peers before they exist (LeadFirst): every variant

@@ -137,24 +137,7 @@ func TestIntegrationDiskThrottle(t *testing.T) {
 	if throttled.IsZero() {
 		t.Fatalf("the throttle never came: %+v", evs)
 	}
-	res = rep.Result(churn.Name)
-	starts := seriesPoints(res, "start_latency")
-	trueKnee := -1
-	for i, p := range starts {
-		if !p.T.Before(throttled) {
-			trueKnee = i
-			break
-		}
-	}
-	found := res.Metric(churn.MetricKneeIteration, nil)
-	if found == nil || trueKnee < 0 {
-		t.Fatalf("no knee found (the throttle before start %d, %s)", trueKnee, throttled)
-	}
-	t.Logf("knee: found at start %.0f, the throttle came before start %d", found.Value, trueKnee)
-	logKnee(t, res)
-	if math.Abs(found.Value-float64(trueKnee)) > math.Max(0.1*float64(trueKnee), 2) {
-		t.Errorf("knee at start %.0f, true knee %d: more than 10%% off", found.Value, trueKnee)
-	}
+	checkKnee(t, rep.Result(churn.Name), throttled, "the throttle came")
 	if f := finding(rep, "KS-CHURN-DISK-KNEE"); f == nil || f.Items[0].Key != "node="+node {
 		t.Errorf("KS-CHURN-DISK-KNEE did not name %s: %+v", node, f)
 	}
@@ -250,6 +233,30 @@ func logKnee(t *testing.T, res *result.Result) {
 	}
 }
 
+// checkKnee checks that the churn's change point lies within 10% (at least 2 starts) of the true knee, the first
+// start sent at or after at, when cause says what came, and logs the numbers around it.
+func checkKnee(t *testing.T, res *result.Result, at time.Time, cause string) {
+	t.Helper()
+	starts := seriesPoints(res, "start_latency")
+	trueKnee := -1
+	for i, p := range starts {
+		if !p.T.Before(at) {
+			trueKnee = i
+			break
+		}
+	}
+	found := res.Metric(churn.MetricKneeIteration, nil)
+	if found == nil || trueKnee < 0 {
+		t.Fatalf("no knee found (%s before start %d, %s): %+v", cause, trueKnee, at, res.Metrics)
+	}
+	t.Logf("knee: found at start %.0f, %s before start %d; %d starts in all", found.Value, cause, trueKnee, len(starts))
+	logKnee(t, res)
+	if math.Abs(found.Value-float64(trueKnee)) > math.Max(0.1*float64(trueKnee), 2) {
+		t.Errorf("knee at start %.0f, true knee %d: more than 10%% off", found.Value, trueKnee)
+	}
+}
+
+// finding is the report's finding id, or nil.
 func finding(rep *result.Report, id string) *result.Finding {
 	for i := range rep.Findings {
 		if rep.Findings[i].ID == id {
@@ -309,31 +316,11 @@ func TestIntegrationBurstCredits(t *testing.T) {
 	if exhausted.IsZero() {
 		t.Fatalf("the credit bucket never ran dry in %d starts: the scenario's scale is off", len(seriesPoints(res, "start_latency")))
 	}
-	// The true knee in starts: the first start sent after the bucket ran dry.
-	starts := seriesPoints(res, "start_latency")
-	trueKnee := -1
-	for i, p := range starts {
-		if !p.T.Before(exhausted) {
-			trueKnee = i
-			break
-		}
-	}
-	found := res.Metric(churn.MetricKneeIteration, nil)
-	if found == nil || trueKnee < 0 {
-		t.Fatalf("no knee found (true knee at start %d, %s): %+v", trueKnee, exhausted, res.Metrics)
-	}
-	t.Logf("knee: found at start %.0f, the bucket ran dry before start %d; %d starts in all", found.Value, trueKnee, len(starts))
-	logKnee(t, res)
-	if math.Abs(found.Value-float64(trueKnee)) > math.Max(0.1*float64(trueKnee), 2) {
-		t.Errorf("knee at start %.0f, true knee %d: more than 10%% off", found.Value, trueKnee)
-	}
-	var fired *result.Finding
-	for i, f := range rep.Findings {
+	checkKnee(t, res, exhausted, "the bucket ran dry")
+	for _, f := range rep.Findings {
 		t.Logf("finding %s: %s", f.ID, f.Summary)
-		if f.ID == "KS-CHURN-DISK-KNEE" {
-			fired = &rep.Findings[i]
-		}
 	}
+	fired := finding(rep, "KS-CHURN-DISK-KNEE")
 	if fired == nil {
 		t.Fatalf("the disk was not named (findings %+v)", rep.Findings)
 	}

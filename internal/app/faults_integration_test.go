@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -246,7 +247,21 @@ func TestIntegrationFaults(t *testing.T) {
 				time.Since(down).Round(100*time.Millisecond))
 		})
 		assertFinished(t, rep, code)
-		assertNoBlame(t, rep, "nodes.agent", "nodes.kubelet")
+		// What the agent on lab-node-1 timed while its uplink was down is the fault's own evidence, not blame:
+		// its kubelet's connects to the apiserver waiting out retransmitted SYNs (KS-POD-CONNECT-SLOW, CI of
+		// 1c67223: 4 connects, p99 2.06 s), its pods' DNS queries timing out. Such a finding must name that node
+		// only, in every item; any other finding on nodes.agent or nodes.kubelet still fails the case.
+		down := lab.RealNodeName(1)
+		kept := rep
+		kept.Findings = nil
+		for _, f := range rep.Findings {
+			if onlyOn(f, down, "KS-POD-CONNECT-SLOW", "KS-POD-DNS-TIMEOUT") {
+				t.Logf("the fault's evidence on %s: %s [%s] %s", down, f.ID, f.Severity, f.Summary)
+				continue
+			}
+			kept.Findings = append(kept.Findings, f)
+		}
+		assertNoBlame(t, kept, "nodes.agent", "nodes.kubelet")
 		if r := findRes(rep, "nodes.agent"); r == nil || r.Status == "" {
 			t.Errorf("nodes.agent: %+v", r)
 		} else {
@@ -499,6 +514,20 @@ func logMargins(t *testing.T, av *result.Result, w availability.Window) {
 	t.Helper()
 	t.Logf("margins: %s window %.1f s, %.1fx the rule's %g s; the probe ran %.1f s past its end",
 		w.Cause, w.Seconds(), w.Seconds()/availability.StallMin, availability.StallMin, av.End.Sub(w.End).Seconds())
+}
+
+// onlyOn: f is one of the rules ids and each of its items (node-agent rules name the node as "... on NODE: ...")
+// is on node.
+func onlyOn(f result.Finding, node string, ids ...string) bool {
+	if !slices.Contains(ids, f.ID) || len(f.Items) == 0 || f.ItemCount > len(f.Items) {
+		return false
+	}
+	for _, it := range f.Items {
+		if !strings.Contains(it.Summary, " on "+node+": ") {
+			return false
+		}
+	}
+	return true
 }
 
 // assertNoBlame: no finding at warning or above rests on the named results (whose data the fault took).

@@ -2,6 +2,7 @@ package lab_test
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"sort"
 	"strings"
@@ -32,23 +33,27 @@ import (
 
 // The lab's node-monitor grace period in this test: the shortest the lab takes (three of kwok's 10 s renewal
 // intervals; Kubernetes' default is 50 s), so that the watch below is as short as its evidence allows.
-// leaseWatch is how long a healthy lab is watched: more than two grace periods, so a simulated node without a
-// renewed Lease would have gone NotReady at least once (without Leases they did about once a minute at 50 s).
-// The flapper's Lease is held by another for flapSeconds: past the grace period (NotReady), within the watch
-// (Ready again when kwok takes it back).
+// leaseWatch is how long a healthy lab is watched, from right after it is up: a grace period, one renewal
+// interval and 10 s (the node lifecycle controller's 5 s monitor period, and 5 s), so that a simulated node whose
+// Lease kwok stopped renewing at the watch's start (its last renewal up to one interval before) would have gone
+// NotReady within it (three runs of 2026-11-29 posted the faulty nodes' NodeNotReady 33-34 s after their last
+// renewal: at most 44 s into the watch for a healthy node that stopped, 6 s before its end; such a node would also
+// show no renewal where 3 are asked for and 5 seen; without Leases, simulated nodes went NotReady once a minute at
+// 50 s). The two faults fit in it too: the Leases are taken once the Deployment runs, and the flapper's is let go
+// as soon as it is NotReady (kwok takes it back within a renewal interval: 1 s later in both runs that did).
 const (
-	leaseGrace  = lab.MinNodeMonitorGracePeriod
-	leaseWatch  = 2*leaseGrace + 5*time.Second
-	flapSeconds = 45
+	leaseGrace = lab.MinNodeMonitorGracePeriod
+	leaseWatch = leaseGrace + lab.KwokNodeLeaseDuration/4 + 10*time.Second
 )
 
 // TestIntegrationKwokLeases: a healthy lab with 50 simulated nodes passes nodes.health clean; then two of them
 // lose their heartbeat the way a stuck kubelet does (another holder keeps their Lease, so kwok stops renewing
-// it and stops managing the node): one for 45 s, one for good. The other 48, watched for 65 s meanwhile (two
-// node-monitor grace periods, at 30 s here, and 5 s),
-// have no NodeNotReady Event and no pod losing Ready, and every one of their Leases is renewed by kwok; the
-// two go NotReady, the first comes back, and nodes.health calls it flapping and the second down. (The healthy
-// watch and the two faults share the 65 s: the faults reach only their own nodes and pods.)
+// it and stops managing the node): one until it has gone NotReady, one for good. The other 48, watched for 50 s
+// from the lab's start (a node-monitor grace period, at 30 s here, a renewal interval and 10 s: long enough for a
+// node whose Lease is not renewed to go NotReady), have no NodeNotReady Event and no pod losing Ready, and every
+// one of their Leases is renewed by kwok; the two go NotReady, the first comes back, and nodes.health calls it
+// flapping and the second down. (The healthy watch, the Deployment's roll-out and the two faults share the 50 s:
+// the faults reach only their own nodes and pods.)
 func TestIntegrationKwokLeases(t *testing.T) {
 	d := labtest.Dirs(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
@@ -62,6 +67,10 @@ func TestIntegrationKwokLeases(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The watch of the healthy nodes starts with the lab: the Deployment's roll-out and the healthy nodes.health
+	// are part of it.
+	w := watchLab(ctx, t, c)
+	start := time.Now()
 	runDeployment(ctx, t, c, n)
 
 	res, findings := nodesHealth(ctx, t, c)
@@ -75,19 +84,22 @@ func TestIntegrationKwokLeases(t *testing.T) {
 		return
 	}
 
-	w := watchLab(ctx, t, c)
-	start := time.Now()
 	// Two nodes lose their heartbeat: another holder takes their Leases (as if their kubelet had stopped
 	// renewing and a new one had not come yet).
 	flapper, downer := lab.KwokNodeName(1), lab.KwokNodeName(2)
 	faulty := map[string]bool{flapper: true, downer: true}
-	stealLease(ctx, t, c, flapper, flapSeconds)
+	stolen := time.Now()
+	stealLease(ctx, t, c, flapper, 3600)
 	stealLease(ctx, t, c, downer, 3600)
 	waitFor(ctx, t, 3*time.Minute, "both nodes NotReady (NodeNotReady Events)", func() bool {
 		ev, _, _ := w.snapshot()
 		return ev[flapper] > 0 && ev[downer] > 0
 	})
-	t.Logf("NodeNotReady %s after their Leases stopped being renewed", time.Since(start).Round(time.Second))
+	notReadyAfter := time.Since(stolen)
+	t.Logf("NodeNotReady %s after their Leases stopped being renewed, %s into the watch: a healthy node that stopped at its start would be at most %s into it (the watch is %s)",
+		notReadyAfter.Round(time.Second), time.Since(start).Round(time.Second), (notReadyAfter + lab.KwokNodeLeaseDuration/4).Round(time.Second), leaseWatch)
+	// The stuck kubelet comes back: the intruder lets the flapper's Lease lapse, and kwok takes it back.
+	lapseLease(ctx, t, c, flapper)
 	waitFor(ctx, t, 3*time.Minute, flapper+" Ready again (kwok took its expired Lease back)", func() bool {
 		node, err := c.CoreV1().Nodes().Get(ctx, flapper, metav1.GetOptions{})
 		return err == nil && kube.NodeReady(node)
@@ -114,7 +126,7 @@ func TestIntegrationKwokLeases(t *testing.T) {
 			t.Errorf("pod %s lost Ready on a healthy node", p)
 		}
 	}
-	// kwok renews every 10 s (4% jitter): each Lease is renewed ~6 times in 65 s; fewer than one per 15 s (4)
+	// kwok renews every 10 s (4% jitter): each Lease is renewed ~5 times in 50 s; fewer than one per 15 s (3)
 	// means a renewal interval past 15 s, still inside the grace period but not kubelet's behaviour.
 	least, most := -1, 0
 	for i := 3; i <= n; i++ {
@@ -258,6 +270,27 @@ func stealLease(ctx context.Context, t *testing.T, c kubernetes.Interface, node 
 	})
 	if err != nil {
 		t.Fatalf("taking %s's Lease: %v", node, err)
+	}
+}
+
+// lapseLease ends the intruder's hold on node's Lease: its duration cut to 1 s, its renew time kept (the node
+// lifecycle controller sees no heartbeat in it), so that it has expired and kwok takes it back at its next try.
+func lapseLease(ctx context.Context, t *testing.T, c kubernetes.Interface, node string) {
+	t.Helper()
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		l, err := c.CoordinationV1().Leases(corev1.NamespaceNodeLease).Get(ctx, node, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if h := ptr.Deref(l.Spec.HolderIdentity, ""); h != intruder {
+			return fmt.Errorf("held by %q, not the intruder", h)
+		}
+		l.Spec.LeaseDurationSeconds = ptr.To(int32(1))
+		_, err = c.CoordinationV1().Leases(corev1.NamespaceNodeLease).Update(ctx, l, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
+		t.Fatalf("letting %s's Lease lapse: %v", node, err)
 	}
 }
 

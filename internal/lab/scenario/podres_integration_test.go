@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"log/slog"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -12,21 +13,26 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	nodev1 "k8s.io/api/node/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/clock"
 
+	"github.com/kubeslow/kubeslow/internal/engine/check"
 	"github.com/kubeslow/kubeslow/internal/engine/runner"
 	"github.com/kubeslow/kubeslow/internal/lab"
 	"github.com/kubeslow/kubeslow/internal/lab/host"
 	"github.com/kubeslow/kubeslow/internal/lab/labtest"
-	"github.com/kubeslow/kubeslow/internal/lab/scenario"
 	"github.com/kubeslow/kubeslow/internal/measure"
+	"github.com/kubeslow/kubeslow/internal/measure/dnslookup"
 	"github.com/kubeslow/kubeslow/internal/measure/nodeagent"
 	"github.com/kubeslow/kubeslow/internal/measure/podres"
+	"github.com/kubeslow/kubeslow/internal/measure/podstartup"
+	"github.com/kubeslow/kubeslow/internal/rule"
 	"github.com/kubeslow/kubeslow/internal/source/agent/proto"
 	"github.com/kubeslow/kubeslow/pkg/result"
 )
@@ -41,32 +47,57 @@ const (
 	nodeOOMCap = 400 << 20   // the node's memory cap above what it uses when oom-node starts
 )
 
-// TestIntegrationPodResources brings up one lab with a real node and runs pods.resources and the node sweep
-// twice: on the healthy pod alone (no finding of the three rules; a pod with no limit reads no throttling),
-// then with the four faulty pods — the two throttling shapes (a 100m busy loop, info without a symptom; a
+// podresLab is the lab TestIntegrationPodResources and TestIntegrationSlowPodsAndDNS, next, share
+// (labtest.Shared): one simulated and two real nodes (the slow pods' and DNS test needs two; pods.resources'
+// pods all run on lab-node-1).
+func podresLab(t *testing.T) lab.Config {
+	return lab.Config{Nodes: 1, RealNodes: 2, AgentBinary: labtest.Binary(t)}
+}
+
+// TestIntegrationPodResources brings up a lab with two real nodes (podresLab, left to
+// TestIntegrationSlowPodsAndDNS without its pods) and runs pods.resources and the node sweep twice: on the
+// healthy pod alone (no finding of the three rules; a pod with no limit reads no throttling), then with the
+// four faulty pods — the two throttling shapes (a 100m busy loop, info without a symptom; a
 // multi-threaded pod under 50m whose readiness probe times out, warning), a container over its own memory
 // limit, and node-wide memory pressure (the node's pods cgroup capped so the kernel kills in it, not in the
 // container's own). KUBESLOW_RECORD_PODRES=DIR saves what pods.resources read (DIR/healthy, DIR/faults) and
 // the node sweep's result, as the unit tests' fixtures.
 func TestIntegrationPodResources(t *testing.T) {
-	sc, err := scenario.Get("healthy")
-	if err != nil {
-		t.Fatal(err)
-	}
-	d := labtest.Dirs(t)
+	d, rc := labtest.Shared(t, podresLab(t))
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
-	rc, down := labtest.Up(t, d, func() error {
-		_, err := scenario.Up(ctx, d, lab.Config{Nodes: 1, RealNodes: 1, AgentBinary: labtest.Binary(t)}, sc, t.Logf)
-		return err
-	})
-	defer down()
 	c := kubernetes.NewForConfigOrDie(rc)
 	node := lab.RealNodeName(1)
 	ns := "podres-test"
 	if _, err := c.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	// The pods go before the lab does to the next test (after the node's cap is lifted: deferred later, run
+	// first): the spinning and allocating ones would load lab-node-1 under its DNS lookups. They are deleted
+	// with a grace period of 1 s (with their own 0 the apiserver would drop them at once), so that each leaves
+	// the API once its kubelet has killed it; the namespace goes on the namespace controller's clock.
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		began := time.Now()
+		one := int64(1)
+		if err := c.CoreV1().Pods(ns).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &one}, metav1.ListOptions{}); err != nil {
+			t.Errorf("deleting the pods: %v", err)
+		}
+		err := wait.PollUntilContextCancel(ctx, 500*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+			pl, err := c.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+			return err == nil && len(pl.Items) == 0, nil
+		})
+		if err != nil {
+			t.Errorf("the pods of %s not gone: %v", ns, err)
+			labtest.Spend(t, "its pods were not gone")
+		} else {
+			t.Logf("the pods of %s gone in %s", ns, time.Since(began).Round(100*time.Millisecond))
+		}
+		if err := c.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}); err != nil {
+			t.Errorf("deleting namespace %s: %v", ns, err)
+		}
+	}()
 	create := func(p *corev1.Pod) {
 		t.Helper()
 		if _, err := c.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{}); err != nil {
@@ -201,6 +232,169 @@ func TestIntegrationPodResources(t *testing.T) {
 	}
 }
 
+// TestIntegrationSlowPodsAndDNS runs on TestIntegrationPodResources' lab (podresLab: two real nodes; that test
+// leaves none of its pods), in sequence:
+//  1. Events on slow pods: a pod that fits no node (it asks for 100,000 CPUs), a pod whose RuntimeClass names a
+//     handler containerd lacks (its sandbox fails) and a healthy pod, watched as pods.startup watches them;
+//     KS-POD-EVENTS names both classes, each on one of the two slow pods, and the healthy pod is not slow.
+//  2. DNS 5 s: dns.lookups on the healthy lab raises nothing; with one UDP/53 packet in two to the DNS Service
+//     dropped in lab-node-1's network namespace (nftables numgen), and then with its AAAA queries dropped,
+//     KS-DNS-5S names lab-node-1 and not lab-node-2.
+func TestIntegrationSlowPodsAndDNS(t *testing.T) {
+	_, rc := labtest.Shared(t, podresLab(t))
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
+	c := kubernetes.NewForConfigOrDie(rc)
+
+	// 1. Events.
+	const ns = "slowpods"
+	if _, err := c.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.NodeV1().RuntimeClasses().Create(ctx, &nodev1.RuntimeClass{ObjectMeta: metav1.ObjectMeta{Name: "broken"}, Handler: "nohandler"}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	col := podstartup.NewCollector(c, ns, "", clock.RealClock{}, 0)
+	if err := col.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer col.Stop()
+	pod := func(name string, f func(*corev1.Pod)) {
+		zero := int64(0)
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Spec: corev1.PodSpec{TerminationGracePeriodSeconds: &zero,
+			Tolerations: []corev1.Toleration{{Operator: corev1.TolerationOpExists}},
+			Containers:  []corev1.Container{{Name: "c", Image: lab.AgentImage, ImagePullPolicy: corev1.PullNever, Args: agentproto.Pause{}.Args()}}}}
+		f(p)
+		if _, err := c.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pod("unschedulable", func(p *corev1.Pod) {
+		p.Spec.Containers[0].Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100000")}
+	})
+	broken := "broken"
+	pod("sandbox-fails", func(p *corev1.Pod) { p.Spec.NodeName, p.Spec.RuntimeClassName = lab.RealNodeName(1), &broken })
+	pod("healthy", func(p *corev1.Pod) { p.Spec.NodeName = lab.RealNodeName(2) })
+	// Wait (on the collector's own notifications) until each slow pod has its Event and the healthy pod runs.
+	classOf := func(name string) string {
+		tl, _ := col.Timeline(name)
+		for _, e := range tl.Events {
+			return e.Class.String()
+		}
+		return ""
+	}
+	for {
+		hl, _ := col.Timeline("healthy")
+		if classOf("unschedulable") != "" && classOf("sandbox-fails") != "" && !hl.SeenRunning.IsZero() {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("events not seen: unschedulable %q, sandbox-fails %q, healthy running %v", classOf("unschedulable"), classOf("sandbox-fails"), !hl.SeenRunning.IsZero())
+		case <-col.Changed():
+		}
+	}
+	res := podstartup.Analyze(podstartup.Input{Timelines: col.Timelines(), SLO: podstartup.DefaultSLO, Creator: "others"})
+	rep := &result.Report{APIVersion: result.APIVersion, Kind: result.Kind, Results: []result.Result{res}}
+	rep.Findings, rep.Rules = rule.Evaluate(rep, check.Rules())
+	for _, f := range rep.Findings {
+		t.Logf("events: finding %s (explained by %q): %s", f.ID, f.ExplainedBy, f.Summary)
+	}
+	ev := finding(rep, podstartup.EventsRuleID)
+	if ev == nil {
+		t.Fatal("KS-POD-EVENTS not reported")
+	}
+	keys := map[string]bool{}
+	for _, it := range ev.Items {
+		keys[it.Key] = true
+	}
+	for _, want := range []string{"class=FailedScheduling: Insufficient cpu", "class=FailedCreatePodSandBox: RuntimeClass handler"} {
+		if !keys[want] {
+			t.Errorf("KS-POD-EVENTS lacks %s: %+v", want, ev.Items)
+		}
+	}
+	if s := res.Metric(podstartup.MetricSlowPods, nil); s == nil || s.Value != 2 {
+		t.Errorf("slow pods %+v, want 2 (the healthy pod is not one)", s)
+	}
+	if st := finding(rep, "KS-POD-STUCK"); st == nil || st.ExplainedBy != podstartup.EventsRuleID || !strings.Contains(st.Summary, "events on the 2 slow pods") {
+		t.Errorf("KS-POD-STUCK does not carry the events under KS-POD-EVENTS: %+v", st)
+	}
+	col.Stop()
+	events := res
+
+	// 2. DNS 5 s.
+	// The healthy lab's lookups run for the product's 10 s (400 per node: the rule's 1% is 4 of them); with a
+	// fault, for 5 s (200 per node): each fault makes nearly every lookup (nth-drop: 96-97% over 10 s, 100% over
+	// 5 s in two runs of 2026-11-29) or every other one (aaaa-drop: 50%) wait out the time-out, 200 and 100 of
+	// 200 where the rule asks for 3, and the share, 100% and 50%, is what it was over 10 s, above the 30% asked
+	// below (lab-node-2: 0 of 200 each time). A run also waits for its last lookups' two time-outs, 10 s, after
+	// they end: 16 s a run where 10 s of lookups took 21.
+	lookups := func(phase string, duration time.Duration) *result.Report {
+		o := dnslookup.DefaultOptions()
+		o.Duration = duration
+		o.Image = lab.AgentImage
+		rep, err := runner.Execute(ctx, runner.Plan{Target: runner.Target{Config: rc, Name: "lab", Lab: true},
+			Measurements: []measure.Measurement{dnslookup.New(o)}, Rules: check.Rules(), Progress: t.Logf, Log: slog.New(slog.NewTextHandler(os.Stderr, nil))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := rep.Result(dnslookup.Name)
+		if r == nil || r.Status != result.StatusPass {
+			t.Fatalf("%s: dns.lookups not measured: %+v", phase, r)
+		}
+		for _, m := range r.Metrics {
+			if m.Name == dnslookup.MetricNearTimeoutShare || m.Name == dnslookup.MetricLookups || m.Name == "lookup_seconds_p50" {
+				t.Logf("%s: %s %s = %g", phase, m.Name, m.Labels["client_node"], m.Value)
+			}
+		}
+		return rep
+	}
+	if f := finding(lookups("healthy", dnslookup.DefaultOptions().Duration), dnslookup.FiveSecondsRuleID); f != nil {
+		t.Errorf("healthy: %s: %s", f.ID, f.Summary)
+	}
+	nft := func(ruleset string) {
+		cmd := exec.CommandContext(ctx, "ip", "netns", "exec", lab.RealNodeNetNS(1), "nft", "-f", "-")
+		cmd.Stdin = strings.NewReader(ruleset)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("nft: %v: %s", err, out)
+		}
+	}
+	const table = "table ip ks_dns_fault"
+	for _, m := range []struct{ name, match string }{
+		// One packet in two to the DNS Service dropped before kube-proxy's DNAT.
+		{"nth-drop", "numgen inc mod 2 == 0"},
+		// AAAA queries for kubernetes.default.svc.cluster.local. dropped (its QTYPE at a fixed offset: the UDP header, the
+		// DNS header, a 38-byte name): a DNS path that silently loses one record type.
+		{"aaaa-drop", "@th,464,16 28"},
+	} {
+		nft(table + " {\n chain pre {\n  type filter hook prerouting priority -300; policy accept;\n  ip daddr " + lab.ClusterDNSIP + " udp dport 53 " + m.match + " drop\n }\n}\n")
+		rep := lookups(m.name, 5*time.Second)
+		nft("delete " + table + "\n")
+		if m.name == "nth-drop" {
+			twoFaults(t, events, *rep.Result(dnslookup.Name))
+		}
+		f := finding(rep, dnslookup.FiveSecondsRuleID)
+		if f == nil {
+			t.Errorf("%s: KS-DNS-5S not reported", m.name)
+			continue
+		}
+		t.Logf("%s: %s", m.name, f.Summary)
+		// Half the lookups lose a query (nth-drop: about every lookup loses one of its two; aaaa-drop: every
+		// other lookup is of the name whose AAAA is dropped): far above the 1% threshold.
+		if sh := rep.Result(dnslookup.Name).Metric(dnslookup.MetricNearTimeoutShare, map[string]string{"client_node": lab.RealNodeName(1)}); sh == nil || sh.Value < 0.3 {
+			t.Errorf("%s: share near the time-out on %s %+v, want >= 30%%", m.name, lab.RealNodeName(1), sh)
+		}
+		if f.Items[0].Key != "client_node="+lab.RealNodeName(1) {
+			t.Errorf("%s: items %+v, want %s first", m.name, f.Items, lab.RealNodeName(1))
+		}
+		for _, it := range f.Items {
+			if it.Key == "client_node="+lab.RealNodeName(2) {
+				t.Errorf("%s: %s, whose path was not touched, reported", m.name, lab.RealNodeName(2))
+			}
+		}
+	}
+}
+
 // burnPod is a pod on node running `agent burn` with the given limits (requests equal), and a readiness
 // probe on :8080 (1 s timeout) when probe is set.
 func burnPod(name, node string, b agentproto.Burn, limits corev1.ResourceList, probe bool) *corev1.Pod {
@@ -216,11 +410,19 @@ func burnPod(name, node string, b agentproto.Burn, limits corev1.ResourceList, p
 			Tolerations: []corev1.Toleration{{Operator: corev1.TolerationOpExists}}}}
 }
 
-// runPodRes runs pods.resources (a 30 s window) and the node sweep with their rules, saving what
+// podresWindow is pods.resources' window in the test: twice the kubelet's cAdvisor housekeeping interval
+// (10 s), so that the counters move between the window's two reads however the housekeeping falls (at least 5 s of
+// CFS periods apart even at its 15 s dynamic maximum). The throttled pods are throttled in nearly every period
+// (98-99% of 119-179 periods over 20 s in four runs of 2026-11-29, 263-333 over 30 s), 4x the rule's 25%
+// whatever the count. What the healthy run asserts (no throttling read for a pod without a limit, no OOM)
+// does not depend on its length.
+const podresWindow = 20 * time.Second
+
+// runPodRes runs pods.resources (a podresWindow window) and the node sweep with their rules, saving what
 // pods.resources read under $KUBESLOW_RECORD_PODRES/name when it is set.
 func runPodRes(ctx context.Context, t *testing.T, c kubernetes.Interface, rc *rest.Config, d lab.Dirs, name string) *result.Report {
 	t.Helper()
-	m := podres.New(30 * time.Second)
+	m := podres.New(podresWindow)
 	dir := os.Getenv("KUBESLOW_RECORD_PODRES")
 	if dir != "" {
 		m.Record = func(rec podres.Recording) {

@@ -56,7 +56,8 @@ import (
 //     from the node tier, control-plane-hog (a pod with no limit spinning on every core beside them, named
 //     from the node tier's run-queue wait) and control-plane-neighbour (a host process outside Kubernetes in a
 //     heavier cgroup beside kubepods: the starvation the cause, at warning or above, what it slowed folded
-//     under it). (small-control-plane, the same confinement in the lab's own
+//     under it); the cgroup's and the neighbour's starvation are eased once a window is measured, for the
+//     run's own cleanup. (small-control-plane, the same confinement in the lab's own
 //     cgroup with a 128-client storm, is left to the managed lab's TestIntegrationControlPlaneSaturation: here
 //     its agent pod was once not created within 5 minutes through the starved apiserver, a CI flake, and the
 //     test's own cgroup covers the mechanism);
@@ -90,6 +91,13 @@ func TestIntegrationKubeadm(t *testing.T) {
 	// (the agent's DaemonSet pod is created, scheduled and reported through that apiserver: under 0.1 core
 	// and a storm on a machine busy with other work, none was created within the default 2 minutes).
 	agentWait := cpnode.DefaultOptions(lab.AgentImage).Timeout
+	// measured, where a CPU case sets it, runs once a run's measurements have all reported (their results are
+	// in; the rules read only those), before the run closes its node tier and deletes its objects: there the
+	// case eases its fault, so that the run's end does not crawl through a starved apiserver: the neighbour's
+	// took 7-14 s and foreign-cpu-cgroup's 3-5 s in four runs of 2026-11-29 (19:51-20:31), 0.3-0.7 s and
+	// 0.2-0.3 s eased (23:13-23:59). A runner that said its results otherwise would only leave the fault on
+	// to the case's end, as before.
+	var measured func()
 	defaultWindow := measure.Options{}.Defaults().Window
 	// stamped is t.Logf with the seconds since `lab up` began before each line: where a case's time goes (the
 	// scenario's start, the waits, the run's steps) reads from its progress lines.
@@ -112,9 +120,22 @@ func TestIntegrationKubeadm(t *testing.T) {
 		began := time.Now()
 		opts := cpnode.DefaultOptions(lab.AgentImage)
 		opts.Timeout = agentWait
+		progress, reported, whenMeasured := stamped(t), 0, measured
 		rep, err := runner.Execute(ctx, runner.Plan{Target: runner.Target{Config: rest.CopyConfig(rc), Name: "lab-kubeconfig"},
-			Measurements: ms, Rules: check.Rules(), Progress: stamped(t), Log: slog.New(slog.NewTextHandler(os.Stderr, nil)),
-			NodeTier: cpnode.NewShared(opts)})
+			Measurements: ms, Rules: check.Rules(), Log: slog.New(slog.NewTextHandler(os.Stderr, nil)), NodeTier: cpnode.NewShared(opts),
+			Progress: func(format string, args ...any) {
+				t.Helper()
+				progress(format, args...)
+				// runner.Run's line of a measurement's result, said once for each (a result's status
+				// fourth): the last of them ends the measuring.
+				if len(args) == 5 && format == "[%d/%d] %s: %s %s" {
+					if _, ok := args[3].(result.Status); ok {
+						if reported++; reported == len(ms) && whenMeasured != nil {
+							whenMeasured()
+						}
+					}
+				}
+			}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -288,19 +309,41 @@ func TestIntegrationKubeadm(t *testing.T) {
 
 	// The CPU cases: the storm has built up before the window (200 409s answered); KS-CP-SATURATED names a
 	// component, from the node tier, on the control-plane node.
-	saturated := func(t *testing.T) (*result.Finding, *result.Result) {
-		t.Helper()
+	// cpuRuns returns the runs of a CPU case's windows, the node agent given longer to start, each window's fault
+	// eased once its measurements are in (ease, nil: the fault stays to the case's end; see measured), and what
+	// ends them. ease lifts the fault and returns what puts it back, which the next window runs first.
+	cpuRuns := func(t *testing.T, ease func() (restore func()), only ...string) (next func() (*result.Report, map[string]*result.Finding), end func()) {
 		agentWait = 5 * time.Minute
-		defer func() { agentWait = cpnode.DefaultOptions(lab.AgentImage).Timeout }()
-		rep, got := run(t, defaultWindow, "api.responsiveness", cpusage.Name)
+		var restore func()
+		if ease != nil {
+			measured = func() { restore = ease() }
+		}
+		return func() (*result.Report, map[string]*result.Finding) {
+				t.Helper()
+				if restore != nil {
+					restore()
+					restore = nil
+				}
+				return run(t, defaultWindow, only...)
+			}, func() {
+				agentWait = cpnode.DefaultOptions(lab.AgentImage).Timeout
+				measured = nil
+			}
+	}
+	saturated := func(t *testing.T, ease func() (restore func())) (*result.Finding, *result.Result) {
+		t.Helper()
+		window, end := cpuRuns(t, ease, "api.responsiveness", cpusage.Name)
+		defer end()
+		rep, got := window()
 		// As in starvedBy: a window where the API kept its SLO near enough to miss it next (mayMissNext) is measured
 		// again, twice at most, and the case is skipped after the last (the local CI of 2026-11-29: 0.1 core,
 		// yet 1,850 409s a minute answered within the SLO); an SLO missed with no KS-CP-SATURATED fails.
 		windows := 1
-		for ; windows < 3 && got["KS-CP-SATURATED"] == nil && got["KS-API-LATENCY"] == nil && mayMissNext(rep); windows++ {
+		for ; windows < 3 && got["KS-CP-SATURATED"] == nil && got["KS-API-LATENCY"] == nil && mayMissNext(rep, nearSLO); windows++ {
 			t.Logf("the API kept its SLO in this window (no KS-API-LATENCY; p99 %.3g s): measuring again (run %d of 3)", worstP99(rep), windows+1)
-			rep, got = run(t, defaultWindow, "api.responsiveness", cpusage.Name)
+			rep, got = window()
 		}
+		t.Logf("the API's worst p99 in window %d: %.3g s, %.2fx its SLO of %g s", windows, worstP99(rep), worstP99(rep)/apislo.SLOSingle, apislo.SLOSingle)
 		f := got["KS-CP-SATURATED"]
 		if f == nil && got["KS-API-LATENCY"] == nil {
 			t.Skipf("the API kept its SLO in %d window(s) under this confinement on this machine (p99 %.3g s in the last): no saturation finding is due, and none was named",
@@ -335,7 +378,8 @@ func TestIntegrationKubeadm(t *testing.T) {
 
 	t.Run("foreign-cpu-cgroup", func(t *testing.T) {
 		// A quarter of small-control-plane's storm: with 128 clients on a busy machine, the apiserver under
-		// 0.1 core left the node agent uncreated for minutes.
+		// 0.1 core left the node agent uncreated for minutes. Under this case's smaller cap (foreignCores) the
+		// 32 make the API miss its SLO surely in the first window, the agent still up within seconds.
 		if err := lab.StartLabProcess(d, "storm-conflict", []string{cfg.AgentBinary, "lab", "storm", "conflicts", "--kubeconfig", d.AdminKubeconfig(),
 			"--clients", "32", "--blocks", "4", "--qps", "20", "--user-agent", scenario.ConflictStormUserAgent, "--duration", "30m"}); err != nil {
 			t.Fatal(err)
@@ -348,12 +392,27 @@ func TestIntegrationKubeadm(t *testing.T) {
 		// The storm's clients race before the confinement: 200 409s answered by the apiserver at full speed
 		// (the case's start took 3 s so; 13 s with the wait under 0.1 core). Its 32 clients fill the confined
 		// apiserver's queue within a second of the move, before the window's first figures: the runs of
-		// 2026-11-29 19:48 and 20:01 answered 1,544-1,627 409s a minute in their first window (1,291-1,840 when
-		// the wait was under the confinement) and missed the SLO in it (p99 1.09-1.41 s), as before.
+		// 2026-11-29 19:48 and 20:01 (0.1 core) answered 1,544-1,627 409s a minute in their first window
+		// (1,291-1,840 when the wait was under the confinement) and missed the SLO in it (p99 1.09-1.41 s), as
+		// before; at 0.06 core (foreignCores) four runs (23:13-23:59) answered 832-1,042 a minute at p99
+		// 1.38-2.56 s (1.4-2.6x the SLO) in their first window.
 		waitRequests(ctx, t, rc, "200 409s", 200, func(l map[string]string) bool { return l["code"] == "409" })
-		cg := foreignCPUCgroup(t, d, scenario.SmallControlPlaneCores)
-		_, r := saturated(t)
-		limited(t, r, cg, scenario.SmallControlPlaneCores)
+		cg, limit := foreignCPUCgroup(t, d, foreignCores)
+		// Once the window is measured the cap is lifted (kube-apiserver and etcd stay in the cgroup): the run's
+		// end, its node agent's and namespace's deletion, goes at full speed. Another window caps them again.
+		_, r := saturated(t, func() func() {
+			if err := limit(0); err != nil {
+				t.Logf("lifting the cap of %s: %v (it stays to the case's end)", cg, err)
+				return nil
+			}
+			stamped(t)("the window measured: %s's cap lifted for the run's end", cg)
+			return func() {
+				if err := limit(foreignCores); err != nil {
+					t.Fatal(err)
+				}
+			}
+		})
+		limited(t, r, cg, foreignCores)
 	})
 
 	// control-plane-hog: a pod with no limit spinning on every core of the control-plane node, beside
@@ -367,7 +426,7 @@ func TestIntegrationKubeadm(t *testing.T) {
 	// SLO in all three windows, no saturation finding is due and none may be named: the fault was too weak on
 	// this machine to exercise the rule, so the case is skipped with that reason unless mustMiss says the
 	// scenario always breaks the SLO (then it fails).
-	starvedBy := func(t *testing.T, name string, mustMiss bool, only ...string) *result.Report {
+	starvedBy := func(t *testing.T, name string, mustMiss bool, ease func() (restore func()), only ...string) *result.Report {
 		sc := get(t, name)
 		start1(t, sc)
 		// The fault in effect, as a user meets it (a neighbour that has run for a while): the lab's kernel, the
@@ -393,8 +452,8 @@ func TestIntegrationKubeadm(t *testing.T) {
 				psi <- reading{avg60, time.Since(began), err}
 			}()
 		}
-		agentWait = 5 * time.Minute
-		defer func() { agentWait = cpnode.DefaultOptions(lab.AgentImage).Timeout }()
+		window, end := cpuRuns(t, ease, only...)
+		defer end()
 		began := time.Now()
 		waitRequests(ctx, t, rc, "200 409s", 200, func(l map[string]string) bool { return l["code"] == "409" })
 		t.Logf("[%6.1fs] 200 409s answered in %s", time.Since(start).Seconds(), time.Since(began).Round(100*time.Millisecond))
@@ -406,17 +465,18 @@ func TestIntegrationKubeadm(t *testing.T) {
 			t.Logf("[%6.1fs] CPU pressure established in %s: PSI some avg60 %.0f%%", time.Since(start).Seconds(),
 				p.took.Round(100*time.Millisecond), p.avg60*100)
 		}
-		rep, got := run(t, defaultWindow, only...)
+		rep, got := window()
 		// KS-CP-SATURATED(-API) is saturation *and* an SLO missed: in a window where the hog left the API
 		// within its SLO (no KS-API-LATENCY) no saturation finding may fire, and none is wanted (CI's run of
 		// 2026-11-28: etcd starved, API p99 within 1 s). Such a window is measured again, twice at most, where
-		// the scenario must miss the SLO or the window's p99 came near enough to miss it next (mayMissNext); an API
-		// that missed its SLO with no saturation finding fails at once.
+		// the scenario must miss the SLO or the window's p99 came near enough to miss it next (mayMissNext: from
+		// hogNearSLO, the hog being the one such case that may keep it); an API that missed its SLO with no
+		// saturation finding fails at once.
 		windows := 1
 		for ; windows < 3 && got["KS-CP-SATURATED"] == nil && got["KS-CP-SATURATED-API"] == nil && got["KS-API-LATENCY"] == nil &&
-			(mustMiss || mayMissNext(rep)); windows++ {
+			(mustMiss || mayMissNext(rep, hogNearSLO)); windows++ {
 			t.Logf("%s left the API within its SLO in this window (no KS-API-LATENCY; p99 %.3g s): measuring again (run %d of 3)", name, worstP99(rep), windows+1)
-			rep, got = run(t, defaultWindow, only...)
+			rep, got = window()
 		}
 		// The node tier names the starved component: in KS-CP-SATURATED's text when a component's run-queue
 		// wait is its figure (any of the four that lost at least 0.1 s per second: the hog starves them all;
@@ -453,7 +513,7 @@ func TestIntegrationKubeadm(t *testing.T) {
 	// goroutines' wait (KS-CP-SATURATED-API) with the node agent's figures of where its CPU went: runs here put
 	// the share of their runnable time kube-apiserver and etcd waited at 78-90%, around that threshold.
 	t.Run("control-plane-hog", func(t *testing.T) {
-		starvedBy(t, "control-plane-hog", false, "api.responsiveness", cpusage.Name)
+		starvedBy(t, "control-plane-hog", false, nil, "api.responsiveness", cpusage.Name)
 	})
 
 	// control-plane-neighbour, a second mechanism: no pod at all, a host process in a cgroup beside kubepods
@@ -463,7 +523,26 @@ func TestIntegrationKubeadm(t *testing.T) {
 	// explained by nothing, with the outages, stalls and API latency of the same window (the availability
 	// probes run too) folded under it.
 	t.Run("control-plane-neighbour", func(t *testing.T) {
-		rep := starvedBy(t, "control-plane-neighbour", true, "api.responsiveness", cpusage.Name, availability.Name)
+		// Once the window is measured the neighbour's cgroup gets the least CPU weight (it spins on what
+		// kubepods leaves): the run's end, its node agent's and namespace's deletion, no longer crawls. Another
+		// window gives it its weight back, and the pressure its minute again.
+		ease := func() func() {
+			had, err := neighbourWeight(0)
+			if err != nil {
+				t.Logf("easing the neighbour: %v (it runs at its weight to the case's end)", err)
+				return nil
+			}
+			stamped(t)("the window measured: the neighbour's CPU weight %d lowered for the run's end", had)
+			return func() {
+				if _, err := neighbourWeight(had); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := psiEstablished(ctx, 0.6); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		rep := starvedBy(t, "control-plane-neighbour", true, ease, "api.responsiveness", cpusage.Name, availability.Name)
 		// Where each result's window lay against the outages: what the ordering of causes rests on.
 		for _, r := range rep.Results {
 			t.Logf("%s: %s to %s", r.Name, r.Start.Format("15:04:05.0"), r.End.Format("15:04:05.0"))
@@ -693,18 +772,13 @@ func memoryLoopDevice(ctx context.Context, t *testing.T) string {
 
 // foreignCPUCgroup moves kube-apiserver and etcd into a CPU cgroup of the test's own (outside the lab's tree,
 // as a tester or another tool would make it) capped at cores, and puts them back when the test ends. It
-// returns the cgroup's path in its hierarchy. cgroup v2's cpu.max where the cpu controller is on the unified
-// hierarchy, else v1's CFS quota.
-func foreignCPUCgroup(t *testing.T, d lab.Dirs, cores float64) string {
+// returns the cgroup's path in its hierarchy and limit, which caps it again at the cores given (0: no cap; the
+// processes stay in it). cgroup v2's cpu.max where the cpu controller is on the unified hierarchy, else v1's
+// CFS quota.
+func foreignCPUCgroup(t *testing.T, d lab.Dirs, cores float64) (string, func(cores float64) error) {
 	t.Helper()
 	name := fmt.Sprintf("kubeslow-test-confined-%d", os.Getpid())
-	root, file, limit := "/sys/fs/cgroup/cpu", "", ""
-	for _, r := range []string{"/sys/fs/cgroup", "/sys/fs/cgroup/unified"} {
-		if b, err := os.ReadFile(filepath.Join(r, "cgroup.controllers")); err == nil && strings.Contains(" "+string(b)+" ", " cpu ") {
-			root = r
-			break
-		}
-	}
+	root, v1 := cpuRoot()
 	dir := filepath.Join(root, name)
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		t.Fatal(err)
@@ -720,15 +794,26 @@ func foreignCPUCgroup(t *testing.T, d lab.Dirs, cores float64) string {
 			t.Errorf("removing %s: %v", dir, err)
 		}
 	})
-	if root == "/sys/fs/cgroup/cpu" {
-		file, limit = "cpu.cfs_quota_us", strconv.Itoa(int(cores*100000))
+	file := "cpu.max"
+	if v1 {
+		file = "cpu.cfs_quota_us"
 		if err := os.WriteFile(filepath.Join(dir, "cpu.cfs_period_us"), []byte("100000"), 0o644); err != nil {
 			t.Fatal(err)
 		}
-	} else {
-		file, limit = "cpu.max", fmt.Sprintf("%d 100000", int(cores*100000))
 	}
-	if err := os.WriteFile(filepath.Join(dir, file), []byte(limit), 0o644); err != nil {
+	limit := func(cores float64) error {
+		quota := "max"
+		if cores > 0 {
+			quota = strconv.Itoa(int(cores * 100000))
+		} else if v1 {
+			quota = "-1"
+		}
+		if !v1 {
+			quota += " 100000"
+		}
+		return os.WriteFile(filepath.Join(dir, file), []byte(quota), 0o644)
+	}
+	if err := limit(cores); err != nil {
 		t.Fatal(err)
 	}
 	for _, comp := range []string{lab.KubeAPIServer, lab.Etcd} {
@@ -736,7 +821,7 @@ func foreignCPUCgroup(t *testing.T, d lab.Dirs, cores float64) string {
 		if err != nil {
 			t.Fatal(err)
 		}
-		home, err := cgroupOf(pid, root == "/sys/fs/cgroup/cpu")
+		home, err := cgroupOf(pid, v1)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -744,9 +829,44 @@ func foreignCPUCgroup(t *testing.T, d lab.Dirs, cores float64) string {
 			t.Fatalf("moving %s (pid %d) into %s: %v", comp, pid, dir, err)
 		}
 		pids[pid] = home
-		t.Logf("%s (pid %d) moved from %s into %s (%s %s)", comp, pid, home, dir, file, limit)
+		t.Logf("%s (pid %d) moved from %s into %s (%s: %g cores)", comp, pid, home, dir, file, cores)
 	}
-	return "/" + name
+	return "/" + name, limit
+}
+
+// cpuRoot is the hierarchy of the CPU controller: the unified one where it offers cpu, else v1's cpu (v1 true).
+func cpuRoot() (root string, v1 bool) {
+	for _, r := range []string{"/sys/fs/cgroup", "/sys/fs/cgroup/unified"} {
+		if b, err := os.ReadFile(filepath.Join(r, "cgroup.controllers")); err == nil && strings.Contains(" "+string(b)+" ", " cpu ") {
+			return r, false
+		}
+	}
+	return "/sys/fs/cgroup/cpu", true
+}
+
+// neighbourWeight sets the CPU weight of control-plane-neighbour's cgroup (beside the control-plane node's
+// kubepods) to w (0: the least the controller takes) and returns the weight it had: cgroup v2's cpu.weight,
+// else v1's cpu.shares.
+func neighbourWeight(w int) (int, error) {
+	root, v1 := cpuRoot()
+	file := filepath.Join(root, lab.ControlPlaneNodeCgroup(), scenario.NeighbourCgroup, "cpu.weight")
+	if v1 {
+		file = filepath.Join(filepath.Dir(file), "cpu.shares")
+	}
+	if w <= 0 && v1 {
+		w = 2
+	} else if w <= 0 {
+		w = 1
+	}
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return 0, err
+	}
+	had, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		return 0, fmt.Errorf("%s: %q", file, b)
+	}
+	return had, os.WriteFile(file, []byte(strconv.Itoa(w)), 0o644)
 }
 
 // cgroupOf is pid's cgroup in the v1 cpu hierarchy (v1) or the unified one.
@@ -842,17 +962,33 @@ const (
 	etcdDiskWindow  = 12 * time.Second
 )
 
+// foreignCores is the cap of foreign-cpu-cgroup's cgroup: 0.6 of small-control-plane's
+// (scenario.SmallControlPlaneCores), whose 0.1 core under the case's 32 clients left the API's p99 from 0.885 s
+// (three windows of CI's run of 2026-11-29 at 0.946-0.954 s, then a skip: 104 s) to 1.41 s. Its clients are
+// closed loops: a request waits about as long as the others take the CPU before it, so p99 grows as the cap
+// shrinks: 1.38-2.56 s in the first window of four runs at 0.06 (the case 36-43 s, its node agent up in
+// seconds), against 0.885-1.41 s at 0.1. A window that still kept the SLO near it is measured again (nearSLO).
+const foreignCores = 0.06
+
 // nearSLO is the share of the API's SLO (apislo.SLOSingle) a CPU case's window must reach, in its worst p99,
 // for the case to measure another window when the API kept its SLO: window to window, one case's p99 moved by
 // 18-30% on the lab (2026-11-29: foreign-cpu-cgroup 0.885 s, then 1.15 s and the SLO missed; control-plane-hog
 // 0.505, 0.561, 0.594 s). A window at half the SLO does not miss it in the next; three of them cost ~100 s.
-const nearSLO = 0.7
+//
+// hogNearSLO is control-plane-hog's: its p99 rose by 18% at most over two windows (0.505 to 0.594 s above) and
+// fell in every other run that measured again (0.962, 0.768, 0.607 s; 0.76, 0.564 s on 2026-11-29), never
+// missing the SLO after a window that kept it; from 0.8 of the SLO it would have to rise by 25%. Each window it
+// measures again costs ~33-40 s (the run of 23:40 read 0.756 s: one window, not two or three).
+const (
+	nearSLO    = 0.7
+	hogNearSLO = 0.8
+)
 
-// mayMissNext reports whether the next window may miss the SLO that rep's kept: its worst p99 reached nearSLO of
+// mayMissNext reports whether the next window may miss the SLO that rep's kept: its worst p99 reached near of
 // it, or was not measured (the apiserver's /metrics unanswered).
-func mayMissNext(rep *result.Report) bool {
+func mayMissNext(rep *result.Report, near float64) bool {
 	p := worstP99(rep)
-	return p == 0 || p >= nearSLO*apislo.SLOSingle
+	return p == 0 || p >= near*apislo.SLOSingle
 }
 
 // worstP99 is the highest p99 of single-object and mutating calls in rep's results (0 when none was measured).

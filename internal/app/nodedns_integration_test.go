@@ -45,7 +45,19 @@ import (
 //     the same watch is the connect tracer's plain path (connects);
 //   - timeouts (`kubeslow run --only nodes.agent --window 8s`: the agents watch the run's window): a firewall rule in lab-node-1's network namespace drops UDP to port 53 from that
 //     pod's address only (FORWARD: the pod's packets are routed through the node); KS-POD-DNS-TIMEOUT names
-//     that pod, and no other; the rule's counters show the drops.
+//     that pod, and no other; the rule's counters show the drops. The same run is the connect tracer's first
+//     fault (first-syn-dropped, connects);
+//   - coredns-paused (the same kind of run): the lab's CoreDNS stopped; KS-POD-DNS-TIMEOUT names the pod among
+//     the Service's clients, and no client of another server. The same run is the connect tracer's second
+//     fault (syn-rate-limited, connects).
+//
+// Each fault run holds one DNS fault and one connect fault on paths that share nothing (the pod's UDP to port 53,
+// and lab-node-1's host network's TCP to a server pod on lab-node-2, reached by its address: curl resolves no
+// name), and each fault's assertions are on its own client's series and findings (KS-POD-DNS-TIMEOUT's items
+// are all DNS clients, KS-POD-CONNECT-SLOW's are only required to hold curl's): until 2026-11-29 a run per
+// fault, four. Shared, on the lab three times: 134-140 of the pod's queries timed out under the drop and 276-284
+// with CoreDNS stopped (the rule's least is 2, and all of them: share 1.00), curl connected 11 times through the
+// first-SYN drop (5 needed), 7-8 of them slow in the agent's watch (the rule's 2), 20-23 of 26 under the SYN limit.
 func TestIntegrationNodeDNS(t *testing.T) {
 	d, rc := labtest.Shared(t, appLab(t))
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
@@ -76,6 +88,8 @@ func TestIntegrationNodeDNS(t *testing.T) {
 			logPod(t, c, ns, podName)
 		}
 	})
+	// The connect tracer's peer (connects) starts beside the pod (until 2026-11-29 after it).
+	createConnectServer(ctx, t, c, ns)
 	podIP := labtest.WaitPodRunning(ctx, t, c, ns, podName).Status.PodIP
 	if podIP == "" {
 		t.Fatal("the pod runs without an IP")
@@ -154,7 +168,7 @@ func TestIntegrationNodeDNS(t *testing.T) {
 		// One sweep of the healthy lab for both tracers: the pod's lookups, and curl's connects on the plain path
 		// from lab-node-1's host network (until 2026-11-29 a sweep each, the same 6 s window through the runner).
 		const window = 6 * time.Second
-		curl, rep, na, began, ended := cn.measure(t, window, 1)
+		curl, rep, na, began, ended := cn.measure(t, window, 1, false)
 		cn.plain(t, curl, rep, na)
 		queries, perSecond := metric(na, nodeagent.MetricDNSQueries, podLabels), metric(na, nodeagent.MetricDNSQueriesPerSecond, podLabels)
 		if queries <= 0 || perSecond <= 0 {
@@ -201,7 +215,7 @@ func TestIntegrationNodeDNS(t *testing.T) {
 		assertRule(t, rep, "KS-POD-DNS-TIMEOUT", result.RuleClear)
 	})
 
-	t.Run("timeouts", func(t *testing.T) {
+	t.Run("timeouts+first-syn-dropped", func(t *testing.T) {
 		// The drop: in the node's network namespace, where the pod's packets are routed (its veth's bridge to
 		// the node's uplink), after kube-proxy's DNAT of the Service address to CoreDNS (port 53 still).
 		drop := []string{"FORWARD", "-s", podIP + "/32", "-p", "udp", "-m", "udp", "--dport", "53", "-j", "DROP"}
@@ -224,8 +238,9 @@ func TestIntegrationNodeDNS(t *testing.T) {
 			t.Fatal(err)
 		}
 		dropped0 := time.Now()
+		cn.dropFirstSYN(t)
 		const window = 8 * time.Second
-		rep, na, _, _ := sweep(t, window, true)
+		curl, rep, na, _, _ := cn.measure(t, window, 1, true)
 		out, err := ipt(ctx, "-S", "FORWARD", "-v")
 		if err != nil {
 			t.Fatal(err)
@@ -282,9 +297,10 @@ func TestIntegrationNodeDNS(t *testing.T) {
 				t.Errorf("finding %s [%s]: %s", f.ID, f.Severity, f.Summary)
 			}
 		}
+		cn.firstSYNDropped(t, curl, rep, na)
 	})
 
-	t.Run("coredns-paused", func(t *testing.T) {
+	t.Run("coredns-paused+syn-rate-limited", func(t *testing.T) {
 		// A second mechanism, at the server rather than on the path: the lab's CoreDNS process stopped
 		// (SIGSTOP, by its recorded PID: it holds its socket and answers nothing, as a server stalled on its
 		// node or frozen by its cgroup). Every client of the Service times out, the pod among them; each
@@ -303,7 +319,8 @@ func TestIntegrationNodeDNS(t *testing.T) {
 			}
 		}
 		t.Cleanup(doResume)
-		rep, na, _, _ := sweep(t, 8*time.Second, true)
+		cn.limitSYN(t)
+		curl, rep, na, _, _ := cn.measure(t, 8*time.Second, 6, true)
 		doResume()
 		resumedAt := time.Now()
 		timeouts, share := metric(na, nodeagent.MetricDNSTimeouts, podLabels), metric(na, nodeagent.MetricDNSTimeoutShare, podLabels)
@@ -338,9 +355,8 @@ func TestIntegrationNodeDNS(t *testing.T) {
 			}
 			return nil
 		})
+		cn.synLimited(t, curl, rep, na)
 	})
-
-	t.Run("connects", cn.faults)
 }
 
 // connects is the agent's eBPF connect tracer against a peer's own connect timing on the same connections.
@@ -354,11 +370,12 @@ func TestIntegrationNodeDNS(t *testing.T) {
 //   - with the first SYN of every connect dropped in lab-node-1's OUTPUT chain (iptables' statistic match,
 //     every second SYN: each connect's first try is lost and its retransmission, after the initial RTO of 1 s,
 //     goes through), the connects the application waits a second for: p50 within 10% of curl's, and
-//     KS-POD-CONNECT-SLOW names the client and the destination;
+//     KS-POD-CONNECT-SLOW names the client and the destination (first-syn-dropped, in the timeouts run);
 //   - a second mechanism, on the server's node and by rate: a SYN-flood limit in lab-node-2's FORWARD chain
 //     (iptables' limit match, 4 new connections a second to the server, the rest dropped: the recipes' SYN-flood
 //     protection) under six curl loops. The SYNs past the limit are dropped and their connects wait for the
-//     retransmission, the others not: KS-POD-CONNECT-SLOW names the client and destination on a share of them.
+//     retransmission, the others not: KS-POD-CONNECT-SLOW names the client and destination on a share of them
+//     (syn-rate-limited, in the coredns-paused run).
 //
 // (A server too slow to accept, its accept queue full, was tried first: the kernel then mostly drops the
 // handshake's last ACK, not the SYN — the client's connect returns at once and its first request waits instead;
@@ -374,18 +391,25 @@ type connects struct {
 	item   string            // KS-POD-CONNECT-SLOW's key for them
 }
 
-// newConnects starts the server pod in ns on lab-node-2 and waits until lab-node-1's host network reaches it.
-func newConnects(ctx context.Context, t *testing.T, c kubernetes.Interface, ns string,
-	sweep func(*testing.T, time.Duration, bool) (*result.Report, *result.Result, time.Time, time.Time)) *connects {
+// connectServer is the name of the connect tracer's server pod.
+const connectServer = "connect-server"
+
+// createConnectServer creates the server pod in ns on lab-node-2 (newConnects waits for it).
+func createConnectServer(ctx context.Context, t *testing.T, c kubernetes.Interface, ns string) {
 	t.Helper()
-	const server = "connect-server"
-	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: server, Namespace: ns},
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: connectServer, Namespace: ns},
 		Spec: corev1.PodSpec{NodeSelector: map[string]string{corev1.LabelHostname: lab.RealNodeName(2)}, TerminationGracePeriodSeconds: ptr.To[int64](1),
 			AutomountServiceAccountToken: ptr.To(false), Containers: []corev1.Container{burnContainer("listen", "--listen", ":8080")}}}
 	if _, err := c.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	ip := labtest.WaitPodRunning(ctx, t, c, ns, server).Status.PodIP
+}
+
+// newConnects waits for the server pod createConnectServer made in ns until lab-node-1's host network reaches it.
+func newConnects(ctx context.Context, t *testing.T, c kubernetes.Interface, ns string,
+	sweep func(*testing.T, time.Duration, bool) (*result.Report, *result.Result, time.Time, time.Time)) *connects {
+	t.Helper()
+	ip := labtest.WaitPodRunning(ctx, t, c, ns, connectServer).Status.PodIP
 	cn := &connects{ctx: ctx, sweep: sweep, ip: ip, dest: ip + ":8080",
 		labels: map[string]string{"node": lab.RealNodeName(1), "client": lab.RealNodeIP(1), "kind": nodeagent.DNSClientHost, "dest": ip + ":8080", "source": "ebpf"},
 		item:   "client=" + lab.RealNodeName(1) + "/" + lab.RealNodeIP(1) + " dest=" + ip + ":8080"}
@@ -401,9 +425,9 @@ func (cn *connects) in(ctx context.Context, argv ...string) (string, error) {
 	return host.RunIn(ctx, host.Short, nil, lab.RealNodeNetNS(1), argv...)
 }
 
-// measure runs loops curl loops while a sweep of window runs; curl's time_connects sorted, and the agent's
-// report and figures, with the time the sweep ran.
-func (cn *connects) measure(t *testing.T, window time.Duration, loops int) (curl []float64, rep *result.Report, na *result.Result, began, ended time.Time) {
+// measure runs loops curl loops while a sweep of window runs (through `kubeslow run` with viaRun); curl's
+// time_connects sorted, and the agent's report and figures, with the time the sweep ran.
+func (cn *connects) measure(t *testing.T, window time.Duration, loops int, viaRun bool) (curl []float64, rep *result.Report, na *result.Result, began, ended time.Time) {
 	t.Helper()
 	loopCtx, stop := context.WithCancel(cn.ctx)
 	var mu sync.Mutex
@@ -431,7 +455,7 @@ func (cn *connects) measure(t *testing.T, window time.Duration, loops int) (curl
 			loopDone <- nil
 		}()
 	}
-	rep, na, began, ended = cn.sweep(t, window, false)
+	rep, na, began, ended = cn.sweep(t, window, viaRun)
 	stop()
 	for range loops {
 		if err := <-loopDone; err != nil {
@@ -496,60 +520,72 @@ func (cn *connects) plain(t *testing.T, curl []float64, rep *result.Report, na *
 	}
 }
 
-// faults runs the two slow-connect cases.
-func (cn *connects) faults(t *testing.T) {
-	ctx, ip, item := cn.ctx, cn.ip, cn.item
-	t.Run("first-syn-dropped", func(t *testing.T) {
-		drop := []string{"OUTPUT", "-p", "tcp", "--syn", "-d", ip + "/32", "--dport", "8080", "-m", "statistic", "--mode", "nth", "--every", "2", "--packet", "0", "-j", "DROP"}
-		if out, err := cn.in(ctx, append([]string{"iptables", "-w", "5", "-I"}, drop...)...); err != nil {
+// dropFirstSYN drops the first SYN of every connect from lab-node-1 to the server (every second one, in
+// lab-node-1's OUTPUT chain) until the test ends: each connect's first try is lost and its retransmission, after
+// the initial RTO, goes through (first-syn-dropped).
+func (cn *connects) dropFirstSYN(t *testing.T) {
+	t.Helper()
+	drop := []string{"OUTPUT", "-p", "tcp", "--syn", "-d", cn.ip + "/32", "--dport", "8080", "-m", "statistic", "--mode", "nth", "--every", "2", "--packet", "0", "-j", "DROP"}
+	if out, err := cn.in(cn.ctx, append([]string{"iptables", "-w", "5", "-I"}, drop...)...); err != nil {
+		t.Fatalf("%v %s", err, out)
+	}
+	t.Cleanup(func() {
+		if out, err := cn.in(context.Background(), append([]string{"iptables", "-w", "5", "-D"}, drop...)...); err != nil {
+			t.Errorf("removing the SYN drop: %v %s", err, out)
+		}
+	})
+}
+
+// firstSYNDropped checks a sweep of dropFirstSYN's fault (measure's figures, one curl loop).
+func (cn *connects) firstSYNDropped(t *testing.T, curl []float64, rep *result.Report, na *result.Result) {
+	t.Helper()
+	p50, curlP50 := metric(na, nodeagent.MetricTCPConnectLatencyP50, cn.labels), curl[len(curl)/2]
+	if curlP50 < 0.9 {
+		t.Fatalf("curl's time_connect p50 %.3f s: the SYN drop did not hold connects for the RTO", curlP50)
+	}
+	if p50 < curlP50*0.9 || p50 > curlP50*1.1 {
+		t.Errorf("tcp_connect_latency_p50 %.3f s against curl's time_connect p50 %.3f s: want within 10%%", p50, curlP50)
+	}
+	if items := slowItems(t, rep); !slices.Contains(items, cn.item) {
+		t.Errorf("KS-POD-CONNECT-SLOW items %v: want %q", items, cn.item)
+	}
+}
+
+// limitSYN limits the SYNs to the server to 4 a second in lab-node-2's FORWARD chain, the rest dropped, until
+// the test ends (syn-rate-limited).
+func (cn *connects) limitSYN(t *testing.T) {
+	t.Helper()
+	inServer := func(ctx context.Context, argv ...string) (string, error) {
+		return host.RunIn(ctx, host.Short, nil, lab.RealNodeNetNS(2), argv...)
+	}
+	match := []string{"FORWARD", "-p", "tcp", "--syn", "-d", cn.ip + "/32", "--dport", "8080"}
+	accept := append(append([]string{}, match...), "-m", "limit", "--limit", "4/second", "--limit-burst", "4", "-j", "ACCEPT")
+	drop := append(append([]string{}, match...), "-j", "DROP")
+	for i, rule := range [][]string{accept, drop} {
+		if out, err := inServer(cn.ctx, append([]string{"iptables", "-w", "5", "-I", "FORWARD", strconv.Itoa(i + 1)}, rule[1:]...)...); err != nil {
 			t.Fatalf("%v %s", err, out)
 		}
 		t.Cleanup(func() {
-			if out, err := cn.in(context.Background(), append([]string{"iptables", "-w", "5", "-D"}, drop...)...); err != nil {
-				t.Errorf("removing the SYN drop: %v %s", err, out)
+			if out, err := inServer(context.Background(), append([]string{"iptables", "-w", "5", "-D"}, rule...)...); err != nil {
+				t.Errorf("removing the SYN limit: %v %s", err, out)
 			}
 		})
-		curl, rep, na, _, _ := cn.measure(t, 8*time.Second, 1)
-		p50, curlP50 := metric(na, nodeagent.MetricTCPConnectLatencyP50, cn.labels), curl[len(curl)/2]
-		if curlP50 < 0.9 {
-			t.Fatalf("curl's time_connect p50 %.3f s: the SYN drop did not hold connects for the RTO", curlP50)
-		}
-		if p50 < curlP50*0.9 || p50 > curlP50*1.1 {
-			t.Errorf("tcp_connect_latency_p50 %.3f s against curl's time_connect p50 %.3f s: want within 10%%", p50, curlP50)
-		}
-		if items := slowItems(t, rep); !slices.Contains(items, item) {
-			t.Errorf("KS-POD-CONNECT-SLOW items %v: want %q", items, item)
-		}
-	})
-	t.Run("syn-rate-limited", func(t *testing.T) {
-		inServer := func(ctx context.Context, argv ...string) (string, error) {
-			return host.RunIn(ctx, host.Short, nil, lab.RealNodeNetNS(2), argv...)
-		}
-		match := []string{"FORWARD", "-p", "tcp", "--syn", "-d", ip + "/32", "--dport", "8080"}
-		accept := append(append([]string{}, match...), "-m", "limit", "--limit", "4/second", "--limit-burst", "4", "-j", "ACCEPT")
-		drop := append(append([]string{}, match...), "-j", "DROP")
-		for i, rule := range [][]string{accept, drop} {
-			if out, err := inServer(ctx, append([]string{"iptables", "-w", "5", "-I", "FORWARD", strconv.Itoa(i + 1)}, rule[1:]...)...); err != nil {
-				t.Fatalf("%v %s", err, out)
-			}
-			t.Cleanup(func() {
-				if out, err := inServer(context.Background(), append([]string{"iptables", "-w", "5", "-D"}, rule...)...); err != nil {
-					t.Errorf("removing the SYN limit: %v %s", err, out)
-				}
-			})
-		}
-		curl, rep, na, _, _ := cn.measure(t, 8*time.Second, 6)
-		slow := len(curl) - sort.SearchFloat64s(curl, 0.9)
-		if slow < nodeagent.ConnectSlowMin || slow == len(curl) {
-			t.Fatalf("%d of curl's %d connects took 0.9 s or more: want some, not all, past the limit", slow, len(curl))
-		}
-		if got := metric(na, nodeagent.MetricTCPConnectsSlow, cn.labels); got < nodeagent.ConnectSlowMin {
-			t.Errorf("tcp_connects_slow %v, where curl saw %d connects of 0.9 s or more", got, slow)
-		}
-		if items := slowItems(t, rep); !slices.Contains(items, item) {
-			t.Errorf("KS-POD-CONNECT-SLOW items %v: want %q", items, item)
-		}
-	})
+	}
+}
+
+// synLimited checks a sweep of limitSYN's fault (measure's figures, six curl loops).
+func (cn *connects) synLimited(t *testing.T, curl []float64, rep *result.Report, na *result.Result) {
+	t.Helper()
+	slow := len(curl) - sort.SearchFloat64s(curl, 0.9)
+	if slow < nodeagent.ConnectSlowMin || slow == len(curl) {
+		t.Fatalf("%d of curl's %d connects took 0.9 s or more: want some, not all, past the limit", slow, len(curl))
+	}
+	if got := metric(na, nodeagent.MetricTCPConnectsSlow, cn.labels); got < nodeagent.ConnectSlowMin {
+		t.Errorf("tcp_connects_slow %v, where curl saw %d connects of 0.9 s or more", got, slow)
+	}
+	if items := slowItems(t, rep); !slices.Contains(items, cn.item) {
+		t.Errorf("KS-POD-CONNECT-SLOW items %v: want %q", items, cn.item)
+	}
 }
 
 // logPod logs the pod's status and its namespace's events (a failed test's evidence).
@@ -654,11 +690,12 @@ func assertRule(t *testing.T, rep *result.Report, id string, want result.RuleSta
 	t.Errorf("%s not evaluated at all", id)
 }
 
-// deleteNamespace deletes ns and waits (up to a minute) until it is gone.
+// deleteNamespace deletes ns and waits (up to a minute) until it is gone. A namespace already being deleted
+// (the apiserver answers Conflict while its content goes) is waited for.
 func deleteNamespace(t *testing.T, c kubernetes.Interface, ns string) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if err := c.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+	if err := c.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
 		t.Errorf("deleting namespace %s: %v", ns, err)
 		return
 	}

@@ -24,8 +24,8 @@ import (
 )
 
 // TestIntegrationWatchNodeAgent: `kubeslow watch install --node-agent` keeps the node agent running on every
-// real node (a DaemonSet that reads its node every --node-agent-every, 15 s here) and the installed watch reads
-// the agents' newest reports each cycle through its namespaced Role, creating nothing:
+// real node (a DaemonSet that reads its node every --node-agent-every, 10 s here, the least the flag takes) and
+// the installed watch reads the agents' newest reports each cycle through its namespaced Role, creating nothing:
 //   - nodes.agent passes in the watch's cycles with every real node reported, and on the healthy lab
 //     KS-POD-CONNECT-SLOW does not fire;
 //   - a fault on a real node the rules were not written on — the first SYN of every connect from lab-node-1 to a
@@ -39,9 +39,27 @@ func TestIntegrationWatchNodeAgent(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	c := kubernetes.NewForConfigOrDie(rc)
-	const ns, every = "kubeslow-watch-agent-it", 15 * time.Second
+	// The agents read every 10 s (15 s until 2026-11-29): a read of the fault below holds ~9 connects of a
+	// second, 4x the rule's 2. A cycle's window is 1 s: nodes.agent reading kept agents only waits it out
+	// before it reads their newest reports (a cycle every ~11 s, 15 s at the 5 s window before).
+	const ns, every, window = "kubeslow-watch-agent-it", 10 * time.Second, "1s"
+
+	// The fault's server pod on lab-node-2, started while the agents and the watch start (it was created
+	// after them until 2026-11-29): a server with no client yet changes nothing the healthy checks read.
+	const srvNS, server = "watch-agent-it", "connect-server"
+	if _, err := c.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: srvNS}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { deleteNamespace(t, c, srvNS) })
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: server, Namespace: srvNS},
+		Spec: corev1.PodSpec{NodeSelector: map[string]string{corev1.LabelHostname: lab.RealNodeName(2)}, TerminationGracePeriodSeconds: ptr.To[int64](1),
+			AutomountServiceAccountToken: ptr.To(false), Containers: []corev1.Container{burnContainer("listen", "--listen", ":8080")}}}
+	if _, err := c.CoreV1().Pods(srvNS).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
 	code, out, errOut := runArgs(t, "watch", "install", "--kubeconfig", d.AdminKubeconfig(), "--image", lab.AgentImage, "--namespace", ns,
-		"--interval", "10s", "--window", "5s", "--for", "1", "--only", nodeagent.Name, "--node-agent", "--node-agent-every", every.String())
+		"--interval", "10s", "--window", window, "--for", "1", "--only", nodeagent.Name, "--node-agent", "--node-agent-every", every.String())
 	if code != 0 {
 		t.Fatalf("watch install --node-agent: exit %d\n%s\n%s", code, out, errOut)
 	}
@@ -113,7 +131,7 @@ func TestIntegrationWatchNodeAgent(t *testing.T) {
 	t.Logf("the watch reads the kept agents: %v", nodesReported(fams))
 	// `kubeslow run --read-only --node-agent NS` reads the same reports, creating nothing.
 	code, out, errOut = runArgs(t, "run", "--kubeconfig", d.AdminKubeconfig(), "--read-only", "--only", nodeagent.Name, "--node-agent", ns,
-		"--window", "5s", "--out-dir", "", "-o", "json")
+		"--window", window, "--out-dir", "", "-o", "json")
 	if code != 0 {
 		t.Fatalf("run --read-only --node-agent: exit %d\n%s", code, errOut)
 	}
@@ -126,19 +144,8 @@ func TestIntegrationWatchNodeAgent(t *testing.T) {
 		t.Errorf("run --read-only --node-agent: nodes.agent %+v", na)
 	}
 
-	// The fault: a server pod on lab-node-2, a client in lab-node-1's network namespace connecting in a loop,
+	// The fault: the server pod on lab-node-2, a client in lab-node-1's network namespace connecting in a loop,
 	// every second SYN to the server dropped on lab-node-1.
-	const srvNS, server = "watch-agent-it", "connect-server"
-	if _, err := c.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: srvNS}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { deleteNamespace(t, c, srvNS) })
-	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: server, Namespace: srvNS},
-		Spec: corev1.PodSpec{NodeSelector: map[string]string{corev1.LabelHostname: lab.RealNodeName(2)}, TerminationGracePeriodSeconds: ptr.To[int64](1),
-			AutomountServiceAccountToken: ptr.To(false), Containers: []corev1.Container{burnContainer("listen", "--listen", ":8080")}}}
-	if _, err := c.CoreV1().Pods(srvNS).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
 	ip := labtest.WaitPodRunning(ctx, t, c, srvNS, server).Status.PodIP
 	url := "http://" + ip + ":8080/"
 	in := func(ctx context.Context, argv ...string) (string, error) {
@@ -198,10 +205,14 @@ func TestIntegrationWatchNodeAgent(t *testing.T) {
 		t.Errorf("KS-POD-CONNECT-SLOW on node %q, want %s: %v", label(on[0], "node"), lab.RealNodeName(1), on[0].GetLabel())
 	}
 
-	// The fault gone: the finding clears.
+	// The fault gone: the finding clears. The server's namespace goes meanwhile (the namespace controller
+	// takes 5 s or more; the cleanup waits for it to be gone): nothing connects to the server any more.
 	undrop()
 	stop()
 	t.Logf("the client connected %d times", connects)
+	if err := c.CoreV1().Namespaces().Delete(ctx, srvNS, metav1.DeleteOptions{}); err != nil {
+		t.Errorf("deleting namespace %s: %v", srvNS, err)
+	}
 	cleared := time.Now()
 	err = wait.PollUntilContextTimeout(ctx, 2*time.Second, 2*every+2*time.Minute, true, func(ctx context.Context) (bool, error) {
 		on, _, err := firing(ctx)

@@ -2,12 +2,14 @@ package runner
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
@@ -200,6 +202,9 @@ func Execute(ctx context.Context, p Plan) (*result.Report, error) {
 		} else {
 			progress("run %s: objects in namespace %s (deleted at the end; `kubeslow cleanup --run %s` if interrupted)", runID, ns, runID)
 			defer cleanup(c.Config, runID, log, progress)
+			if why := waitDefaultServiceAccount(ctx, c.Client, ns, serviceAccountWait, serviceAccountPoll); why != "" {
+				progress("%s", why)
+			}
 		}
 	}
 	rep := Run(ctx, o, p.Measurements)
@@ -280,4 +285,41 @@ func Outcome(r *result.Report, failOn result.Severity) (int, string) {
 		return ExitCouldNotRun, "nothing was measured (" + t.String() + "): " + strings.Join(why, "; ")
 	}
 	return ExitCode(r, failOn), ""
+}
+
+// How long a run waits for its namespace's default ServiceAccount, polling at serviceAccountPoll.
+const (
+	serviceAccountWait = 30 * time.Second
+	serviceAccountPoll = 100 * time.Millisecond
+)
+
+// waitDefaultServiceAccount waits, up to limit, until namespace ns has its "default" ServiceAccount. The
+// controller-manager's ServiceAccount controller makes it moments after the namespace; until then the
+// ServiceAccount admission plugin refuses every pod of the namespace ("serviceaccount default not found", a
+// Forbidden that a measurement would take for missing RBAC and skip on: seen on the lab 1.3 s after a namespace
+// was made, while a restarted controller-manager caught up). It returns "" once the ServiceAccount is there, else
+// why the run goes on without it: kubeslow may not read ServiceAccounts (its role needs not), or the wait ran out
+// (a cluster without that controller, or one too slow: the pods' creation then says what the apiserver says).
+func waitDefaultServiceAccount(ctx context.Context, c kubernetes.Interface, ns string, limit, poll time.Duration) string {
+	var last error
+	err := wait.PollUntilContextTimeout(ctx, poll, limit, true, func(ctx context.Context) (bool, error) {
+		_, err := c.CoreV1().ServiceAccounts(ns).Get(ctx, "default", metav1.GetOptions{})
+		switch {
+		case err == nil:
+			return true, nil
+		case apierrors.IsNotFound(err):
+			last = err
+			return false, nil
+		default:
+			return false, err
+		}
+	})
+	switch {
+	case err == nil:
+		return ""
+	case last != nil && (errors.Is(err, context.DeadlineExceeded) || wait.Interrupted(err)):
+		return fmt.Sprintf("namespace %s has no default ServiceAccount after %s: its pods may be refused until the controller-manager makes it", ns, limit)
+	default:
+		return fmt.Sprintf("not waiting for namespace %s's default ServiceAccount: %v", ns, err)
+	}
 }

@@ -266,7 +266,7 @@ func TestControlPlaneStarvedFromHistory(t *testing.T) {
 				}
 			}
 			t.Log(f.Summary)
-			for _, w := range []string{"used 0.1 (by the kernel's cgroup CPU time) of 0.1", "throttled in 100%", "kube-apiserver did not answer", "waited for a CPU 33%"} {
+			for _, w := range []string{"used 0.10 (by the kernel's cgroup CPU time) of 0.1", "throttled in 100%", "kube-apiserver did not answer", "waited for a CPU 33%"} {
 				if !strings.Contains(f.Summary, w) {
 					t.Errorf("summary lacks %q: %s", w, f.Summary)
 				}

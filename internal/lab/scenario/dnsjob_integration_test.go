@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -12,9 +11,7 @@ import (
 	"testing"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/kubeslow/kubeslow/internal/engine/check"
 	"github.com/kubeslow/kubeslow/internal/engine/runner"
@@ -279,8 +276,8 @@ func dnsScenarioRun(t *testing.T, sc scenario.Scenario, d lab.Dirs) *result.Repo
 		return nil
 	}
 	rep, err := runner.Execute(ctx, runner.Plan{Target: runner.Target{Config: rc, Name: "lab", Lab: true},
-		Measurements: []measure.Measurement{afterServiceAccount{dnsready.New(dnsready.Options{Image: lab.AgentImage, Count: 3,
-			Interval: 100 * time.Millisecond, Wait: 2 * time.Minute, Backoff: dnsready.DefaultBackoff})}},
+		Measurements: []measure.Measurement{dnsready.New(dnsready.Options{Image: lab.AgentImage, Count: 3,
+			Interval: 100 * time.Millisecond, Wait: 2 * time.Minute, Backoff: dnsready.DefaultBackoff})},
 		Rules: check.Rules(), Progress: func(format string, args ...any) { t.Logf("scenario: "+format, args...) },
 		Log: slog.New(slog.NewTextHandler(os.Stderr, nil))})
 	if err != nil {
@@ -288,28 +285,6 @@ func dnsScenarioRun(t *testing.T, sc scenario.Scenario, d lab.Dirs) *result.Repo
 		return nil
 	}
 	return rep
-}
-
-// afterServiceAccount is the DNS readiness benchmark run once its run's namespace has its default
-// ServiceAccount. Beside the job's run it starts right after the lab's reconfiguration restarted the
-// controller-manager, whose service-account controller had not yet made that ServiceAccount when the benchmark
-// created its client pod 1.3 s after the namespace (a local run of 2026-11-29: the pod was refused, and
-// dns.readiness skipped as if it had no permission); the job's pods, which the Job controller creates and
-// retries, do not meet this.
-type afterServiceAccount struct{ *dnsready.Measurement }
-
-func (a afterServiceAccount) Run(ctx context.Context, env *measure.Env) (result.Result, error) {
-	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
-		_, err := env.Client.CoreV1().ServiceAccounts(env.Namespace).Get(ctx, "default", metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
-			return false, nil
-		}
-		return err == nil, err
-	})
-	if err != nil {
-		return result.Result{Name: a.Name()}, fmt.Errorf("waiting for the default ServiceAccount of %s: %w", env.Namespace, err)
-	}
-	return a.Measurement.Run(ctx, env)
 }
 
 // checkDNSScenario is TestIntegrationDNSScenario's check of case A on the dns-denial-cache lab: CoreDNS keeps an

@@ -242,8 +242,9 @@ func TestIntegrationWatchInstall(t *testing.T) {
 		case term.ExitCode != 0:
 			t.Errorf("the watch's container ended with exit code %d (%s), want 0: it did not exit on its own on SIGTERM", term.ExitCode, term.Reason)
 		default:
-			t.Logf("the watch's pod %s: its deletion seen %s after the uninstall began, its container exited %d (%s), the pod gone %s after that",
-				end.name, end.deleting.Sub(uninstallBegan).Round(100*time.Millisecond), term.ExitCode, term.Reason, end.gone.Sub(end.deleting).Round(100*time.Millisecond))
+			t.Logf("the watch's pod %s: its deletion seen %s after the uninstall began, its container's exit (%d, %s) %s after that, the pod gone %s after the exit",
+				end.name, end.deleting.Sub(uninstallBegan).Round(100*time.Millisecond), term.ExitCode, term.Reason,
+				end.exited.Sub(end.deleting).Round(100*time.Millisecond), end.gone.Sub(end.exited).Round(100*time.Millisecond))
 		}
 	}
 	if after := clusterScoped(ctx, t, c); after != before {
@@ -324,9 +325,11 @@ func label(m *dto.Metric, name string) string {
 // podEnd is how a pod ended: when its deletion and its removal were seen here, and its container's last
 // terminated state.
 type podEnd struct {
-	name           string
-	deleting, gone time.Time
-	term           *corev1.ContainerStateTerminated
+	name string
+	// deleting, exited and gone are when the test's watch saw the deletion, its container's terminated
+	// state, and the pod gone.
+	deleting, exited, gone time.Time
+	term                   *corev1.ContainerStateTerminated
 }
 
 // followPodEnd follows the one pod of ns from now until it is deleted, and sends how it ended; the channel is
@@ -362,6 +365,9 @@ func followPodEnd(ctx context.Context, t *testing.T, c kubernetes.Interface, ns 
 			for _, cs := range p.Status.ContainerStatuses {
 				if cs.State.Terminated != nil {
 					end.term = cs.State.Terminated
+					if end.exited.IsZero() {
+						end.exited = time.Now()
+					}
 				}
 			}
 			if ev.Type == watch.Deleted {

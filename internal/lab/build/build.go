@@ -11,15 +11,18 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/mod/modfile"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/kubeslow/kubeslow/internal/lab/host"
 )
@@ -92,40 +95,83 @@ func Build(ctx context.Context, d Cache, progress Progress, with ...string) (*Ma
 			return nil, err
 		}
 	}
+	progress = serialized(progress) // two steps report at once
 	b := &builder{dirs: d, goBin: goBin, progress: progress, env: goEnv(d)}
 	man := loadManifest(d)
 	steps := slices.DeleteFunc(buildSteps(), func(s buildStep) bool {
 		return s.optional && !slices.ContainsFunc(s.components, func(c string) bool { return slices.Contains(with, c) })
 	})
 	start := time.Now()
-	for i, s := range steps {
-		if man.verified(s) {
-			progress("[%d/%d] %s: up to date", i+1, len(steps), s.title)
-			continue
+	var todo []int // the steps to build, by index
+	for i := range steps {
+		if !man.verified(steps[i]) {
+			todo = append(todo, i)
 		}
-		progress("[%d/%d] %s: building (log: %s)", i+1, len(steps), s.title, b.logPath(s))
-		t0 := time.Now()
-		stopBeat := heartbeat(progress, fmt.Sprintf("[%d/%d] %s", i+1, len(steps), s.title), t0)
-		err := s.build(ctx, b)
-		stopBeat()
+	}
+	if len(todo) > 0 {
+		// One build at a time on a cache (two would write the same binaries and manifest): another may be
+		// building now (`make test` builds flanneld in the background while the tests' labs start, and a lab
+		// that needs it waits here); what it built is not built again.
+		lock, err := host.Lock(filepath.Join(d.Dir, "build.lock"), "lab build lock", progress)
 		if err != nil {
-			return nil, fmt.Errorf("building %s: %w", s.title, err)
-		}
-		for _, c := range s.components {
-			bb, err := verifyBinary(ctx, b.binPath(c, s.version), s)
-			if err != nil {
-				return nil, err
-			}
-			man.Components[c] = bb
-		}
-		if err := saveManifest(d, man); err != nil {
 			return nil, err
 		}
-		progress("[%d/%d] %s: built and verified in %s", i+1, len(steps), s.title, time.Since(t0).Round(time.Second))
+		defer lock.Close()
+		man = loadManifest(d)
+		todo = slices.DeleteFunc(todo, func(i int) bool { return man.verified(steps[i]) })
+	}
+	for i, s := range steps {
+		if !slices.Contains(todo, i) {
+			progress("[%d/%d] %s: up to date", i+1, len(steps), s.title)
+		}
+	}
+	// Two steps at a time, in order (Kubernetes, the longest, first): one Go build does not keep two cores
+	// busy all through (module downloads, `go mod tidy`, each binary's link are mostly one thread or the
+	// network), and the steps share nothing but Go's caches, which are safe to share (cold on 2 cores,
+	// 2026-11-30: 438 s one after another).
+	var mu sync.Mutex // man and its file
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(buildLanes)
+	for _, i := range todo {
+		s := steps[i]
+		sb := *b // a step's own builder: goInstall sets its environment
+		g.Go(func() error {
+			progress("[%d/%d] %s: building (log: %s)", i+1, len(steps), s.title, sb.logPath(s))
+			t0 := time.Now()
+			stopBeat := heartbeat(progress, fmt.Sprintf("[%d/%d] %s", i+1, len(steps), s.title), t0)
+			err := s.build(gctx, &sb)
+			stopBeat()
+			if err != nil {
+				return fmt.Errorf("building %s: %w", s.title, err)
+			}
+			built := map[string]BuiltBinary{}
+			for _, c := range s.components {
+				bb, err := verifyBinary(gctx, sb.binPath(c, s.version), s)
+				if err != nil {
+					return err
+				}
+				built[c] = bb
+			}
+			mu.Lock()
+			maps.Copy(man.Components, built)
+			err = saveManifest(d, man)
+			mu.Unlock()
+			if err != nil {
+				return err
+			}
+			progress("[%d/%d] %s: built and verified in %s", i+1, len(steps), s.title, time.Since(t0).Round(time.Second))
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
 	}
 	progress("lab build: done in %s (cache %s)", time.Since(start).Round(time.Second), d.Dir)
 	return man, nil
 }
+
+// buildLanes is how many build steps run at once.
+const buildLanes = 2
 
 // Optional are the components Build builds only when asked.
 func Optional() []string {
@@ -253,13 +299,27 @@ func buildKubernetes(ctx context.Context, b *builder) error {
 		ld = append(ld, "-X", p+".gitVersion=v"+KubernetesVersion, "-X", p+".gitMajor=1", "-X", p+".gitMinor="+minor,
 			"-X", p+".gitTreeState=clean", "-X", p+".buildDate=1970-01-01T00:00:00Z")
 	}
+	// One go build for all the commands: their packages compile once, and one command links while the
+	// others compile. It writes each into outDir under its own name; each then moves to its place.
+	outDir, err := os.MkdirTemp(dir, "bin-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(outDir)
+	args := []string{"build", "-ldflags", strings.Join(ld, " "), "-o", outDir + string(filepath.Separator)}
+	for _, c := range kubernetesCommands {
+		args = append(args, "k8s.io/kubernetes/cmd/"+c)
+	}
+	b.progress("    go build k8s.io/kubernetes/cmd/{%s}", strings.Join(kubernetesCommands, ","))
+	if err := b.goCmd(ctx, logName, dir, args...); err != nil {
+		return err
+	}
 	for _, c := range kubernetesCommands {
 		out := b.binPath(c, KubernetesVersion)
 		if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
 			return err
 		}
-		b.progress("    go build k8s.io/kubernetes/cmd/%s", c)
-		if err := b.goCmd(ctx, logName, dir, "build", "-ldflags", strings.Join(ld, " "), "-o", out, "k8s.io/kubernetes/cmd/"+c); err != nil {
+		if err := os.Rename(filepath.Join(outDir, c), out); err != nil {
 			return err
 		}
 	}
@@ -498,6 +558,16 @@ func heartbeat(progress Progress, what string, t0 time.Time) func() {
 		}
 	}()
 	return func() { close(done) }
+}
+
+// serialized is progress called by one goroutine at a time.
+func serialized(progress Progress) Progress {
+	var mu sync.Mutex
+	return func(format string, args ...any) {
+		mu.Lock()
+		defer mu.Unlock()
+		progress(format, args...)
+	}
 }
 
 func firstLine(b []byte) string {

@@ -9,7 +9,6 @@ import (
 	"reflect"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -18,6 +17,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/kubeslow/kubeslow/internal/lab"
+	"github.com/kubeslow/kubeslow/internal/lab/host"
 	"github.com/kubeslow/kubeslow/internal/source/kube"
 )
 
@@ -306,18 +306,5 @@ func Main(m *testing.M) {
 
 // takeLock takes the machine's lab lock (waiting for another holder), logging the wait through logf.
 func takeLock(logf func(string, ...any)) (*os.File, error) {
-	f, err := os.OpenFile(LockPath, os.O_RDWR|os.O_CREATE, 0o600)
-	if err != nil {
-		return nil, fmt.Errorf("opening the lab lock: %w", err)
-	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		logf("waiting for the lab lock %s (another lab user holds it)", LockPath)
-		start := time.Now()
-		if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
-			_ = f.Close()
-			return nil, fmt.Errorf("taking the lab lock: %w", err)
-		}
-		logf("took the lab lock after %s", time.Since(start).Round(time.Second))
-	}
-	return f, nil
+	return host.Lock(LockPath, "lab lock", logf)
 }

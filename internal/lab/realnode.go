@@ -205,6 +205,24 @@ imageGCLowThresholdPercent: 99
 imagePullCredentialsVerificationPolicy: NeverVerify
 `
 
+// diskWarnShare is the host filesystem's free share under which `lab up` warns that its real nodes are near
+// labEviction's 5%: what a lab writes there (images imported into each node's containerd, logs, etcd) is a
+// few GB, ~2-3% of this project's 252 GB disk. On 2026-11-30 a machine at 5.2% free (13 GB, three Go and lab
+// caches of its own runs beside) had DiskPressure on both real nodes mid-run and every agent pod evicted.
+const diskWarnShare = 0.08
+
+// warnDiskHeadroom says, on lab up's progress, when the filesystem of the lab's nodes has less than
+// diskWarnShare free: their kubelets would soon report DiskPressure and evict pods, which looks like a fault
+// of whatever runs on the lab.
+func warnDiskHeadroom(d Dirs, step func(string, ...any)) {
+	free, size, err := host.FreeSpace(d.State)
+	if err != nil || size == 0 || float64(free)/float64(size) >= diskWarnShare {
+		return
+	}
+	step("warning: the filesystem of %s has %.1f%% free (%.1f of %.0f GB): the real nodes' kubelets report DiskPressure and evict pods below 5%% (their evictionHard)",
+		d.State, 100*float64(free)/float64(size), float64(free)/1e9, float64(size)/1e9)
+}
+
 func kubeletConfig(d Dirs, c *Config, n realNode) string {
 	p := func(f string) string { return filepath.Join(d.PKIDir(), f) }
 	var b strings.Builder

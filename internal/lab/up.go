@@ -56,6 +56,9 @@ func Up(ctx context.Context, d Dirs, c Config, progress Progress) (*State, error
 	if err != nil {
 		return nil, err
 	}
+	if c.RealNodes > 0 {
+		warnDiskHeadroom(d, step)
+	}
 	st := &State{Config: c, Started: time.Now().UTC(), Binaries: map[string]string{}, Versions: map[string]string{}}
 	for _, comp := range append([]string{Etcd, KubeAPIServer, KubeControllerMgr, KubeScheduler, Kwok, Kubelet, KubeProxy, CoreDNS}, with...) {
 		p, err := man.Binary(comp)

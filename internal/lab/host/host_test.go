@@ -3,6 +3,7 @@ package host
 import (
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -50,5 +51,25 @@ func TestCloseInheritedOnExec(t *testing.T) {
 	closeInheritedOnExec()
 	if childSees() {
 		t.Errorf("fd %d still reaches a child after closeInheritedOnExec", fd)
+	}
+}
+
+// TestFreeSpace: a path not made yet is measured on its nearest existing parent; a path under a file is an error.
+func TestFreeSpace(t *testing.T) {
+	dir := t.TempDir()
+	free, size, err := FreeSpace(dir)
+	if err != nil || size == 0 || free > size {
+		t.Fatalf("FreeSpace(%s) = %d, %d, %v", dir, free, size, err)
+	}
+	_, size2, err := FreeSpace(filepath.Join(dir, "not", "yet", "made"))
+	if err != nil || size2 != size {
+		t.Fatalf("FreeSpace of a path not made yet = size %d, %v; want its parent's size %d", size2, err, size)
+	}
+	file := filepath.Join(dir, "file")
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := FreeSpace(filepath.Join(file, "below")); err == nil {
+		t.Fatal("FreeSpace of a path under a regular file: no error")
 	}
 }

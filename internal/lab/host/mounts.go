@@ -2,9 +2,13 @@ package host
 
 import (
 	"context"
+	"fmt"
+	"os"
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/kubeslow/kubeslow/internal/source/hostfs"
 )
@@ -56,4 +60,22 @@ func UnmountAll(ctx context.Context, dir string) error {
 		}
 	}
 	return firstErr
+}
+
+// FreeSpace is the space an unprivileged writer may still use on the filesystem of path, or of its nearest
+// existing parent, and that filesystem's size, as statfs(2) reports them (kubelet's nodefs.available reads
+// the same two).
+func FreeSpace(path string) (free, size uint64, err error) {
+	for {
+		var st unix.Statfs_t
+		err := unix.Statfs(path, &st)
+		if err == nil {
+			return st.Bavail * uint64(st.Bsize), st.Blocks * uint64(st.Bsize), nil
+		}
+		parent := filepath.Dir(path)
+		if !os.IsNotExist(err) || parent == path {
+			return 0, 0, fmt.Errorf("statfs %s: %w", path, err)
+		}
+		path = parent
+	}
 }

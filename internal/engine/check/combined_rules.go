@@ -271,10 +271,11 @@ func cpSaturatedMatch(r *result.Report, rl rule.Rule) []rule.Hit {
 		if b := cpBusiest.In(r, nil); b != nil {
 			// Below a core the figure takes two decimals, as a fractional limit does: "used 0.06 of 0.06", not
 			// "0.0 of 0.06" (a test cgroup capped at 0.06 core read so).
-			h.Vars["used"] = fmt.Sprintf("%.1f", b.Value)
+			prec := 1
 			if b.Value < 1 {
-				h.Vars["used"] = fmt.Sprintf("%.2f", b.Value)
+				prec = 2
 			}
+			h.Vars["used"] = fmt.Sprintf("%.*f", prec, b.Value)
 			if src := b.Labels["source"]; src != "" && src != cpusage.BasisProcessCPU {
 				h.Vars["used"] += " (by the kernel's " + src + ")"
 			}

@@ -134,19 +134,18 @@ func Build(ctx context.Context, d Cache, progress Progress, with ...string) (*Ma
 	g.SetLimit(buildLanes)
 	for _, i := range todo {
 		s := steps[i]
-		sb := *b // a step's own builder: goInstall sets its environment
 		g.Go(func() error {
-			progress("[%d/%d] %s: building (log: %s)", i+1, len(steps), s.title, sb.logPath(s))
+			progress("[%d/%d] %s: building (log: %s)", i+1, len(steps), s.title, b.logPath(s))
 			t0 := time.Now()
 			stopBeat := heartbeat(progress, fmt.Sprintf("[%d/%d] %s", i+1, len(steps), s.title), t0)
-			err := s.build(gctx, &sb)
+			err := s.build(gctx, b)
 			stopBeat()
 			if err != nil {
 				return fmt.Errorf("building %s: %w", s.title, err)
 			}
 			built := map[string]BuiltBinary{}
 			for _, c := range s.components {
-				bb, err := verifyBinary(gctx, sb.binPath(c, s.version), s)
+				bb, err := verifyBinary(gctx, b.binPath(c, s.version), s)
 				if err != nil {
 					return err
 				}
@@ -432,10 +431,9 @@ func goInstall(pkg, version, component string) func(context.Context, *builder) e
 		if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
 			return err
 		}
-		saved := b.env
-		b.env = append(append([]string(nil), saved...), "GOBIN="+filepath.Dir(out))
-		defer func() { b.env = saved }()
-		return b.goCmd(ctx, component, b.dirs.SrcDir(), "install", "-ldflags", "-s -w", pkg+"@v"+version)
+		ib := *b // its own environment: GOBIN (steps build side by side on one builder)
+		ib.env = append(slices.Clip(b.env), "GOBIN="+filepath.Dir(out))
+		return ib.goCmd(ctx, component, b.dirs.SrcDir(), "install", "-ldflags", "-s -w", pkg+"@v"+version)
 	}
 }
 

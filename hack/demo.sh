@@ -16,7 +16,7 @@ phase() { # phase NAME CMD...: runs CMD, records NAME's time
 }
 total=$SECONDS
 phase "Debian packages (hack/deps.sh demo)" hack/deps.sh demo
-phase "kubeslow (go build)" env CGO_ENABLED=0 "$GO" build -trimpath -ldflags "${LDFLAGS:-}" -o "$BIN" ./cmd/kubeslow
+phase "kubeslow (go build)" env CGO_ENABLED=0 GOGC=400 "$GO" build -trimpath -ldflags "${LDFLAGS:-}" -o "$BIN" ./cmd/kubeslow
 phase "lab components (kubeslow lab build)" "$BIN" lab build
 phase "lab down (a previous demo's)" "$BIN" lab down
 phase "lab up ($DEMO_NODES nodes, $DEMO_SCENARIO)" "$BIN" lab up --nodes "$DEMO_NODES" --scenario "$DEMO_SCENARIO"

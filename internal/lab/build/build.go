@@ -199,21 +199,34 @@ func buildSteps() []buildStep {
 	}
 }
 
-// goEnv is the environment for the Go tool: static binaries, caches under the lab cache, no toolchain switch.
+// goEnv is the environment for the Go tool: static binaries, caches under the lab cache, no toolchain switch,
+// and the compiler's garbage collector at compileGOGC unless GOGC is set.
 func goEnv(d Cache) []string {
-	env := []string{}
+	env, gogc := []string{}, false
 	for _, kv := range os.Environ() {
 		k, _, _ := strings.Cut(kv, "=")
 		switch k {
 		case "GOFLAGS", "GOMODCACHE", "GOCACHE", "CGO_ENABLED", "GOTOOLCHAIN", "GOBIN", "GOOS", "GOARCH", "GOWORK":
 			continue
+		case "GOGC":
+			gogc = true
 		}
 		env = append(env, kv)
+	}
+	if !gogc {
+		env = append(env, "GOGC="+compileGOGC)
 	}
 	return append(env,
 		"GOMODCACHE="+d.GoModCache(), "GOCACHE="+d.GoBuildCache(), "CGO_ENABLED=0",
 		"GOTOOLCHAIN=local", "GOWORK=off", "GOFLAGS=-trimpath -buildvcs=false -modcacherw")
 }
+
+// compileGOGC is the GOGC the lab's build gives the Go tool and through it the compiler and linker, which
+// allocate much and live briefly: a heap let grow to 5x its live size before each collection (against 2x)
+// spends a fifth less CPU on a cold build. Kubernetes' five commands in one go build, alone on 2 cores with an
+// empty build cache (2026-11-30): 328 s and 633 CPU-seconds at Go's default GOGC=100, 266 s and 507 at 400, the
+// largest process 2.0 and 2.1 GB, the binaries the same byte for byte; etcd 43 s and 38 s. A user's GOGC is kept.
+const compileGOGC = "400"
 
 func findGo() (string, error) {
 	if p, err := exec.LookPath("go"); err == nil {

@@ -2,6 +2,7 @@ package build
 
 import (
 	"go/format"
+	"os"
 	"strings"
 	"testing"
 )
@@ -55,5 +56,36 @@ func TestCoreDNSMain(t *testing.T) {
 	}
 	if !strings.Contains(s, "\"github.com/coredns/coredns/coremain\"") || strings.Contains(s, "core/plugin") {
 		t.Errorf("main:\n%s", s)
+	}
+}
+
+// TestGoEnv: the Go tool's environment overrides what would change the lab's binaries (GOFLAGS, CGO_ENABLED, the
+// caches, the toolchain) whatever the caller's, and gives the compiler compileGOGC unless the caller set GOGC.
+func TestGoEnv(t *testing.T) {
+	get := func(env []string, key string) (string, int) {
+		v, n := "", 0
+		for _, kv := range env {
+			if k, val, _ := strings.Cut(kv, "="); k == key {
+				v, n = val, n+1
+			}
+		}
+		return v, n
+	}
+	d := Cache{Dir: "/cache"}
+	t.Setenv("GOFLAGS", "-race")
+	t.Setenv("CGO_ENABLED", "1")
+	t.Setenv("GOCACHE", "/elsewhere")
+	t.Setenv("GOGC", "") // the caller's, restored at the test's end
+	os.Unsetenv("GOGC")
+	env := goEnv(d)
+	for key, want := range map[string]string{"GOFLAGS": "-trimpath -buildvcs=false -modcacherw", "CGO_ENABLED": "0",
+		"GOCACHE": d.GoBuildCache(), "GOMODCACHE": d.GoModCache(), "GOTOOLCHAIN": "local", "GOGC": compileGOGC} {
+		if got, n := get(env, key); got != want || n != 1 {
+			t.Errorf("%s=%q (%d times), want %q once", key, got, n, want)
+		}
+	}
+	t.Setenv("GOGC", "50")
+	if got, n := get(goEnv(d), "GOGC"); got != "50" || n != 1 {
+		t.Errorf("with GOGC=50 set: GOGC=%q (%d times), want the caller's once", got, n)
 	}
 }

@@ -8,7 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
+	"strings"
 	"sync"
 	"testing"
 
@@ -30,8 +30,15 @@ var (
 func Binary(t *testing.T) string {
 	t.Helper()
 	binOnce.Do(func() {
-		_, file, _, _ := runtime.Caller(0)
-		root := filepath.Clean(filepath.Join(filepath.Dir(file), "..", "..", ".."))
+		// The module's root from the working directory (a test's is its package's): `make test` compiles
+		// with -trimpath, where the source file's own path (runtime.Caller) is no longer a path on disk.
+		out, err := exec.Command("go", "env", "GOMOD").Output()
+		gomod := strings.TrimSpace(string(out))
+		if err != nil || !filepath.IsAbs(gomod) || gomod == os.DevNull { // outside a module: /dev/null
+			binErr = fmt.Errorf("finding the module's root (go env GOMOD: %q): %v", gomod, err)
+			return
+		}
+		root := filepath.Dir(gomod)
 		// One slot per source tree under the build cache (a temporary directory per test process left a
 		// 78 MB binary behind each time): built beside it and renamed over it, so a test process reading
 		// the previous binary keeps its file.

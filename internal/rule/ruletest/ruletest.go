@@ -5,8 +5,9 @@
 package ruletest
 
 import (
+	"os"
 	"path/filepath"
-	"runtime"
+	"sync"
 	"testing"
 	"time"
 
@@ -34,8 +35,31 @@ func One(f func(t *testing.T) result.Result) func(t *testing.T) *result.Report {
 }
 
 // Path is the file at rel from the repository's root (fixtures run in other packages' tests, so a path
-// relative to the working directory would depend on which).
+// relative to the working directory would depend on which). The root is the nearest directory above the
+// working directory (a test's is its package's) that holds go.mod: `make test` compiles with -trimpath,
+// where the source file's own path (runtime.Caller) is no longer a path on disk.
 func Path(rel string) string {
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..", "..", filepath.FromSlash(rel))
+	rootOnce.Do(func() {
+		dir, err := os.Getwd()
+		if err != nil {
+			panic("ruletest: " + err.Error())
+		}
+		for {
+			if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+				root = dir
+				return
+			}
+			parent := filepath.Dir(dir)
+			if parent == dir {
+				panic("ruletest: no go.mod above the working directory")
+			}
+			dir = parent
+		}
+	})
+	return filepath.Join(root, filepath.FromSlash(rel))
 }
+
+var (
+	rootOnce sync.Once
+	root     string
+)

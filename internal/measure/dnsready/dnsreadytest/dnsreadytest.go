@@ -2,8 +2,6 @@
 package dnsreadytest
 
 import (
-	"path/filepath"
-	"runtime"
 	"testing"
 	"time"
 
@@ -29,8 +27,7 @@ func RuleFixtures() map[string]ruletest.Fixture {
 func RecordedJob(lab string) func(t *testing.T) *result.Report {
 	return func(t *testing.T) *result.Report {
 		t.Helper()
-		_, file, _, _ := runtime.Caller(0)
-		runs, err := dnsready.ReadJobRuns(filepath.Join(filepath.Dir(file), "..", "testdata", "job-"+lab+".json"))
+		runs, err := dnsready.ReadJobRuns(ruletest.Path("internal/measure/dnsready/testdata/job-" + lab + ".json"))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -67,24 +67,28 @@ integration-labfree: build
 	@mkdir -p out
 	KUBESLOW_INTEGRATION=1 $(GOTESTSUM) --jsonfile out/integration-labfree.json -- -count=1 -timeout 20m -run '^TestIntegration' $(LABFREE_PKGS)
 
-# First the Debian packages (hack/deps.sh: apt's download and install, ~25 s on a fresh machine) beside kubeslow's
-# go build, which needs none of them. Then, in the background at nice 19 (none of it has timing of its own; the
-# lab's tests come first):
-# lint, then every fuzz target (one worker; out/lint.log, out/fuzz.log); and the unit tests, which need no lab,
-# then the integration tests that need none either (out/unit.log, out/integration-labfree.log). In the
-# foreground: the lab's build (~6 min cold, seconds warm; out/lab-build.log), then the integration tests on the
-# lab, while flanneld, which only the flannel lab's test uses (in the third package), builds in the background at
-# nice 19 (out/lab-build-flannel.log; a lab that needs it before it is done waits for the cache's build lock);
-# then the summary with the slowest tests (out/test-times.txt). A failure of any part fails the run with its
-# log's tail (a failed lab build ends it once the rest is done; Ctrl-C stops them all: one process group).
+# First, side by side: the Debian packages (hack/deps.sh: apt's download and install, ~25 s on a fresh machine),
+# kubeslow's go build (~90 s cold) and the lab's build (go run ./hack/labbuild: only internal/lab/build to compile
+# before it starts; ~7 min cold on 2 cores, a second warm; out/lab-build.log), none needing another. Then, in the
+# background at nice 19 (none of it has timing of its own; the lab's tests come first): lint, then every fuzz
+# target (one worker; out/lint.log, out/fuzz.log); and the unit tests, which need no lab, then the integration
+# tests that need none either (out/unit.log, out/integration-labfree.log). In the foreground: the integration
+# tests on the lab, while flanneld, which only the flannel lab's test uses (in the third package), builds in the
+# background at nice 19 (out/lab-build-flannel.log; a lab that needs it before it is done waits for the cache's
+# build lock); then the summary with the slowest tests (out/test-times.txt). A failure of any part fails the run
+# with its log's tail (a failed lab build ends it once the rest is done; Ctrl-C stops them all: one process group).
 test:
-	@mkdir -p out
-	@echo "Debian packages (hack/deps.sh test) beside kubeslow's build (log: out/deps.log)"; \
-	  hack/deps.sh test > out/deps.log 2>&1 & dp=$$!; brc=0; \
-	  $(MAKE) --no-print-directory build || brc=$$?; \
-	  if ! wait $$dp; then echo "hack/deps.sh failed:"; tail -n 40 out/deps.log; exit 1; fi; \
-	  cat out/deps.log; exit $$brc
-	@start=$$(date +%s); rc=0; \
+	@mkdir -p out; date +%s > out/.start
+	@echo "Debian packages (hack/deps.sh test) and the lab's build (go run ./hack/labbuild) beside kubeslow's go build (logs: out/deps.log, out/lab-build.log)"; \
+	  hack/deps.sh test > out/deps.log 2>&1 & dp=$$!; \
+	  GOGC=$(COMPILE_GOGC) $(GO) run ./hack/labbuild > out/lab-build.log 2>&1 & lb=$$!; \
+	  brc=0; $(MAKE) --no-print-directory build || brc=$$?; \
+	  drc=0; wait $$dp || drc=$$?; cat out/deps.log; \
+	  lrc=0; wait $$lb || lrc=$$?; \
+	  if [ $$drc != 0 ]; then echo "hack/deps.sh failed"; exit 1; fi; \
+	  if [ $$lrc != 0 ]; then echo "lab build failed:"; tail -n 40 out/lab-build.log; exit 1; fi; \
+	  tail -n 1 out/lab-build.log; echo "lab build: $$(( $$(date +%s) - $$(cat out/.start) ))s"; exit $$brc
+	@start=$$(cat out/.start); rc=0; \
 	  echo "lint and fuzzing in the background, nice 19 (logs: out/lint.log, out/fuzz.log)"; \
 	  ( lrc=0; nice -n 19 $(MAKE) --no-print-directory lint > out/lint.log 2>&1 || lrc=$$?; \
 	    FUZZWORKERS=1 nice -n 19 hack/fuzz.sh > out/fuzz.log 2>&1 || lrc=1; exit $$lrc ) & bg=$$!; \
@@ -92,10 +96,8 @@ test:
 	  ( urc=0; nice -n 19 $(MAKE) --no-print-directory unit > out/unit.log 2>&1 || urc=1; \
 	    echo "unit tests: $$(( $$(date +%s) - start ))s" >> out/unit.log; \
 	    nice -n 19 $(MAKE) --no-print-directory integration-labfree > out/integration-labfree.log 2>&1 || urc=1; exit $$urc ) & ut=$$!; \
-	  echo "lab build (log: out/lab-build.log)"; \
-	  if ! $(MAKE) --no-print-directory lab-build LAB_BUILD_WITH= > out/lab-build.log 2>&1; then \
+	  if ! $(MAKE) --no-print-directory lab-build LAB_BUILD_WITH= >> out/lab-build.log 2>&1; then \
 	    echo "lab build failed:"; tail -n 40 out/lab-build.log; wait $$ut; wait $$bg; exit 1; fi; \
-	  tail -n 1 out/lab-build.log; echo "lab build: $$(( $$(date +%s) - start ))s"; \
 	  echo "flanneld's build in the background, nice 19 (log: out/lab-build-flannel.log)"; \
 	  nice -n 19 $(BIN) lab build $(LAB_BUILD_WITH) > out/lab-build-flannel.log 2>&1 & fl=$$!; \
 	  $(MAKE) --no-print-directory integration LAB_BUILD_WITH= || rc=$$?; \

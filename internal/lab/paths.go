@@ -17,13 +17,9 @@ type Dirs struct {
 
 // DefaultDirs honours $KUBESLOW_CACHE_DIR / $KUBESLOW_STATE_DIR, then the XDG base directories.
 func DefaultDirs() (Dirs, error) {
-	cache := os.Getenv("KUBESLOW_CACHE_DIR")
-	if cache == "" {
-		c, err := os.UserCacheDir()
-		if err != nil {
-			return Dirs{}, err
-		}
-		cache = filepath.Join(c, "kubeslow")
+	cache, err := build.DefaultCache()
+	if err != nil {
+		return Dirs{}, err
 	}
 	state := os.Getenv("KUBESLOW_STATE_DIR")
 	if state == "" {
@@ -37,7 +33,7 @@ func DefaultDirs() (Dirs, error) {
 		}
 		state = filepath.Join(s, "kubeslow", "lab")
 	}
-	return Dirs{Cache: cache, State: state}, nil
+	return Dirs{Cache: cache.Dir, State: state}, nil
 }
 
 // Paths inside the state directory.

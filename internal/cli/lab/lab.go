@@ -53,12 +53,7 @@ func newBuild(streams common.IOStreams) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			tw := tabwriter.NewWriter(streams.Out, 2, 4, 2, ' ', 0)
-			for _, n := range man.Names() {
-				c := man.Components[n]
-				fmt.Fprintf(tw, "%s\tv%s\t%s\t%s\n", n, c.Version, c.Path, c.SHA256[:12])
-			}
-			return tw.Flush()
+			return man.WriteTable(streams.Out)
 		},
 	}
 	cmd.Flags().StringSliceVar(&with, "with", nil, "also build these optional components: "+strings.Join(lab.OptionalComponents(), ", ")+

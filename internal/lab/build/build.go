@@ -19,6 +19,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"text/tabwriter"
 	"time"
 
 	"golang.org/x/mod/modfile"
@@ -47,6 +48,19 @@ type Progress func(format string, args ...any)
 
 // Cache is the build cache: binaries, sources, Go's module and build caches, build logs. It survives `lab down`.
 type Cache struct{ Dir string }
+
+// DefaultCache is the build cache's default place: $KUBESLOW_CACHE_DIR, else kubeslow under the user's cache
+// directory ($XDG_CACHE_HOME, else ~/.cache).
+func DefaultCache() (Cache, error) {
+	if dir := os.Getenv("KUBESLOW_CACHE_DIR"); dir != "" {
+		return Cache{Dir: dir}, nil
+	}
+	c, err := os.UserCacheDir()
+	if err != nil {
+		return Cache{}, err
+	}
+	return Cache{Dir: filepath.Join(c, "kubeslow")}, nil
+}
 
 // Paths inside the cache.
 func (c Cache) BinDir() string       { return filepath.Join(c.Dir, "bin") }
@@ -552,6 +566,16 @@ func (m *Manifest) Names() []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// WriteTable writes one line per component, by name: its version, path and the start of its SHA-256.
+func (m *Manifest) WriteTable(w io.Writer) error {
+	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+	for _, n := range m.Names() {
+		c := m.Components[n]
+		fmt.Fprintf(tw, "%s\tv%s\t%s\t%s\n", n, c.Version, c.Path, c.SHA256[:min(12, len(c.SHA256))])
+	}
+	return tw.Flush()
 }
 
 func heartbeat(progress Progress, what string, t0 time.Time) func() {

@@ -113,7 +113,7 @@ test:
 # Installs only what the demo's lab needs, builds it, starts it with DEMO_SCENARIO and runs kubeslow on it;
 # ends with the time of each phase (hack/demo.sh).
 demo:
-	@DEMO_NODES=$(DEMO_NODES) DEMO_SCENARIO=$(DEMO_SCENARIO) GO=$(GO) BIN=$(BIN) LDFLAGS="$(LDFLAGS)" hack/demo.sh
+	@DEMO_NODES=$(DEMO_NODES) DEMO_SCENARIO=$(DEMO_SCENARIO) COMPILE_GOGC=$(COMPILE_GOGC) GO=$(GO) BIN=$(BIN) LDFLAGS="$(LDFLAGS)" hack/demo.sh
 
 demo-down: build
 	$(BIN) lab down

@@ -4,7 +4,7 @@
 # `kubeslow run --lab` against it; then prints each phase's time. The lab stays up (`make demo-down`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-GO=${GO:-go} BIN=${BIN:-bin/kubeslow} DEMO_NODES=${DEMO_NODES:-50} DEMO_SCENARIO=${DEMO_SCENARIO:-conflict-storm}
+GO=${GO:-go} BIN=${BIN:-bin/kubeslow} COMPILE_GOGC=${COMPILE_GOGC:-400} DEMO_NODES=${DEMO_NODES:-50} DEMO_SCENARIO=${DEMO_SCENARIO:-conflict-storm}
 phases=()
 phase() { # phase NAME CMD...: runs CMD, records NAME's time
 	local name=$1 t0=$SECONDS rc=0
@@ -16,7 +16,7 @@ phase() { # phase NAME CMD...: runs CMD, records NAME's time
 }
 total=$SECONDS
 phase "Debian packages (hack/deps.sh demo)" hack/deps.sh demo
-phase "kubeslow (go build)" env CGO_ENABLED=0 GOGC=400 "$GO" build -trimpath -ldflags "${LDFLAGS:-}" -o "$BIN" ./cmd/kubeslow
+phase "kubeslow (go build)" env CGO_ENABLED=0 GOGC="$COMPILE_GOGC" "$GO" build -trimpath -ldflags "${LDFLAGS:-}" -o "$BIN" ./cmd/kubeslow
 phase "lab components (kubeslow lab build)" "$BIN" lab build
 phase "lab down (a previous demo's)" "$BIN" lab down
 phase "lab up ($DEMO_NODES nodes, $DEMO_SCENARIO)" "$BIN" lab up --nodes "$DEMO_NODES" --scenario "$DEMO_SCENARIO"

@@ -55,9 +55,11 @@ lab-build: build
 # Integration tests run one package at a time: there is one lab per machine. Only the packages that have
 # integration tests are built for it (go test -p 1 also builds one package at a time: linking every package's
 # test binary cost ~110 s of the run of 2026-11-29). LABFREE_PKGS need no lab (and touch nothing a lab uses):
-# `make test` runs them beside the lab's, as `make integration-labfree`.
+# `make test` runs them beside the lab's, as `make integration-labfree`: the report in headless Chromium, netlab's
+# paths (network namespaces of their own, ksnet-*, and addresses no lab uses) and the eBPF tracers (their events
+# filtered to the test's own process and cgroups).
 INTEGRATION_PKGS = $(sort $(patsubst %/,./%,$(dir $(shell grep -rl --include='*_test.go' '^func TestIntegration' cmd internal pkg 2>/dev/null))))
-LABFREE_PKGS := ./internal/report
+LABFREE_PKGS := ./internal/report ./internal/lab/netlab ./internal/source/ebpf
 integration: lab-build
 	@mkdir -p out
 	KUBESLOW_INTEGRATION=1 $(GOTESTSUM) --jsonfile out/integration.json -- -p 1 -count=1 -timeout 60m -run '^TestIntegration' \

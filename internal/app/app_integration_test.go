@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubeslow/kubeslow/internal/bench/netpath"
@@ -30,8 +29,9 @@ func TestIntegrationBenchPods(t *testing.T) {
 	// Traefik's cold build is longer than the rest of the lab's: CI leaves it out (hack/bench-ingress.sh and
 	// KUBESLOW_INTEGRATION_INGRESS=1 bring it in).
 	withIngress := os.Getenv("KUBESLOW_INTEGRATION_INGRESS") != ""
-	// The package's shared lab (appLab), fresh: this test is the first on it (its lab down and what it left
-	// are checked when the package's last test is done, labtest.Main).
+	// The package's shared lab (appLab), after TestIntegrationRBACViewUser's run, which left it healthy and as it
+	// found it (labtest.Shared checks; its lab down and what it left are checked when the package's last test is
+	// done, labtest.Main).
 	cfg := appLab(t)
 	if withIngress {
 		cfg.Ingress = lab.IngressTraefik
@@ -64,7 +64,7 @@ func TestIntegrationBenchPods(t *testing.T) {
 				t.Errorf("%s: kubeslow %.3f s vs clusterloader2 %.3f s: outside the 1 s timestamp precision", q, ks, cl)
 			}
 		}
-		assertNoBenchNamespaces(ctx, t, c)
+		labtest.AssertNoRunNamespaces(ctx, t, c)
 	})
 	t.Run("run", func(t *testing.T) {
 		// The main job on a healthy lab: no finding, every measurement measured, the three report files.
@@ -108,7 +108,7 @@ func TestIntegrationBenchPods(t *testing.T) {
 		if err != nil || !strings.Contains(string(junit), `<testsuite name="kubeslow.rules"`) {
 			t.Errorf("report.xml: %v\n%s", err, junit)
 		}
-		assertNoBenchNamespaces(ctx, t, c)
+		labtest.AssertNoRunNamespaces(ctx, t, c)
 	})
 	t.Run("net", func(t *testing.T) {
 		// The path matrix on the lab's two real nodes: every path measured, host->host the baseline. Half-second
@@ -227,7 +227,7 @@ func TestIntegrationBenchPods(t *testing.T) {
 		if nat < 10 || podMTU < 576 || ct < 0 || ct >= 1 {
 			t.Errorf("kube-proxy NAT rules %v, pod MTU %v, conntrack usage %v", nat, podMTU, ct)
 		}
-		assertNoBenchNamespaces(ctx, t, c)
+		labtest.AssertNoRunNamespaces(ctx, t, c)
 	})
 	t.Run("dns", func(t *testing.T) {
 		// The lab's default CoreDNS (5 s negative cache): names resolve within one negative-cache period of
@@ -253,7 +253,7 @@ func TestIntegrationBenchPods(t *testing.T) {
 		if metric(dr, "unresolved", nil) != 0 || metric(dr, "pods", nil) != 3 || lag < 0 || lag > 10 || asked <= 0 {
 			t.Errorf("pods %v unresolved %v lag p99 %v asked before creation %v s", metric(dr, "pods", nil), metric(dr, "unresolved", nil), lag, asked)
 		}
-		assertNoBenchNamespaces(ctx, t, c)
+		labtest.AssertNoRunNamespaces(ctx, t, c)
 	})
 	t.Run("real-node", func(t *testing.T) {
 		rep := benchJSON(t, "--real-nodes", "--kind", "deployment", "--count", "6")
@@ -283,7 +283,7 @@ func TestIntegrationBenchPods(t *testing.T) {
 		if rss := metric(ov, "peak_rss", nil); rss <= 0 {
 			t.Errorf("peak_rss %v", rss)
 		}
-		assertNoBenchNamespaces(ctx, t, c)
+		labtest.AssertNoRunNamespaces(ctx, t, c)
 	})
 }
 
@@ -326,19 +326,4 @@ next:
 		return m.Value
 	}
 	return -1
-}
-
-// assertNoBenchNamespaces checks the run's namespace is gone or going (namespace deletion is asynchronous:
-// its pods are finalised by the kubelet after the command returns).
-func assertNoBenchNamespaces(ctx context.Context, t *testing.T, c kubernetes.Interface) {
-	t.Helper()
-	nss, err := c.CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, ns := range nss.Items {
-		if strings.HasPrefix(ns.Name, "kubeslow-") && ns.DeletionTimestamp == nil {
-			t.Errorf("namespace %s left behind", ns.Name)
-		}
-	}
 }

@@ -25,8 +25,8 @@ import (
 )
 
 // appLab is the lab this package's integration tests share (labtest.Shared), in the order of their files:
-// TestIntegrationBenchPods (the healthy lab: it runs first, on a fresh one, after TestIntegrationRBACViewUser's
-// labs of its own), TestIntegrationExplain, TestIntegrationFaults, TestIntegrationImagePushKubeconfigOnly,
+// TestIntegrationRBACViewUser's managed run (it starts the lab, after its kubeadm run's lab of its own),
+// TestIntegrationBenchPods (the healthy lab), TestIntegrationExplain, TestIntegrationFaults, TestIntegrationImagePushKubeconfigOnly,
 // TestIntegrationNodeDNS, TestIntegrationRunExplains, TestIntegrationWatchInstall and
 // TestIntegrationWatchNodeAgent: five kwok nodes and two real nodes with the agent image (bench net's pod->pod
 // path between nodes needs the second).

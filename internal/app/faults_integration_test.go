@@ -417,17 +417,7 @@ func runThrough(ctx context.Context, t *testing.T, c kubernetes.Interface, args 
 	t.Logf("fault over after %s", time.Since(start).Round(time.Second))
 	wg.Wait()
 	t.Logf("exit %d after %s; last progress lines:\n%s", code, time.Since(start).Round(time.Second), lastLines(errOut, 25))
-	var rep result.Report
-	if err := json.Unmarshal([]byte(out), &rep); err != nil {
-		t.Fatalf("json: %v\nstdout %s\nstderr %s", err, out, errOut)
-	}
-	for _, r := range rep.Results {
-		t.Logf("  %-28s %-5s %s", r.Name, r.Status, r.Reason)
-	}
-	for _, f := range rep.Findings {
-		t.Logf("  finding %s [%s] %s", f.ID, f.Severity, f.Summary)
-	}
-	return rep, code
+	return loggedReport(t, out, errOut), code
 }
 
 // assertFinished: the run finished with a report and an exit code that says what it found (0 or 1), not
@@ -694,4 +684,21 @@ func findRes(r result.Report, name string) *result.Result { return find(r, name)
 func lastLines(s string, n int) string {
 	lines := strings.Split(strings.TrimSpace(s), "\n")
 	return strings.Join(lines[max(0, len(lines)-n):], "\n")
+}
+
+// loggedReport decodes a run's JSON report (its stdout; stderr for the message if it is none) and logs its results
+// and findings.
+func loggedReport(t *testing.T, out, errOut string) result.Report {
+	t.Helper()
+	var rep result.Report
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("json: %v\nstdout %s\nstderr %s", err, out, errOut)
+	}
+	for _, r := range rep.Results {
+		t.Logf("  %-28s %-5s %s", r.Name, r.Status, r.Reason)
+	}
+	for _, f := range rep.Findings {
+		t.Logf("  finding %s [%s] %s", f.ID, f.Severity, f.Summary)
+	}
+	return rep
 }

@@ -78,7 +78,7 @@ func TestGoEnv(t *testing.T) {
 	t.Setenv("GOGC", "") // the caller's, restored at the test's end
 	os.Unsetenv("GOGC")
 	env := goEnv(d)
-	for key, want := range map[string]string{"GOFLAGS": "-trimpath -buildvcs=false -modcacherw", "CGO_ENABLED": "0",
+	for key, want := range map[string]string{"GOFLAGS": "-trimpath -buildvcs=false -modcacherw -gcflags=all=-dwarf=false", "CGO_ENABLED": "0",
 		"GOCACHE": d.GoBuildCache(), "GOMODCACHE": d.GoModCache(), "GOTOOLCHAIN": "local", "GOGC": compileGOGC} {
 		if got, n := get(env, key); got != want || n != 1 {
 			t.Errorf("%s=%q (%d times), want %q once", key, got, n, want)

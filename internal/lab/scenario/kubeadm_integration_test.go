@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/kubeslow/kubeslow/internal/engine/catalogue"
 	"github.com/kubeslow/kubeslow/internal/engine/check"
@@ -50,7 +51,8 @@ import (
 //   - then `kubeslow run` given only the lab's kubeconfig (no --etcd-endpoint, no --audit-log, no lab hints;
 //     the agent image as --agent-image gives it), the node tier through the agent on the control-plane node:
 //     healthy (the whole run: nothing at warning or above, each node-tier signal said to come from the node
-//     agent), list-storm (the
+//     agent; run as a user holding only view and `kubeslow rbac`'s roles: nothing skipped or failed for a
+//     permission), list-storm (the
 //     client named from the audit file the flag names), slow-etcd-disk and etcd-disk-bandwidth (etcd's slow
 //     fsync, by two mechanisms) and a CPU cgroup of the test's own confining kube-apiserver and etcd, named
 //     from the node tier, control-plane-hog (a pod with no limit spinning on every core beside them, named
@@ -111,7 +113,14 @@ func TestIntegrationKubeadm(t *testing.T) {
 	// (defaultWindow) for the whole run and the CPU cases, shorter where a case's evidence is a rate or a p99
 	// that a shorter window still holds with a margin (listStormWindow, etcdDiskWindow; each such case logs
 	// its margin).
+	//
+	// runAs is run as the user of config, each progress line also given to line (nil: none).
+	var runAs func(t *testing.T, config *rest.Config, line func(string), window time.Duration, only ...string) (*result.Report, map[string]*result.Finding)
 	run := func(t *testing.T, window time.Duration, only ...string) (*result.Report, map[string]*result.Finding) {
+		t.Helper()
+		return runAs(t, rest.CopyConfig(rc), nil, window, only...)
+	}
+	runAs = func(t *testing.T, config *rest.Config, line func(string), window time.Duration, only ...string) (*result.Report, map[string]*result.Finding) {
 		t.Helper()
 		ms, err := catalogue.Registry(catalogue.Options{Window: window, Image: lab.AgentImage}).Select(only, nil)
 		if err != nil {
@@ -121,11 +130,14 @@ func TestIntegrationKubeadm(t *testing.T) {
 		opts := cpnode.DefaultOptions(lab.AgentImage)
 		opts.Timeout = agentWait
 		progress, reported, whenMeasured := stamped(t), 0, measured
-		rep, err := runner.Execute(ctx, runner.Plan{Target: runner.Target{Config: rest.CopyConfig(rc), Name: "lab-kubeconfig"},
+		rep, err := runner.Execute(ctx, runner.Plan{Target: runner.Target{Config: config, Name: "lab-kubeconfig"},
 			Measurements: ms, Rules: check.Rules(), Log: slog.New(slog.NewTextHandler(os.Stderr, nil)), NodeTier: cpnode.NewShared(opts),
 			Progress: func(format string, args ...any) {
 				t.Helper()
 				progress(format, args...)
+				if line != nil {
+					line(fmt.Sprintf(format, args...))
+				}
 				// runner.Run's line of a measurement's result, said once for each (a result's status
 				// fourth): the last of them ends the measuring.
 				if len(args) == 5 && format == "[%d/%d] %s: %s %s" {
@@ -192,10 +204,30 @@ func TestIntegrationKubeadm(t *testing.T) {
 
 	t.Run("layout", func(t *testing.T) { kubeadmLayout(ctx, t, d, rc, c) })
 
+	// healthy: the whole run on the healthy lab, as a user holding only ClusterRole view and the two ClusterRoles
+	// `kubeslow rbac` prints (applied from its output), with a client certificate of the lab's CA: nothing at
+	// warning or above, each node-tier signal said to come from the node agent, and nothing skipped or failed
+	// for a permission (a skip would be a rule missing from `kubeslow rbac`). Until 2026-11-30 the viewer's run
+	// was TestIntegrationRBACViewUser's kubeadm half (the quick profile, on a lab of its own: ~65 s with its lab
+	// start), then a case of its own here (~27 s); the managed layout's is still that test's.
 	t.Run("healthy", func(t *testing.T) {
+		rbacYAML, err := exec.CommandContext(ctx, cfg.AgentBinary, "rbac").Output()
+		if err != nil {
+			t.Fatalf("kubeslow rbac: %v", err)
+		}
+		viewer, err := clientcmd.BuildConfigFromFlags("", labtest.ViewerKubeconfig(ctx, t, d, rc.Host, c, string(rbacYAML)))
+		if err != nil {
+			t.Fatal(err)
+		}
 		// The whole run, not the node tier's three alone: the DNS probes' pods land on the control-plane node
 		// too (they tolerate every taint), which reach kube-dns only through its kube-proxy.
-		rep, _ := run(t, defaultWindow)
+		var lines []string
+		rep, _ := runAs(t, viewer, func(l string) { lines = append(lines, l) }, defaultWindow)
+		kinds := map[string]measure.Kind{}
+		for _, m := range catalogue.Registry(catalogue.Options{}).All() {
+			kinds[m.Name()] = measure.KindOf(m)
+		}
+		labtest.CheckViewerRun(ctx, t, rep, strings.Join(lines, "\n"), func(name string) bool { return kinds[name] == measure.ReadOnly }, nil, c)
 		for name, says := range map[string]string{etcdhealth.Name: "etcd read by the node agent on " + lab.ControlPlaneNodeName,
 			"api.audit": "read by the node agent on " + lab.ControlPlaneNodeName, cpusage.Name: "read by the node agent"} {
 			r := rep.Result(name)
@@ -469,9 +501,9 @@ func TestIntegrationKubeadm(t *testing.T) {
 		// KS-CP-SATURATED(-API) is saturation *and* an SLO missed: in a window where the hog left the API
 		// within its SLO (no KS-API-LATENCY) no saturation finding may fire, and none is wanted (CI's run of
 		// 2026-11-28: etcd starved, API p99 within 1 s). Such a window is measured again, twice at most, where
-		// the scenario must miss the SLO or the window's p99 came near enough to miss it next (mayMissNext: from
-		// hogNearSLO, the hog being the one such case that may keep it); an API that missed its SLO with no
-		// saturation finding fails at once.
+		// the scenario must miss the SLO, or where its p99 was not measured (mayMissNext with hogNearSLO: the hog,
+		// the one such case that may keep it, never missed it after a window that kept it); an API that missed
+		// its SLO with no saturation finding fails at once.
 		windows := 1
 		for ; windows < 3 && got["KS-CP-SATURATED"] == nil && got["KS-CP-SATURATED-API"] == nil && got["KS-API-LATENCY"] == nil &&
 			(mustMiss || mayMissNext(rep, hogNearSLO)); windows++ {
@@ -975,13 +1007,13 @@ const foreignCores = 0.06
 // 18-30% on the lab (2026-11-29: foreign-cpu-cgroup 0.885 s, then 1.15 s and the SLO missed; control-plane-hog
 // 0.505, 0.561, 0.594 s). A window at half the SLO does not miss it in the next; three of them cost ~100 s.
 //
-// hogNearSLO is control-plane-hog's: its p99 rose by 18% at most over two windows (0.505 to 0.594 s above) and
-// fell in every other run that measured again (0.962, 0.768, 0.607 s; 0.76, 0.564 s on 2026-11-29), never
-// missing the SLO after a window that kept it; from 0.8 of the SLO it would have to rise by 25%. Each window it
-// measures again costs ~33-40 s (the run of 23:40 read 0.756 s: one window, not two or three).
+// hogNearSLO is control-plane-hog's: the whole SLO, so that only a window whose p99 was not measured is measured
+// again. Its p99 rose by 18% at most over two windows (0.505 to 0.594 s above) and fell in every other run that
+// measured again (0.962, 0.768, 0.607 s; 0.76, 0.564 s on 2026-11-29; 0.974 then 0.745 s on 2026-11-30), never
+// missing the SLO after a window that kept it: each window it measured again (~43 s) ended in the same skip.
 const (
 	nearSLO    = 0.7
-	hogNearSLO = 0.8
+	hogNearSLO = 1.0
 )
 
 // mayMissNext reports whether the next window may miss the SLO that rep's kept: its worst p99 reached near of

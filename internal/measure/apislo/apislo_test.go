@@ -216,3 +216,47 @@ apiserver_flowcontrol_current_executing_seats{priority_level="workload-low"} 12
 		t.Errorf("seats peak %+v, want 12", m)
 	}
 }
+
+// TestCollectionDeleteNotSingleObject: a DELETE of a namespace's pods (scope namespace: the namespace controller's,
+// when a namespace goes) is a call on a collection, judged with the LISTs (30 s), not against the single-object
+// 1 s (the SLO's mutating calls are "for single objects"; clusterloader2 gives every non-resource scope 30 s). A
+// DELETE of one pod (scope resource) is still a single-object call.
+func TestCollectionDeleteNotSingleObject(t *testing.T) {
+	scrape := func(n int) string {
+		var b strings.Builder
+		b.WriteString("# TYPE apiserver_request_sli_duration_seconds histogram\n")
+		for _, c := range []struct{ scope string }{{"namespace"}, {"resource"}} {
+			// n calls, all between 1 and 1.25 s: p99 ~1.2 s.
+			for _, le := range []string{"0.5", "1", "1.25", "+Inf"} {
+				v := n
+				if le == "0.5" || le == "1" {
+					v = 0
+				}
+				fmt.Fprintf(&b, "apiserver_request_sli_duration_seconds_bucket{component=\"apiserver\",group=\"\",resource=\"pods\",scope=%q,subresource=\"\",verb=\"DELETE\",version=\"v1\",le=%q} %d\n", c.scope, le, v)
+			}
+			fmt.Fprintf(&b, "apiserver_request_sli_duration_seconds_sum{component=\"apiserver\",group=\"\",resource=\"pods\",scope=%q,subresource=\"\",verb=\"DELETE\",version=\"v1\"} %d\n", c.scope, n)
+			fmt.Fprintf(&b, "apiserver_request_sli_duration_seconds_count{component=\"apiserver\",group=\"\",resource=\"pods\",scope=%q,subresource=\"\",verb=\"DELETE\",version=\"v1\"} %d\n", c.scope, n)
+		}
+		return b.String()
+	}
+	t0 := time.Now()
+	a, err := prom.Parse(strings.NewReader(scrape(0)), t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := prom.Parse(strings.NewReader(scrape(20)), t0.Add(20*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := Analyze(a, b)
+	coll := res.Metric(MetricLatencyP99List, map[string]string{"verb": "DELETE", "resource": "pods", "scope": "namespace"})
+	if coll == nil || coll.Value <= SLOSingle || coll.Value > 1.25 {
+		t.Fatalf("DELETE pods (namespace): %+v, want its p99 (1-1.25 s) as a collection call's; metrics %+v", coll, res.Metrics)
+	}
+	if m := res.Metric(MetricLatencyP99Single, map[string]string{"verb": "DELETE", "resource": "pods", "scope": "namespace"}); m != nil {
+		t.Errorf("DELETE pods (namespace) judged as a single-object call: %+v", m)
+	}
+	if m := res.Metric(MetricLatencyP99Single, map[string]string{"verb": "DELETE", "resource": "pods", "scope": "resource"}); m == nil || m.Value <= SLOSingle {
+		t.Errorf("DELETE pods (resource): %+v, want a single-object p99 over %g s", m, SLOSingle)
+	}
+}

@@ -30,10 +30,11 @@ func Rules() []rule.Rule {
 		},
 		{
 			ID: "KS-API-LIST-LATENCY", Title: "LIST calls slower than the SLO", Severity: result.SeverityError, Cases: []string{"B"},
-			When:        rule.Condition{Metric: apiLatencyList, Op: ">", Value: SLOList, Unit: "seconds"},
-			Source:      sloSource + ": LIST at namespace and cluster scope",
-			Summary:     "LIST {{.resource}} ({{.scope}}) p99 {{.value}} > {{.threshold}}",
-			Remediation: "Large collections listed from etcd: use informers (watch + cache) instead of periodic LISTs, paginate, and list with resourceVersion=0 to serve from the cache.",
+			When:    rule.Condition{Metric: apiLatencyList, Op: ">", Value: SLOList, Unit: "seconds"},
+			Source:  sloSource + ": calls on collections (LIST, and DELETE of a collection, as clusterloader2 judges them) at namespace and cluster scope",
+			Summary: "{{.verb}} {{.resource}} ({{.scope}}) p99 {{.value}} > {{.threshold}}",
+			Remediation: "Large collections listed from etcd: use informers (watch + cache) instead of periodic LISTs, paginate, and list with resourceVersion=0 to serve from the cache; " +
+				"a collection deleted at once (a namespace's pods): delete it in smaller parts.",
 		},
 		{
 			ID: "KS-API-409", Title: "Conflict storm: concurrent updates to the same objects", Severity: result.SeverityWarning, Cases: []string{"E"},

@@ -33,10 +33,6 @@ func Exprs(rate string) map[rule.Metric]Expr {
 	if rate == "" {
 		rate = Rate
 	}
-	// Single-object and mutating calls, and calls on collections (scope namespace or cluster: LISTs and DELETEs
-	// of a collection), as apislo classifies them.
-	single := `verb!~"WATCH|WATCHLIST|CONNECT|LIST",scope!~"namespace|cluster",subresource!~"proxy|log|exec|attach|portforward"`
-	collection := `verb!~"WATCH|WATCHLIST|CONNECT",scope=~"namespace|cluster",subresource!~"proxy|log|exec|attach|portforward"`
 	listBytes := fmt.Sprintf(`sum by (resource) (rate(apiserver_response_sizes_sum{verb="LIST"}[%s]))`, rate)
 	p99 := func(family, filter string, by string) string {
 		if filter != "" {
@@ -53,9 +49,9 @@ func Exprs(rate string) map[rule.Metric]Expr {
 	}
 	return map[rule.Metric]Expr{
 		{Result: apislo.Name, Name: apislo.MetricLatencyP99Single}: {
-			Query: p99("apiserver_request_sli_duration_seconds_bucket", single, "verb, resource, scope"), By: []string{"verb", "resource", "scope"}},
+			Query: p99("apiserver_request_sli_duration_seconds_bucket", apislo.SingleObjectMatchers, "verb, resource, scope"), By: []string{"verb", "resource", "scope"}},
 		{Result: apislo.Name, Name: apislo.MetricLatencyP99List}: {
-			Query: p99("apiserver_request_sli_duration_seconds_bucket", collection, "verb, resource, scope"), By: []string{"verb", "resource", "scope"}},
+			Query: p99("apiserver_request_sli_duration_seconds_bucket", apislo.CollectionMatchers, "verb, resource, scope"), By: []string{"verb", "resource", "scope"}},
 		{Result: apislo.Name, Name: apislo.MetricConflictsPerMinute}: {
 			Query: fmt.Sprintf(`60 * sum by (group, resource, verb) (rate(apiserver_request_total{code="409"}[%s]))`, rate), By: []string{"group", "resource", "verb"}},
 		{Result: apislo.Name, Name: apislo.MetricAPFRejectedPerMinute}: {

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/kubeslow/kubeslow/internal/measure/apislo"
 	"github.com/kubeslow/kubeslow/internal/rule"
 )
 
@@ -28,7 +29,7 @@ func SLOs(rules []rule.Rule) []SLO {
 	slos := []SLO{
 		{ID: "KS-SLO-API-LATENCY", Rule: "KS-API-LATENCY", Title: "API call latency SLO error budget burning",
 			Family: "apiserver_request_sli_duration_seconds",
-			Filter: `verb!~"WATCH|WATCHLIST|CONNECT|LIST",subresource!~"proxy|log|exec|attach|portforward"`, LE: 1, Objective: 0.99,
+			Filter: apislo.SingleObjectMatchers, LE: 1, Objective: 0.99,
 			Source: "Kubernetes SIG Scalability API call latency SLO: p99 of mutating and single-object calls <= 1 s"},
 		{ID: "KS-SLO-POD-STARTUP", Rule: "KS-POD-SLO", Title: "Pod start-up latency SLO error budget burning",
 			Family: "kubelet_pod_start_sli_duration_seconds", LE: 5, Objective: 0.99,

@@ -51,6 +51,14 @@ const (
 	MinRequests = 10
 )
 
+// PromQL label matchers of the same classification, for the apiserver's request latency histograms: the calls
+// judged against SLOSingle (mutating and single-object calls, streaming and proxied ones excluded) and those
+// judged against SLOList (calls on collections).
+const (
+	SingleObjectMatchers = `verb!~"WATCH|WATCHLIST|CONNECT|LIST",scope!~"namespace|cluster",subresource!~"proxy|log|exec|attach|portforward"`
+	CollectionMatchers   = `verb!~"WATCH|WATCHLIST|CONNECT",scope=~"namespace|cluster",subresource!~"proxy|log|exec|attach|portforward"`
+)
+
 // collection reports whether a call's labels are those of a call on a collection (scope namespace or cluster):
 // LISTs, and DELETEs of a collection (the namespace controller's when a namespace goes). The SLO's mutating calls
 // are "for single objects", and clusterloader2's APIResponsivenessPrometheus judges every call whose scope is not

@@ -105,10 +105,9 @@ func (a *API) Run(ctx context.Context, _ *measure.Env) (result.Result, error) {
 // profiles adds the window's time profiles: p99 of single-object calls, and the 409 and APF rejection rates.
 func (a *API) profiles(ctx context.Context, res *result.Result, latency, job string) error {
 	s := a.src
-	filter := `verb!~"WATCH|WATCHLIST|CONNECT|LIST",subresource!~"proxy|log|exec|attach|portforward"`
 	for _, p := range []profile{
 		{Result: apislo.Name, Metric: apislo.MetricLatencyP99Single, Unit: "seconds", Rule: "KS-API-LATENCY", What: "API p99 (single-object and mutating calls)",
-			Query: fmt.Sprintf("histogram_quantile(0.99, sum by (le) (rate(%s[%s])))", selector(latency+"_bucket", job, filter), s.rate())},
+			Query: fmt.Sprintf("histogram_quantile(0.99, sum by (le) (rate(%s[%s])))", selector(latency+"_bucket", job, apislo.SingleObjectMatchers), s.rate())},
 		{Result: apislo.Name, Metric: apislo.MetricConflictsPerMinute, Unit: "per_minute", Rule: "KS-API-409", What: "409 Conflicts",
 			Query: fmt.Sprintf("60 * sum by (group, resource, verb) (rate(%s[%s]))", selector("apiserver_request_total", job, `code="409"`), s.rate()), Top: 3},
 		{Result: apislo.Name, Metric: apislo.MetricAPFRejectedPerMinute, Unit: "per_minute", Rule: "KS-API-THROTTLED", What: "APF rejections",

@@ -25,7 +25,7 @@ import (
 )
 
 // appLab is the lab this package's integration tests share (labtest.Shared), in the order of their files:
-// TestIntegrationRBACViewUser's managed run (it starts the lab, after its kubeadm run's lab of its own),
+// TestIntegrationRBACViewUser (it starts the lab),
 // TestIntegrationBenchPods (the healthy lab), TestIntegrationExplain, TestIntegrationFaults, TestIntegrationImagePushKubeconfigOnly,
 // TestIntegrationNodeDNS, TestIntegrationRunExplains, TestIntegrationWatchInstall and
 // TestIntegrationWatchNodeAgent: five kwok nodes and two real nodes with the agent image (bench net's pod->pod

@@ -54,9 +54,12 @@ const (
 // PromQL label matchers of the same classification, for the apiserver's request latency histograms: the calls
 // judged against SLOSingle (mutating and single-object calls, streaming and proxied ones excluded) and those
 // judged against SLOList (calls on collections).
-const (
-	SingleObjectMatchers = `verb!~"WATCH|WATCHLIST|CONNECT|LIST",scope!~"namespace|cluster",subresource!~"proxy|log|exec|attach|portforward"`
-	CollectionMatchers   = `verb!~"WATCH|WATCHLIST|CONNECT",scope=~"namespace|cluster",subresource!~"proxy|log|exec|attach|portforward"`
+// Both are built from excludedVerbList and excludedSubList, as Analyze's filters are.
+var (
+	SingleObjectMatchers = fmt.Sprintf(`verb!~"%s|LIST",scope!~"namespace|cluster",subresource!~"%s"`,
+		strings.Join(excludedVerbList, "|"), strings.Join(excludedSubList, "|"))
+	CollectionMatchers = fmt.Sprintf(`verb!~"%s",scope=~"namespace|cluster",subresource!~"%s"`,
+		strings.Join(excludedVerbList, "|"), strings.Join(excludedSubList, "|"))
 )
 
 // collection reports whether a call's labels are those of a call on a collection (scope namespace or cluster):
@@ -146,8 +149,21 @@ func latencyFamily(s *prom.Snapshot) string {
 	return "apiserver_request_duration_seconds"
 }
 
-var excludedVerbs = map[string]bool{"WATCH": true, "WATCHLIST": true, "CONNECT": true}
-var excludedSub = map[string]bool{"proxy": true, "log": true, "exec": true, "attach": true, "portforward": true}
+// The calls no latency SLO judges: streaming verbs and proxied or streaming subresources.
+var (
+	excludedVerbList = []string{"WATCH", "WATCHLIST", "CONNECT"}
+	excludedSubList  = []string{"proxy", "log", "exec", "attach", "portforward"}
+	excludedVerbs    = setOf(excludedVerbList)
+	excludedSub      = setOf(excludedSubList)
+)
+
+func setOf(xs []string) map[string]bool {
+	m := map[string]bool{}
+	for _, x := range xs {
+		m[x] = true
+	}
+	return m
+}
 
 // Analyze computes the result from two scrapes (pure).
 func Analyze(before, after *prom.Snapshot) result.Result {

@@ -260,3 +260,14 @@ func TestCollectionDeleteNotSingleObject(t *testing.T) {
 		t.Errorf("DELETE pods (resource): %+v, want a single-object p99 over %g s", m, SLOSingle)
 	}
 }
+
+// TestMatchers: the PromQL matchers are Analyze's classification (the calls it excludes, the collection scopes),
+// as docs/alerts.md shows them.
+func TestMatchers(t *testing.T) {
+	if want := `verb!~"WATCH|WATCHLIST|CONNECT|LIST",scope!~"namespace|cluster",subresource!~"proxy|log|exec|attach|portforward"`; SingleObjectMatchers != want {
+		t.Errorf("SingleObjectMatchers = %s, want %s", SingleObjectMatchers, want)
+	}
+	if want := `verb!~"WATCH|WATCHLIST|CONNECT",scope=~"namespace|cluster",subresource!~"proxy|log|exec|attach|portforward"`; CollectionMatchers != want {
+		t.Errorf("CollectionMatchers = %s, want %s", CollectionMatchers, want)
+	}
+}

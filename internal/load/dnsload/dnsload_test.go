@@ -2,6 +2,7 @@ package dnsload
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"testing"
 	"time"
@@ -56,18 +57,25 @@ func TestRunCounts(t *testing.T) {
 func TestPerSourceLimit(t *testing.T) {
 	u := &Upstream{Zone: "ext.example", Addr: net.ParseIP("198.18.0.80"), Limit: 200}
 	srv := upstream(t, u)
-	res, err := Run(context.Background(), Config{Server: srv, Names: mix[:2], Rate: 600, Duration: 2 * time.Second, Timeout: time.Second})
+	// The time-out is long enough that an answer delayed by a starved scheduler is not taken for a drop.
+	res, err := Run(context.Background(), Config{Server: srv, Names: mix[:2], Rate: 600, Duration: 2 * time.Second, Timeout: 3 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
-	// 1,200 sent; the bucket lets 200 (its first second) + 2 s x 200 through.
-	if f := res.FailedShare(); f < 0.35 || f > 0.65 || res.Counts.Timeouts == 0 {
-		t.Fatalf("failed share %.2f, counts %+v", f, res.Counts)
+	// 1,200 sent in 2 s; the bucket lets 200 (its first second) + 200 per second through: ~600 when the
+	// sends keep their schedule. Bounds that hold however the machine schedules them: the bucket's first
+	// 200 always pass, and the last answered query was let through at most its latency after its intended
+	// time (<= 2 s), so the bucket had at most 200 + 200 x (2 s + the largest latency) to give.
+	c := res.Counts
+	span := 2 + float64(res.Latency.Max())/1e6
+	if c.Sent != 1200 || c.Answered < 200 || float64(c.Answered) > 200*(1+span)+1 || c.Answered+c.Timeouts != c.Sent {
+		t.Fatalf("counts %+v, span %.2f s", c, span)
 	}
-	_, dropped := u.Counts()
-	if dropped["127.0.0.1"] != res.Counts.Timeouts {
-		t.Fatalf("upstream dropped %d, generator timed out %d", dropped["127.0.0.1"], res.Counts.Timeouts)
+	answered, dropped := u.Counts()
+	if dropped["127.0.0.1"] != c.Timeouts || answered["127.0.0.1"] != c.Answered {
+		t.Fatalf("upstream answered %d dropped %d, generator answered %d timed out %d", answered["127.0.0.1"], dropped["127.0.0.1"], c.Answered, c.Timeouts)
 	}
+	t.Logf("failed share %.2f (%d of %d), span %.2f s", res.FailedShare(), c.Timeouts, c.Sent, span)
 	rc := DefaultRamp(Config{})
 	if rc.Breaks(res) == "" {
 		t.Fatal("a step with half the queries failed breaks no threshold")
@@ -83,6 +91,7 @@ func TestLatencyFromIntendedTime(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer pc.Close()
+	_ = pc.(*net.UDPConn).SetReadBuffer(4 << 20) // as the Upstream's: a starved test must not drop queries
 	go func() {
 		type q struct {
 			b    []byte
@@ -112,15 +121,16 @@ func TestLatencyFromIntendedTime(t *testing.T) {
 			}
 		}
 	}()
-	res, err := Run(context.Background(), Config{Server: pc.LocalAddr().String(), Names: mix, Rate: 1000, Duration: 300 * time.Millisecond, Timeout: time.Second})
+	res, err := Run(context.Background(), Config{Server: pc.LocalAddr().String(), Names: mix, Rate: 1000, Duration: 300 * time.Millisecond, Timeout: 3 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if res.Counts.Answered != res.Planned {
 		t.Fatalf("counts %+v", res.Counts)
 	}
-	// Wide bounds: the machine's scheduling adds to both (the point is that they are not near zero).
-	if p50, p99 := res.P(0.5), res.P(0.99); p50 < 0.05 || p50 > 0.3 || p99 < 0.25 || p99 > 1 {
+	// Lower bounds only (every answer came within the time-out): the machine's scheduling adds to both; the
+	// point is that they are not near zero, as a closed-loop client's would be.
+	if p50, p99 := res.P(0.5), res.P(0.99); p50 < 0.05 || p99 < 0.25 || p99 < p50 {
 		t.Fatalf("p50 %.3f s p99 %.3f s", p50, p99)
 	}
 }
@@ -130,7 +140,7 @@ func TestLatencyFromIntendedTime(t *testing.T) {
 // is not a timing test), with a 10% line that the 800 q/s step crosses by its 200 dropped queries (17%).
 func TestRampStopsAtLimit(t *testing.T) {
 	srv := upstream(t, &Upstream{Zone: "ext.example", Addr: net.ParseIP("198.18.0.80"), Limit: 400})
-	rc := DefaultRamp(Config{Server: srv, Names: mix[:2], Timeout: time.Second})
+	rc := DefaultRamp(Config{Server: srv, Names: mix[:2], Timeout: 3 * time.Second})
 	rc.Start, rc.StepDuration, rc.MaxSteps = 100, 1500*time.Millisecond, 6
 	rc.P99Max, rc.MinAchieved, rc.FailMax = time.Minute, 0, 0.1
 	steps, err := Ramp(context.Background(), rc)
@@ -138,11 +148,30 @@ func TestRampStopsAtLimit(t *testing.T) {
 		t.Fatal(err)
 	}
 	last := steps[len(steps)-1]
-	// 100, 200, 400 fit (the bucket holds a second of 400); 800 for 1.5 s is over.
-	if len(steps) != 4 || last.Broke == "" || last.Rate != 800 {
+	fail := func(why string) {
 		for _, s := range steps {
-			t.Logf("%.0f/s: %+v %s", s.Rate, s.Counts, s.Broke)
+			t.Logf("%.0f/s: %+v %s (sends late p99 %d µs)", s.Rate, s.Counts, s.Broke, s.SchedLate.ValueAtQuantile(99))
 		}
-		t.Fatalf("%d steps, last %.0f/s broke %q", len(steps), last.Rate, last.Broke)
+		t.Fatalf("%s: %d steps, last %.0f/s broke %q", why, len(steps), last.Rate, last.Broke)
+	}
+	// It stops at the first step that breaks, and only there.
+	if last.Broke == "" {
+		fail("no step broke")
+	}
+	for _, s := range steps[:len(steps)-1] {
+		if s.Broke != "" {
+			fail("went on after a step broke")
+		}
+	}
+	// 100, 200, 400 fit (the bucket holds a second of 400); 800 for 1.5 s is over. That arithmetic holds when
+	// the queries left on schedule; a starved generator sends its backlog in bursts, which the bucket meets
+	// with fewer tokens (so 400 may break) or over a longer span (so 800 may not). 100 and 200 cannot break:
+	// their whole step (150, 300 queries) fits in the bucket's 400.
+	onTime := true
+	for _, s := range steps {
+		onTime = onTime && s.SchedLate.ValueAtQuantile(99) < 50_000
+	}
+	if last.Rate < 400 || (onTime && last.Rate != 800) {
+		fail(fmt.Sprintf("wrong step broke (sends on schedule: %v)", onTime))
 	}
 }

@@ -72,7 +72,8 @@ integration-labfree: build
 # First, side by side: the Debian packages (hack/deps.sh: apt's download and install, ~25 s on a fresh machine),
 # kubeslow's go build (~90 s cold) and the lab's build (go run ./hack/labbuild: only internal/lab/build to compile
 # before it starts; ~7 min cold on 2 cores, a second warm; out/lab-build.log), none needing another. Then, in the
-# background at nice 19 (none of it has timing of its own; the lab's tests come first): lint, then every fuzz
+# background at nice 19 (the lab's tests come first; what has timing of its own, as dnsload's tests, bounds by what
+# it measured, not by a schedule kept: docs/testing.md, CI of 2a8fa26): lint, then every fuzz
 # target (one worker; out/lint.log, out/fuzz.log); and the unit tests, which need no lab, then the integration
 # tests that need none either (out/unit.log, out/integration-labfree.log). In the foreground: the integration
 # tests on the lab, while flanneld, which only the flannel lab's test uses (in the third package), builds in the

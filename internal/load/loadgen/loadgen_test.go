@@ -122,8 +122,9 @@ func TestClosedLoop(t *testing.T) {
 	if epollAvailable {
 		// 3 threads for 4 connections: one thread has two. Bounded by time, not by a request count: the threads
 		// start one after another, and a shared count of a few hundred requests can be used up by the first
-		// thread before the others have connected (seen in CI: 300 requests in 6.7 ms on one connection).
-		res, err := Run(context.Background(), Config{Addr: addr, Mode: Closed, Concurrency: 4, Threads: 3, Duration: 300 * time.Millisecond})
+		// thread before the others have connected (seen in CI: 300 requests in 6.7 ms on one connection). 2 s: at
+		// nice 19 beside two spinning processes, 300 ms once ended before any request was answered.
+		res, err := Run(context.Background(), Config{Addr: addr, Mode: Closed, Concurrency: 4, Threads: 3, Duration: 2 * time.Second})
 		if err != nil || res.Requests == 0 || res.Errors != 0 || res.Connections != 4 || res.Threads != 3 {
 			t.Fatalf("3 threads: %v %+v", err, res)
 		}
@@ -163,8 +164,15 @@ func TestOpenLoopCount(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if res.Planned != 500 || res.Requests+res.Errors+res.Unsent != 500 || res.Requests < 490 || res.SchedLate.TotalCount() != res.Requests+res.Errors {
-			t.Fatalf("%s: planned %d requests %d errors %d unsent %d", engine, res.Planned, res.Requests, res.Errors, res.Unsent)
+		// Every planned request is counted once, and all leave when the sends keep their schedule. A starved
+		// generator (the unit tests run at nice 19 beside the lab's build) sends late, its 4 connections stay
+		// busy, and what is still due at the end is Unsent (seen at nice 19 beside four spinning processes:
+		// 20-202 of 500): counted, not lost. Sends' lateness is recorded for each request sent, and by the epoll
+		// engine for each released into its backlog (the Unsent among them too).
+		onTime := res.SchedLate.ValueAtQuantile(99) < 20_000
+		if res.Planned != 500 || res.Requests+res.Errors+res.Unsent != 500 || res.Requests == 0 || (onTime && res.Requests < 490) ||
+			res.SchedLate.TotalCount() < res.Requests+res.Errors || res.SchedLate.TotalCount() > res.Planned {
+			t.Fatalf("%s: planned %d requests %d errors %d unsent %d, sends late p99 %d µs", engine, res.Planned, res.Requests, res.Errors, res.Unsent, res.SchedLate.ValueAtQuantile(99))
 		}
 		t.Logf("%s: sends late by p99 %d µs, max %d µs", engine, res.SchedLate.ValueAtQuantile(99), res.SchedLate.Max())
 	}
@@ -198,8 +206,12 @@ func TestOpenLoopSeesStalls(t *testing.T) {
 		if open < stall/2 {
 			t.Errorf("%s: open loop p99 %s does not show the %s stall", engine, open, stall)
 		}
-		if closed >= stall/4 {
-			t.Errorf("%s: closed loop p99 %s: expected the stall to be hidden (one slow request per stall)", engine, closed)
+		// Hidden: the closed loop's p99 a fraction of what the open loop saw (one slow request per stall). Relative,
+		// not against the stall: on a starved machine (the unit tests run at nice 19 beside the lab's build) the
+		// scheduler's delays add to every request of both, and the open loop, which keeps its schedule, also
+		// counts the backlog they leave (seen at nice 19 beside two spinning processes: closed 66 ms, open 5.2 s).
+		if closed*4 > open {
+			t.Errorf("%s: closed loop p99 %s against the open loop's %s: expected the stall to be hidden (one slow request per stall)", engine, closed, open)
 		}
 	}
 }
@@ -340,7 +352,9 @@ func TestResponsesAndErrors(t *testing.T) {
 			}},
 			{"garbage", garbage, func(r *Result) bool { return r.Requests == 0 && r.Errors == 50 && r.ErrorKinds["protocol"] == r.Errors }},
 		} {
-			d, timeout := 700*time.Millisecond, 200*time.Millisecond
+			// The refused and silent cases run to their time: 500 ms time-outs (a refused connect answered
+			// late on a starved machine is not a timeout), two of them at least within the run.
+			d, timeout := 1500*time.Millisecond, 500*time.Millisecond
 			if c.name != "refused" && c.name != "silent" {
 				d, timeout = 20*time.Second, 5*time.Second
 			}
@@ -356,7 +370,10 @@ func TestResponsesAndErrors(t *testing.T) {
 			if !c.want(res) {
 				t.Errorf("%s %s: requests %d codes %v errors %v connections %d", engine, c.name, res.Requests, res.Codes, res.ErrorKinds, res.Connections)
 			}
-			if res.Elapsed > d+2*timeout {
+			// A second's slack for a starved scheduler (seen at nice 19 beside four spinning processes: the
+			// silent case 1.21 s of its 1.1 s then): a run that does not keep its bounds waits on the silent
+			// server for good.
+			if res.Elapsed > d+2*timeout+time.Second {
 				t.Errorf("%s %s: ran %s, past its bounds", engine, c.name, res.Elapsed)
 			}
 		}

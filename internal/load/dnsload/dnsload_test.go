@@ -94,7 +94,7 @@ func TestLatencyFromIntendedTime(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer pc.Close()
-	_ = pc.(*net.UDPConn).SetReadBuffer(4 << 20) // as the Upstream's: a starved test must not drop queries
+	_ = pc.(*net.UDPConn).SetReadBuffer(socketBuffer) // as the Upstream's: a starved test must not drop queries
 	go func() {
 		type q struct {
 			b    []byte

@@ -102,12 +102,10 @@ func (u *Upstream) ListenAndServe(ctx context.Context, addr string, ready func(n
 	if err != nil {
 		return err
 	}
-	// The kernel's default receive buffer (rmem_default, ~208 KiB: ~270 small datagrams) overflows when the
-	// process is not scheduled for ~0.2 s at 1,500 queries/s: the upstream would drop queries its limit let
-	// through, and a CPU-starved machine would look like an upstream that loses queries. Ask for what the
-	// generator's sockets ask (capped by rmem_max).
+	// As the generator's sockets (socketBuffer): with the default, a CPU-starved machine would look like an
+	// upstream that drops queries its limit let through.
 	if uc, ok := pc.(*net.UDPConn); ok {
-		_ = uc.SetReadBuffer(4 << 20)
+		_ = uc.SetReadBuffer(socketBuffer)
 	}
 	srv := &dns.Server{PacketConn: pc, Handler: u, UDPSize: 4096}
 	started := make(chan struct{})

@@ -51,11 +51,17 @@ type Options struct {
 	Said []string
 }
 
+// WindowOver is the progress line said once the observers' window is over, before their results are read (which,
+// through a slow apiserver, can take a while of its own).
+const WindowOver = "observation window over: reading the observers' results"
+
 // Run executes ms and returns the report, clusterloader2's way: observers (measure.Observer: the metric-based
 // measurements) start first, then the other read-only checks run, then the benchmarks within the budget,
 // then the observers are gathered once their window has passed — so they report the control plane under the
 // load the benchmarks made (each result lists that load), and a run takes max(window, benchmarks), not their
-// sum. Results are listed in ms's order. Measurement failures are recorded in their results.
+// sum. Each observer watches at least its own window from when its Start returned: one slow to start (the
+// node tier's agent, created through a starved apiserver) does not end up with the window's remains. Results
+// are listed in ms's order. Measurement failures are recorded in their results.
 func Run(ctx context.Context, o Options, ms []measure.Measurement) *result.Report {
 	v, commit := version.Get()
 	rep := &result.Report{
@@ -117,7 +123,8 @@ func Run(ctx context.Context, o Options, ms []measure.Measurement) *result.Repor
 	}
 	var running []started
 	var window time.Duration
-	obsStart := o.Clock.Now()
+	// watched is when every observer started so far has watched its window since its Start returned.
+	watched := o.Clock.Now()
 	for _, i := range observers {
 		if interrupted(i) {
 			continue
@@ -136,6 +143,9 @@ func Run(ctx context.Context, o Options, ms []measure.Measurement) *result.Repor
 		}
 		running = append(running, started{i, t, namedObservation{st, ob.Name()}})
 		window = max(window, ob.Window())
+		if end := o.Clock.Now().Add(ob.Window()); end.After(watched) {
+			watched = end
+		}
 	}
 	obs := make([]measure.Observation, len(running))
 	for k, r := range running {
@@ -170,8 +180,8 @@ func Run(ctx context.Context, o Options, ms []measure.Measurement) *result.Repor
 		}
 	}
 
-	// The observers' window: at least their own, and as long as the benchmarks took.
-	if left := obsStart.Add(window).Sub(o.Clock.Now()); len(running) > 0 && left > 0 {
+	// The observers' window: at least each one's own from its start, and as long as the benchmarks took.
+	if left := watched.Sub(o.Clock.Now()); len(running) > 0 && left > 0 {
 		progress("observing %s more (the observation window is %s)", left.Round(time.Second), window)
 		t := o.Clock.NewTimer(left)
 		select {
@@ -179,6 +189,9 @@ func Run(ctx context.Context, o Options, ms []measure.Measurement) *result.Repor
 		case <-t.C():
 		}
 		t.Stop()
+	}
+	if len(running) > 0 && ctx.Err() == nil {
+		progress(WindowOver)
 	}
 	stopSampling()
 	for _, r := range running {

@@ -287,6 +287,76 @@ func TestObserversSpanTheBenchmarks(t *testing.T) {
 	}
 }
 
+// slowStart is an observer whose Start takes `took` of the run's clock (the node tier's agent created through a
+// starved apiserver).
+type slowStart struct {
+	obsM
+	clk  *clocktesting.FakeClock
+	took time.Duration
+}
+
+func (s *slowStart) Start(ctx context.Context, env *measure.Env) (measure.Observation, error) {
+	s.clk.Step(s.took)
+	return s.obsM.Start(ctx, env)
+}
+
+// TestObserverStartedLateWatchesItsWindow: an observer whose Start took longer than the window still watches
+// the whole window from when it returned (not the window's remains, nothing), and the run says when the window
+// is over before it reads the observers' results.
+func TestObserverStartedLateWatchesItsWindow(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	done := make(chan struct{})
+	defer close(done)
+	var started atomic.Bool
+	// Time passes while the run and the sampler both wait on the clock, once every observer has started.
+	go func() {
+		for {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			if started.Load() && clk.Waiters() == 2 {
+				clk.Step(time.Second)
+			}
+			runtime.Gosched()
+		}
+	}()
+	var ran, lines []string
+	fast := &obsM{name: "api.x", window: 20 * time.Second, ran: &ran}
+	slow := &slowStart{obsM: obsM{name: "controlplane.usage", window: 20 * time.Second, ran: &ran}, clk: clk, took: 30 * time.Second}
+	check := &m{name: "check.a", kind: measure.ReadOnly, clk: clk, ran: &ran, stat: result.StatusPass}
+	var mu sync.Mutex
+	rep := runner.Run(context.Background(), runner.Options{Clock: clk, RunID: "r", Progress: func(format string, args ...any) {
+		mu.Lock()
+		defer mu.Unlock()
+		line := fmt.Sprintf(format, args...)
+		if format == runner.WindowOver {
+			line = "window over"
+		}
+		if strings.Contains(line, "check.a: ") && !strings.Contains(line, "Pass") {
+			started.Store(true) // the checks run once every observer has started
+		}
+		lines = append(lines, line)
+	}}, []measure.Measurement{fast, slow, check})
+	if got := join(ran); got != "start:api.x,start:controlplane.usage,check.a,gather:api.x,gather:controlplane.usage" {
+		t.Fatalf("order %s", got)
+	}
+	// The slow observer returned 30 s in: its window ends at 50 s, where the first's ended at 20 s.
+	if d := rep.End.Sub(rep.Start); d < 50*time.Second || d > 52*time.Second {
+		t.Errorf("run took %s, want the late observer's start (30 s) and its whole window (20 s)", d)
+	}
+	over := -1
+	for i, l := range lines {
+		if l == "window over" {
+			over = i
+		}
+	}
+	if over < 0 || over > len(lines)-3 {
+		t.Errorf("no window-over line before the two observers' results: %q", lines)
+	}
+}
+
 // benchObs is an observer of Kind Benchmark (it creates objects): the node agents' sweep.
 type benchObs struct{ obsM }
 

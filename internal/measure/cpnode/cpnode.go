@@ -5,6 +5,10 @@
 // node's loopback, and streams the apiserver's audit log. The agents are driven by exec through the
 // apiserver; they open no port.
 //
+// Each agent is a pod bound to its node by name (spec.nodeName), not a DaemonSet's: neither the
+// controller-manager nor the scheduler stands between kubeslow and the agent, and those are the components a
+// sick control plane may have starved or lost.
+//
 // A Session deploys the agents once (Start) and answers any number of calls until Close: the measurements
 // that read the node tier (etcd health, control-plane CPU, the audit log) share one. Where no agent can run
 // on a control-plane node the calls fail with an *Unreachable saying why and what would fix it.
@@ -20,12 +24,12 @@ import (
 	"time"
 
 	"golang.org/x/sync/errgroup"
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/kubeslow/kubeslow/internal/measure"
@@ -144,7 +148,8 @@ type Session struct {
 	pods map[string]string
 	// missing: target nodes without a running agent, and why.
 	missing map[string]string
-	ds      string
+	// created are the agent pods this session created (Close deletes them).
+	created []string
 	crb     string
 	roots   agentproto.CPRoots
 }
@@ -152,7 +157,7 @@ type Session struct {
 // In the agent pod: the host's /proc and /sys/fs/cgroup, read-only.
 const (
 	hostRoot = "/host"
-	dsName   = "kubeslow-cp-agent"
+	podName  = "kubeslow-cp-agent"
 	saName   = "kubeslow-cp-agent"
 )
 
@@ -160,8 +165,7 @@ const (
 func Permissions() []measure.Permission {
 	return []measure.Permission{
 		{Verbs: []string{"list", "watch"}, Resource: "nodes", Reason: "the control-plane nodes the agent runs on"},
-		{Verbs: []string{"create", "delete"}, Group: "apps", Resource: "daemonsets", Reason: "the control-plane agent DaemonSet"},
-		{Verbs: []string{"list"}, Resource: "pods", Reason: "the agent pods"},
+		{Verbs: []string{"create", "delete", "list"}, Resource: "pods", Reason: "the control-plane agent pods, one bound to each control-plane node"},
 		{Verbs: []string{"create"}, Resource: "pods/exec", Reason: "the agent's answers (processes, /metrics from the node's loopback, the audit log)"},
 	}
 }
@@ -174,8 +178,15 @@ func MetricsAccessPermissions() []measure.Permission {
 	}
 }
 
-// DaemonSet is the agents' DaemonSet in namespace ns for run runID, on nodes (empty: the labelled
-// control-plane nodes), as service account sa ("": the namespace's default).
+// Labels are the agent pods' labels for run runID (the run's, so that `kubeslow cleanup` finds them).
+func Labels(runID string) map[string]string {
+	labels := kube.RunLabels(runID)
+	labels["kubeslow.dev/role"] = "cp-agent"
+	return labels
+}
+
+// Pod is the agent's pod in namespace ns for run runID, bound to node (spec.nodeName: no scheduler, no
+// controller), as service account sa ("": the namespace's default).
 //
 // Privileges, each for one reason: the host's PID namespace (hostPID: to see the control-plane processes,
 // their threads' schedstat and, through /proc/<pid>/root, the apiserver's audit log and the kubelet's
@@ -188,56 +199,45 @@ func MetricsAccessPermissions() []measure.Permission {
 // read-only root filesystem. No host directory is mounted for the static-pod manifests: they are read
 // through the kubelet's and pid 1's /proc/<pid>/root, since a hostPath of a directory a node lacks would
 // create it there (or, typed, keep the pod from starting). The service-account token is mounted for the
-// scrapes of kube-controller-manager and kube-scheduler, which authorize /metrics by it.
-func DaemonSet(ns, runID, image string, nodes []string, sa string) *appsv1.DaemonSet {
-	labels := kube.RunLabels(runID)
-	labels["kubeslow.dev/role"] = "cp-agent"
+// scrapes of kube-controller-manager and kube-scheduler, which authorize /metrics by it. The tolerations are
+// the control-plane taints' (a pod bound by name skips the scheduler's taint check, but the kubelet refuses,
+// and the taint manager evicts, a pod that does not tolerate a NoExecute taint; Start leaves out a node with
+// a taint they do not cover, as a DaemonSet would).
+func Pod(ns, runID, image, node, sa string) *corev1.Pod {
 	hp := func(name, path string) corev1.Volume {
 		t := corev1.HostPathDirectory
 		return corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: path, Type: &t}}}
 	}
 	zero, root, yes, no := int64(0), int64(0), true, false
-	aff := &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{
-		{MatchExpressions: []corev1.NodeSelectorRequirement{{Key: LabelControlPlane, Operator: corev1.NodeSelectorOpExists}}},
-		{MatchExpressions: []corev1.NodeSelectorRequirement{{Key: LabelMaster, Operator: corev1.NodeSelectorOpExists}}}}}
-	if len(nodes) > 0 {
-		aff = &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchFields: []corev1.NodeSelectorRequirement{
-			{Key: "metadata.name", Operator: corev1.NodeSelectorOpIn, Values: nodes}}}}}
-	}
-	return &appsv1.DaemonSet{
-		ObjectMeta: metav1.ObjectMeta{Name: dsName, Namespace: ns, Labels: labels},
-		Spec: appsv1.DaemonSetSpec{
-			Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec: corev1.PodSpec{
-					HostNetwork: true, HostPID: true, DNSPolicy: corev1.DNSClusterFirstWithHostNet, TerminationGracePeriodSeconds: &zero,
-					ServiceAccountName: sa, AutomountServiceAccountToken: &yes,
-					Tolerations: []corev1.Toleration{
-						{Key: LabelControlPlane, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule},
-						{Key: LabelMaster, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule},
-						// k3s and rke2 servers may carry CriticalAddonsOnly=true:NoExecute.
-						{Key: "CriticalAddonsOnly", Operator: corev1.TolerationOpExists},
-					},
-					Affinity: &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: aff}},
-					Volumes:  []corev1.Volume{hp("proc", "/proc"), hp("cgroup", "/sys/fs/cgroup")},
-					Containers: []corev1.Container{{
-						Name: "agent", Image: image, ImagePullPolicy: corev1.PullIfNotPresent, Args: agentproto.Pause{}.Args(),
-						Env: []corev1.EnvVar{{Name: "NODE_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "spec.nodeName"}}}},
-						VolumeMounts: []corev1.VolumeMount{{Name: "proc", MountPath: hostRoot + "/proc", ReadOnly: true},
-							{Name: "cgroup", MountPath: hostRoot + "/sys/fs/cgroup", ReadOnly: true}},
-						SecurityContext: &corev1.SecurityContext{
-							RunAsUser: &root, AllowPrivilegeEscalation: &no, ReadOnlyRootFilesystem: &yes,
-							Capabilities:    &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}, Add: []corev1.Capability{"SYS_PTRACE", "DAC_READ_SEARCH"}},
-							SeccompProfile:  &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
-							AppArmorProfile: &corev1.AppArmorProfile{Type: corev1.AppArmorProfileTypeUnconfined},
-						},
-						Resources: corev1.ResourceRequirements{
-							Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("32Mi")},
-							Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("500m"), corev1.ResourceMemory: resource.MustParse("256Mi")}},
-					}},
-				},
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: podName + "-", Namespace: ns, Labels: Labels(runID)},
+		Spec: corev1.PodSpec{
+			NodeName:    node,
+			HostNetwork: true, HostPID: true, DNSPolicy: corev1.DNSClusterFirstWithHostNet, TerminationGracePeriodSeconds: &zero,
+			RestartPolicy:      corev1.RestartPolicyAlways,
+			ServiceAccountName: sa, AutomountServiceAccountToken: &yes,
+			Tolerations: []corev1.Toleration{
+				{Key: LabelControlPlane, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule},
+				{Key: LabelMaster, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule},
+				// k3s and rke2 servers may carry CriticalAddonsOnly=true:NoExecute.
+				{Key: "CriticalAddonsOnly", Operator: corev1.TolerationOpExists},
 			},
+			Volumes: []corev1.Volume{hp("proc", "/proc"), hp("cgroup", "/sys/fs/cgroup")},
+			Containers: []corev1.Container{{
+				Name: "agent", Image: image, ImagePullPolicy: corev1.PullIfNotPresent, Args: agentproto.Pause{}.Args(),
+				Env: []corev1.EnvVar{{Name: "NODE_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "spec.nodeName"}}}},
+				VolumeMounts: []corev1.VolumeMount{{Name: "proc", MountPath: hostRoot + "/proc", ReadOnly: true},
+					{Name: "cgroup", MountPath: hostRoot + "/sys/fs/cgroup", ReadOnly: true}},
+				SecurityContext: &corev1.SecurityContext{
+					RunAsUser: &root, AllowPrivilegeEscalation: &no, ReadOnlyRootFilesystem: &yes,
+					Capabilities:    &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}, Add: []corev1.Capability{"SYS_PTRACE", "DAC_READ_SEARCH"}},
+					SeccompProfile:  &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+					AppArmorProfile: &corev1.AppArmorProfile{Type: corev1.AppArmorProfileTypeUnconfined},
+				},
+				Resources: corev1.ResourceRequirements{
+					Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("32Mi")},
+					Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("500m"), corev1.ResourceMemory: resource.MustParse("256Mi")}},
+			}},
 		},
 	}
 }
@@ -299,27 +299,36 @@ func Start(ctx context.Context, env *measure.Env, o Options) (*Session, error) {
 			sa = ""
 		}
 	}
-	// Pinned to the nodes found by name: an affinity on the role labels would bring the apiserver's warning
-	// that node-role.kubernetes.io/master is deprecated into the user's output.
+	// Bound to the nodes found by name (an affinity on the role labels would also bring the apiserver's warning
+	// that node-role.kubernetes.io/master is deprecated into the user's output).
 	names := make([]string, 0, len(targets))
 	for name := range targets {
-		names = append(names, name)
+		if _, out := s.missing[name]; !out {
+			names = append(names, name)
+		}
 	}
 	sort.Strings(names)
-	ds := DaemonSet(env.Namespace, env.RunID, o.Image, names, sa)
-	dsc := env.Client.AppsV1().DaemonSets(env.Namespace)
-	if _, err := dsc.Create(ctx, ds, metav1.CreateOptions{}); err != nil {
-		s.Close(ctx)
-		if apierrors.IsForbidden(err) {
-			return nil, &Unreachable{Reason: Forbidden, Detail: err.Error(), Fix: "grant create daemonsets.apps (kubeslow rbac)"}
+	pc := env.Client.CoreV1().Pods(env.Namespace)
+	for _, name := range names {
+		p, err := pc.Create(ctx, Pod(env.Namespace, env.RunID, o.Image, name, sa), metav1.CreateOptions{})
+		switch {
+		case apierrors.IsForbidden(err) && len(s.created) == 0:
+			s.Close(ctx)
+			return nil, &Unreachable{Reason: Forbidden, Detail: err.Error(), Fix: "grant create pods (kubeslow rbac)"}
+		case err != nil && ctx.Err() != nil:
+			s.Close(ctx)
+			return nil, ctx.Err()
+		case err != nil:
+			// A policy engine or PodSecurity may refuse hostPID/hostNetwork pods: said for that node.
+			s.missing[name] = fmt.Sprintf("its agent pod was not created: %v", err)
+		default:
+			s.created = append(s.created, p.Name)
 		}
-		return nil, fmt.Errorf("creating the control-plane agent DaemonSet: %w", err)
 	}
-	s.ds = ds.Name
-	sel := metav1.FormatLabelSelector(ds.Spec.Selector)
+	sel := labels.SelectorFromSet(Labels(env.RunID)).String()
 	var last []corev1.Pod
 	err = wait.PollUntilContextTimeout(ctx, time.Second, o.Timeout, true, func(ctx context.Context) (bool, error) {
-		pl, err := env.Client.CoreV1().Pods(env.Namespace).List(ctx, metav1.ListOptions{LabelSelector: sel})
+		pl, err := pc.List(ctx, metav1.ListOptions{LabelSelector: sel})
 		if err != nil {
 			return false, err
 		}
@@ -350,7 +359,7 @@ func Start(ctx context.Context, env *measure.Env, o Options) (*Session, error) {
 	for name := range targets {
 		if _, ok := s.pods[name]; !ok {
 			if _, ok := s.missing[name]; !ok {
-				s.missing[name] = "no agent pod was created on it (the namespace's PodSecurity level or a policy engine may refuse hostPID/hostNetwork pods: see the DaemonSet's events)"
+				s.missing[name] = "no agent pod of this run is on it"
 			}
 		}
 	}
@@ -373,13 +382,13 @@ func contains(xs []string, x string) bool {
 
 // untolerated says which taint of n the agent does not tolerate ("" when none).
 func untolerated(n *corev1.Node) string {
-	ds := DaemonSet("", "", "", nil, "")
-	tol := ds.Spec.Template.Spec.Tolerations
+	tol := Pod("", "", "", "", "").Spec.Tolerations
 	for _, t := range n.Spec.Taints {
 		if t.Effect == corev1.TaintEffectPreferNoSchedule {
 			continue
 		}
-		// The DaemonSet controller tolerates these itself.
+		// The node's conditions as taints: a pod bound by name skips the NoSchedule ones, and the NoExecute
+		// ones (not-ready, unreachable) get the tolerations the apiserver's DefaultTolerationSeconds adds.
 		if strings.HasPrefix(t.Key, "node.kubernetes.io/") {
 			continue
 		}
@@ -459,15 +468,15 @@ func (s *Session) bindMetrics(ctx context.Context) (string, error) {
 	return saName, nil
 }
 
-// Close deletes the DaemonSet (and the metrics binding).
+// Close deletes the agent pods this session created (and the metrics binding).
 func (s *Session) Close(ctx context.Context) {
 	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
-	bg := metav1.DeletePropagationBackground
-	if s.ds != "" {
-		_ = s.env.Client.AppsV1().DaemonSets(s.env.Namespace).Delete(dctx, s.ds, metav1.DeleteOptions{PropagationPolicy: &bg})
-		s.ds = ""
+	zero := int64(0)
+	for _, name := range s.created {
+		_ = s.env.Client.CoreV1().Pods(s.env.Namespace).Delete(dctx, name, metav1.DeleteOptions{GracePeriodSeconds: &zero})
 	}
+	s.created = nil
 	if s.crb != "" {
 		_ = s.env.Client.RbacV1().ClusterRoleBindings().Delete(dctx, s.crb, metav1.DeleteOptions{})
 		s.crb = ""

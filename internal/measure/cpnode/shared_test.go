@@ -30,12 +30,12 @@ func TestSharedManaged(t *testing.T) {
 		switch a {
 		case "list nodes":
 			lists++
-		case "create daemonsets":
+		case "create pods", "create daemonsets":
 			creates++
 		}
 	}
 	if lists != 1 || creates != 0 {
-		t.Errorf("%d node lists, %d DaemonSets created; want 1 and 0", lists, creates)
+		t.Errorf("%d node lists, %d agent pods or DaemonSets created; want 1 and 0", lists, creates)
 	}
 	sh.Close(context.Background())
 	o := OutOfReach(measure.OutOfReachEtcd, errFrom(e))

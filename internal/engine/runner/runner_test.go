@@ -228,6 +228,24 @@ func (o *obsM) Gather(context.Context) (result.Result, error) {
 	return result.Result{Status: result.StatusPass}, nil
 }
 
+// stepWhileWaiting moves clk a second on whenever, once from is set, both the run and the sampler wait on it,
+// and only then, until done is closed.
+func stepWhileWaiting(clk *clocktesting.FakeClock, from *atomic.Bool, done <-chan struct{}) {
+	go func() {
+		for {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			if from.Load() && clk.Waiters() == 2 {
+				clk.Step(time.Second)
+			}
+			runtime.Gosched()
+		}
+	}()
+}
+
 // TestObserversSpanTheBenchmarks: observers start before the checks and benchmarks and are gathered after
 // them, sampled at the fixed step in between; the run takes max(window, benchmarks), not their sum, and each
 // observation lists the load that ran in its window.
@@ -241,19 +259,7 @@ func TestObserversSpanTheBenchmarks(t *testing.T) {
 		// Once the benchmark is done, time passes whenever both the run (the window's rest) and the sampler (its
 		// next step) wait on the clock, and only then: a step taken while the sampler samples would skip its
 		// next sample, and a sampler that left its timer behind would keep time running after the window.
-		go func() {
-			for {
-				select {
-				case <-done:
-					return
-				default:
-				}
-				if benchDone.Load() && clk.Waiters() == 2 {
-					clk.Step(time.Second)
-				}
-				runtime.Gosched()
-			}
-		}()
+		stepWhileWaiting(clk, &benchDone, done)
 		var ran []string
 		o := &obsM{name: "api.x", window: 20 * time.Second, ran: &ran}
 		ms := []measure.Measurement{
@@ -309,19 +315,7 @@ func TestObserverStartedLateWatchesItsWindow(t *testing.T) {
 	defer close(done)
 	var started atomic.Bool
 	// Time passes while the run and the sampler both wait on the clock, once every observer has started.
-	go func() {
-		for {
-			select {
-			case <-done:
-				return
-			default:
-			}
-			if started.Load() && clk.Waiters() == 2 {
-				clk.Step(time.Second)
-			}
-			runtime.Gosched()
-		}
-	}()
+	stepWhileWaiting(clk, &started, done)
 	var ran, lines []string
 	fast := &obsM{name: "api.x", window: 20 * time.Second, ran: &ran}
 	slow := &slowStart{obsM: obsM{name: "controlplane.usage", window: 20 * time.Second, ran: &ran}, clk: clk, took: 30 * time.Second}

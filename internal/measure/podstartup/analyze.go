@@ -3,6 +3,7 @@ package podstartup
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"time"
 
@@ -358,29 +359,29 @@ func medianWithout(sorted []float64, v float64) float64 {
 	return sorted[i]
 }
 
-// creationRate compares how fast pods were created (first to last creation seen by the watch) with what was
-// requested, and says who set the pace: kubeslow's own client (its limiter's wait) or the controller.
+// creationRate compares how fast pods were created with what was requested, and says who set the pace:
+// kubeslow's own client (its limiter's wait) or the controller. The rate is the pace through the middle of the
+// creations as the watch saw them (from the one at the 10th percentile to the one at the 90th: a straggler at
+// either end, one slow create or a watch event delivered late, is a latency, which create_request_p99 and
+// the start-up SLI say, not the pace); the span is the first to the last.
 func creationRate(add func(string, string, float64, map[string]string), in Input) float64 {
-	var first, last time.Time
-	n := 0
+	var seen []time.Time
 	for _, t := range in.Timelines {
-		if t.SeenCreated.IsZero() || t.Preexisting {
-			continue
-		}
-		n++
-		if first.IsZero() || t.SeenCreated.Before(first) {
-			first = t.SeenCreated
-		}
-		if t.SeenCreated.After(last) {
-			last = t.SeenCreated
+		if !t.SeenCreated.IsZero() && !t.Preexisting {
+			seen = append(seen, t.SeenCreated)
 		}
 	}
-	span := last.Sub(first).Seconds()
-	if n < 2 || span <= 0 {
+	n := len(seen)
+	if n < 2 {
+		return 0
+	}
+	slices.SortFunc(seen, time.Time.Compare)
+	span := seen[n-1].Sub(seen[0]).Seconds()
+	if span <= 0 {
 		return 0
 	}
 	l := map[string]string{"creator": in.Creator}
-	rate := float64(n-1) / span
+	rate := CentralRate(seen)
 	add(MetricCreationRate, "pods_per_second", rate, l)
 	add(MetricCreationSpan, "seconds", span, l)
 	if in.Creator == "client" {
@@ -399,6 +400,24 @@ func creationRate(add func(string, string, float64, map[string]string), in Input
 		add(MetricCreateRequestP99, "seconds", stats.Percentile(stats.Sorted(v), 0.99), nil)
 	}
 	return rate
+}
+
+// CentralRate is the pace (per second) of sorted event times through their middle: intervals from the one at
+// the 10th percentile to the one at the 90th over the time between them; over all of them when the middle
+// spans no time (a burst seen at once).
+func CentralRate(sorted []time.Time) float64 {
+	n := len(sorted)
+	if n < 2 {
+		return 0
+	}
+	i, j := int(math.Floor(0.1*float64(n-1))), int(math.Ceil(0.9*float64(n-1)))
+	if d := sorted[j].Sub(sorted[i]).Seconds(); j > i && d > 0 {
+		return float64(j-i) / d
+	}
+	if d := sorted[n-1].Sub(sorted[0]).Seconds(); d > 0 {
+		return float64(n-1) / d
+	}
+	return 0
 }
 
 // createLoad records the shape of kubeslow's own load (client): the rate and the burst its limiter allowed.

@@ -43,6 +43,9 @@ const (
 	MetricCreateBurst = "create_burst"
 	// MetricCreationRateRatio is the achieved creation rate over the rate kubeslow requested.
 	MetricCreationRateRatio = "creation_rate_ratio"
+	// MetricCreationLate is how much later than the requested pace kubeslow's creations ended (the first to the
+	// last, against their count at the requested rate), 0 when on time.
+	MetricCreationLate      = "creation_late"
 	MetricClientLimiterWait = "client_limiter_wait"
 	MetricCreateRequestP99  = "create_request_p99"
 	// MetricNotStartedByReason counts pods that never started (label reason).
@@ -388,6 +391,7 @@ func creationRate(add func(string, string, float64, map[string]string), in Input
 		add(MetricCreationRateRequested, "pods_per_second", in.RequestedQPS, l)
 		if in.RequestedQPS > 0 {
 			add(MetricCreationRateRatio, "ratio", rate/in.RequestedQPS, l)
+			add(MetricCreationLate, "seconds", max(0, span-float64(n-1)/in.RequestedQPS), l)
 		}
 		add(MetricClientLimiterWait, "seconds", in.ClientWait.Seconds(), l)
 	}

@@ -25,6 +25,9 @@ type Run struct {
 	StuckEvent [2]string
 	// Events are the Events (reason, message) on running pod i.
 	Events func(i int) [][2]string
+	// Pause holds creation back Pause seconds from pod PauseAt on (a stall of the apiserver mid-burst).
+	Pause   float64
+	PauseAt int
 }
 
 // Event is a pod's Event as the collector records it, created at created+at seconds and recurring n times
@@ -43,6 +46,9 @@ func (p Run) Result() result.Result {
 	for i := range p.N {
 		node, s, sb, st, obs := p.Ph(i)
 		c := float64(i) * p.Gap
+		if p.Pause > 0 && i >= p.PauseAt {
+			c += p.Pause
+		}
 		created := at(c)
 		ts = append(ts, podstartup.Timeline{Name: fmt.Sprintf("p%d", i), Node: node,
 			Created: created.Truncate(time.Second), SeenCreated: created.Add(2 * time.Millisecond),

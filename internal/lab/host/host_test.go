@@ -8,6 +8,9 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 func TestProcStatParsesOwnProcess(t *testing.T) {
@@ -71,5 +74,61 @@ func TestFreeSpace(t *testing.T) {
 	}
 	if _, _, err := FreeSpace(filepath.Join(file, "below")); err == nil {
 		t.Fatal("FreeSpace of a path under a regular file: no error")
+	}
+}
+
+// TestSignalPauseAndStop: Signal pauses and resumes the recorded process (SIGSTOP, SIGCONT: state T, then not),
+// Stop ends a paused one on its SIGTERM within the grace (no SIGKILL needed), and a process that is gone is not
+// signalled.
+func TestSignalPauseAndStop(t *testing.T) {
+	cmd := exec.Command("sleep", "60")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan *os.ProcessState, 1)
+	go func() {
+		_ = cmd.Wait() // reaps it: once gone, not a zombie that Alive would skip anyway
+		exited <- cmd.ProcessState
+	}()
+	tick, err := StartTick(cmd.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &Process{Name: "sleep", PID: cmd.Process.Pid, StartTick: tick}
+	// The kernel sets the state as it delivers the signal: wait for it on the process's own state.
+	state := func(stopped bool) {
+		t.Helper()
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			st, _, err := ProcStat(p.PID)
+			if err == nil && (st == 'T') == stopped {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("state %c (%v), want stopped %v", st, err, stopped)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	if err := p.Signal(unix.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	state(true)
+	if err := p.Signal(unix.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	state(false)
+	if err := p.Signal(unix.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	state(true)
+	if err := p.Stop(5 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if ps := <-exited; ps.Sys().(syscall.WaitStatus).Signal() != syscall.SIGTERM {
+		t.Errorf("the paused process ended by %v, want its SIGTERM", ps)
+	}
+	if err := p.Signal(unix.SIGCONT); err == nil {
+		t.Error("a process that is gone was signalled")
 	}
 }

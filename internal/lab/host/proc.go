@@ -193,6 +193,10 @@ func (r *Process) Stop(grace time.Duration) error {
 	if err := unix.PidfdSendSignal(fd, unix.SIGTERM, nil, 0); err != nil && !errors.Is(err, unix.ESRCH) {
 		return err
 	}
+	// A process paused (Signal's SIGSTOP) acts on the SIGTERM once continued.
+	if err := unix.PidfdSendSignal(fd, unix.SIGCONT, nil, 0); err != nil && !errors.Is(err, unix.ESRCH) {
+		return err
+	}
 	if waitPidfd(fd, grace) {
 		return nil
 	}
@@ -203,6 +207,23 @@ func (r *Process) Stop(grace time.Duration) error {
 		return fmt.Errorf("%s (pid %d) did not exit after SIGKILL", r.Name, r.PID)
 	}
 	return nil
+}
+
+// Signal sends sig to the recorded process if it still runs (its PID and start time, pinned by a pidfd): e.g.
+// SIGSTOP and SIGCONT to pause a scenario's load and resume it.
+func (r *Process) Signal(sig unix.Signal) error {
+	if !r.Alive() {
+		return fmt.Errorf("%s (pid %d) is not running", r.Name, r.PID)
+	}
+	fd, err := unix.PidfdOpen(r.PID, 0)
+	if err != nil {
+		return fmt.Errorf("pidfd for %s (%d): %w", r.Name, r.PID, err)
+	}
+	defer unix.Close(fd)
+	if !r.Alive() {
+		return fmt.Errorf("%s (pid %d) is not running", r.Name, r.PID)
+	}
+	return unix.PidfdSendSignal(fd, sig, nil, 0)
 }
 
 // waitPidfd waits until the process behind fd exits, up to timeout.

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -25,6 +26,7 @@ import (
 	"github.com/kubeslow/kubeslow/internal/engine/check"
 	"github.com/kubeslow/kubeslow/internal/engine/runner"
 	"github.com/kubeslow/kubeslow/internal/lab"
+	"github.com/kubeslow/kubeslow/internal/lab/host"
 	"github.com/kubeslow/kubeslow/internal/lab/labtest"
 	"github.com/kubeslow/kubeslow/internal/lab/scenario"
 	"github.com/kubeslow/kubeslow/internal/measure"
@@ -59,8 +61,8 @@ import (
 //     from the node tier, control-plane-hog (a pod with no limit spinning on every core beside them, named
 //     from the node tier's run-queue wait) and control-plane-neighbour (a host process outside Kubernetes in a
 //     heavier cgroup beside kubepods: the starvation the cause, at warning or above, what it slowed folded
-//     under it); the cgroup's starvation is eased once a window's results are in, the neighbour's once its
-//     window is over, for the run's own reads and cleanup. (small-control-plane, the same confinement in the lab's own
+//     under it); each CPU case eases its fault once its window is over (the cgroup's storm paused, the
+//     hog's and the neighbour's CPU weight lowered), for the run's own reads and cleanup. (small-control-plane, the same confinement in the lab's own
 //     cgroup with a 128-client storm, is left to the managed lab's TestIntegrationControlPlaneSaturation: here
 //     its agent pod was once not created within 5 minutes through the starved apiserver, a CI flake, and the
 //     test's own cgroup covers the mechanism);
@@ -91,20 +93,15 @@ func TestIntegrationKubeadm(t *testing.T) {
 	c := kubernetes.NewForConfigOrDie(rc)
 
 	// agentWait bounds the wait for the node agent: the default, or longer where the control plane is starved
-	// (the agent's DaemonSet pod is created, scheduled and reported through that apiserver: under 0.1 core
-	// and a storm on a machine busy with other work, none was created within the default 2 minutes).
+	// (the agent's pod is created and reported through that apiserver: under 0.1 core and a storm on a machine
+	// busy with other work, a DaemonSet's was not created within the default 2 minutes).
 	agentWait := cpnode.DefaultOptions(lab.AgentImage).Timeout
-	// measured, where a CPU case sets it, runs once a run's measurements have all reported (their results are
-	// in; the rules read only those), before the run closes its node tier and deletes its objects: there the
-	// case eases its fault, so that the run's end does not crawl through a starved apiserver: the neighbour's
-	// took 7-14 s and foreign-cpu-cgroup's 3-5 s in four runs of 2026-11-29 (19:51-20:31), 0.3-0.7 s and
-	// 0.2-0.3 s eased (23:13-23:59). A runner that said its results otherwise would only leave the fault on
-	// to the case's end, as before.
-	var measured func()
-	// windowOver, where a CPU case sets it instead, runs as soon as the run's observation window is over
-	// (runner.WindowOver), before the results are read: a case whose evidence is all in the window (no read
-	// at its end that the fault must still hold) eases there, and the reads at the window's end go at full
-	// speed (control-plane-neighbour's took 85 s through the starved apiserver, 2026-11-30).
+	// windowOver, where a CPU case sets it, runs as soon as the run's observation window is over
+	// (runner.WindowOver), before the results are read: there the case eases its fault, and the reads at the
+	// window's end (counters the window ran up) and the run's end go at full speed: through the starved
+	// apiserver they took 85 s (control-plane-neighbour) and 40 s (foreign-cpu-cgroup) on 2026-11-30. Until
+	// then the cases eased once the run's last result was in (the run's end took 7-14 s and 3-5 s before,
+	// 0.3-0.7 s and 0.2-0.3 s after, 2026-11-29).
 	var windowOver func()
 	defaultWindow := measure.Options{}.Defaults().Window
 	// stamped is t.Logf with the seconds since `lab up` began before each line: where a case's time goes (the
@@ -135,7 +132,7 @@ func TestIntegrationKubeadm(t *testing.T) {
 		began := time.Now()
 		opts := cpnode.DefaultOptions(lab.AgentImage)
 		opts.Timeout = agentWait
-		progress, reported, whenMeasured, whenOver := stamped(t), 0, measured, windowOver
+		progress, whenOver := stamped(t), windowOver
 		rep, err := runner.Execute(ctx, runner.Plan{Target: runner.Target{Config: config, Name: "lab-kubeconfig"},
 			Measurements: ms, Rules: check.Rules(), Log: slog.New(slog.NewTextHandler(os.Stderr, nil)), NodeTier: cpnode.NewShared(opts),
 			Progress: func(format string, args ...any) {
@@ -146,15 +143,6 @@ func TestIntegrationKubeadm(t *testing.T) {
 				}
 				if format == runner.WindowOver && whenOver != nil {
 					whenOver()
-				}
-				// runner.Run's line of a measurement's result, said once for each (a result's status
-				// fourth): the last of them ends the measuring.
-				if len(args) == 5 && format == "[%d/%d] %s: %s %s" {
-					if _, ok := args[3].(result.Status); ok {
-						if reported++; reported == len(ms) && whenMeasured != nil {
-							whenMeasured()
-						}
-					}
 				}
 			}})
 		if err != nil {
@@ -356,17 +344,13 @@ func TestIntegrationKubeadm(t *testing.T) {
 	// The CPU cases: the storm has built up before the window (200 409s answered); KS-CP-SATURATED names a
 	// component, from the node tier, on the control-plane node.
 	// cpuRuns returns the runs of a CPU case's windows, the node agent given longer to start, each window's fault
-	// eased once its measurements are in, or once its window is over with atWindowEnd (ease, nil: the fault
-	// stays to the case's end; see measured and windowOver), and what ends them. ease lifts the fault and
-	// returns what puts it back, which the next window runs first.
-	cpuRuns := func(t *testing.T, ease func() (restore func()), atWindowEnd bool, only ...string) (next func() (*result.Report, map[string]*result.Finding), end func()) {
+	// eased once the window is over (ease, nil: the fault stays to the case's end; see windowOver), and what
+	// ends them. ease lifts the fault and returns what puts it back, which the next window runs first.
+	cpuRuns := func(t *testing.T, ease func() (restore func()), only ...string) (next func() (*result.Report, map[string]*result.Finding), end func()) {
 		agentWait = 5 * time.Minute
 		var restore func()
-		switch {
-		case ease != nil && atWindowEnd:
+		if ease != nil {
 			windowOver = func() { restore = ease() }
-		case ease != nil:
-			measured = func() { restore = ease() }
 		}
 		return func() (*result.Report, map[string]*result.Finding) {
 				t.Helper()
@@ -377,14 +361,12 @@ func TestIntegrationKubeadm(t *testing.T) {
 				return run(t, defaultWindow, only...)
 			}, func() {
 				agentWait = cpnode.DefaultOptions(lab.AgentImage).Timeout
-				measured, windowOver = nil, nil
+				windowOver = nil
 			}
 	}
 	saturated := func(t *testing.T, ease func() (restore func())) (*result.Finding, *result.Result) {
 		t.Helper()
-		// The cap is eased once the results are in: the node agent reads the cgroup's limit at the window's
-		// end, which limited checks.
-		window, end := cpuRuns(t, ease, false, "api.responsiveness", cpusage.Name)
+		window, end := cpuRuns(t, ease, "api.responsiveness", cpusage.Name)
 		defer end()
 		rep, got := window()
 		// As in starvedBy: a window where the API kept its SLO near enough to miss it next (mayMissNext) is measured
@@ -449,17 +431,24 @@ func TestIntegrationKubeadm(t *testing.T) {
 		// before; at 0.06 core (foreignCores) four runs (23:13-23:59) answered 832-1,042 a minute at p99
 		// 1.38-2.56 s (1.4-2.6x the SLO) in their first window.
 		waitRequests(ctx, t, rc, "200 409s", 200, func(l map[string]string) bool { return l["code"] == "409" })
-		cg, limit := foreignCPUCgroup(t, d, foreignCores)
-		// Once the window is measured the cap is lifted (kube-apiserver and etcd stay in the cgroup): the run's
-		// end, its node agent's and namespace's deletion, goes at full speed. Another window caps them again.
+		cg := foreignCPUCgroup(t, d, foreignCores)
+		// Once the window is over the storm is paused (SIGSTOP; the cap stays: the node agent reads the cgroup's
+		// limit at the window's end, which limited checks): the reads at the window's end and the run's end,
+		// through the apiserver under its 0.06 core, no longer queue behind 32 racing clients (they took 40 s,
+		// 2026-11-30). Another window resumes it first (SIGCONT); the case's end stops it (Stop continues a
+		// paused process).
+		storm, err := host.Records{Dir: d.ProcDir(), Logs: d.LogDir()}.Read("storm-conflict")
+		if err != nil {
+			t.Fatal(err)
+		}
 		_, r := saturated(t, func() func() {
-			if err := limit(0); err != nil {
-				t.Logf("lifting the cap of %s: %v (it stays to the case's end)", cg, err)
+			if err := storm.Signal(unix.SIGSTOP); err != nil {
+				t.Logf("pausing the storm: %v (it runs to the case's end)", err)
 				return nil
 			}
-			stamped(t)("the window measured: %s's cap lifted for the run's end", cg)
+			stamped(t)("the window over: the storm (pid %d) paused for the reads and the run's end", storm.PID)
 			return func() {
-				if err := limit(foreignCores); err != nil {
+				if err := storm.Signal(unix.SIGCONT); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -504,7 +493,7 @@ func TestIntegrationKubeadm(t *testing.T) {
 				psi <- reading{avg60, time.Since(began), err}
 			}()
 		}
-		window, end := cpuRuns(t, ease, true, only...)
+		window, end := cpuRuns(t, ease, only...)
 		defer end()
 		began := time.Now()
 		waitRequests(ctx, t, rc, "200 409s", 200, func(l map[string]string) bool { return l["code"] == "409" })
@@ -844,10 +833,9 @@ func memoryLoopDevice(ctx context.Context, t *testing.T) string {
 
 // foreignCPUCgroup moves kube-apiserver and etcd into a CPU cgroup of the test's own (outside the lab's tree,
 // as a tester or another tool would make it) capped at cores, and puts them back when the test ends. It
-// returns the cgroup's path in its hierarchy and limit, which caps it again at the cores given (0: no cap; the
-// processes stay in it). cgroup v2's cpu.max where the cpu controller is on the unified hierarchy, else v1's
-// CFS quota.
-func foreignCPUCgroup(t *testing.T, d lab.Dirs, cores float64) (string, func(cores float64) error) {
+// returns the cgroup's path in its hierarchy. cgroup v2's cpu.max where the cpu controller is on the unified
+// hierarchy, else v1's CFS quota.
+func foreignCPUCgroup(t *testing.T, d lab.Dirs, cores float64) string {
 	t.Helper()
 	name := fmt.Sprintf("kubeslow-test-confined-%d", os.Getpid())
 	root, v1 := cpuRoot()
@@ -873,19 +861,11 @@ func foreignCPUCgroup(t *testing.T, d lab.Dirs, cores float64) (string, func(cor
 			t.Fatal(err)
 		}
 	}
-	limit := func(cores float64) error {
-		quota := "max"
-		if cores > 0 {
-			quota = strconv.Itoa(int(cores * 100000))
-		} else if v1 {
-			quota = "-1"
-		}
-		if !v1 {
-			quota += " 100000"
-		}
-		return os.WriteFile(filepath.Join(dir, file), []byte(quota), 0o644)
+	quota := strconv.Itoa(int(cores * 100000))
+	if !v1 {
+		quota += " 100000"
 	}
-	if err := limit(cores); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, file), []byte(quota), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	for _, comp := range []string{lab.KubeAPIServer, lab.Etcd} {
@@ -903,7 +883,7 @@ func foreignCPUCgroup(t *testing.T, d lab.Dirs, cores float64) (string, func(cor
 		pids[pid] = home
 		t.Logf("%s (pid %d) moved from %s into %s (%s: %g cores)", comp, pid, home, dir, file, cores)
 	}
-	return "/" + name, limit
+	return "/" + name
 }
 
 // cpuRoot is the hierarchy of the CPU controller: the unified one where it offers cpu, else v1's cpu (v1 true).

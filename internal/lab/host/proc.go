@@ -173,23 +173,34 @@ func (r *Process) Alive() bool {
 	return err == nil && tick == r.StartTick && st != 'Z'
 }
 
+// pin opens a pidfd on the recorded process if it still runs, re-checking its identity once the pidfd holds
+// it (no PID-reuse race after that); ok is false when it is gone.
+func (r *Process) pin() (fd int, ok bool, err error) {
+	if !r.Alive() {
+		return -1, false, nil
+	}
+	fd, err = unix.PidfdOpen(r.PID, 0)
+	if err != nil {
+		if errors.Is(err, unix.ESRCH) {
+			return -1, false, nil
+		}
+		return -1, false, fmt.Errorf("pidfd for %s (%d): %w", r.Name, r.PID, err)
+	}
+	if !r.Alive() {
+		unix.Close(fd)
+		return -1, false, nil
+	}
+	return fd, true, nil
+}
+
 // Stop sends SIGTERM, waits up to grace for the process to exit, then SIGKILL. Only the recorded process is
 // signalled; waiting uses a pidfd, so there is no polling and no PID-reuse race.
 func (r *Process) Stop(grace time.Duration) error {
-	if !r.Alive() {
-		return nil
-	}
-	fd, err := unix.PidfdOpen(r.PID, 0)
-	if err != nil {
-		if errors.Is(err, unix.ESRCH) {
-			return nil
-		}
-		return fmt.Errorf("pidfd for %s (%d): %w", r.Name, r.PID, err)
+	fd, ok, err := r.pin()
+	if !ok {
+		return err
 	}
 	defer unix.Close(fd)
-	if !r.Alive() { // re-check after the pidfd pins the process identity
-		return nil
-	}
 	if err := unix.PidfdSendSignal(fd, unix.SIGTERM, nil, 0); err != nil && !errors.Is(err, unix.ESRCH) {
 		return err
 	}
@@ -212,17 +223,14 @@ func (r *Process) Stop(grace time.Duration) error {
 // Signal sends sig to the recorded process if it still runs (its PID and start time, pinned by a pidfd): e.g.
 // SIGSTOP and SIGCONT to pause a scenario's load and resume it.
 func (r *Process) Signal(sig unix.Signal) error {
-	if !r.Alive() {
-		return fmt.Errorf("%s (pid %d) is not running", r.Name, r.PID)
-	}
-	fd, err := unix.PidfdOpen(r.PID, 0)
+	fd, ok, err := r.pin()
 	if err != nil {
-		return fmt.Errorf("pidfd for %s (%d): %w", r.Name, r.PID, err)
+		return err
+	}
+	if !ok {
+		return fmt.Errorf("%s (pid %d) is not running", r.Name, r.PID)
 	}
 	defer unix.Close(fd)
-	if !r.Alive() {
-		return fmt.Errorf("%s (pid %d) is not running", r.Name, r.PID)
-	}
 	return unix.PidfdSendSignal(fd, sig, nil, 0)
 }
 

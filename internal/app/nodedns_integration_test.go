@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"regexp"
 	"slices"
 	"sort"
@@ -14,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/miekg/dns"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -34,15 +36,87 @@ import (
 	"github.com/kubeslow/kubeslow/pkg/result"
 )
 
+// hostServer is where unansweredLoopbackQueries sends: a loopback address of the machine's own network
+// namespace on which nothing listens (the kernel answers with a port unreachable, which a UDP socket that
+// only sends ignores; to the tracer the queries are never answered).
+const hostServer = "127.0.53.1:53"
+
+// unansweredLoopbackQueries sends a DNS query for a name to server every interval from one socket of this
+// process until ctx ends, and returns how many it sent.
+func unansweredLoopbackQueries(ctx context.Context, t *testing.T, server string, interval time.Duration) int {
+	conn, err := net.ListenPacket("udp4", "127.0.0.1:0")
+	if err != nil {
+		t.Errorf("a socket for the host's queries: %v", err)
+		return 0
+	}
+	defer conn.Close()
+	to, err := net.ResolveUDPAddr("udp4", server)
+	if err != nil {
+		t.Errorf("%s: %v", server, err)
+		return 0
+	}
+	sent := 0
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	for id := uint16(1); ; id++ {
+		m := new(dns.Msg)
+		m.SetQuestion("host-loopback.kubeslow.test.", dns.TypeA)
+		m.Id = id
+		b, err := m.Pack()
+		if err == nil {
+			_, err = conn.WriteTo(b, to)
+		}
+		if err != nil {
+			t.Errorf("a query to %s: %v", server, err)
+			return sent
+		}
+		sent++
+		select {
+		case <-ctx.Done():
+			return sent
+		case <-tick.C:
+		}
+	}
+}
+
+// leftOut reads how many clients a node's dns_shared_kernel label left out.
+var leftOut = regexp.MustCompile(`: (\d+) clients seen here left out`)
+
+// assertHostLoopbackLeftOut: no node reports the machine's own loopback queries to hostServer (sent of them
+// while the agents watched) as a client of its own, and the nodes' records count them as left out; unless an
+// agent says it cannot tell network namespaces apart (then the queries are its host network's, as before).
+func assertHostLoopbackLeftOut(t *testing.T, na *result.Result, sent int) {
+	t.Helper()
+	for _, rec := range na.Records {
+		if strings.Contains(rec.Labels["dns"], nodeagent.NoNetnsNote) {
+			t.Logf("%s: %s; the host's loopback queries are not checked", rec.ID, nodeagent.NoNetnsNote)
+			return
+		}
+		if m := leftOut.FindStringSubmatch(rec.Labels["dns_shared_kernel"]); m == nil || m[1] == "0" {
+			t.Errorf("%s: dns_shared_kernel %q: want the host's loopback client counted as left out", rec.ID, rec.Labels["dns_shared_kernel"])
+		}
+	}
+	if sent < 20 {
+		t.Errorf("only %d queries sent to %s while the agents watched", sent, hostServer)
+	}
+	for _, m := range na.Metrics {
+		if m.Labels["server"] == hostServer {
+			t.Errorf("the host's queries to %s (%d sent) reported as %s's: %s %v = %v", hostServer, sent, m.Labels["node"], m.Name, m.Labels, m.Value)
+		}
+	}
+}
+
 // TestIntegrationNodeDNS runs the node agent's eBPF DNS tracer (nodes.agent, docs/nodes.md) on the lab's real
 // nodes against a pod kubeslow did not create: the pod, pinned to lab-node-1, looks one fully-qualified name
 // up every 50 ms with its own resolver (`probe dns-lookups --each`: one A and one AAAA query per lookup, no
 // search domain, through the pod's resolv.conf to the lab's CoreDNS Service) and logs every lookup with its
 // start; both clocks are the machine's.
-//   - healthy (a 6 s watch): the pod's dns_queries_per_second (source ebpf, named by namespace and pod) is its
+//   - healthy (a 6 s watch, while the machine itself sends queries that are never answered to a loopback
+//     address, as a test beside the lab's may: no node's): the pod's dns_queries_per_second (source ebpf, named by namespace and pod) is its
 //     real rate over the watch — two queries per lookup the pod logged, within the count of the watch's edges —
 //     half of them NODATA (the AAAA of an IPv4 Service), a latency p99, no time-out, KS-POD-DNS-TIMEOUT clear;
-//     the same watch is the connect tracer's plain path (connects);
+//     the same watch is the connect tracer's plain path (connects); the machine's loopback client is neither
+//     node's (left out on both, no metric of its server);
 //   - timeouts (`kubeslow run --only nodes.agent --window 8s`: the agents watch the run's window): a firewall rule in lab-node-1's network namespace drops UDP to port 53 from that
 //     pod's address only (FORWARD: the pod's packets are routed through the node); KS-POD-DNS-TIMEOUT names
 //     that pod, and no other; the rule's counters show the drops. The same run is the connect tracer's first
@@ -168,8 +242,18 @@ func TestIntegrationNodeDNS(t *testing.T) {
 		// One sweep of the healthy lab for both tracers: the pod's lookups, and curl's connects on the plain path
 		// from lab-node-1's host network (until 2026-11-29 a sweep each, the same 6 s window through the runner).
 		const window = 6 * time.Second
+		// Beside it, the machine itself (this test's process, in no node's network namespace, as CI's lab-free
+		// tests run beside the lab's) sends DNS queries that are never answered to a loopback address, every
+		// 100 ms: the real nodes' tracers see them (one kernel), and neither node's host network made them
+		// (CI of 4727b56: a test's 127.0.0.1:53 time-outs were reported as lab-node-1's, KS-POD-DNS-TIMEOUT).
+		hostCtx, stopHost := context.WithCancel(ctx)
+		hostSent := make(chan int, 1)
+		go func() { hostSent <- unansweredLoopbackQueries(hostCtx, t, hostServer, 100*time.Millisecond) }()
 		curl, rep, na, began, ended := cn.measure(t, window, 1, false)
+		stopHost()
+		sent := <-hostSent
 		cn.plain(t, curl, rep, na)
+		assertHostLoopbackLeftOut(t, na, sent)
 		queries, perSecond := metric(na, nodeagent.MetricDNSQueries, podLabels), metric(na, nodeagent.MetricDNSQueriesPerSecond, podLabels)
 		if queries <= 0 || perSecond <= 0 {
 			t.Fatalf("pod %s/%s (%s): %v queries, %v per second: not seen", ns, podName, podIP, queries, perSecond)

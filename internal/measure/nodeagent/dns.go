@@ -39,6 +39,11 @@ const (
 	DNSClientUnknown = "unknown"
 )
 
+// NoNetnsNote ends a node's dns label when its agent's tracer could not tell network namespaces apart (a
+// kernel whose cgroup_skb programs cannot call bpf_get_netns_cookie, or before 5.14): every loopback client
+// is then taken for the node's host network, whichever namespace it was in.
+const NoNetnsNote = "network namespaces not told apart: every loopback client taken for the node's"
+
 // dnsSource is the metrics' source label: timed in the kernel, as the application sees them.
 const dnsSource = "ebpf"
 
@@ -55,9 +60,12 @@ func ListNodePods(ctx context.Context, env *measure.Env, nodes map[string]bool) 
 // MarkDNSClients names each DNS and TCP-connect client of each host from the pods on its node (status.podIPs)
 // and the node's addresses: a pod with a network namespace of its own gets its namespace and name; an address
 // of the node's or of a host-network pod's (or a loopback one) is host network (no pod named: they share it);
-// any other is unknown. Nodes that share a kernel (the same boot id: the lab's real nodes are network
-// namespaces of one host) each trace every socket of it: a client that is another such node's pod or address is
-// that node's, reported under it only (dropped here, counted in the report's Elsewhere).
+// any other is unknown, as is a DNS client on loopback that the agent saw in another network namespace than
+// the node's (agent.DNSClient.OtherNetns: a pod's own loopback). Nodes that share a kernel (the same boot id:
+// the lab's real nodes are network namespaces of one host, kind's are containers) each trace every socket of
+// it: a client that is another such node's pod or address is that node's, reported under it only, and a
+// loopback one of another network namespace is no more this node's than the others' or the host's (its
+// address names none of them): both are dropped here, counted in the report's Elsewhere.
 func MarkDNSClients(hosts []agent.NodeHost, pods []corev1.Pod, nodes []corev1.Node) {
 	type podRef struct{ ns, name string }
 	own := map[string]map[netip.Addr]podRef{}
@@ -96,9 +104,9 @@ func MarkDNSClients(hosts []agent.NodeHost, pods []corev1.Pod, nodes []corev1.No
 			own[p.Spec.NodeName][a.Unmap()] = podRef{p.Namespace, p.Name}
 		}
 	}
-	classify := func(node, client string) (ns, pod, kind string) {
+	classify := func(node, client string, otherNetns bool) (ns, pod, kind string) {
 		a, err := netip.ParseAddr(client)
-		if err != nil {
+		if err != nil || otherNetns {
 			return "", "", DNSClientUnknown
 		}
 		if p, ok := own[node][a.Unmap()]; ok {
@@ -129,7 +137,10 @@ func MarkDNSClients(hosts []agent.NodeHost, pods []corev1.Pod, nodes []corev1.No
 		}
 		return out
 	}
-	theirs := func(shared []string, client string) bool {
+	theirs := func(shared []string, client string, otherNetns bool) bool {
+		if otherNetns && len(shared) > 0 {
+			return true
+		}
 		a, err := netip.ParseAddr(client)
 		if err != nil {
 			return false
@@ -144,33 +155,35 @@ func MarkDNSClients(hosts []agent.NodeHost, pods []corev1.Pod, nodes []corev1.No
 	for i := range hosts {
 		h := &hosts[i]
 		shared := others(h)
-		name := func(client string) (string, string, string) { return classify(h.Node, client) }
-		elsewhere := func(client string) bool { return theirs(shared, client) }
+		name := func(client string, otherNetns bool) (string, string, string) {
+			return classify(h.Node, client, otherNetns)
+		}
+		elsewhere := func(client string, otherNetns bool) bool { return theirs(shared, client, otherNetns) }
 		if d := h.DNS; d != nil {
 			d.SharedKernel = shared
-			d.Clients, d.Elsewhere = markClients(d.Clients, func(c *agent.DNSClient) (*string, *string, *string, string) {
-				return &c.Namespace, &c.Pod, &c.Kind, c.Client
+			d.Clients, d.Elsewhere = markClients(d.Clients, func(c *agent.DNSClient) (*string, *string, *string, string, bool) {
+				return &c.Namespace, &c.Pod, &c.Kind, c.Client, c.OtherNetns
 			}, name, elsewhere)
 		}
-		if r := h.Connects; r != nil {
+		if r := h.Connects; r != nil { // the connect tracer does not tell network namespaces apart
 			r.SharedKernel = shared
-			r.Clients, r.Elsewhere = markClients(r.Clients, func(c *agent.ConnectClient) (*string, *string, *string, string) {
-				return &c.Namespace, &c.Pod, &c.Kind, c.Client
+			r.Clients, r.Elsewhere = markClients(r.Clients, func(c *agent.ConnectClient) (*string, *string, *string, string, bool) {
+				return &c.Namespace, &c.Pod, &c.Kind, c.Client, false
 			}, name, elsewhere)
 		}
 	}
 }
 
-// markClients names each client of cs (fields gives its namespace, pod and kind to set and its address) and
-// drops the unknown ones another node of the same kernel owns (elsewhere): the kept clients and how many were
-// dropped.
-func markClients[C any](cs []C, fields func(*C) (ns, pod, kind *string, addr string), name func(string) (string, string, string),
-	elsewhere func(string) bool) ([]C, int) {
+// markClients names each client of cs (fields gives its namespace, pod and kind to set, its address and
+// whether it is a loopback one of another network namespace) and drops the unknown ones that are not this
+// node's on a kernel it shares (elsewhere): the kept clients and how many were dropped.
+func markClients[C any](cs []C, fields func(*C) (ns, pod, kind *string, addr string, otherNetns bool), name func(string, bool) (string, string, string),
+	elsewhere func(string, bool) bool) ([]C, int) {
 	kept, dropped := cs[:0], 0
 	for i := range cs {
-		ns, pod, kind, addr := fields(&cs[i])
-		*ns, *pod, *kind = name(addr)
-		if *kind == DNSClientUnknown && elsewhere(addr) {
+		ns, pod, kind, addr, otherNetns := fields(&cs[i])
+		*ns, *pod, *kind = name(addr, otherNetns)
+		if *kind == DNSClientUnknown && elsewhere(addr, otherNetns) {
 			dropped++
 			continue
 		}
@@ -213,6 +226,9 @@ func dnsMetrics(node string, d *agent.DNSReport, rec *result.Record) []result.Me
 		}
 	}
 	rec.Labels["dns"] = fmt.Sprintf("%d clients over %.1fs (eBPF; a query unanswered for %gs is a time-out)", len(d.Clients), d.WindowSeconds, d.TimeoutSeconds)
+	if !d.Netns {
+		rec.Labels["dns"] += "; " + NoNetnsNote
+	}
 	if len(d.SharedKernel) > 0 {
 		rec.Labels["dns_shared_kernel"] = sharedKernelNote(d.SharedKernel, d.Elsewhere)
 	}
@@ -272,11 +288,11 @@ func clientLabels(node, ns, pod, client, kind, peerKey, peer string) map[string]
 	return map[string]string{"node": node, "namespace": ns, "pod": pod, "client": client, "kind": kind, peerKey: peer, "source": dnsSource}
 }
 
-// sharedKernelNote says which nodes share this node's kernel and how many of their clients, traced here too,
-// were left to them.
+// sharedKernelNote says which nodes share this node's kernel and how many clients traced here were left out as
+// not this node's (theirs, or loopback ones of another network namespace).
 func sharedKernelNote(shared []string, elsewhere int) string {
-	return fmt.Sprintf("the kernel is %s's too (one boot id): %d clients of theirs, seen here too, reported under them only",
-		strings.Join(shared, ", "), elsewhere)
+	return fmt.Sprintf("the kernel is %s's too (one boot id): %d clients seen here left out as not this node's (their pods' and "+
+		"addresses', reported under them; loopback ones of other network namespaces)", strings.Join(shared, ", "), elsewhere)
 }
 
 // whyNot is why a node's agent reported none of a tracer's data: its unread entry for them (what), or

@@ -26,9 +26,14 @@ type DNSReport struct {
 	// UnmatchedAnswers and UntrackedQueries are the tracer's (ebpf.DNSTracer's Unmatched and Untracked).
 	UnmatchedAnswers uint64 `json:"unmatched_answers,omitempty"`
 	UntrackedQueries uint64 `json:"untracked_queries,omitempty"`
+	// Netns says the tracer told network namespaces apart (the kernel lets its programs read a socket's,
+	// and the agent its own): a loopback client is then the node's own host network unless OtherNetns.
+	// Without it every loopback client is taken for the node's.
+	Netns bool `json:"netns,omitempty"`
 	// SharedKernel names the other nodes that run on this node's kernel (the same NodeHost.BootID), whose
-	// sockets this tracer sees too, and Elsewhere counts the clients of theirs (their pods' and addresses')
-	// dropped from Clients: reported under their own node only. Filled in by the measurement, not by the agent.
+	// sockets this tracer sees too, and Elsewhere counts the clients dropped from Clients as not this node's:
+	// their pods' and addresses' (reported under their own node only) and loopback ones of other network
+	// namespaces (OtherNetns: the other nodes' or the host's). Filled in by the measurement, not by the agent.
 	SharedKernel []string `json:"shared_kernel,omitempty"`
 	Elsewhere    int      `json:"elsewhere,omitempty"`
 }
@@ -39,6 +44,10 @@ type DNSClient struct {
 	// node's for host-network processes. Server is the address and port asked (a Service's, before its DNAT).
 	Client string `json:"client"`
 	Server string `json:"server"`
+	// OtherNetns marks a loopback Client in a network namespace other than the agent's (the node's host
+	// network): a pod's own loopback (a resolver in the pod), or, on a kernel several nodes share (the
+	// lab's, kind's), another node's or the host's. Those of every such namespace are counted together.
+	OtherNetns bool `json:"other_netns,omitempty"`
 	// CgroupIDs are the cgroup v2 ids of the sockets seen (at most maxDNSCgroups): the processes of a
 	// host-network client, or the one v2 cgroup a cgroup v1 runtime puts every pod in.
 	CgroupIDs []uint64 `json:"cgroup_ids,omitempty"`
@@ -80,6 +89,8 @@ const dnsTimeout = ebpf.DefaultDNSTimeout
 // dnsWatch is the DNS tracer running over the agent's read.
 type dnsWatch struct {
 	t       *ebpf.DNSTracer
+	netns   bool   // the tracer's results carry their network namespace, and own is the agent's
+	own     uint64 // the agent's network namespace's cookie: the node's, with the host's network
 	agg     *ebpf.DNSAggregator
 	dir     string
 	start   time.Time
@@ -100,11 +111,16 @@ func startDNSWatch(ctx context.Context, proc, root string) (*dnsWatch, error) {
 	if w.t, err = ebpf.StartDNS(ctx, dir, w.timeout); err != nil {
 		return nil, err
 	}
+	if w.t.Netns() {
+		w.own, err = ebpf.NetnsCookie()
+		w.netns = err == nil // else a kernel before 5.14: loopback clients are taken for the node's, as without
+	}
 	w.start = time.Now()
 	w.agg = ebpf.NewDNSClientAggregator(w.start)
 	go func() {
 		defer close(w.done)
 		for r := range w.t.Events() {
+			r.NetnsCookie = w.netnsKey(r)
 			w.agg.Add(r)
 			k := w.agg.Key(r)
 			w.mu.Lock()
@@ -115,6 +131,19 @@ func startDNSWatch(ctx context.Context, proc, root string) (*dnsWatch, error) {
 		}
 	}()
 	return w, nil
+}
+
+// otherNetnsKey is the aggregator's network namespace (DNSKey.NetnsCookie) for a loopback client of another
+// namespace than the agent's: those of every such namespace together; every other result is counted under 0.
+const otherNetnsKey = 1
+
+// netnsKey is r's network namespace as the agent counts it: only a loopback client needs one (any other
+// address is of one namespace, and names its pod or node), and only whether it is the agent's.
+func (w *dnsWatch) netnsKey(r ebpf.DNSResult) uint64 {
+	if w.netns && r.Client.Addr().Unmap().IsLoopback() && r.NetnsCookie != w.own {
+		return otherNetnsKey
+	}
+	return 0
 }
 
 func containsID(ids []uint64, id uint64) bool {
@@ -133,18 +162,19 @@ func (w *dnsWatch) stop() (*DNSReport, error) {
 	<-w.done
 	stats := w.agg.Snapshot(end)
 	rep := NewDNSReport(stats, w.cgroups, end.Sub(w.start), w.timeout)
-	rep.Cgroup = w.dir
+	rep.Cgroup, rep.Netns = w.dir, w.netns
 	rep.UnmatchedAnswers, rep.UntrackedQueries = w.t.Unmatched(), w.t.Untracked()
 	return rep, err
 }
 
-// NewDNSReport is the report of stats (by client and server) over window, with the cgroup ids seen per key.
+// NewDNSReport is the report of stats (by client, server and the agent's netnsKey) over window, with the
+// cgroup ids seen per key.
 func NewDNSReport(stats []ebpf.DNSStats, cgroups map[ebpf.DNSKey][]uint64, window, timeout time.Duration) *DNSReport {
 	rep := &DNSReport{WindowSeconds: window.Seconds(), TimeoutSeconds: timeout.Seconds(), Clients: []DNSClient{}}
 	for _, s := range stats {
 		ids := append([]uint64(nil), cgroups[s.DNSKey]...)
 		sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
-		rep.Clients = append(rep.Clients, DNSClient{Client: s.Client.String(), Server: s.Server.String(), CgroupIDs: ids,
+		rep.Clients = append(rep.Clients, DNSClient{Client: s.Client.String(), Server: s.Server.String(), OtherNetns: s.NetnsCookie == otherNetnsKey, CgroupIDs: ids,
 			Queries: s.Queries, Answered: s.Answered, TimedOut: s.TimedOut, Retransmits: s.Retransmits, PerSecond: s.PerSecond,
 			NoError: s.NoError, NoData: s.NoData, NXDomain: s.NXDomain, ServFail: s.ServFail, OtherRCode: s.OtherRCode, Truncated: s.Truncated,
 			A: s.A, AAAA: s.AAAA, OtherQType: s.OtherQType, P50: s.P50.Seconds(), P99: s.P99.Seconds(), Max: s.Max.Seconds()})

@@ -60,3 +60,48 @@ func TestNodeHostDNSUnsupported(t *testing.T) {
 		t.Errorf("unread %q", h.Unread)
 	}
 }
+
+// TestDNSNetnsKey: only a loopback client gets a network namespace key, and only whether it is the agent's:
+// those of every other namespace are counted together and reported with other_netns; without the
+// namespaces (a kernel whose programs cannot read them) every result is the node's as before.
+func TestDNSNetnsKey(t *testing.T) {
+	res := func(client string, netns uint64) ebpf.DNSResult {
+		return ebpf.DNSResult{Client: netip.MustParseAddrPort(client), Server: netip.MustParseAddrPort("127.0.0.1:53"), NetnsCookie: netns}
+	}
+	w := &dnsWatch{netns: true, own: 7}
+	for _, tc := range []struct {
+		r    ebpf.DNSResult
+		want uint64
+	}{
+		{res("127.0.0.1:4000", 7), 0},
+		{res("127.0.0.1:4000", 9), otherNetnsKey},
+		{res("127.0.0.53:4000", 11), otherNetnsKey},
+		{res("[::1]:4000", 9), otherNetnsKey},
+		{res("[::ffff:127.0.0.1]:4000", 9), otherNetnsKey},
+		{res("10.244.1.5:4000", 9), 0}, // a pod's own address: its namespace says nothing more
+		{res("192.168.0.2:4000", 7), 0},
+	} {
+		if got := w.netnsKey(tc.r); got != tc.want {
+			t.Errorf("%s in %d: key %d, want %d", tc.r.Client, tc.r.NetnsCookie, got, tc.want)
+		}
+	}
+	if got := (&dnsWatch{}).netnsKey(res("127.0.0.1:4000", 9)); got != 0 {
+		t.Errorf("without namespaces: key %d", got)
+	}
+
+	lo := netip.MustParseAddr("127.0.0.1")
+	srv := netip.MustParseAddrPort("127.0.0.1:53")
+	own, other := ebpf.DNSKey{Client: lo, Server: srv}, ebpf.DNSKey{Client: lo, Server: srv, NetnsCookie: otherNetnsKey}
+	rep := NewDNSReport([]ebpf.DNSStats{{DNSKey: own, Queries: 3, Answered: 3}, {DNSKey: other, Queries: 2, TimedOut: 2}}, nil, 6*time.Second, 5*time.Second)
+	b, err := json.Marshal(rep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back DNSReport
+	if err := json.Unmarshal(b, &back); err != nil || len(back.Clients) != 2 || back.Clients[0].OtherNetns || !back.Clients[1].OtherNetns || back.Clients[1].TimedOut != 2 {
+		t.Errorf("round trip: %s -> %+v %v", b, back, err)
+	}
+	if strings.Count(string(b), `"other_netns":true`) != 1 {
+		t.Errorf("other_netns once: %s", b)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/cilium/ebpf/ringbuf"
 	"github.com/miekg/dns"
+	"golang.org/x/sys/unix"
 )
 
 // skipUnlessDNSTraceable skips tb unless KUBESLOW_INTEGRATION is set and the DNS tracer can run here.
@@ -104,6 +106,7 @@ func startDNSServer4(tb testing.TB) (netip.AddrPort, func()) {
 // asked is one query the test made, timed in Go, and what it expects the tracer to say of it.
 type asked struct {
 	client, server netip.AddrPort
+	netns          uint64 // the network namespace's cookie the tracer gives (0 where it cannot)
 	id, qtype      uint16
 	before, after  uint64 // CLOCK_MONOTONIC before the first send and after the last read
 	took           time.Duration
@@ -161,13 +164,71 @@ func ask(tb testing.TB, conn *dns.Conn, server netip.AddrPort, name string, qtyp
 	return a
 }
 
+// otherNetns is a DNS server on 127.0.0.1:53 of a network namespace of its own and a client socket there,
+// made by a thread of this process that ends with them (it is never returned to the scheduler's pool); the
+// namespace lives on with the sockets.
+type otherNetns struct {
+	server netip.AddrPort
+	conn   *dns.Conn
+	cookie uint64
+	stop   func()
+}
+
+// newOtherNetns makes an otherNetns: unshare(CLONE_NEWNET) on a locked thread, its loopback up (SIOCSIFFLAGS).
+func newOtherNetns() (*otherNetns, error) {
+	out := make(chan error, 1)
+	o := &otherNetns{}
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread is in another namespace, it ends with this goroutine
+		out <- func() error {
+			if err := unix.Unshare(unix.CLONE_NEWNET); err != nil {
+				return fmt.Errorf("unshare(CLONE_NEWNET): %w", err)
+			}
+			fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+			if err != nil {
+				return err
+			}
+			defer unix.Close(fd)
+			ifr, err := unix.NewIfreq("lo")
+			if err != nil {
+				return err
+			}
+			if err := unix.IoctlIfreq(fd, unix.SIOCGIFFLAGS, ifr); err != nil {
+				return err
+			}
+			ifr.SetUint16(ifr.Uint16() | unix.IFF_UP)
+			if err := unix.IoctlIfreq(fd, unix.SIOCSIFFLAGS, ifr); err != nil {
+				return fmt.Errorf("loopback up: %w", err)
+			}
+			if o.cookie, err = NetnsCookie(); err != nil {
+				return err
+			}
+			if o.server, o.stop, err = startDNSServer("127.0.0.1"); err != nil {
+				return err
+			}
+			if o.conn, err = dns.Dial("udp", o.server.String()); err != nil {
+				o.stop()
+				return err
+			}
+			return nil
+		}()
+	}()
+	if err := <-out; err != nil {
+		return nil, err
+	}
+	return o, nil
+}
+
 // TestIntegrationDNSLatency attaches the DNS tracer to a cgroup v2 directory of its own (never the root),
 // moves this process into it, and asks a DNS server on 127.0.0.1:53 (and [::1]:53 where it can) A and AAAA
 // queries for several names, some NXDOMAIN, one SERVFAIL, some never answered, some answered only when
 // retransmitted, and one ID used twice on one socket, each timed in Go. Every query must come out of the
 // tracer once, with its outcome, RCODE, QTYPE, retransmissions and the test cgroup's id, its eBPF
 // interval (first transmission to answer) inside the Go-measured one (both CLOCK_MONOTONIC), and the
-// aggregator's counts exact. No wall-clock threshold.
+// aggregator's counts exact. No wall-clock threshold. Two more from another network namespace to a server
+// on its own 127.0.0.1:53 (the same loopback address and port, where the first server has them): where the
+// kernel lets the programs read it, each query carries its namespace's cookie, and those of the two
+// namespaces stay apart in the pairing and the aggregates.
 func TestIntegrationDNSLatency(t *testing.T) {
 	skipUnlessDNSTraceable(t)
 	srv4, stop4 := startDNSServer4(t)
@@ -183,6 +244,10 @@ func TestIntegrationDNSLatency(t *testing.T) {
 	// a timeout to the tracer), and above what the client waits for a dropped query.
 	const timeout = 2 * time.Second
 	const dropWait, flakyWait = 200 * time.Millisecond, 100 * time.Millisecond
+	own, err := NetnsCookie()
+	if err != nil {
+		t.Fatal(err)
+	}
 	var made []asked
 	var results []DNSResult
 	var tr *DNSTracer
@@ -194,6 +259,16 @@ func TestIntegrationDNSLatency(t *testing.T) {
 		}
 		defer tr.Close()
 		events := collect(tr.Events(), func(DNSResult) bool { return true })
+		// Made in the test's cgroup (a socket's is its creator's at the time), as the others.
+		other, err := newOtherNetns()
+		if err != nil {
+			t.Fatalf("a network namespace of the test's: %v", err)
+		}
+		defer other.stop()
+		defer other.conn.Close()
+		if other.cookie == own {
+			t.Fatalf("two network namespaces, one cookie %d", own)
+		}
 
 		id := uint16(1000)
 		next := func() uint16 { id++; return id }
@@ -228,6 +303,20 @@ func TestIntegrationDNSLatency(t *testing.T) {
 				ask(t, nil, srv6, name("drop6"), dns.TypeAAAA, next(), 1, dropWait),
 			)
 		}
+		for i := range made {
+			made[i].netns = own
+		}
+		for _, m := range []asked{ask(t, other.conn, other.server, name("host3"), dns.TypeA, next(), 1, 0),
+			ask(t, other.conn, other.server, name("drop-other"), dns.TypeA, next(), 1, dropWait)} {
+			m.netns = other.cookie
+			made = append(made, m)
+		}
+		if !tr.Netns() {
+			t.Logf("the kernel's cgroup_skb programs cannot read the network namespace: every cookie 0")
+			for i := range made {
+				made[i].netns = 0
+			}
+		}
 
 		// Wait for every query's end (the dropped ones: the timeout after their send), or 10s.
 		events.waitFor(len(made))
@@ -256,6 +345,10 @@ func TestIntegrationDNSLatency(t *testing.T) {
 		})
 		if i < 0 || used[i] {
 			t.Errorf("query %d %s -> %s (QTYPE %d) not seen (or seen for another)", m.id, m.client, m.server, m.qtype)
+			continue
+		}
+		if r := results[i]; r.NetnsCookie != m.netns {
+			t.Errorf("query %d %s -> %s: network namespace %d, want %d", m.id, m.client, m.server, r.NetnsCookie, m.netns)
 			continue
 		}
 		used[i] = true
@@ -297,7 +390,7 @@ func TestIntegrationDNSLatency(t *testing.T) {
 	for _, s := range agg.Snapshot(time.Now()) {
 		var want DNSStats
 		for _, m := range made {
-			if m.server != s.Server {
+			if m.server != s.Server || m.netns != s.NetnsCookie {
 				continue
 			}
 			want.Queries++
@@ -325,8 +418,8 @@ func TestIntegrationDNSLatency(t *testing.T) {
 		if got != want || s.CgroupID != childID || s.OtherQType != 0 || s.OtherRCode != 0 || s.NoData != 0 {
 			t.Errorf("aggregate for %s:\n%+v\nwant\n%+v", s.Server, s, want)
 		}
-		t.Logf("aggregate cgroup %d -> %s: %d queries (%d A, %d AAAA), %d answered, %d NXDOMAIN, %d SERVFAIL, %d timed out, %d retransmissions; p50 %v p99 %v max %v",
-			s.CgroupID, s.Server, s.Queries, s.A, s.AAAA, s.Answered, s.NXDomain, s.ServFail, s.TimedOut, s.Retransmits, s.P50, s.P99, s.Max)
+		t.Logf("aggregate cgroup %d netns %d -> %s: %d queries (%d A, %d AAAA), %d answered, %d NXDOMAIN, %d SERVFAIL, %d timed out, %d retransmissions; p50 %v p99 %v max %v",
+			s.CgroupID, s.NetnsCookie, s.Server, s.Queries, s.A, s.AAAA, s.Answered, s.NXDomain, s.ServFail, s.TimedOut, s.Retransmits, s.P50, s.P99, s.Max)
 	}
 	t.Logf("test cgroup id %d; %d queries made, %d results", childID, len(made), len(results))
 	t.Logf("latency p50/p99 of the %d answered at once: eBPF %v/%v, Go's exchange %v/%v", len(ebpfLat),
@@ -423,7 +516,7 @@ func BenchmarkDNSProgram(b *testing.B) {
 	if os.Getenv("KUBESLOW_INTEGRATION") == "" {
 		b.Skip("set KUBESLOW_INTEGRATION=1 (needs root)")
 	}
-	coll := loadDNS(b)
+	coll := loadDNS(b, netnsCookieSupported())
 	prog := coll.Programs["queries"]
 	rd, err := ringbuf.NewReader(coll.Maps["events"])
 	if err != nil {

@@ -8,11 +8,14 @@ import (
 
 // DNSKey is what the DNSAggregator counts by: the querying socket's cgroup (a pod's container, once mapped)
 // and the server it asked; or, for NewDNSClientAggregator, the query's source address (a pod's IP, for a pod
-// with a network namespace of its own) and the server, CgroupID left 0.
+// with a network namespace of its own) and the server, CgroupID left 0. Either way also by the socket's
+// network namespace (DNSResult.NetnsCookie, 0 where the kernel cannot tell): a loopback address is every
+// namespace's.
 type DNSKey struct {
-	CgroupID uint64
-	Server   netip.AddrPort
-	Client   netip.Addr
+	CgroupID    uint64
+	Server      netip.AddrPort
+	Client      netip.Addr
+	NetnsCookie uint64
 }
 
 // DNSStats is one key's queries since the DNSAggregator started (or was last Reset).
@@ -55,9 +58,9 @@ func NewDNSClientAggregator(now time.Time) *DNSAggregator {
 // Key is the DNSKey r is counted under.
 func (a *DNSAggregator) Key(r DNSResult) DNSKey {
 	if a.byClient {
-		return DNSKey{Client: r.Client.Addr().Unmap(), Server: r.Server}
+		return DNSKey{Client: r.Client.Addr().Unmap(), Server: r.Server, NetnsCookie: r.NetnsCookie}
 	}
-	return DNSKey{CgroupID: r.CgroupID, Server: r.Server}
+	return DNSKey{CgroupID: r.CgroupID, Server: r.Server, NetnsCookie: r.NetnsCookie}
 }
 
 // Add counts r.
@@ -99,14 +102,14 @@ func (a *DNSAggregator) Add(r DNSResult) {
 }
 
 // Snapshot returns every key's DNSStats over the window from the start (or last Reset) to now, by cgroup id,
-// client, then server.
+// client, server, then network namespace.
 func (a *DNSAggregator) Snapshot(now time.Time) []DNSStats {
 	return snapshot(a.w, now, func(k DNSKey, s DNSStats, hist latencies, secs float64) DNSStats {
 		s.DNSKey, s.PerSecond = k, perSecond(s.Queries, secs)
 		s.P50, s.P99, s.Max = hist.quantiles()
 		return s
 	}, func(x, y DNSStats) int {
-		return cmp.Or(cmp.Compare(x.CgroupID, y.CgroupID), x.Client.Compare(y.Client), x.Server.Compare(y.Server))
+		return cmp.Or(cmp.Compare(x.CgroupID, y.CgroupID), x.Client.Compare(y.Client), x.Server.Compare(y.Server), cmp.Compare(x.NetnsCookie, y.NetnsCookie))
 	})
 }
 

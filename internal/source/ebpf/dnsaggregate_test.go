@@ -104,4 +104,15 @@ func TestDNSClientAggregator(t *testing.T) {
 	if got[0].Queries != 4 || got[0].A != 4 || got[1].TimedOut != 1 || got[1].AAAA != 1 {
 		t.Errorf("counts: %+v", got)
 	}
+
+	// A loopback client is every network namespace's: the same address in two namespaces is two keys.
+	a = NewDNSClientAggregator(t0)
+	lo, loSrv := netip.MustParseAddrPort("127.0.0.1:40000"), netip.MustParseAddrPort("127.0.0.1:53")
+	a.Add(DNSResult{NetnsCookie: 9, Client: lo, Server: loSrv, Outcome: TimedOut})
+	a.Add(DNSResult{NetnsCookie: 9, Client: lo, Server: loSrv, Outcome: TimedOut})
+	a.Add(DNSResult{NetnsCookie: 4, Client: lo, Server: loSrv, Outcome: Answered, Latency: time.Millisecond})
+	got = a.Snapshot(t0.Add(time.Second))
+	if len(got) != 2 || got[0].NetnsCookie != 4 || got[0].Answered != 1 || got[1].NetnsCookie != 9 || got[1].TimedOut != 2 {
+		t.Errorf("loopback in two namespaces: %+v", got)
+	}
 }

@@ -40,6 +40,10 @@ type DNSPacket struct {
 	// CgroupID is the cgroup v2 id of the socket (the cgroup of the task that created it; the inode number
 	// of its cgroup directory).
 	CgroupID uint64
+	// NetnsCookie is the socket's network namespace (bpf_get_netns_cookie; NetnsCookie gives a namespace's):
+	// what tells loopback addresses, the same in every namespace, apart. 0 where the kernel cannot tell
+	// (DNSTracer.Netns).
+	NetnsCookie uint64
 	// Client is the socket's end, Server port 53's (the query's destination, the answer's source).
 	Client, Server netip.AddrPort
 	// ID is the DNS header's ID; Flags its second 16 bits (QR, opcode, AA, TC, RD, RA, Z, AD, CD, RCODE).
@@ -65,14 +69,15 @@ func decodeDNS(b []byte) (DNSPacket, error) {
 	}
 	ne, be := binary.NativeEndian, binary.BigEndian
 	p := DNSPacket{
-		TimeNS:   ne.Uint64(b[dnsRecTime:]),
-		CgroupID: ne.Uint64(b[dnsRecCgroup:]),
-		Dir:      DNSDirection(b[dnsRecDir]),
-		QType:    be.Uint16(b[dnsRecQType:]),
-		ID:       be.Uint16(b[dnsRecDNS:]),
-		Flags:    be.Uint16(b[dnsRecDNS+2:]),
-		QDCount:  be.Uint16(b[dnsRecDNS+4:]),
-		ANCount:  be.Uint16(b[dnsRecDNS+6:]),
+		TimeNS:      ne.Uint64(b[dnsRecTime:]),
+		CgroupID:    ne.Uint64(b[dnsRecCgroup:]),
+		NetnsCookie: ne.Uint64(b[dnsRecNetns:]),
+		Dir:         DNSDirection(b[dnsRecDir]),
+		QType:       be.Uint16(b[dnsRecQType:]),
+		ID:          be.Uint16(b[dnsRecDNS:]),
+		Flags:       be.Uint16(b[dnsRecDNS+2:]),
+		QDCount:     be.Uint16(b[dnsRecDNS+4:]),
+		ANCount:     be.Uint16(b[dnsRecDNS+6:]),
 	}
 	var saddr, daddr netip.Addr
 	switch v := b[dnsRecVersion]; v {
@@ -118,9 +123,11 @@ func (o DNSOutcome) String() string {
 }
 
 // DNSResult is one DNS query as the application saw it: its first transmission paired with its answer by
-// (cgroup, client address:port, server address:port, DNS ID), or its timeout.
+// (cgroup, network namespace, client address:port, server address:port, DNS ID), or its timeout.
 type DNSResult struct {
-	CgroupID       uint64
+	CgroupID uint64
+	// NetnsCookie is the query's socket's network namespace (DNSPacket.NetnsCookie).
+	NetnsCookie    uint64
 	Client, Server netip.AddrPort
 	ID             uint16
 	// QType is the query's first QTYPE (0: not read).

@@ -14,6 +14,7 @@ func encodeDNS(p DNSPacket) []byte {
 	ne, be := binary.NativeEndian, binary.BigEndian
 	ne.PutUint64(b[dnsRecTime:], p.TimeNS)
 	ne.PutUint64(b[dnsRecCgroup:], p.CgroupID)
+	ne.PutUint64(b[dnsRecNetns:], p.NetnsCookie)
 	b[dnsRecDir] = byte(p.Dir)
 	be.PutUint16(b[dnsRecQType:], p.QType)
 	src, dst := p.Client, p.Server
@@ -52,11 +53,12 @@ func TestDecodeDNS(t *testing.T) {
 		copy(b[28:], []byte{0x12, 0x34, 0x81, 0x83, 0, 1, 0, 0, 0, 1}) // ID 0x1234, QR RD RA NXDOMAIN, 1 question, 0 answers, 1 authority
 		copy(b[40:], []byte{10, 96, 0, 10})                            // source 10.96.0.10
 		copy(b[56:], []byte{10, 0, 0, 7})                              // destination 10.0.0.7
+		copy(b[72:], []byte{0x01, 0x10, 0, 0, 0, 0, 0, 0})             // network namespace 4097
 		p, err := decodeDNS(b)
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := DNSPacket{TimeNS: 1e6, Dir: DNSAnswer, CgroupID: 12345, Client: netip.MustParseAddrPort("10.0.0.7:40000"),
+		want := DNSPacket{TimeNS: 1e6, Dir: DNSAnswer, CgroupID: 12345, NetnsCookie: 4097, Client: netip.MustParseAddrPort("10.0.0.7:40000"),
 			Server: netip.MustParseAddrPort("10.96.0.10:53"), ID: 0x1234, Flags: 0x8183, QDCount: 1, QType: QTypeAAAA}
 		if p != want {
 			t.Errorf("decoded %+v\nwant %+v", p, want)
@@ -67,7 +69,7 @@ func TestDecodeDNS(t *testing.T) {
 	}
 
 	for _, p := range []DNSPacket{
-		{TimeNS: 5, Dir: DNSQuery, CgroupID: 9, Client: netip.MustParseAddrPort("[fd00::1]:40000"),
+		{TimeNS: 5, Dir: DNSQuery, CgroupID: 9, NetnsCookie: 1 << 40, Client: netip.MustParseAddrPort("[fd00::1]:40000"),
 			Server: netip.MustParseAddrPort("[fd00::53]:53"), ID: 65535, Flags: 0x0100, QDCount: 1, QType: QTypeA},
 		{Dir: DNSAnswer, Client: netip.MustParseAddrPort("127.0.0.1:1"), Server: netip.MustParseAddrPort("127.0.0.53:53"),
 			Flags: 0x8380, ANCount: 3}, // TC
@@ -97,7 +99,7 @@ func TestDecodeDNS(t *testing.T) {
 		b    []byte
 		want string
 	}{
-		"short":        {ok[:dnsRecSize-1], "71 bytes"},
+		"short":        {ok[:dnsRecSize-1], "79 bytes"},
 		"version":      {set(dnsRecVersion, 5), "IP version 5"},
 		"direction":    {set(dnsRecDir, 3), "direction 3"},
 		"query QR":     {set(dnsRecDNS+2, 0x80), "query record with QR set"},

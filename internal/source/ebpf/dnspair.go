@@ -14,9 +14,11 @@ const DefaultDNSTimeout = 5 * time.Second
 // unanswered queries), new queries are counted as untracked instead of held.
 const dnsPendingMax = 1 << 18
 
-// dnsClientKey is a query's key less its server: the client socket's end, its cgroup and the DNS ID.
+// dnsClientKey is a query's key less its server: the client socket's end, its cgroup and network namespace
+// (loopback ends are the same in every namespace) and the DNS ID.
 type dnsClientKey struct {
 	cgroup uint64
+	netns  uint64
 	client netip.AddrPort
 	id     uint16
 }
@@ -26,8 +28,8 @@ type pendingQuery struct {
 	done bool // answered or timed out: its place in the expiry queue is stale
 }
 
-// dnsPairer pairs DNS queries with their answers by (cgroup, client address:port, server address:port, DNS
-// ID), in the order the ring buffer gives the packets (which is the order of the hooks' runs for one socket:
+// dnsPairer pairs DNS queries with their answers by (cgroup, network namespace, client address:port, server
+// address:port, DNS ID), in the order the ring buffer gives the packets (which is the order of the hooks' runs for one socket:
 // an answer cannot arrive before its query's program has sent its record, since the query leaves after it).
 //
 //   - A query whose key is pending is a retransmission: counted, and the latency stays the first's.
@@ -63,7 +65,7 @@ func newDNSPairer(timeout time.Duration) *dnsPairer {
 // add takes one packet, expiring first what timed out by its time; emit gets each query that ends.
 func (p *dnsPairer) add(pk DNSPacket, emit func(DNSResult)) {
 	p.expire(pk.TimeNS, emit)
-	k := dnsClientKey{cgroup: pk.CgroupID, client: pk.Client, id: pk.ID}
+	k := dnsClientKey{cgroup: pk.CgroupID, netns: pk.NetnsCookie, client: pk.Client, id: pk.ID}
 	qs := p.pending[k]
 	i := slices.IndexFunc(qs, func(q *pendingQuery) bool { return q.Server == pk.Server })
 	if pk.Dir == DNSQuery {
@@ -75,7 +77,7 @@ func (p *dnsPairer) add(pk DNSPacket, emit func(DNSResult)) {
 			p.untracked++
 			return
 		}
-		q := &pendingQuery{DNSResult: DNSResult{CgroupID: pk.CgroupID, Client: pk.Client, Server: pk.Server, ID: pk.ID,
+		q := &pendingQuery{DNSResult: DNSResult{CgroupID: pk.CgroupID, NetnsCookie: pk.NetnsCookie, Client: pk.Client, Server: pk.Server, ID: pk.ID,
 			QType: pk.QType, SentNS: pk.TimeNS}}
 		p.pending[k] = append(qs, q)
 		p.queue = append(p.queue, q)
@@ -107,7 +109,7 @@ func (p *dnsPairer) expire(nowNS uint64, emit func(DNSResult)) {
 			if nowNS < q.SentNS || time.Duration(nowNS-q.SentNS) < p.timeout {
 				break
 			}
-			p.forget(dnsClientKey{cgroup: q.CgroupID, client: q.Client, id: q.ID}, q)
+			p.forget(dnsClientKey{cgroup: q.CgroupID, netns: q.NetnsCookie, client: q.Client, id: q.ID}, q)
 			r := q.DNSResult
 			r.Outcome = TimedOut
 			emit(r)

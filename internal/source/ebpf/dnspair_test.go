@@ -181,6 +181,25 @@ func TestDNSPairing(t *testing.T) {
 		}
 	})
 
+	t.Run("network namespaces apart", func(t *testing.T) {
+		// The same loopback tuple and cgroup in two network namespaces (a host-network process and one in
+		// another node's namespace of the same kernel): two queries, each answered in its own namespace.
+		lo, loSrv := netip.MustParseAddrPort("127.0.0.1:40000"), netip.MustParseAddrPort("127.0.0.1:53")
+		in := func(p DNSPacket, netns uint64) DNSPacket { p.NetnsCookie = netns; return p }
+		pr := newPairing(0)
+		pr.add(in(q(0, lo, loSrv, 7, QTypeA), 1))
+		pr.add(in(q(ms, lo, loSrv, 7, QTypeA), 2))
+		pr.add(in(a(3*ms, lo, loSrv, 7, RCodeNoError, 1), 2))
+		out := pr.take()
+		if len(out) != 1 || out[0].NetnsCookie != 2 || out[0].Latency != 2*time.Millisecond || out[0].Retransmits != 0 || pr.p.n != 1 {
+			t.Errorf("%+v, %d pending", out, pr.p.n)
+		}
+		pr.expire(uint64(DefaultDNSTimeout))
+		if out := pr.take(); len(out) != 1 || out[0].NetnsCookie != 1 || out[0].Outcome != TimedOut {
+			t.Errorf("the other namespace's query: %+v", out)
+		}
+	})
+
 	t.Run("server translated", func(t *testing.T) {
 		// A host-network socket's query to a Service is seen after the DNAT to a backend, its answer from
 		// the Service's address: one pending query of that socket and ID takes it.

@@ -43,7 +43,8 @@ const (
 	dnsRecDNS     = 28 // [12]byte DNS header: ID, flags, QDCOUNT, ANCOUNT, NSCOUNT, ARCOUNT
 	dnsRecSaddr   = 40 // [16]byte the packet's source address: IPv4 in the first 4, then zeros
 	dnsRecDaddr   = 56 // [16]byte its destination
-	dnsRecSize    = 72
+	dnsRecNetns   = 72 // u64 bpf_get_netns_cookie: the socket's network namespace, 0 where the kernel cannot tell
+	dnsRecSize    = 80
 )
 
 // Stack slots of the DNS program (offsets from R10, the frame pointer; stack accesses must be aligned).
@@ -65,13 +66,14 @@ func be16(v uint16) int32 {
 // bit is clear (queries going out), ingress UDP packets from port 53 whose QR bit is set (answers coming
 // in): a DNS server's own traffic in the cgroup (queries in, answers out) is not kept. For each kept packet
 // it sends a dnsRecSize record through the ring buffer "events": the time, the socket's cgroup id, the IP
-// version, the addresses, the UDP and DNS headers and the first question's QTYPE. It returns 1 (allow) on
-// every path: it observes, it never drops.
+// version, the addresses, the UDP and DNS headers, the first question's QTYPE and, with netns (a kernel whose
+// cgroup_skb programs can call bpf_get_netns_cookie: netnsCookieSupported), the socket's network namespace
+// cookie (else 0). It returns 1 (allow) on every path: it observes, it never drops.
 //
 // The packet is read with bpf_skb_load_bytes (the skb's data starts at the network header in a cgroup_skb
 // program, for both directions), which checks each read against the packet's length at run time, so an
 // offset taken from the packet (IHL, the QNAME's label lengths) needs no proof of bounds for the verifier.
-func dnsProgram(egress bool) asm.Instructions {
+func dnsProgram(egress, netns bool) asm.Instructions {
 	const (
 		ctx = asm.R6
 		off = asm.R7 // the UDP header's offset, then the QNAME walk's
@@ -164,6 +166,14 @@ func dnsProgram(egress bool) asm.Instructions {
 		asm.Mov.Reg(asm.R1, ctx),
 		asm.FnSkbCgroupId.Call(),
 		asm.StoreMem(asm.RFP, dnsFpRec+dnsRecCgroup, asm.R0, asm.DWord),
+	)
+	if netns {
+		add(asm.Mov.Reg(asm.R1, ctx), asm.FnGetNetnsCookie.Call()) // the socket's network namespace
+	} else {
+		add(asm.Mov.Imm(asm.R0, 0))
+	}
+	add(
+		asm.StoreMem(asm.RFP, dnsFpRec+dnsRecNetns, asm.R0, asm.DWord),
 
 		// QTYPE follows the first question's QNAME: labels of one length byte (at most 63) and as many bytes,
 		// ending in the empty label. A length with either top bit set (a compression pointer, which a
@@ -212,7 +222,7 @@ func dnsProgram(egress bool) asm.Instructions {
 	return insns
 }
 
-// dnsRingSize is the DNS ring buffer's size: ~3200 records of dnsRecSize (plus an 8-byte header each)
+// dnsRingSize is the DNS ring buffer's size: ~2900 records of dnsRecSize (plus an 8-byte header each)
 // between two reads of user space.
 const dnsRingSize = 256 << 10
 
@@ -223,7 +233,7 @@ const (
 	bpfRBAvailData   = 0 // BPF_RB_AVAIL_DATA: bytes written and not yet read
 )
 
-// dnsWakeAt is how full the ring is (an eighth: ~400 records) when a record wakes user space; below it,
+// dnsWakeAt is how full the ring is (an eighth: ~370 records) when a record wakes user space; below it,
 // user space reads every dnsPoll, so at most ~4000 records/s are delivered between polls without a
 // wake-up, and a faster stream wakes it every ~400.
 const dnsWakeAt = dnsRingSize / 8
@@ -232,10 +242,11 @@ const dnsWakeAt = dnsRingSize / 8
 // delivered (a query's result is, at most, that and the pairing's tick late).
 const dnsPoll = 100 * time.Millisecond
 
-// dnsCollectionSpec is the two cgroup_skb programs and their ring buffer.
-func dnsCollectionSpec() *cebpf.CollectionSpec {
+// dnsCollectionSpec is the two cgroup_skb programs and their ring buffer; with netns their records carry the
+// socket's network namespace cookie.
+func dnsCollectionSpec(netns bool) *cebpf.CollectionSpec {
 	prog := func(name string, egress bool, at cebpf.AttachType) *cebpf.ProgramSpec {
-		return &cebpf.ProgramSpec{Name: name, Type: cebpf.CGroupSKB, AttachType: at, License: "GPL", Instructions: dnsProgram(egress)}
+		return &cebpf.ProgramSpec{Name: name, Type: cebpf.CGroupSKB, AttachType: at, License: "GPL", Instructions: dnsProgram(egress, netns)}
 	}
 	return &cebpf.CollectionSpec{
 		Maps: map[string]*cebpf.MapSpec{

@@ -18,20 +18,22 @@ import (
 // TestDNSProgramAssembles checks that both programs marshal (Marshal rejects an invalid opcode) with every
 // reference to a map or a label found.
 func TestDNSProgramAssembles(t *testing.T) {
-	spec := dnsCollectionSpec()
-	for _, name := range []string{"queries", "answers"} {
-		insns := spec.Programs[name].Instructions
-		if err := insns.Marshal(io.Discard, binary.LittleEndian); err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-		syms, err := insns.SymbolOffsets()
-		if err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-		for _, ins := range insns {
-			if ref := ins.Reference(); ref != "" && spec.Maps[ref] == nil {
-				if _, ok := syms[ref]; !ok {
-					t.Errorf("%s: reference %q to nothing", name, ref)
+	for _, netns := range []bool{true, false} {
+		spec := dnsCollectionSpec(netns)
+		for _, name := range []string{"queries", "answers"} {
+			insns := spec.Programs[name].Instructions
+			if err := insns.Marshal(io.Discard, binary.LittleEndian); err != nil {
+				t.Fatalf("%s (netns %v): %v", name, netns, err)
+			}
+			syms, err := insns.SymbolOffsets()
+			if err != nil {
+				t.Fatalf("%s (netns %v): %v", name, netns, err)
+			}
+			for _, ins := range insns {
+				if ref := ins.Reference(); ref != "" && spec.Maps[ref] == nil {
+					if _, ok := syms[ref]; !ok {
+						t.Errorf("%s (netns %v): reference %q to nothing", name, netns, ref)
+					}
 				}
 			}
 		}
@@ -41,9 +43,10 @@ func TestDNSProgramAssembles(t *testing.T) {
 	}
 }
 
-// loadDNS loads the DNS programs into the kernel without attaching them (safe on any host), or skips tb
-// when this process cannot (not root, or SupportedDNS says why).
-func loadDNS(tb testing.TB) *cebpf.Collection {
+// loadDNS loads the DNS programs (recording the network namespace's cookie or not: netns) into the kernel
+// without attaching them (safe on any host), or skips tb when this process cannot (not root, or
+// SupportedDNS says why, or netns where the kernel's cgroup_skb programs cannot call bpf_get_netns_cookie).
+func loadDNS(tb testing.TB, netns bool) *cebpf.Collection {
 	tb.Helper()
 	if os.Geteuid() != 0 {
 		tb.Skip("needs root (loads a BPF program)")
@@ -51,7 +54,10 @@ func loadDNS(tb testing.TB) *cebpf.Collection {
 	if err := SupportedDNS(); err != nil {
 		tb.Skipf("the DNS tracer cannot run here: %v", err)
 	}
-	coll, err := cebpf.NewCollection(dnsCollectionSpec())
+	if netns && !netnsCookieSupported() {
+		tb.Skip("the kernel's cgroup_skb programs cannot call bpf_get_netns_cookie")
+	}
+	coll, err := cebpf.NewCollection(dnsCollectionSpec(netns))
 	if err != nil {
 		var ve *cebpf.VerifierError
 		if errors.As(err, &ve) {
@@ -113,9 +119,22 @@ func dnsMsg(tb testing.TB, id uint16, name string, qtype uint16, rcode int) []by
 
 // TestDNSProgramRun loads both programs and runs them (BPF_PROG_TEST_RUN: nothing is attached) on crafted
 // packets: each must return 1 (allow), and leave in the ring buffer the record decodeDNS reads as the
-// packet, or none for a packet that is not a DNS query (egress) or answer (ingress).
+// packet, or none for a packet that is not a DNS query (egress) or answer (ingress); the programs that
+// record the network namespace, this process's (where the test run's socket is), the others 0.
 func TestDNSProgramRun(t *testing.T) {
-	coll := loadDNS(t)
+	t.Run("netns", func(t *testing.T) { testDNSProgramRun(t, true) })
+	t.Run("no-netns", func(t *testing.T) { testDNSProgramRun(t, false) })
+}
+
+func testDNSProgramRun(t *testing.T, netns bool) {
+	coll := loadDNS(t, netns)
+	var ownNetns uint64
+	if netns {
+		var err error
+		if ownNetns, err = NetnsCookie(); err != nil {
+			t.Fatal(err)
+		}
+	}
 	rd, err := ringbuf.NewReader(coll.Maps["events"])
 	if err != nil {
 		t.Fatal(err)
@@ -209,7 +228,10 @@ func TestDNSProgramRun(t *testing.T) {
 			if got.CgroupID == 0 || ownID != 0 && got.CgroupID != ownID {
 				t.Errorf("cgroup id %d, this process's is %d", got.CgroupID, ownID)
 			}
-			got.TimeNS, got.CgroupID = 0, 0
+			if got.NetnsCookie != ownNetns {
+				t.Errorf("network namespace cookie %d, want %d", got.NetnsCookie, ownNetns)
+			}
+			got.TimeNS, got.CgroupID, got.NetnsCookie = 0, 0, 0
 			if got != *tc.want {
 				t.Errorf("decoded %+v\nwant    %+v", got, *tc.want)
 			}

@@ -20,6 +20,7 @@ type DNSTracer struct {
 	paired    chan struct{} // closed at the pairing's end
 	unmatched atomic.Uint64
 	untracked atomic.Uint64
+	netns     bool
 }
 
 // StartDNS loads the DNS programs and attaches them to cgroupDir, a cgroup v2 directory (CgroupRoot for
@@ -30,7 +31,8 @@ func StartDNS(ctx context.Context, cgroupDir string, timeout time.Duration) (*DN
 	if err := SupportedDNSAt(cgroupDir); err != nil {
 		return nil, err
 	}
-	r, err := startRing(ctx, dnsCollectionSpec(), "DNS programs", decodeDNS, dnsPoll, func(coll *cebpf.Collection) ([]link.Link, error) {
+	netns := netnsCookieSupported()
+	r, err := startRing(ctx, dnsCollectionSpec(netns), "DNS programs", decodeDNS, dnsPoll, func(coll *cebpf.Collection) ([]link.Link, error) {
 		var links []link.Link
 		for _, p := range []struct {
 			name string
@@ -49,7 +51,7 @@ func StartDNS(ctx context.Context, cgroupDir string, timeout time.Duration) (*DN
 	if err != nil {
 		return nil, err
 	}
-	t := &DNSTracer{r: r, events: make(chan DNSResult, eventsBuffer), paired: make(chan struct{})}
+	t := &DNSTracer{r: r, events: make(chan DNSResult, eventsBuffer), paired: make(chan struct{}), netns: netns}
 	go t.pair(newDNSPairer(timeout))
 	return t, nil
 }
@@ -58,6 +60,10 @@ func StartDNS(ctx context.Context, cgroupDir string, timeout time.Duration) (*DN
 // after their timeout at the latest). It is closed after Close (or the context's end); the queries still
 // waiting for an answer then are not delivered. The consumer must keep up, as with ConnectTracer.Events.
 func (t *DNSTracer) Events() <-chan DNSResult { return t.events }
+
+// Netns says whether the results carry their sockets' network namespace (DNSResult.NetnsCookie): false on a
+// kernel whose cgroup_skb programs cannot call bpf_get_netns_cookie, where every cookie is 0.
+func (t *DNSTracer) Netns() bool { return t.netns }
 
 // Unmatched is how many answers had no query waiting (see the pairing rules in docs/ebpf.md).
 func (t *DNSTracer) Unmatched() uint64 { return t.unmatched.Load() }

@@ -112,6 +112,31 @@ func TestIntegrationKubeadm(t *testing.T) {
 			t.Logf("[%6.1fs] "+format, append([]any{time.Since(start).Seconds()}, args...)...)
 		}
 	}
+	// lowerWeight is a CPU case's ease (cpuRuns): once the window is over, the cgroup dir() finds (what names it
+	// in the log) gets the least CPU weight; what it returns gives the weight back, then runs restored (if any).
+	// Where the cgroup cannot be found or set, the fault stays at its weight to the case's end.
+	lowerWeight := func(t *testing.T, what string, dir func() (string, error), restored func()) func() func() {
+		return func() func() {
+			d, err := dir()
+			var had int
+			if err == nil {
+				had, err = cpuWeight(d, 0)
+			}
+			if err != nil {
+				t.Logf("easing %s: %v (it runs at its weight to the case's end)", what, err)
+				return nil
+			}
+			stamped(t)("the window over: %s's CPU weight %d lowered for the reads and the run's end", what, had)
+			return func() {
+				if _, err := cpuWeight(d, had); err != nil {
+					t.Fatal(err)
+				}
+				if restored != nil {
+					restored()
+				}
+			}
+		}
+	}
 	// run is `kubeslow run` of the measurements only (all: none given) over window: the product's default
 	// (defaultWindow) for the whole run and the CPU cases, shorter where a case's evidence is a rate or a p99
 	// that a shorter window still holds with a margin (listStormWindow, etcdDiskWindow; each such case logs
@@ -557,22 +582,7 @@ func TestIntegrationKubeadm(t *testing.T) {
 		// Once the window is over the hog's pod gets the least CPU weight (the kubelet sets a pod's cgroup when
 		// it creates it): the reads at the window's end and the run's end no longer wait on the starved
 		// control plane (its reads took ~20 s, 2026-11-30). Another window gives it its weight back.
-		ease := func() func() {
-			dir, err := hogPodCgroup(ctx, c)
-			if err == nil {
-				var had int
-				if had, err = cpuWeight(dir, 0); err == nil {
-					stamped(t)("the window over: the hog pod's CPU weight %d lowered for the reads and the run's end", had)
-					return func() {
-						if _, err := cpuWeight(dir, had); err != nil {
-							t.Fatal(err)
-						}
-					}
-				}
-			}
-			t.Logf("easing the hog: %v (it runs at its weight to the case's end)", err)
-			return nil
-		}
+		ease := lowerWeight(t, "the hog pod", func() (string, error) { return hogPodCgroup(ctx, c) }, nil)
 		starvedBy(t, "control-plane-hog", false, ease, "api.responsiveness", cpusage.Name)
 	})
 
@@ -587,22 +597,11 @@ func TestIntegrationKubeadm(t *testing.T) {
 		// leaves): the reads at the window's end (the counters the window ran up), the node agent's and the
 		// namespace's deletion no longer crawl. Another window gives it its weight back, and the pressure its
 		// minute again.
-		ease := func() func() {
-			had, err := neighbourWeight(0)
-			if err != nil {
-				t.Logf("easing the neighbour: %v (it runs at its weight to the case's end)", err)
-				return nil
+		ease := lowerWeight(t, "the neighbour", neighbourCgroup, func() {
+			if _, err := psiEstablished(ctx, 0.6); err != nil {
+				t.Fatal(err)
 			}
-			stamped(t)("the window over: the neighbour's CPU weight %d lowered for the reads and the run's end", had)
-			return func() {
-				if _, err := neighbourWeight(had); err != nil {
-					t.Fatal(err)
-				}
-				if _, err := psiEstablished(ctx, 0.6); err != nil {
-					t.Fatal(err)
-				}
-			}
-		}
+		})
 		rep := starvedBy(t, "control-plane-neighbour", true, ease, "api.responsiveness", cpusage.Name, availability.Name)
 		// Where each result's window lay against the outages: what the ordering of causes rests on.
 		for _, r := range rep.Results {
@@ -896,11 +895,11 @@ func cpuRoot() (root string, v1 bool) {
 	return "/sys/fs/cgroup/cpu", true
 }
 
-// neighbourWeight sets the CPU weight of control-plane-neighbour's cgroup (beside the control-plane node's
-// kubepods) to w (0: the least the controller takes) and returns the weight it had.
-func neighbourWeight(w int) (int, error) {
+// neighbourCgroup is the CPU cgroup directory of control-plane-neighbour (beside the control-plane node's
+// kubepods).
+func neighbourCgroup() (string, error) {
 	root, _ := cpuRoot()
-	return cpuWeight(filepath.Join(root, lab.ControlPlaneNodeCgroup(), scenario.NeighbourCgroup), w)
+	return filepath.Join(root, lab.ControlPlaneNodeCgroup(), scenario.NeighbourCgroup), nil
 }
 
 // hogPodCgroup is the CPU cgroup directory of control-plane-hog's pod on the control-plane node (the kubelet's

@@ -384,7 +384,7 @@ func creationRate(add func(string, string, float64, map[string]string), in Input
 		return 0
 	}
 	l := map[string]string{"creator": in.Creator}
-	rate := CentralRate(seen)
+	rate := centralRate(seen)
 	add(MetricCreationRate, "pods_per_second", rate, l)
 	add(MetricCreationSpan, "seconds", span, l)
 	if in.Creator == "client" {
@@ -406,10 +406,10 @@ func creationRate(add func(string, string, float64, map[string]string), in Input
 	return rate
 }
 
-// CentralRate is the pace (per second) of sorted event times through their middle: intervals from the one at
+// centralRate is the pace (per second) of sorted event times through their middle: intervals from the one at
 // the 10th percentile to the one at the 90th over the time between them; over all of them when the middle
 // spans no time (a burst seen at once).
-func CentralRate(sorted []time.Time) float64 {
+func centralRate(sorted []time.Time) float64 {
 	n := len(sorted)
 	if n < 2 {
 		return 0

@@ -234,8 +234,8 @@ const (
 )
 
 // dnsWakeAt is how full the ring is (an eighth: ~370 records) when a record wakes user space; below it,
-// user space reads every dnsPoll, so at most ~4000 records/s are delivered between polls without a
-// wake-up, and a faster stream wakes it every ~400.
+// user space reads every dnsPoll, so at most ~3700 records/s are delivered between polls without a
+// wake-up, and a faster stream wakes it every ~370.
 const dnsWakeAt = dnsRingSize / 8
 
 // dnsPoll is how often the DNS tracer reads the ring buffer without a wake-up: how late a record may be

@@ -59,6 +59,8 @@ func Exprs(rate string) map[rule.Metric]Expr {
 		{Result: apislo.Name, Name: apislo.MetricListBytesShare}: {
 			Query: fmt.Sprintf("%s / scalar(sum(%s))", listBytes, listBytes), By: []string{"resource"}},
 		{Result: apislo.Name, Name: apislo.MetricListBytesPerSecond}: {Query: listBytes, By: []string{"resource"}},
+		{Result: apislo.Name, Name: apislo.MetricWebhookP99}: {
+			Query: p99("apiserver_admission_webhook_admission_duration_seconds_bucket", "", "name, type"), By: []string{"name", "type"}},
 		{Result: etcdhealth.Name, Name: etcdhealth.MetricWALFsyncP99}: {
 			Query: p99("etcd_disk_wal_fsync_duration_seconds_bucket", "", "instance"), By: []string{"instance"}},
 		{Result: etcdhealth.Name, Name: etcdhealth.MetricBackendCommitP99}: {

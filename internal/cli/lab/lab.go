@@ -30,7 +30,7 @@ Build cache: $KUBESLOW_CACHE_DIR or $XDG_CACHE_HOME/kubeslow. State: $KUBESLOW_S
 $XDG_STATE_HOME/kubeslow/lab.`,
 	}
 	cmd.AddCommand(newNet(streams), newBuild(streams), newUp(streams), newDown(streams), newStatus(streams), newKubeconfig(streams), newRegistryServe(streams),
-		newScenarios(streams), newDNS(streams), newStorm(streams), newCredits(streams), newThrottle(streams), newCgroupMetrics())
+		newScenarios(streams), newDNS(streams), newStorm(streams), newCredits(streams), newThrottle(streams), newCgroupMetrics(), newWebhook(streams))
 	return cmd
 }
 

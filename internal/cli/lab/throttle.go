@@ -56,3 +56,35 @@ func newCgroupMetrics() *cobra.Command {
 	cmd.Flags().StringVar(&listen, "listen", lab.CgroupMetricsAddr(), "address to serve /metrics on")
 	return cmd
 }
+
+// newWebhook is the admission webhook scenarios' server, run by them as a lab process.
+func newWebhook(streams common.IOStreams) *cobra.Command {
+	var listen, cert, key string
+	var delay, duration time.Duration
+	var hang bool
+	cmd := &cobra.Command{
+		Use:    "webhook",
+		Short:  "Serve admission reviews over TLS, allowing each after --delay, or holding each unanswered with --hang, until --duration ends (slow-webhook, webhook-timeout scenarios)",
+		Hidden: true,
+		Args:   cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if delay < 0 || duration <= 0 || duration > 2*time.Hour {
+				return fmt.Errorf("--delay >= 0, --duration (0, 2h]")
+			}
+			ctx, cancel := context.WithTimeout(common.Context(cmd), duration)
+			defer cancel()
+			return lab.ServeWebhook(ctx, listen, cert, key, delay, hang, streams.Out)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&listen, "listen", "", "address to serve on (host:port)")
+	fl.StringVar(&cert, "cert", "", "serving certificate (PEM)")
+	fl.StringVar(&key, "key", "", "its key (PEM)")
+	fl.DurationVar(&delay, "delay", 0, "wait this long before allowing each review")
+	fl.BoolVar(&hang, "hang", false, "never answer: each call waits out the apiserver's timeout")
+	fl.DurationVar(&duration, "duration", 30*time.Minute, "stop after this long")
+	for _, f := range []string{"listen", "cert", "key"} {
+		_ = cmd.MarkFlagRequired(f)
+	}
+	return cmd
+}

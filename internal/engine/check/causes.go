@@ -16,7 +16,8 @@ import "github.com/kubeslow/kubeslow/internal/rule"
 var causes = map[string][]string{
 	"KS-API-LATENCY":      {"KS-ETCD-STALL", "KS-ETCD-FSYNC", "KS-DISK-SYNC", "KS-ETCD-COMMIT", "KS-ETCD-NOSPACE", "KS-CP-SATURATED", "KS-CP-SATURATED-API"},
 	"KS-API-LIST-LATENCY": {"KS-API-LIST-BYTES", "KS-AUDIT-LIST", "KS-CP-SATURATED", "KS-CP-SATURATED-API"},
-	"KS-POD-CREATE":       {"KS-ETCD-STALL", "KS-API-LATENCY", "KS-API-THROTTLED", "KS-CP-SATURATED", "KS-CP-SATURATED-API", "KS-ETCD-FSYNC"},
+	// A slow webhook holds creates without slowing the SLI latency (KS-API-LATENCY leaves its time out).
+	"KS-POD-CREATE": {"KS-ETCD-STALL", "KS-API-WEBHOOK", "KS-API-LATENCY", "KS-API-THROTTLED", "KS-CP-SATURATED", "KS-CP-SATURATED-API", "KS-ETCD-FSYNC"},
 	// A slow start: what held the slow pods (their Events), then a node or its CNI, then the control plane.
 	"KS-POD-SLO": {"KS-POD-EVENTS", "KS-CNI-IPAM", "KS-POD-NODE", "KS-CHURN-DISK-KNEE", "KS-CHURN-DISK-SLOW", "KS-NODE-PAUSE-REMOTE",
 		"KS-NODE-PULL-QUEUE", "KS-NODE-START-OUTLIER", "KS-NODE-RUNTIME-OUTLIER", "KS-POD-CREATE", "KS-API-LATENCY", "KS-CP-SATURATED", "KS-CP-SATURATED-API"},

@@ -76,7 +76,7 @@ const SlowNode = "kwok-node-2"
 
 // All returns every scenario, by name.
 func All() []Scenario {
-	return []Scenario{
+	return append([]Scenario{
 		{Name: "healthy", Layouts: bothLayouts, Description: "no fault: kubeslow must report no finding", Configure: func(*lab.Config) {}},
 		{Name: "slow-node", Layouts: bothLayouts, Case: "E", Description: "kwok delays sandbox/network readiness of pods on " + SlowNode + " by 3 s; the others take 0.2-0.5 s",
 			Configure: func(c *lab.Config) {
@@ -183,7 +183,7 @@ func All() []Scenario {
 			Configure: onBlockDevice, Start: limitEtcdBandwidth, Stop: unlimitEtcdBandwidth, Expect: []string{"KS-ETCD-FSYNC"}},
 		hogScenario(), neighbourScenario(),
 		mtuPodScenario(), mtuTransitScenario(), slowOverlayScenario(),
-	}
+	}, webhookScenarios()...)
 }
 
 // The burst-credits scenario's bucket: gp2's model (burst 3,000 IOPS, a baseline of 3 IOPS/GiB refilling a

@@ -6,7 +6,9 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -377,6 +379,42 @@ func keys(m map[string]bool) []string {
 // TestIntegrationPodScenarios runs the pod start-up benchmark on the case-E scenarios and checks that the
 // finding names the right phase, node or creator.
 func TestIntegrationPodScenarios(t *testing.T) {
+	// The admission webhook scenarios, two mechanisms of KS-API-WEBHOOK: 50 pods created at 20/s (kubeslow's 8
+	// workers) wait for the webhook on every create, 0.8 s (slow-webhook) or its 2 s timeout (webhook-timeout):
+	// at most 10/s and 4/s. The webhook is named with its kind and calls, the slow creates (KS-POD-CREATE) are
+	// put under it, and KS-API-LATENCY stays clear: the SLI latency leaves the webhook's time out.
+	webhookCheck := func(w lab.WebhookSpec) func(t *testing.T, fs map[string]result.Finding) {
+		return func(t *testing.T, fs map[string]result.Finding) {
+			f, ok := fs["KS-API-WEBHOOK"]
+			if !ok {
+				t.Fatalf("KS-API-WEBHOOK not reported: %v", fs)
+			}
+			ev := f.Evidence[0]
+			kind := map[bool]string{true: "admit", false: "validating"}[w.Mutating]
+			calls := 0
+			if m := regexp.MustCompile(`over (\d+) calls`).FindStringSubmatch(f.Summary); m != nil {
+				calls, _ = strconv.Atoi(m[1])
+			}
+			// The 50 creates' calls, most of them in the window: its last scrape may be one taken up to half an
+			// observation step before the benchmark ended (measure.SharedScrapes), after which the last creates'
+			// calls can end (48 of 50 on webhook-timeout, 2026-11-30; the finding says the window's own count).
+			if ev.Labels["name"] != w.Name || ev.Labels["type"] != kind || calls < 40 {
+				t.Errorf("KS-API-WEBHOOK: %s %+v: want %s (%s) over most of the 50 creates' calls", f.Summary, ev.Labels, w.Name, kind)
+			}
+			if failed := strings.Contains(f.Summary, "failed"); failed != w.Hang {
+				t.Errorf("KS-API-WEBHOOK: %q: fail-open said %v, want %v", f.Summary, failed, w.Hang)
+			}
+			if cr, ok := fs["KS-POD-CREATE"]; !ok || cr.ExplainedBy != "KS-API-WEBHOOK" {
+				t.Errorf("KS-POD-CREATE %+v: want it, explained by KS-API-WEBHOOK", cr)
+			}
+			if l, ok := fs["KS-API-LATENCY"]; ok {
+				t.Errorf("KS-API-LATENCY fired (%s): the SLI latency should leave the webhook out", l.Summary)
+			}
+		}
+	}
+	webhookOpts := podstartup.Options{Kind: workload.Pods, Count: 50, QPS: 20}
+	// withAPI: api.responsiveness runs beside the benchmark (its window covers the creates).
+	withAPI := map[string]bool{"slow-webhook": true, "webhook-timeout": true}
 	cases := []struct {
 		scenario string
 		opts     podstartup.Options
@@ -411,6 +449,8 @@ func TestIntegrationPodScenarios(t *testing.T) {
 					t.Fatalf("controller rate not named: %+v", fs)
 				}
 			}},
+		{"slow-webhook", webhookOpts, webhookCheck(scenario.SlowWebhook)},
+		{"webhook-timeout", webhookOpts, webhookCheck(scenario.HungWebhook)},
 	}
 	for _, c := range cases {
 		t.Run(c.scenario, func(t *testing.T) {
@@ -419,7 +459,11 @@ func TestIntegrationPodScenarios(t *testing.T) {
 				t.Fatal(err)
 			}
 			c.opts.SLO, c.opts.Timeout, c.opts.Simulated = podstartup.DefaultSLO, 4*time.Minute, true
-			rep := runScenarioWith(t, sc, []measure.Measurement{podstartup.New(c.opts)})
+			ms := []measure.Measurement{podstartup.New(c.opts)}
+			if withAPI[c.scenario] {
+				ms = append(ms, apislo.New(5*time.Second))
+			}
+			rep := runScenarioWith(t, sc, ms)
 			fs := map[string]result.Finding{}
 			for _, f := range rep.Findings {
 				fs[f.ID] = f

@@ -40,6 +40,15 @@ const (
 	MetricRequestsPerSecond = "requests_per_second"
 	// MetricListBytesShare is a resource's share of the LIST volume (label resource).
 	MetricListBytesShare = "list_bytes_share"
+	// MetricWebhookP99 is the p99 of an admission webhook's calls (labels name, type: validating or admit, the
+	// apiserver's word for mutating; apiserver_admission_webhook_admission_duration_seconds): the time the
+	// requests it matches wait for it, which the SLI latency (MetricLatencyP99Single) leaves out.
+	MetricWebhookP99 = "webhook_p99"
+	// MetricWebhookCalls is the calls made to an admission webhook in the window, and MetricWebhookFailOpen those
+	// of them that failed (an error or its timeoutSeconds) and were let through under failurePolicy Ignore
+	// (apiserver_admission_webhook_fail_open_count) (labels name, type).
+	MetricWebhookCalls    = "webhook_calls"
+	MetricWebhookFailOpen = "webhook_fail_open"
 )
 
 // SLO thresholds (Kubernetes SIG Scalability, "API call latency" SLO): p99 <= 1 s for mutating and
@@ -108,6 +117,34 @@ func (m *Measurement) Start(ctx context.Context, env *measure.Env) (measure.Obse
 		return nil, err
 	}
 	return &observation{Scrapes: obs}, nil
+}
+
+// webhooks adds each admission webhook's calls, p99 and fail-opens over the window to res (pure): the webhooks
+// that were called at least once, their p99 where MinRequests calls make one.
+func webhooks(res *result.Result, before, after *prom.Snapshot) {
+	by := []string{"name", "type"}
+	calls := prom.GroupCounters(prom.Delta(before, after, "apiserver_admission_webhook_admission_duration_seconds"), by, nil)
+	failOpen := prom.GroupCounters(prom.Delta(before, after, "apiserver_admission_webhook_fail_open_count"), by, nil)
+	for _, g := range prom.Sorted(calls) {
+		if g.Hist == nil || g.Hist.Count == 0 {
+			continue
+		}
+		l := map[string]string{"name": g.Labels["name"], "type": g.Labels["type"]}
+		res.Metrics = append(res.Metrics, result.Metric{Name: MetricWebhookCalls, Unit: "count", Value: g.Hist.Count, Labels: l})
+		opened := 0.0
+		for _, f := range failOpen {
+			if f.Labels["name"] == l["name"] && f.Labels["type"] == l["type"] {
+				opened += f.Value
+			}
+		}
+		res.Metrics = append(res.Metrics, result.Metric{Name: MetricWebhookFailOpen, Unit: "count", Value: opened, Labels: l})
+		if g.Hist.Count < MinRequests {
+			continue
+		}
+		if p99, ok := g.Hist.QuantileEstimate(0.99); ok {
+			res.Metrics = append(res.Metrics, p99.Metric(MetricWebhookP99, "seconds", l))
+		}
+	}
 }
 
 // Step is one step of the series (pure): requests/s, 409 conflicts/min and the p99 of single-object calls
@@ -272,6 +309,7 @@ func Analyze(before, after *prom.Snapshot) result.Result {
 			res.Metrics = append(res.Metrics, p99.Metric(MetricEtcdRequestP99, "seconds", map[string]string{"operation": g.Labels["operation"], "type": g.Labels["type"]}))
 		}
 	}
+	webhooks(&res, before, after)
 	notes := apiTier(&res, before, after, secs)
 	if breaches > 0 {
 		res.Status = result.StatusFail

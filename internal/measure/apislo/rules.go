@@ -1,6 +1,8 @@
 package apislo
 
 import (
+	"fmt"
+
 	"github.com/kubeslow/kubeslow/internal/rule"
 	"github.com/kubeslow/kubeslow/pkg/result"
 )
@@ -15,7 +17,15 @@ var (
 	apiAPFRejected    = rule.Metric{Result: Name, Name: MetricAPFRejectedPerMinute}
 	apiListBytes      = rule.Metric{Result: Name, Name: MetricListBytesPerSecond}
 	apiListBytesShare = rule.Metric{Result: Name, Name: MetricListBytesShare}
+	apiWebhookP99     = rule.Metric{Result: Name, Name: MetricWebhookP99}
+	apiWebhookCalls   = rule.Metric{Result: Name, Name: MetricWebhookCalls}
+	apiWebhookOpen    = rule.Metric{Result: Name, Name: MetricWebhookFailOpen}
 )
+
+// WebhookP99 is KS-API-WEBHOOK's threshold: half of the SLO of a mutating call (SLOSingle), which the SLI
+// latency reports without the webhooks' time; a bound of the apiserver's webhook latency histogram (0.5 s), so
+// that the rule fires when more than 1% of a webhook's calls took longer than it.
+const WebhookP99 = 0.5
 
 // Rules are the rules over the API's latency and request rates.
 func Rules() []rule.Rule {
@@ -52,6 +62,38 @@ func Rules() []rule.Rule {
 			Remediation: "Find the flows that fill the priority level (apiserver_flowcontrol_* metrics, `kubeslow audit`), reduce them, or give the level more concurrency shares.",
 		},
 		{
+			ID: "KS-API-WEBHOOK", Title: "An admission webhook holds up the requests it matches", Severity: result.SeverityWarning, Cases: []string{"E"},
+			When: rule.Condition{Metric: apiWebhookP99, Op: ">", Value: WebhookP99, Unit: "seconds"},
+			Source: "Kubernetes dynamic admission control: a webhook's time adds to the latency of every request it matches, so it should answer as quickly as possible " +
+				"(milliseconds); kubeslow's threshold is half of SIG Scalability's 1 s p99 for a mutating call, which the apiserver's SLI latency " +
+				"(apiserver_request_sli_duration_seconds, KS-API-LATENCY's) reports without the webhooks' time: their wait is read from " +
+				"apiserver_admission_webhook_admission_duration_seconds, where 0.5 s is a bucket bound (more than 1% of the calls took longer)",
+			Summary: "admission webhook {{.name}} ({{.kind}}) took p99 {{.value}} > {{.threshold}} over {{.calls}} calls{{.failopen}}: " +
+				"every request it matches waits for it, a wait the apiserver's SLI latency (KS-API-LATENCY) leaves out",
+			Remediation: "Find the webhook (`kubectl get validatingwebhookconfigurations,mutatingwebhookconfigurations -o yaml`, its name is the webhook's): " +
+				"a slow answer is its backend's (its replicas, CPU limit, what it calls out to); calls that fail open after the timeout are a backend the " +
+				"apiserver cannot reach or that does not answer (its Service's endpoints, a firewall or NetworkPolicy between the control plane and it: " +
+				"on GKE private clusters the master's firewall rule for the webhook's port). Narrow what it matches (rules, namespaceSelector, " +
+				"objectSelector, matchConditions), lower its timeoutSeconds, or remove a configuration whose backend is gone.",
+			Match: func(r *result.Report, rl rule.Rule) []rule.Hit {
+				hits := rl.Crossing(r)
+				for i, h := range hits {
+					l := map[string]string{"name": h.Vars["name"], "type": h.Vars["type"]}
+					calls, opened := apiWebhookCalls.In(r, l), apiWebhookOpen.In(r, l)
+					hits[i].Vars["kind"] = webhookKind(h.Vars["type"])
+					hits[i].Vars["calls"], hits[i].Vars["failopen"] = "?", ""
+					if calls != nil {
+						hits[i].Vars["calls"] = result.FormatValue(calls.Value)
+					}
+					if opened != nil && opened.Value > 0 {
+						hits[i].Vars["failopen"] = fmt.Sprintf(", %s of them failed (an error or its timeout) and were let through (failurePolicy Ignore)",
+							result.FormatValue(opened.Value))
+					}
+				}
+				return hits
+			},
+		},
+		{
 			ID: "KS-API-LIST-BYTES", Title: "One resource dominates LIST traffic", Severity: result.SeverityWarning, Cases: []string{"B"},
 			When: rule.Condition{Metric: apiListBytesShare, Op: ">", Value: 0.5, Unit: "ratio"},
 			Also: []rule.Condition{{Metric: apiListBytes, Op: ">", Value: 1 << 20, Unit: "bytes_per_second"}},
@@ -70,4 +112,16 @@ func Rules() []rule.Rule {
 			},
 		},
 	}
+}
+
+// webhookKind is the webhook's kind as its configuration says it: the apiserver's metrics call a mutating
+// webhook's step "admit".
+func webhookKind(typ string) string {
+	switch typ {
+	case "admit":
+		return "mutating"
+	case "validating":
+		return "validating"
+	}
+	return typ
 }

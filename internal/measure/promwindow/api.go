@@ -73,6 +73,16 @@ func (a *API) Run(ctx context.Context, _ *measure.Env) (result.Result, error) {
 		func() error {
 			return s.histogram(ctx, fams, "etcd_request_duration_seconds", job, []string{"operation", "type"}, false)
 		},
+		// The admission webhooks' calls (KS-API-WEBHOOK): series exist only for webhooks the apiserver called.
+		func() error {
+			return s.histogram(ctx, fams, "apiserver_admission_webhook_admission_duration_seconds", job, []string{"name", "type"}, false)
+		},
+		func() error { // asked only where a webhook was called
+			if fams["apiserver_admission_webhook_admission_duration_seconds"] == nil {
+				return nil
+			}
+			return s.counter(ctx, fams, "apiserver_admission_webhook_fail_open_count", job, []string{"name", "type"})
+		},
 	}
 	for _, step := range steps {
 		if err := step(); err != nil {

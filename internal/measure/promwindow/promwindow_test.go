@@ -150,6 +150,10 @@ func run(t *testing.T, m measure.Measurement) result.Result {
 // rules fire on the same thresholds.
 func TestSameResultsAsLive(t *testing.T) {
 	s := newStorm(t)
+	// The recorded apiserver called no admission webhook: a mutating one whose 120 calls in the minute all
+	// waited out a 2 s timeout and failed open, and a quick validating one, are added to its scrapes.
+	s.api0 = append(append([]byte(nil), s.api0...), webhookText(0)...)
+	s.api1 = append(append([]byte(nil), s.api1...), webhookText(1)...)
 	url := promtest.Start(t, s.scrapes())
 	src := source(t, url, s.t0, s.t1, nil)
 
@@ -167,6 +171,9 @@ func TestSameResultsAsLive(t *testing.T) {
 	etcd := run(t, NewEtcd(src))
 	sameMetrics(t, liveAPI, api)
 	sameMetrics(t, liveEtcd, etcd)
+	if w := api.Metric(apislo.MetricWebhookP99, map[string]string{"name": "hung.example.com", "type": "admit"}); w == nil || w.Value <= 2 {
+		t.Fatalf("the hung webhook's p99 = %+v, want its timeout's bucket", w)
+	}
 	if c := api.Metric("conflicts_per_minute", map[string]string{"resource": "ipamblocks", "verb": "PUT"}); c == nil || c.Value <= 60 {
 		t.Fatalf("409s on ipamblocks = %+v, want the storm's rate", c)
 	}
@@ -251,6 +258,21 @@ func histText(b *strings.Builder, name, labels string, bounds []float64, counts 
 		fmt.Fprintf(b, "%s_bucket{%s%sle=%q} %g\n", name, labels, sep, le, cum)
 	}
 	fmt.Fprintf(b, "%s_sum{%s} %g\n%s_count{%s} %g\n", name, labels, sum, name, labels, cum)
+}
+
+// webhookText is the admission webhook families of the k-th minute's scrape (k = 0, 1): a mutating webhook whose
+// calls all take its 2 s timeout and fail open (120 a minute), a validating one answering in ~10 ms (300).
+func webhookText(k float64) string {
+	bounds := []float64{0.005, 0.025, 0.1, 0.5, 1, 2.5, 10, 25, math.Inf(1)}
+	hung, quick := make([]float64, len(bounds)), make([]float64, len(bounds))
+	hung[5], quick[1] = 1000+120*k, 5000+300*k
+	var b strings.Builder
+	b.WriteString("# TYPE apiserver_admission_webhook_admission_duration_seconds histogram\n")
+	histText(&b, "apiserver_admission_webhook_admission_duration_seconds", `name="hung.example.com",operation="CREATE",rejected="false",type="admit"`, bounds, hung, 2.01*hung[5])
+	histText(&b, "apiserver_admission_webhook_admission_duration_seconds", `name="quick.example.com",operation="CREATE",rejected="false",type="validating"`, bounds, quick, 0.01*quick[1])
+	b.WriteString("# TYPE apiserver_admission_webhook_fail_open_count counter\n")
+	fmt.Fprintf(&b, "apiserver_admission_webhook_fail_open_count{name=\"hung.example.com\",type=\"admit\"} %g\n", hung[5])
+	return b.String()
 }
 
 // degrading makes scrapes every 5 s for 20 minutes: etcd's WAL fsyncs go from 1.5 ms to 50 ms at etcdAt, GET

@@ -25,6 +25,16 @@ type Server struct {
 	// APFWait is how long workload-low requests waited in APF queues (0: none queued); APFQueued is how many
 	// were queued at the middle scrape.
 	APFWait, APFQueued float64
+	// Webhooks are the admission webhooks the apiserver called over the minute.
+	Webhooks []Webhook
+}
+
+// Webhook is one admission webhook's calls over the minute: Calls of Seconds each (the pods' creates), of which
+// FailOpen failed and were let through.
+type Webhook struct {
+	Name, Type      string
+	Calls, FailOpen int
+	Seconds         float64
 }
 
 // ReplicaStart is process_start_time_seconds of the scripted apiserver (one replica answers every scrape).
@@ -79,6 +89,11 @@ func (a Server) fill(e *promtest.Expo, k float64) {
 			e.Counter("apiserver_request_total", fmt.Sprintf(`code="409",group="crd.projectcalico.org",resource=%q,verb="PUT"`, res), float64(c)*k)
 		}
 		e.Counter("apiserver_flowcontrol_rejected_requests_total", `priority_level="workload-low",reason="queue-full"`, float64(a.APFRejected)*k)
+		for _, w := range a.Webhooks {
+			l := fmt.Sprintf(`name=%q,type=%q,operation="CREATE",rejected="false"`, w.Name, w.Type)
+			e.Hist("apiserver_admission_webhook_admission_duration_seconds", l, int(float64(w.Calls)*k), w.Seconds)
+			e.Counter("apiserver_admission_webhook_fail_open_count", fmt.Sprintf(`name=%q,type=%q`, w.Name, w.Type), float64(w.FailOpen)*k)
+		}
 		for res, bps := range a.ListBytes {
 			// 100 LISTs in the minute, each of the size that makes bps.
 			e.Hist("apiserver_response_sizes", fmt.Sprintf(`verb="LIST",resource=%q`, res), int(100*k), bps*60/100)
@@ -86,8 +101,9 @@ func (a Server) fill(e *promtest.Expo, k float64) {
 	}(e, k)
 }
 
-// Healthy is a healthy apiserver.
-var Healthy = Server{GetLatency: 0.02, ListLatency: 0.3, ListBytes: map[string]float64{"pods": 200e3, "events": 150e3}}
+// Healthy is a healthy apiserver, with a webhook that answers in milliseconds.
+var Healthy = Server{GetLatency: 0.02, ListLatency: 0.3, ListBytes: map[string]float64{"pods": 200e3, "events": 150e3},
+	Webhooks: []Webhook{{Name: "policy.example.com", Type: "validating", Calls: 300, Seconds: 0.008}}}
 
 // With is Healthy changed by f.
 func With(f func(*Server)) Server {
@@ -111,6 +127,13 @@ func RuleFixtures() map[string]ruletest.Fixture {
 		"KS-API-LIST-LATENCY": {Fire: api(With(func(a *Server) { a.ListLatency = 45 })), Clear: api(With(func(a *Server) { a.ListLatency = 20 }))}, // slow, but within LIST's 30 s
 		"KS-API-409":          {Fire: api(With(func(a *Server) { a.Conflicts = map[string]int{"ipamblocks": 3000} })), Clear: api(With(func(a *Server) { a.Conflicts = map[string]int{"ipamblocks": 30} }))},
 		"KS-API-THROTTLED":    {Fire: api(With(func(a *Server) { a.APFRejected = 40 })), Clear: api(Healthy)},
-		"KS-API-LIST-BYTES":   {Fire: api(With(func(a *Server) { a.ListBytes = map[string]float64{"events": 80e6, "pods": 2e6} })), Clear: api(With(func(a *Server) { a.ListBytes = map[string]float64{"events": 0.6e6, "pods": 0.1e6} }))}, // dominant, but small
+		// A mutating webhook whose every call waited out a 2 s timeout fires; one at 0.3 s (slow, but within half
+		// the SLO) and one that timed out on fewer calls than a p99 needs do not.
+		"KS-API-WEBHOOK": {Fire: api(With(func(a *Server) {
+			a.Webhooks = append(a.Webhooks, Webhook{Name: "inject.example.com", Type: "admit", Calls: 120, FailOpen: 120, Seconds: 2.01})
+		})), Clear: api(With(func(a *Server) {
+			a.Webhooks = []Webhook{{Name: "policy.example.com", Type: "validating", Calls: 300, Seconds: 0.3}, {Name: "inject.example.com", Type: "admit", Calls: 6, FailOpen: 6, Seconds: 10}}
+		}))},
+		"KS-API-LIST-BYTES": {Fire: api(With(func(a *Server) { a.ListBytes = map[string]float64{"events": 80e6, "pods": 2e6} })), Clear: api(With(func(a *Server) { a.ListBytes = map[string]float64{"events": 0.6e6, "pods": 0.1e6} }))}, // dominant, but small
 	}
 }

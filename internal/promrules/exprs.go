@@ -55,7 +55,7 @@ func Exprs(rate string) map[rule.Metric]Expr {
 		{Result: apislo.Name, Name: apislo.MetricConflictsPerMinute}: {
 			Query: fmt.Sprintf(`60 * sum by (group, resource, verb) (rate(apiserver_request_total{code="409"}[%s]))`, rate), By: []string{"group", "resource", "verb"}},
 		{Result: apislo.Name, Name: apislo.MetricAPFRejectedPerMinute}: {
-			Query: fmt.Sprintf(`60 * sum by (priority_level, reason) (rate(apiserver_flowcontrol_rejected_requests_total[%s]))`, rate), By: []string{"priority_level", "reason"}},
+			Query: fmt.Sprintf(`60 * sum by (priority_level, flow_schema, reason) (rate(apiserver_flowcontrol_rejected_requests_total[%s]))`, rate), By: []string{"priority_level", "flow_schema", "reason"}},
 		{Result: apislo.Name, Name: apislo.MetricListBytesShare}: {
 			Query: fmt.Sprintf("%s / scalar(sum(%s))", listBytes, listBytes), By: []string{"resource"}},
 		{Result: apislo.Name, Name: apislo.MetricListBytesPerSecond}: {Query: listBytes, By: []string{"resource"}},

@@ -183,7 +183,7 @@ func All() []Scenario {
 			Configure: onBlockDevice, Start: limitEtcdBandwidth, Stop: unlimitEtcdBandwidth, Expect: []string{"KS-ETCD-FSYNC"}},
 		hogScenario(), neighbourScenario(),
 		mtuPodScenario(), mtuTransitScenario(), slowOverlayScenario(),
-	}, webhookScenarios()...)
+	}, append(webhookScenarios(), apfScenarios()...)...)
 }
 
 // The burst-credits scenario's bucket: gp2's model (burst 3,000 IOPS, a baseline of 3 IOPS/GiB refilling a

@@ -78,6 +78,12 @@ func TestIntegrationControlPlaneScenarios(t *testing.T) {
 		// share 100%, the rule's 50%), and 1,152 and 1,113-1,167 LISTs/min, 19x KS-AUDIT-LIST's 60/min
 		// (share 99%).
 		{"list-storm", 8 * time.Second, "storm-list", nil},
+		// API Priority and Fairness, two mechanisms: a ServiceAccount's LIST storm in a priority level of 1 share
+		// (~3 seats) that rejects what does not fit (apf-reject), or queues 2 and rejects the overflow
+		// (apf-queue-full). The lab's admin, system:masters, is exempt: only another identity is limited. The
+		// rule wants one rejection; over 8 s windows 740/min and 224/min (2026-11-30): 4 s hold ~50 and ~15.
+		{"apf-reject", 4 * time.Second, scenario.APFStormProcess, nil},
+		{"apf-queue-full", 4 * time.Second, scenario.APFStormProcess, nil},
 		// WAL fsync p99 0.127-0.245 s, 13-24x KS-ETCD-FSYNC's 10 ms: every fsync waits for the throttle; but a
 		// quiet lab's etcd syncs its WAL about once a second (12-20 in these 15 s, a healthy lab's 11-20 in
 		// 15 s and 9 in 8 s: 2026-11-30), and a p99 needs etcdhealth.MinSamples (5): a shorter window would
@@ -155,6 +161,9 @@ func TestIntegrationControlPlaneScenarios(t *testing.T) {
 					t.Errorf("scenario %s: finding %s not reported (got %v)", name, id, keys(got))
 				}
 			}
+			if reason, ok := map[string]string{"apf-reject": "concurrency-limit", "apf-queue-full": "queue-full"}[name]; ok {
+				checkAPF(t, rep, reason)
+			}
 			// The conflict storm on the host's full CPUs is not saturation (TestIntegrationControlPlaneSaturation
 			// puts the same kind of storm on a starved control plane).
 			for _, id := range []string{"KS-CP-SATURATED", "KS-CP-SATURATED-API"} {
@@ -164,6 +173,26 @@ func TestIntegrationControlPlaneScenarios(t *testing.T) {
 			}
 		})
 	}
+}
+
+// checkAPF: KS-API-THROTTLED names the lab's small priority level, the FlowSchema that put the noisy
+// ServiceAccount there, and the limit it met (reason; a queue's level may reject for time-outs too, beside).
+func checkAPF(t *testing.T, rep *result.Report, reason string) {
+	t.Helper()
+	var seen []string
+	for _, f := range rep.Findings {
+		if f.ID != "KS-API-THROTTLED" {
+			continue
+		}
+		seen = append(seen, f.Summary)
+		for _, ev := range f.Evidence {
+			if ev.Labels["priority_level"] == lab.SmallPriorityLevel && ev.Labels["flow_schema"] == lab.NoisyFlowSchema && ev.Labels["reason"] == reason {
+				t.Logf("KS-API-THROTTLED: %s", f.Summary)
+				return
+			}
+		}
+	}
+	t.Errorf("KS-API-THROTTLED %q: want one in priority level %s, FlowSchema %s, reason %s", seen, lab.SmallPriorityLevel, lab.NoisyFlowSchema, reason)
 }
 
 // runScenario starts the scenario on a lab of the package's (upScenario), runs the selected measurements with

@@ -32,7 +32,8 @@ const (
 	// MetricConflictsPerMinute and MetricThrottledPerMinute are the 409 and 429 rates (labels group, resource, verb).
 	MetricConflictsPerMinute = "conflicts_per_minute"
 	MetricThrottledPerMinute = "throttled_per_minute"
-	// MetricAPFRejectedPerMinute are API Priority and Fairness rejections (labels priority_level, reason).
+	// MetricAPFRejectedPerMinute are API Priority and Fairness rejections (labels priority_level, flow_schema:
+	// the FlowSchema that put the requests there, and so which clients; reason).
 	MetricAPFRejectedPerMinute = "apf_rejected_per_minute"
 	// MetricListBytesPerSecond is the LIST response volume, in all and per resource (label resource).
 	MetricListBytesPerSecond = "list_bytes_per_second"
@@ -257,10 +258,11 @@ func Analyze(before, after *prom.Snapshot) result.Result {
 			}
 		}
 	}
-	apf := prom.GroupCounters(prom.Delta(before, after, "apiserver_flowcontrol_rejected_requests_total"), []string{"priority_level", "reason"}, nil)
+	apf := prom.GroupCounters(prom.Delta(before, after, "apiserver_flowcontrol_rejected_requests_total"), []string{"priority_level", "flow_schema", "reason"}, nil)
 	for _, g := range prom.Sorted(apf) {
 		if g.Value > 0 {
-			add(MetricAPFRejectedPerMinute, "per_minute", g.Value/secs*60, map[string]string{"priority_level": g.Labels["priority_level"], "reason": g.Labels["reason"]})
+			add(MetricAPFRejectedPerMinute, "per_minute", g.Value/secs*60, map[string]string{"priority_level": g.Labels["priority_level"],
+				"flow_schema": g.Labels["flow_schema"], "reason": g.Labels["reason"]})
 		}
 	}
 

@@ -56,10 +56,14 @@ func Rules() []rule.Rule {
 		},
 		{
 			ID: "KS-API-THROTTLED", Title: "Requests rejected by API Priority and Fairness", Severity: result.SeverityWarning, Cases: []string{"B", "E"},
-			When:        rule.Condition{Metric: apiAPFRejected, Op: ">", Value: 0, Unit: "per_minute"},
-			Source:      "Kubernetes API Priority and Fairness: a rejection means a priority level's seats and queues were full",
-			Summary:     "{{.value}} requests rejected ({{.labels}}): clients see 429 and retry",
-			Remediation: "Find the flows that fill the priority level (apiserver_flowcontrol_* metrics, `kubeslow audit`), reduce them, or give the level more concurrency shares.",
+			When:   rule.Condition{Metric: apiAPFRejected, Op: ">", Value: 0, Unit: "per_minute"},
+			Source: "Kubernetes API Priority and Fairness: a rejection means a priority level's seats and queues were full",
+			Summary: "{{.value}} requests rejected in priority level {{.priority_level}}{{if .flow_schema}} (FlowSchema {{.flow_schema}}){{end}}, " +
+				"{{.reason}}: clients see 429 and retry",
+			Remediation: "The FlowSchema says whose requests these are (`kubectl get flowschema NAME -o yaml`: its subjects); `kubeslow audit` names the " +
+				"busiest of them. Reduce what they send (watch instead of polling, paginate LISTs), or give the priority level more room: more " +
+				"nominalConcurrencyShares, borrowing from other levels, or a queue (limitResponse Queue) where it rejects at once " +
+				"(reason concurrency-limit) or longer queues where they overflow (queue-full, time-out).",
 		},
 		{
 			ID: "KS-API-WEBHOOK", Title: "An admission webhook holds up the requests it matches", Severity: result.SeverityWarning, Cases: []string{"E"},

@@ -62,7 +62,7 @@ func (a *API) Run(ctx context.Context, _ *measure.Env) (result.Result, error) {
 			return s.counter(ctx, fams, "apiserver_request_total", job, []string{"code", "group", "resource", "verb"})
 		},
 		func() error {
-			return s.counter(ctx, fams, "apiserver_flowcontrol_rejected_requests_total", job, []string{"priority_level", "reason"})
+			return s.counter(ctx, fams, "apiserver_flowcontrol_rejected_requests_total", job, []string{"priority_level", "flow_schema", "reason"})
 		},
 		func() error {
 			return s.histogram(ctx, fams, "apiserver_flowcontrol_request_wait_duration_seconds", job, []string{"priority_level"}, false)
@@ -121,7 +121,7 @@ func (a *API) profiles(ctx context.Context, res *result.Result, latency, job str
 		{Result: apislo.Name, Metric: apislo.MetricConflictsPerMinute, Unit: "per_minute", Rule: "KS-API-409", What: "409 Conflicts",
 			Query: fmt.Sprintf("60 * sum by (group, resource, verb) (rate(%s[%s]))", selector("apiserver_request_total", job, `code="409"`), s.rate()), Top: 3},
 		{Result: apislo.Name, Metric: apislo.MetricAPFRejectedPerMinute, Unit: "per_minute", Rule: "KS-API-THROTTLED", What: "APF rejections",
-			Query: fmt.Sprintf("60 * sum by (priority_level, reason) (rate(%s[%s]))", selector("apiserver_flowcontrol_rejected_requests_total", job), s.rate()), Top: 3},
+			Query: fmt.Sprintf("60 * sum by (priority_level, flow_schema, reason) (rate(%s[%s]))", selector("apiserver_flowcontrol_rejected_requests_total", job), s.rate()), Top: 3},
 	} {
 		if err := s.addProfile(ctx, res, p); err != nil {
 			return err

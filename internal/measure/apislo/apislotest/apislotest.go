@@ -88,7 +88,7 @@ func (a Server) fill(e *promtest.Expo, k float64) {
 		for res, c := range a.Conflicts {
 			e.Counter("apiserver_request_total", fmt.Sprintf(`code="409",group="crd.projectcalico.org",resource=%q,verb="PUT"`, res), float64(c)*k)
 		}
-		e.Counter("apiserver_flowcontrol_rejected_requests_total", `priority_level="workload-low",reason="queue-full"`, float64(a.APFRejected)*k)
+		e.Counter("apiserver_flowcontrol_rejected_requests_total", `priority_level="workload-low",flow_schema="service-accounts",reason="queue-full"`, float64(a.APFRejected)*k)
 		for _, w := range a.Webhooks {
 			l := fmt.Sprintf(`name=%q,type=%q,operation="CREATE",rejected="false"`, w.Name, w.Type)
 			e.Hist("apiserver_admission_webhook_admission_duration_seconds", l, int(float64(w.Calls)*k), w.Seconds)

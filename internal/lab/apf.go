@@ -1,0 +1,142 @@
+package lab
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+
+	authnv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+)
+
+// The APF scenario's objects: a ServiceAccount whose requests a FlowSchema of the lab's puts into a priority
+// level of its own. The lab's admin (system:masters) is exempt from API Priority and Fairness, as every
+// cluster's masters are: only a client with another identity is ever queued or rejected.
+const (
+	NoisyServiceAccount = "kubeslow-lab-noisy"
+	NoisyFlowSchema     = "kubeslow-lab-noisy"
+	SmallPriorityLevel  = "kubeslow-lab-small"
+	noisyBinding        = "kubeslow-lab-noisy-view"
+)
+
+// APFLevel is the priority level the noisy ServiceAccount's requests go to: NominalShares of the server's
+// concurrency (the built-in levels have 245 in all: 1 share is ~3 seats of the default 600), none lent or
+// borrowed, and Reject (no queue) or a queue of QueueLength.
+type APFLevel struct {
+	NominalShares int32
+	Reject        bool
+	QueueLength   int32
+}
+
+// NoisyKubeconfig is the kubeconfig of the noisy ServiceAccount (a bound token), written by StartNoisyClient.
+func (d Dirs) NoisyKubeconfig() string {
+	return filepath.Join(d.PKIDir(), NoisyServiceAccount+".kubeconfig")
+}
+
+// StartNoisyClient creates the ServiceAccount (bound to the view ClusterRole), the priority level and the
+// FlowSchema that puts all of its requests there, and writes a kubeconfig with a token of it (an hour).
+func StartNoisyClient(ctx context.Context, d Dirs, level APFLevel) error {
+	c, err := AdminClient(d)
+	if err != nil {
+		return err
+	}
+	meta := func(name, ns string) metav1.ObjectMeta {
+		return metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{"app.kubernetes.io/managed-by": "kubeslow-lab"}}
+	}
+	created := func(_ any, err error) error {
+		if apierrors.IsAlreadyExists(err) {
+			return nil
+		}
+		return err
+	}
+	if err := created(c.CoreV1().ServiceAccounts(metav1.NamespaceDefault).Create(ctx, &corev1.ServiceAccount{ObjectMeta: meta(NoisyServiceAccount, metav1.NamespaceDefault)}, metav1.CreateOptions{})); err != nil {
+		return err
+	}
+	crb := &rbacv1.ClusterRoleBinding{ObjectMeta: meta(noisyBinding, ""),
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "view"},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: NoisyServiceAccount, Namespace: metav1.NamespaceDefault}}}
+	if err := created(c.RbacV1().ClusterRoleBindings().Create(ctx, crb, metav1.CreateOptions{})); err != nil {
+		return err
+	}
+	zero := int32(0)
+	lr := flowcontrolv1.LimitResponse{Type: flowcontrolv1.LimitResponseTypeReject}
+	if !level.Reject {
+		lr = flowcontrolv1.LimitResponse{Type: flowcontrolv1.LimitResponseTypeQueue,
+			Queuing: &flowcontrolv1.QueuingConfiguration{Queues: 1, HandSize: 1, QueueLengthLimit: level.QueueLength}}
+	}
+	shares := level.NominalShares
+	plc := &flowcontrolv1.PriorityLevelConfiguration{ObjectMeta: meta(SmallPriorityLevel, ""),
+		Spec: flowcontrolv1.PriorityLevelConfigurationSpec{Type: flowcontrolv1.PriorityLevelEnablementLimited,
+			Limited: &flowcontrolv1.LimitedPriorityLevelConfiguration{NominalConcurrencyShares: &shares, LendablePercent: &zero,
+				BorrowingLimitPercent: &zero, LimitResponse: lr}}}
+	if err := created(c.FlowcontrolV1().PriorityLevelConfigurations().Create(ctx, plc, metav1.CreateOptions{})); err != nil {
+		return err
+	}
+	fs := &flowcontrolv1.FlowSchema{ObjectMeta: meta(NoisyFlowSchema, ""),
+		Spec: flowcontrolv1.FlowSchemaSpec{PriorityLevelConfiguration: flowcontrolv1.PriorityLevelConfigurationReference{Name: SmallPriorityLevel},
+			MatchingPrecedence:  500,
+			DistinguisherMethod: &flowcontrolv1.FlowDistinguisherMethod{Type: flowcontrolv1.FlowDistinguisherMethodByUserType},
+			Rules: []flowcontrolv1.PolicyRulesWithSubjects{{
+				Subjects: []flowcontrolv1.Subject{{Kind: flowcontrolv1.SubjectKindServiceAccount,
+					ServiceAccount: &flowcontrolv1.ServiceAccountSubject{Name: NoisyServiceAccount, Namespace: metav1.NamespaceDefault}}},
+				ResourceRules: []flowcontrolv1.ResourcePolicyRule{{Verbs: []string{"*"}, APIGroups: []string{"*"}, Resources: []string{"*"},
+					ClusterScope: true, Namespaces: []string{"*"}}}}}}}
+	if err := created(c.FlowcontrolV1().FlowSchemas().Create(ctx, fs, metav1.CreateOptions{})); err != nil {
+		return err
+	}
+	hour := int64(3600)
+	tok, err := c.CoreV1().ServiceAccounts(metav1.NamespaceDefault).CreateToken(ctx, NoisyServiceAccount,
+		&authnv1.TokenRequest{Spec: authnv1.TokenRequestSpec{ExpirationSeconds: &hour}}, metav1.CreateOptions{})
+	if err != nil {
+		return err
+	}
+	ca, err := os.ReadFile(filepath.Join(d.PKIDir(), "ca.crt"))
+	if err != nil {
+		return err
+	}
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["kubeslow-lab"] = &clientcmdapi.Cluster{Server: APIServerURL(), CertificateAuthorityData: ca}
+	cfg.AuthInfos[NoisyServiceAccount] = &clientcmdapi.AuthInfo{Token: tok.Status.Token}
+	cfg.Contexts["kubeslow-lab"] = &clientcmdapi.Context{Cluster: "kubeslow-lab", AuthInfo: NoisyServiceAccount}
+	cfg.CurrentContext = "kubeslow-lab"
+	return clientcmd.WriteToFile(*cfg, d.NoisyKubeconfig())
+}
+
+// StopNoisyClient deletes what StartNoisyClient made (and nothing else) and its kubeconfig.
+func StopNoisyClient(ctx context.Context, d Dirs) error {
+	c, err := AdminClient(d)
+	if err != nil {
+		return err
+	}
+	return errors.Join(deleteNoisy(ctx, c), ignoreMissing(os.Remove(d.NoisyKubeconfig())))
+}
+
+func deleteNoisy(ctx context.Context, c kubernetes.Interface) error {
+	gone := func(err error) error {
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return err
+	}
+	opts := metav1.DeleteOptions{}
+	return errors.Join(
+		gone(c.FlowcontrolV1().FlowSchemas().Delete(ctx, NoisyFlowSchema, opts)),
+		gone(c.FlowcontrolV1().PriorityLevelConfigurations().Delete(ctx, SmallPriorityLevel, opts)),
+		gone(c.RbacV1().ClusterRoleBindings().Delete(ctx, noisyBinding, opts)),
+		gone(c.CoreV1().ServiceAccounts(metav1.NamespaceDefault).Delete(ctx, NoisyServiceAccount, opts)))
+}
+
+func ignoreMissing(err error) error {
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	return err
+}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 
 	"github.com/kubeslow/kubeslow/internal/lab"
-	"github.com/kubeslow/kubeslow/internal/lab/storm"
 )
 
 // The APF scenarios' noisy client: APFStormClients clients of the noisy ServiceAccount LIST the 3,000 Events
@@ -23,11 +22,7 @@ func apfScenario(name, desc string, level lab.APFLevel) Scenario {
 	return Scenario{Name: name, Layouts: bothLayouts, Case: "B", Description: desc,
 		Configure: func(*lab.Config) {},
 		Start: func(ctx context.Context, d lab.Dirs, c *lab.Config, progress lab.Progress) error {
-			client, err := lab.AdminClient(d)
-			if err != nil {
-				return err
-			}
-			if err := storm.SeedEvents(ctx, client, 3000); err != nil {
+			if err := seedStormEvents(ctx, d, progress); err != nil {
 				return err
 			}
 			if err := lab.StartNoisyClient(ctx, d, level); err != nil {

@@ -91,14 +91,9 @@ func All() []Scenario {
 		{Name: "list-storm", Layouts: bothLayouts, Case: "B", Description: "20 clients with user agent node-monitor/1.0 LIST all Events every second (3,000 Events seeded)",
 			Configure: func(*lab.Config) {},
 			Start: func(ctx context.Context, d lab.Dirs, c *lab.Config, progress lab.Progress) error {
-				client, err := lab.AdminClient(d)
-				if err != nil {
+				if err := seedStormEvents(ctx, d, progress); err != nil {
 					return err
 				}
-				if err := storm.SeedEvents(ctx, client, 3000); err != nil {
-					return err
-				}
-				progress("3000 Events seeded")
 				return lab.StartLabProcess(d, "storm-list", []string{c.AgentBinary, "lab", "storm", "list-events", "--kubeconfig", d.AdminKubeconfig(),
 					"--clients", "20", "--interval", "1s", "--user-agent", ListStormUserAgent, "--seed-events", "0", "--duration", "30m"})
 			}, Stop: stopProcess("storm-list"), Expect: []string{"KS-API-LIST-BYTES", "KS-AUDIT-LIST"}},
@@ -218,6 +213,19 @@ const (
 )
 
 func dur(d time.Duration) lab.Duration { return lab.Duration{Duration: d} }
+
+// seedStormEvents seeds the 3,000 Events the LIST storms read (as the lab's admin; those already there stay).
+func seedStormEvents(ctx context.Context, d lab.Dirs, progress lab.Progress) error {
+	client, err := lab.AdminClient(d)
+	if err != nil {
+		return err
+	}
+	if err := storm.SeedEvents(ctx, client, 3000); err != nil {
+		return err
+	}
+	progress("3000 Events seeded")
+	return nil
+}
 
 // Get returns the named scenario.
 func Get(name string) (Scenario, error) {

@@ -13,8 +13,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/kubeslow/kubeslow/internal/lab/pki"
 )
 
 // The APF scenario's objects: a ServiceAccount whose requests a FlowSchema of the lab's puts into a priority
@@ -98,16 +98,7 @@ func StartNoisyClient(ctx context.Context, d Dirs, level APFLevel) error {
 	if err != nil {
 		return err
 	}
-	ca, err := os.ReadFile(filepath.Join(d.PKIDir(), "ca.crt"))
-	if err != nil {
-		return err
-	}
-	cfg := clientcmdapi.NewConfig()
-	cfg.Clusters["kubeslow-lab"] = &clientcmdapi.Cluster{Server: APIServerURL(), CertificateAuthorityData: ca}
-	cfg.AuthInfos[NoisyServiceAccount] = &clientcmdapi.AuthInfo{Token: tok.Status.Token}
-	cfg.Contexts["kubeslow-lab"] = &clientcmdapi.Context{Cluster: "kubeslow-lab", AuthInfo: NoisyServiceAccount}
-	cfg.CurrentContext = "kubeslow-lab"
-	return clientcmd.WriteToFile(*cfg, d.NoisyKubeconfig())
+	return pki.WriteTokenKubeconfig(d.PKIDir(), d.NoisyKubeconfig(), APIServerURL(), NoisyServiceAccount, tok.Status.Token)
 }
 
 // StopNoisyClient deletes what StartNoisyClient made (and nothing else) and its kubeconfig.

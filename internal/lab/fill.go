@@ -2,8 +2,11 @@ package lab
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"os"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -14,6 +17,19 @@ import (
 func StartLabProcess(d Dirs, name string, argv []string) error {
 	_, err := d.procs().Start(name, NetNS, argv, componentEnv([]string{sbinPath}))
 	return err
+}
+
+// StopLabProcess stops the lab process name that StartLabProcess started, by its recorded PID, and returns that
+// PID; 0 and no error where no such process is recorded.
+func StopLabProcess(d Dirs, name string) (int, error) {
+	rec, err := d.procs().Read(name)
+	if errors.Is(err, os.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	return rec.PID, rec.Stop(10 * time.Second)
 }
 
 // FillEtcd writes ConfigMaps of ~900 KiB until etcd refuses writes with its NOSPACE alarm ("database space

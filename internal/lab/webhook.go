@@ -21,9 +21,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
-
-	"github.com/kubeslow/kubeslow/internal/lab/host"
 )
 
 // The admission webhook scenarios' server: a lab process in the lab's namespace, on the control plane's
@@ -111,14 +110,8 @@ func StopWebhook(ctx context.Context, d Dirs, w WebhookSpec) error {
 	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("removing webhook configuration %s: %w", w.Config, err)
 	}
-	rec, err := host.Records{Dir: d.ProcDir(), Logs: d.LogDir()}.Read(WebhookProcess)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	return rec.Stop(10 * time.Second)
+	_, err = StopLabProcess(d, WebhookProcess)
+	return err
 }
 
 // registerWebhook creates the webhook's configuration: pod creates outside kube-system, by URL, failing open.
@@ -152,48 +145,39 @@ func registerWebhook(ctx context.Context, c kubernetes.Interface, w WebhookSpec,
 func waitWebhookServing(ctx context.Context, ca []byte) error {
 	pool := x509.NewCertPool()
 	pool.AppendCertsFromPEM(ca)
-	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
-	defer cancel()
 	addr := net.JoinHostPort(ControlPlaneIP, strconv.Itoa(WebhookPort))
+	dl := &tls.Dialer{Config: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}, NetDialer: &net.Dialer{Timeout: time.Second}}
 	var last error
-	for {
-		dl := &tls.Dialer{Config: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}, NetDialer: &net.Dialer{Timeout: time.Second}}
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 15*time.Second, true, func(ctx context.Context) (bool, error) {
 		conn, err := dl.DialContext(ctx, "tcp", addr)
-		if err == nil {
-			return conn.Close()
+		if last = err; err != nil {
+			return false, nil
 		}
-		last = err
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("admission webhook server on %s did not serve TLS within 15s: %w", addr, last)
-		case <-time.After(100 * time.Millisecond):
-		}
+		return true, conn.Close()
+	})
+	if err != nil {
+		return fmt.Errorf("admission webhook server on %s did not serve TLS within 15s: %w (last: %v)", addr, err, last)
 	}
+	return nil
 }
 
 // waitWebhookCalled dry-runs a pod create in the default namespace until one takes at least atLeast (the apiserver
 // calls the webhook once its informer has the new configuration), at most 30 s; it returns that create's time.
 func waitWebhookCalled(ctx context.Context, c kubernetes.Interface, atLeast time.Duration) (time.Duration, error) {
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{GenerateName: "kubeslow-lab-webhook-probe-", Namespace: metav1.NamespaceDefault},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "probe", Image: PauseImage}}}}
-	var last time.Duration
-	for {
+	var took time.Duration
+	var last error
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
 		start := time.Now()
-		_, err := c.CoreV1().Pods(metav1.NamespaceDefault).Create(ctx, pod, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
-		last = time.Since(start)
-		if err == nil && last >= atLeast {
-			return last, nil
-		}
-		if ctx.Err() != nil {
-			return last, fmt.Errorf("the apiserver did not call the admission webhook within 30s (a dry-run pod create took %s; last error: %v)", last, err)
-		}
-		select {
-		case <-ctx.Done():
-		case <-time.After(200 * time.Millisecond):
-		}
+		_, last = c.CoreV1().Pods(metav1.NamespaceDefault).Create(ctx, pod, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		took = time.Since(start)
+		return last == nil && took >= atLeast, nil
+	})
+	if err != nil {
+		return took, fmt.Errorf("the apiserver did not call the admission webhook within 30s (a dry-run pod create took %s; last error: %v)", took, last)
 	}
+	return took, nil
 }
 
 // ServeWebhook serves admission reviews on addr over TLS until ctx ends: each allowed after delay, or, with

@@ -139,10 +139,6 @@ func writePEM(path, typ string, der []byte) error {
 // (and the CA) embedded.
 func WriteKubeconfig(dir, path, server, cert string) error {
 	read := func(name string) ([]byte, error) { return os.ReadFile(filepath.Join(dir, name)) }
-	ca, err := read("ca.crt")
-	if err != nil {
-		return err
-	}
 	crt, err := read(cert + ".crt")
 	if err != nil {
 		return err
@@ -151,10 +147,25 @@ func WriteKubeconfig(dir, path, server, cert string) error {
 	if err != nil {
 		return err
 	}
+	return writeKubeconfig(dir, path, server, cert, &clientcmdapi.AuthInfo{ClientCertificateData: crt, ClientKeyData: key})
+}
+
+// WriteTokenKubeconfig writes a kubeconfig for server, trusting the CA in dir, whose user is name with a bearer
+// token (a ServiceAccount's).
+func WriteTokenKubeconfig(dir, path, server, name, token string) error {
+	return writeKubeconfig(dir, path, server, name, &clientcmdapi.AuthInfo{Token: token})
+}
+
+// writeKubeconfig writes a kubeconfig with one context: server, trusting the CA in dir, as user with auth.
+func writeKubeconfig(dir, path, server, user string, auth *clientcmdapi.AuthInfo) error {
+	ca, err := os.ReadFile(filepath.Join(dir, "ca.crt"))
+	if err != nil {
+		return err
+	}
 	cfg := clientcmdapi.NewConfig()
 	cfg.Clusters["kubeslow-lab"] = &clientcmdapi.Cluster{Server: server, CertificateAuthorityData: ca}
-	cfg.AuthInfos[cert] = &clientcmdapi.AuthInfo{ClientCertificateData: crt, ClientKeyData: key}
-	cfg.Contexts["kubeslow-lab"] = &clientcmdapi.Context{Cluster: "kubeslow-lab", AuthInfo: cert}
+	cfg.AuthInfos[user] = auth
+	cfg.Contexts["kubeslow-lab"] = &clientcmdapi.Context{Cluster: "kubeslow-lab", AuthInfo: user}
 	cfg.CurrentContext = "kubeslow-lab"
 	return clientcmd.WriteToFile(*cfg, path)
 }

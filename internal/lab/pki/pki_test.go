@@ -62,4 +62,12 @@ func TestEnsureIssuesVerifiableCerts(t *testing.T) {
 	if err != nil || cfg.Host != "https://198.19.255.1:6443" || len(cfg.CertData) == 0 || len(cfg.CAData) == 0 {
 		t.Fatalf("kubeconfig: %+v %v", cfg, err)
 	}
+	tk := filepath.Join(dir, "sa.kubeconfig")
+	if err := WriteTokenKubeconfig(dir, tk, "https://198.19.255.1:6443", "sa", "t0ken"); err != nil {
+		t.Fatal(err)
+	}
+	tcfg, err := clientcmd.BuildConfigFromFlags("", tk)
+	if err != nil || tcfg.BearerToken != "t0ken" || len(tcfg.CertData) != 0 || string(tcfg.CAData) != string(before) {
+		t.Fatalf("token kubeconfig: %+v %v", tcfg, err)
+	}
 }

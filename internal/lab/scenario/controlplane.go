@@ -79,18 +79,11 @@ func startSmallStorm(d lab.Dirs, c *lab.Config) error {
 // stopProcess stops the named lab process (a scenario's load), if it runs.
 func stopProcess(name string) func(context.Context, lab.Dirs, *lab.Config, lab.Progress) error {
 	return func(_ context.Context, d lab.Dirs, _ *lab.Config, progress lab.Progress) error {
-		rec, err := host.Records{Dir: d.ProcDir(), Logs: d.LogDir()}.Read(name)
-		if errors.Is(err, os.ErrNotExist) {
-			return nil
+		pid, err := lab.StopLabProcess(d, name)
+		if err == nil && pid != 0 {
+			progress("%s (pid %d) stopped", name, pid)
 		}
-		if err != nil {
-			return err
-		}
-		if err := rec.Stop(10 * time.Second); err != nil {
-			return err
-		}
-		progress("%s (pid %d) stopped", name, rec.PID)
-		return nil
+		return err
 	}
 }
 

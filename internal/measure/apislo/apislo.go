@@ -10,6 +10,8 @@ package apislo
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -125,18 +127,18 @@ func (m *Measurement) Start(ctx context.Context, env *measure.Env) (measure.Obse
 func webhooks(res *result.Result, before, after *prom.Snapshot) {
 	by := []string{"name", "type"}
 	calls := prom.GroupCounters(prom.Delta(before, after, "apiserver_admission_webhook_admission_duration_seconds"), by, nil)
+	// Grouped by the same labels: a webhook's fail-opens are under its calls' key.
 	failOpen := prom.GroupCounters(prom.Delta(before, after, "apiserver_admission_webhook_fail_open_count"), by, nil)
-	for _, g := range prom.Sorted(calls) {
+	for _, k := range slices.Sorted(maps.Keys(calls)) {
+		g := calls[k]
 		if g.Hist == nil || g.Hist.Count == 0 {
 			continue
 		}
 		l := map[string]string{"name": g.Labels["name"], "type": g.Labels["type"]}
 		res.Metrics = append(res.Metrics, result.Metric{Name: MetricWebhookCalls, Unit: "count", Value: g.Hist.Count, Labels: l})
 		opened := 0.0
-		for _, f := range failOpen {
-			if f.Labels["name"] == l["name"] && f.Labels["type"] == l["type"] {
-				opened += f.Value
-			}
+		if f := failOpen[k]; f != nil {
+			opened = f.Value
 		}
 		res.Metrics = append(res.Metrics, result.Metric{Name: MetricWebhookFailOpen, Unit: "count", Value: opened, Labels: l})
 		if g.Hist.Count < MinRequests {

@@ -121,11 +121,8 @@ func Rules() []rule.Rule {
 // webhookKind is the webhook's kind as its configuration says it: the apiserver's metrics call a mutating
 // webhook's step "admit".
 func webhookKind(typ string) string {
-	switch typ {
-	case "admit":
+	if typ == "admit" {
 		return "mutating"
-	case "validating":
-		return "validating"
 	}
 	return typ
 }

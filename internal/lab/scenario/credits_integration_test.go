@@ -23,7 +23,7 @@ const (
 // default 10). With fewer than 10 slow starts PELT can place the knee only 10 starts before the end, slow
 // and fast ones together: held by exactly 10, it would stop the churn there, early by the fast ones (2-4
 // starts in three runs of 2026-11-29 with 10, the median after it once 1.3 s, near the rule's 1 s). 11 stops
-// it once 11 or more slow starts are past the knee (11-15: a check every 5 starts). Measured with 11
+// it once 11 slow starts are past the knee (11-15 until 2026-11-30, with a check every 5 starts; now after each). Measured with 11
 // (2026-11-29, two runs): the throttle's knee found 1 start early and on it (10% is 11-12), the median after
 // it 7.6 s and 3.8 s (the rule's floor 1 s), 26x and 14x the one before (2x), fdatasync p99 2,029x and 1,270x
 // (3x); the credits' on it and 1 early (10% is 8-9), the median after 5.3 s and 1.9 s (2.1 s with users' 20

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/client-go/kubernetes"
+
 	"github.com/kubeslow/kubeslow/internal/lab"
 	"github.com/kubeslow/kubeslow/internal/lab/storm"
 )
@@ -214,16 +216,23 @@ const (
 
 func dur(d time.Duration) lab.Duration { return lab.Duration{Duration: d} }
 
-// seedStormEvents seeds the 3,000 Events the LIST storms read (as the lab's admin; those already there stay).
+// seedStormEvents seeds the 3,000 Events the LIST storms read (as the lab's admin, at up to 500 creates a
+// second: ~5 s, where the admin client's 200/s took 13-15 s; those already there stay, and are not created again).
 func seedStormEvents(ctx context.Context, d lab.Dirs, progress lab.Progress) error {
-	client, err := lab.AdminClient(d)
+	cfg, err := lab.AdminRESTConfig(d)
 	if err != nil {
 		return err
 	}
+	cfg.QPS, cfg.Burst = 500, 500
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	start := time.Now()
 	if err := storm.SeedEvents(ctx, client, 3000); err != nil {
 		return err
 	}
-	progress("3000 Events seeded")
+	progress("3000 Events seeded (in %s)", time.Since(start).Round(100*time.Millisecond))
 	return nil
 }
 

@@ -93,29 +93,48 @@ func ListEvents(ctx context.Context, cfg *rest.Config, o ListOptions, log *slog.
 	return counts, nil
 }
 
-// SeedEvents creates n Events in the default namespace (unless they exist), 8 at a time; the client's own
-// rate limit bounds the rate.
+// SeedReason is the reason of the Events SeedEvents creates.
+const SeedReason = "LabStorm"
+
+// SeedEvents makes sure the n Events kubeslow-lab-storm-00000… exist in the default namespace: one LIST of
+// those seeded already (they stay for the apiserver's Event TTL, an hour: a lab's second LIST storm finds
+// them), then the missing ones created, 8 at a time; the client's own rate limit bounds the rate.
 func SeedEvents(ctx context.Context, c kubernetes.Interface, n int) error {
+	if n <= 0 {
+		return nil
+	}
+	l, err := c.CoreV1().Events("default").List(ctx, metav1.ListOptions{FieldSelector: "reason=" + SeedReason})
+	if err != nil {
+		return fmt.Errorf("seeding events: listing those seeded before: %w", err)
+	}
+	have := map[string]bool{}
+	for _, ev := range l.Items {
+		if ev.Reason == SeedReason {
+			have[ev.Name] = true
+		}
+	}
 	g, ctx := errgroup.WithContext(ctx)
 	g.SetLimit(8)
 	for i := 0; i < n; i++ {
-		g.Go(func() error { return seedEvent(ctx, c, i) })
+		if !have[seedName(i)] {
+			g.Go(func() error { return seedEvent(ctx, c, i) })
+		}
 	}
 	return g.Wait()
 }
 
+func seedName(i int) string { return fmt.Sprintf("kubeslow-lab-storm-%05d", i) }
+
 func seedEvent(ctx context.Context, c kubernetes.Interface, i int) error {
-	{
-		ev := &corev1.Event{
-			ObjectMeta:     metav1.ObjectMeta{Name: fmt.Sprintf("kubeslow-lab-storm-%05d", i), Namespace: "default"},
-			InvolvedObject: corev1.ObjectReference{Kind: "Node", Name: fmt.Sprintf("kwok-node-%d", i%50+1)},
-			Reason:         "LabStorm", Message: "seeded by the list-storm scenario so that each LIST is large " + fmt.Sprint(i),
-			Type: corev1.EventTypeNormal, Source: corev1.EventSource{Component: "kubeslow-lab"},
-			FirstTimestamp: metav1.Now(), LastTimestamp: metav1.Now(), Count: 1,
-		}
-		if _, err := c.CoreV1().Events("default").Create(ctx, ev, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("seeding events: %w", err)
-		}
+	ev := &corev1.Event{
+		ObjectMeta:     metav1.ObjectMeta{Name: seedName(i), Namespace: "default"},
+		InvolvedObject: corev1.ObjectReference{Kind: "Node", Name: fmt.Sprintf("kwok-node-%d", i%50+1)},
+		Reason:         SeedReason, Message: "seeded by the list-storm scenario so that each LIST is large " + fmt.Sprint(i),
+		Type: corev1.EventTypeNormal, Source: corev1.EventSource{Component: "kubeslow-lab"},
+		FirstTimestamp: metav1.Now(), LastTimestamp: metav1.Now(), Count: 1,
+	}
+	if _, err := c.CoreV1().Events("default").Create(ctx, ev, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("seeding events: %w", err)
 	}
 	return nil
 }

@@ -48,19 +48,10 @@ func StartNoisyClient(ctx context.Context, d Dirs, level APFLevel) error {
 	if err != nil {
 		return err
 	}
-	meta := func(name, ns string) metav1.ObjectMeta {
-		return metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{"app.kubernetes.io/managed-by": "kubeslow-lab"}}
-	}
-	created := func(_ any, err error) error {
-		if apierrors.IsAlreadyExists(err) {
-			return nil
-		}
+	if err := created(c.CoreV1().ServiceAccounts(metav1.NamespaceDefault).Create(ctx, &corev1.ServiceAccount{ObjectMeta: labMeta(NoisyServiceAccount, metav1.NamespaceDefault)}, metav1.CreateOptions{})); err != nil {
 		return err
 	}
-	if err := created(c.CoreV1().ServiceAccounts(metav1.NamespaceDefault).Create(ctx, &corev1.ServiceAccount{ObjectMeta: meta(NoisyServiceAccount, metav1.NamespaceDefault)}, metav1.CreateOptions{})); err != nil {
-		return err
-	}
-	crb := &rbacv1.ClusterRoleBinding{ObjectMeta: meta(noisyBinding, ""),
+	crb := &rbacv1.ClusterRoleBinding{ObjectMeta: labMeta(noisyBinding, ""),
 		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "view"},
 		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: NoisyServiceAccount, Namespace: metav1.NamespaceDefault}}}
 	if err := created(c.RbacV1().ClusterRoleBindings().Create(ctx, crb, metav1.CreateOptions{})); err != nil {
@@ -73,14 +64,14 @@ func StartNoisyClient(ctx context.Context, d Dirs, level APFLevel) error {
 			Queuing: &flowcontrolv1.QueuingConfiguration{Queues: 1, HandSize: 1, QueueLengthLimit: level.QueueLength}}
 	}
 	shares := level.NominalShares
-	plc := &flowcontrolv1.PriorityLevelConfiguration{ObjectMeta: meta(SmallPriorityLevel, ""),
+	plc := &flowcontrolv1.PriorityLevelConfiguration{ObjectMeta: labMeta(SmallPriorityLevel, ""),
 		Spec: flowcontrolv1.PriorityLevelConfigurationSpec{Type: flowcontrolv1.PriorityLevelEnablementLimited,
 			Limited: &flowcontrolv1.LimitedPriorityLevelConfiguration{NominalConcurrencyShares: &shares, LendablePercent: &zero,
 				BorrowingLimitPercent: &zero, LimitResponse: lr}}}
 	if err := created(c.FlowcontrolV1().PriorityLevelConfigurations().Create(ctx, plc, metav1.CreateOptions{})); err != nil {
 		return err
 	}
-	fs := &flowcontrolv1.FlowSchema{ObjectMeta: meta(NoisyFlowSchema, ""),
+	fs := &flowcontrolv1.FlowSchema{ObjectMeta: labMeta(NoisyFlowSchema, ""),
 		Spec: flowcontrolv1.FlowSchemaSpec{PriorityLevelConfiguration: flowcontrolv1.PriorityLevelConfigurationReference{Name: SmallPriorityLevel},
 			MatchingPrecedence:  500,
 			DistinguisherMethod: &flowcontrolv1.FlowDistinguisherMethod{Type: flowcontrolv1.FlowDistinguisherMethodByUserType},

@@ -8,7 +8,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
@@ -68,24 +67,18 @@ func corefilePath(d Dirs) string { return filepath.Join(d.ConfDir(), "Corefile")
 // ensureDNSObjects creates CoreDNS's RBAC (for the process's user and the pods' ServiceAccount) and the kube-dns
 // Service: in process mode with an EndpointSlice the lab manages, with replicas selecting their pods.
 func ensureDNSObjects(ctx context.Context, c kubernetes.Interface, replicas bool) error {
-	create := func(err error) error {
-		if apierrors.IsAlreadyExists(err) {
-			return nil
-		}
-		return err
-	}
 	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "kubeslow-lab:coredns"}, Rules: []rbacv1.PolicyRule{
 		{APIGroups: []string{""}, Resources: []string{"endpoints", "services", "pods", "namespaces"}, Verbs: []string{"list", "watch"}},
 		{APIGroups: []string{"discovery.k8s.io"}, Resources: []string{"endpointslices"}, Verbs: []string{"list", "watch"}},
 	}}
-	if _, err := c.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); create(err) != nil {
+	if err := created(c.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{})); err != nil {
 		return err
 	}
 	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "kubeslow-lab:coredns"},
 		RoleRef: rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: role.Name},
 		Subjects: []rbacv1.Subject{{APIGroup: "rbac.authorization.k8s.io", Kind: "User", Name: corednsUser},
 			{Kind: "ServiceAccount", Name: CoreDNSDeployment, Namespace: "kube-system"}}}
-	if _, err := c.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); create(err) != nil {
+	if err := created(c.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{})); err != nil {
 		return err
 	}
 	labels := map[string]string{"k8s-app": "kube-dns"}
@@ -98,7 +91,7 @@ func ensureDNSObjects(ctx context.Context, c kubernetes.Interface, replicas bool
 	if replicas {
 		svc.Spec.Selector = labels
 	}
-	if _, err := c.CoreV1().Services("kube-system").Create(ctx, svc, metav1.CreateOptions{}); create(err) != nil {
+	if err := created(c.CoreV1().Services("kube-system").Create(ctx, svc, metav1.CreateOptions{})); err != nil {
 		return err
 	}
 	if replicas {
@@ -107,14 +100,14 @@ func ensureDNSObjects(ctx context.Context, c kubernetes.Interface, replicas bool
 	udp, tcp := corev1.ProtocolUDP, corev1.ProtocolTCP
 	slice := &discoveryv1.EndpointSlice{
 		ObjectMeta: metav1.ObjectMeta{Name: "kube-dns-lab", Namespace: "kube-system", Labels: map[string]string{
-			discoveryv1.LabelServiceName: "kube-dns", discoveryv1.LabelManagedBy: "kubeslow-lab"}},
+			discoveryv1.LabelServiceName: "kube-dns", discoveryv1.LabelManagedBy: ManagedByLab}},
 		AddressType: discoveryv1.AddressTypeIPv4,
 		Ports: []discoveryv1.EndpointPort{{Name: ptr.To("dns"), Port: ptr.To(int32(53)), Protocol: &udp},
 			{Name: ptr.To("dns-tcp"), Port: ptr.To(int32(53)), Protocol: &tcp},
 			{Name: ptr.To("metrics"), Port: ptr.To(int32(corednsMetricsPort)), Protocol: &tcp}},
 		Endpoints: []discoveryv1.Endpoint{{Addresses: []string{ControlPlaneIP}, Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)}}},
 	}
-	if _, err := c.DiscoveryV1().EndpointSlices("kube-system").Create(ctx, slice, metav1.CreateOptions{}); create(err) != nil {
+	if err := created(c.DiscoveryV1().EndpointSlices("kube-system").Create(ctx, slice, metav1.CreateOptions{})); err != nil {
 		return err
 	}
 	return nil

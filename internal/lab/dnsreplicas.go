@@ -10,7 +10,6 @@ import (
 	"github.com/miekg/dns"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -133,21 +132,15 @@ func corednsDeployment(s DNSSettings) *appsv1.Deployment {
 // ensureDNSDeployment creates CoreDNS's ServiceAccount, ConfigMap and Deployment and waits until every replica
 // is Ready and published in the kube-dns EndpointSlices.
 func ensureDNSDeployment(ctx context.Context, c kubernetes.Interface, s DNSSettings) error {
-	create := func(err error) error {
-		if apierrors.IsAlreadyExists(err) {
-			return nil
-		}
-		return err
-	}
 	meta := metav1.ObjectMeta{Name: CoreDNSDeployment, Namespace: "kube-system"}
-	if _, err := c.CoreV1().ServiceAccounts("kube-system").Create(ctx, &corev1.ServiceAccount{ObjectMeta: meta}, metav1.CreateOptions{}); create(err) != nil {
+	if err := created(c.CoreV1().ServiceAccounts("kube-system").Create(ctx, &corev1.ServiceAccount{ObjectMeta: meta}, metav1.CreateOptions{})); err != nil {
 		return err
 	}
 	cm := &corev1.ConfigMap{ObjectMeta: meta, Data: map[string]string{"Corefile": replicaCorefile(s)}}
-	if _, err := c.CoreV1().ConfigMaps("kube-system").Create(ctx, cm, metav1.CreateOptions{}); create(err) != nil {
+	if err := created(c.CoreV1().ConfigMaps("kube-system").Create(ctx, cm, metav1.CreateOptions{})); err != nil {
 		return err
 	}
-	if _, err := c.AppsV1().Deployments("kube-system").Create(ctx, corednsDeployment(s), metav1.CreateOptions{}); create(err) != nil {
+	if err := created(c.AppsV1().Deployments("kube-system").Create(ctx, corednsDeployment(s), metav1.CreateOptions{})); err != nil {
 		return err
 	}
 	return waitDNSReplicas(ctx, c, s.Replicas)

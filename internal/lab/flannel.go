@@ -14,7 +14,6 @@ import (
 	"time"
 
 	rbacv1 "k8s.io/api/rbac/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
@@ -150,25 +149,18 @@ func flannelSteps(d Dirs, c *Config, n realNode, bin func(string) string) []Step
 
 // ensureFlannelRBAC binds flanneld's user to what flannel's own manifest (kube-flannel.yml) grants it.
 func ensureFlannelRBAC(ctx context.Context, c kubernetes.Interface) error {
-	create := func(err error) error {
-		if apierrors.IsAlreadyExists(err) {
-			return nil
-		}
-		return err
-	}
 	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "kubeslow-lab:flannel"}, Rules: []rbacv1.PolicyRule{
 		{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get"}},
 		{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"get", "list", "watch", "patch"}},
 		{APIGroups: []string{""}, Resources: []string{"nodes/status"}, Verbs: []string{"patch"}},
 	}}
-	if _, err := c.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); create(err) != nil {
+	if err := created(c.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{})); err != nil {
 		return err
 	}
 	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "kubeslow-lab:flannel"},
 		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: role.Name},
 		Subjects: []rbacv1.Subject{{APIGroup: "rbac.authorization.k8s.io", Kind: "User", Name: flannelUser}}}
-	_, err := c.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{})
-	return create(err)
+	return created(c.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}))
 }
 
 // waitPodCIDR waits until the node is registered and has its pod CIDR (a watch would need the node to exist;

@@ -11,7 +11,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
@@ -171,12 +170,6 @@ func ingressTestObjects() (*appsv1.Deployment, *corev1.Service, *networkingv1.In
 // backend with its Ingress, then waits until a request to TraefikURL()+IngressTestPath is answered by the test
 // backend through Traefik.
 func ensureTraefik(ctx context.Context, c kubernetes.Interface) error {
-	create := func(_ any, err error) error {
-		if apierrors.IsAlreadyExists(err) {
-			return nil
-		}
-		return err
-	}
 	meta := metav1.ObjectMeta{Name: TraefikName, Namespace: TraefikNamespace}
 	role := traefikRole()
 	dep, svc, ing := ingressTestObjects()
@@ -185,33 +178,33 @@ func ensureTraefik(ctx context.Context, c kubernetes.Interface) error {
 		do   func() error
 	}{
 		{"ServiceAccount", func() error {
-			return create(c.CoreV1().ServiceAccounts(TraefikNamespace).Create(ctx, &corev1.ServiceAccount{ObjectMeta: meta}, metav1.CreateOptions{}))
+			return created(c.CoreV1().ServiceAccounts(TraefikNamespace).Create(ctx, &corev1.ServiceAccount{ObjectMeta: meta}, metav1.CreateOptions{}))
 		}},
-		{"ClusterRole", func() error { return create(c.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{})) }},
+		{"ClusterRole", func() error { return created(c.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{})) }},
 		{"ClusterRoleBinding", func() error {
-			return create(c.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: role.Name},
+			return created(c.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: role.Name},
 				RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: role.Name},
 				Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: TraefikName, Namespace: TraefikNamespace}}}, metav1.CreateOptions{}))
 		}},
 		{"IngressClass", func() error {
-			return create(c.NetworkingV1().IngressClasses().Create(ctx, &networkingv1.IngressClass{ObjectMeta: metav1.ObjectMeta{Name: IngressClassName,
+			return created(c.NetworkingV1().IngressClasses().Create(ctx, &networkingv1.IngressClass{ObjectMeta: metav1.ObjectMeta{Name: IngressClassName,
 				Labels: traefikLabels, Annotations: map[string]string{networkingv1.AnnotationIsDefaultIngressClass: "true"}},
 				Spec: networkingv1.IngressClassSpec{Controller: TraefikController}}, metav1.CreateOptions{}))
 		}},
 		{"Deployment", func() error {
-			return create(c.AppsV1().Deployments(TraefikNamespace).Create(ctx, traefikDeployment(), metav1.CreateOptions{}))
+			return created(c.AppsV1().Deployments(TraefikNamespace).Create(ctx, traefikDeployment(), metav1.CreateOptions{}))
 		}},
 		{"Service", func() error {
-			return create(c.CoreV1().Services(TraefikNamespace).Create(ctx, traefikService(), metav1.CreateOptions{}))
+			return created(c.CoreV1().Services(TraefikNamespace).Create(ctx, traefikService(), metav1.CreateOptions{}))
 		}},
 		{"test Deployment", func() error {
-			return create(c.AppsV1().Deployments(dep.Namespace).Create(ctx, dep, metav1.CreateOptions{}))
+			return created(c.AppsV1().Deployments(dep.Namespace).Create(ctx, dep, metav1.CreateOptions{}))
 		}},
 		{"test Service", func() error {
-			return create(c.CoreV1().Services(svc.Namespace).Create(ctx, svc, metav1.CreateOptions{}))
+			return created(c.CoreV1().Services(svc.Namespace).Create(ctx, svc, metav1.CreateOptions{}))
 		}},
 		{"test Ingress", func() error {
-			return create(c.NetworkingV1().Ingresses(ing.Namespace).Create(ctx, ing, metav1.CreateOptions{}))
+			return created(c.NetworkingV1().Ingresses(ing.Namespace).Create(ctx, ing, metav1.CreateOptions{}))
 		}},
 	}
 	for _, s := range steps {

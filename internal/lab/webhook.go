@@ -123,7 +123,7 @@ func registerWebhook(ctx context.Context, c kubernetes.Interface, w WebhookSpec,
 	cc := admregv1.WebhookClientConfig{URL: &url, CABundle: ca}
 	nsSel := &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: corev1.LabelMetadataName,
 		Operator: metav1.LabelSelectorOpNotIn, Values: []string{metav1.NamespaceSystem}}}}
-	meta := metav1.ObjectMeta{Name: w.Config, Labels: map[string]string{"app.kubernetes.io/managed-by": "kubeslow-lab"}}
+	meta := labMeta(w.Config, "")
 	ar := c.AdmissionregistrationV1()
 	var err error
 	if w.Mutating {

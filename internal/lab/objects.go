@@ -7,9 +7,10 @@ import (
 	"github.com/kubeslow/kubeslow/internal/source/kube"
 )
 
-// ManagedByLab is the kube.ManagedByLabel value of the cluster objects a scenario creates on a running lab (the
-// webhook's configuration, the noisy client's ServiceAccount and flow control): the lab's, not a run's, so
-// `kubeslow cleanup` (which selects kube.ManagedByValue) never touches them; the scenario's Stop deletes them.
+// ManagedByLab names the lab as the manager of its own cluster objects: the kube.ManagedByLabel value of what a
+// scenario creates on a running lab (the webhook's configuration, the noisy client's ServiceAccount and flow
+// control), the lab's and not a run's, so that `kubeslow cleanup` (which selects kube.ManagedByValue) never
+// touches them and the scenario's Stop deletes them; and the EndpointSlice managed-by of kube-dns-lab.
 const ManagedByLab = "kubeslow-lab"
 
 // labMeta is the metadata of a cluster object a scenario creates: its name, namespace and ManagedByLab.

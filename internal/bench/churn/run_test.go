@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -77,5 +78,24 @@ func TestChurnPlacement(t *testing.T) {
 	o.Nodes = []string{"kwok-1"}
 	if _, err := New(o, nil).place(ctx, env); err == nil || errors.As(err, &se) {
 		t.Errorf("simulated node named: %v, want an error", err)
+	}
+}
+
+// TestKneeCheckDue: a check as cheap as the first (none yet) is due after every start; one that took 1.7 s (10,000
+// starts) waits ten times that.
+func TestKneeCheckDue(t *testing.T) {
+	for _, c := range []struct {
+		since, cost time.Duration
+		due         bool
+	}{
+		{0, 0, true},
+		{300 * time.Millisecond, 5 * time.Millisecond, true},
+		{time.Second, 1700 * time.Millisecond, false},
+		{16 * time.Second, 1700 * time.Millisecond, false},
+		{17 * time.Second, 1700 * time.Millisecond, true},
+	} {
+		if got := kneeCheckDue(c.since, c.cost); got != c.due {
+			t.Errorf("kneeCheckDue(%s since, cost %s) = %v, want %v", c.since, c.cost, got, c.due)
+		}
 	}
 }
